@@ -1,0 +1,55 @@
+# Two commands on a fresh machine (Python 3.11, gcc, root): `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+SOURCES := $(shell find board search -name '*.py' 2>/dev/null)
+
+.PHONY: run test test-pure test-compiled test-slow bench install build sysdeps clean
+
+run: install
+	$(BIN)/searchbench bench movegen
+
+test: install
+	$(MAKE) test-compiled test-pure
+
+test-compiled: install
+	$(BIN)/pytest -q -p no:cacheprovider
+
+test-pure: install
+	SEARCHBENCH_PURE=1 $(BIN)/pytest -q -p no:cacheprovider -m "not slow and not compiled_only"
+
+test-slow: install
+	$(BIN)/pytest -q -p no:cacheprovider -m slow
+
+bench: install
+	$(BIN)/searchbench bench movegen
+
+install: sysdeps $(VENV)/.installed build
+
+# External engines from Debian (Stockfish, Fairy-Stockfish, Sjeng); skipped when already there.
+sysdeps:
+	@if ! { command -v stockfish || test -x /usr/games/stockfish; } >/dev/null || \
+	    ! { command -v fairy-stockfish || test -x /usr/games/fairy-stockfish; } >/dev/null || \
+	    ! { command -v sjeng || test -x /usr/games/sjeng; } >/dev/null; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq stockfish fairy-stockfish sjeng; \
+	fi
+
+$(VENV)/.installed: pyproject.toml requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+# mypyc extensions, rebuilt whenever a compiled source changes (a stale .so would shadow edits).
+build: $(VENV)/.built
+$(VENV)/.built: $(VENV)/.installed setup.py $(SOURCES)
+	$(PY) setup.py -q build_ext --inplace > $(VENV)/build.log 2>&1 || { tail -40 $(VENV)/build.log; exit 1; }
+	touch $@
+
+clean:
+	rm -rf build $(VENV)/.built
+	find board search -name '*.so' -delete

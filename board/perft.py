@@ -1,0 +1,49 @@
+"""Perft: count the leaf nodes of the legal move tree, making and unmaking every move."""
+from __future__ import annotations
+
+from board.position import Position
+
+
+def perft(pos: Position, depth: int) -> int:
+    """Leaves at ``depth`` plies; every node, leaves included, is made and unmade."""
+    if depth <= 0:
+        return 1
+    moves = pos.legal_moves()
+    if depth == 1:
+        n = 0
+        for m in moves:
+            pos.push(m)
+            n += 1
+            pos.pop()
+        return n
+    total = 0
+    for m in moves:
+        pos.push(m)
+        total += perft(pos, depth - 1)
+        pos.pop()
+    return total
+
+
+def perft_bulk(pos: Position, depth: int) -> int:
+    """Leaves at ``depth`` plies, counting the last ply from the move list (no make/unmake)."""
+    if depth <= 0:
+        return 1
+    moves = pos.legal_moves()
+    if depth == 1:
+        return len(moves)
+    total = 0
+    for m in moves:
+        pos.push(m)
+        total += perft_bulk(pos, depth - 1)
+        pos.pop()
+    return total
+
+
+def divide(pos: Position, depth: int) -> dict[str, int]:
+    """Perft per root move, keyed by UCI string (for locating a movegen bug)."""
+    out: dict[str, int] = {}
+    for m in pos.legal_moves():
+        pos.push(m)
+        out[pos.uci(m)] = perft_bulk(pos, depth - 1)
+        pos.pop()
+    return out

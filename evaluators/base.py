@@ -1,0 +1,97 @@
+"""The evaluator interface: the only thing a search knows about an evaluator.
+
+An evaluator serves some of three kinds of question (``Evaluator.serves``):
+
+``POLICY_VALUE`` (for MCTS)
+    :meth:`Evaluator.evaluate` takes a *batch* of :class:`Leaf` requests and returns, for each,
+    the value ``v`` in [-1, 1] for the side to move and the prior ``P(s, a)`` over the leaf's legal
+    moves (same order as ``Leaf.moves``, summing to 1).  Searches collect leaves and hand them over
+    through an ask/tell API (see :mod:`search.base`), so a harness can pool the leaves of many
+    concurrent games into one call.
+``SCORE`` (for alpha-beta)
+    :meth:`Evaluator.score` returns a static score in centipawns for the side to move.
+``COMPARE`` (for the DeepChess comparator search)
+    :meth:`Evaluator.compare` takes pairs of positions and returns, for each pair (a, b), the
+    probability that a is better than b **for White** (the DeepChess convention).
+
+A ``Leaf`` carries ``Position.raw_state()`` (bitboards as ints) so that neural evaluators encode a
+whole batch at once with numpy instead of square by square.  Pairing a search with an evaluator
+that does not serve what it needs is an :class:`EvaluatorError` raised by :func:`require`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Final, Sequence
+
+from board import Position
+
+POLICY_VALUE: Final = "policy_value"
+SCORE: Final = "score"
+COMPARE: Final = "compare"
+CAPABILITIES: Final = (POLICY_VALUE, SCORE, COMPARE)
+
+
+class EvaluatorError(ValueError):
+    """A search was paired with an evaluator that cannot serve it, or weights are unusable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """One position to evaluate: its raw state (``Position.raw_state()``), legal moves, variant."""
+
+    state: tuple[int, ...]
+    moves: list[int]
+    variant: str
+
+    @staticmethod
+    def of(pos: Position, moves: list[int] | None = None) -> "Leaf":
+        return Leaf(pos.raw_state(), pos.legal_moves() if moves is None else moves, pos.variant)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """Answer to a :class:`Leaf`: value for the side to move and priors aligned with its moves."""
+
+    value: float
+    priors: list[float]
+
+
+class Evaluator(ABC):
+    """Base class of all evaluators; subclasses override what they serve."""
+
+    #: short name used in engine specs and reports
+    name: str = "evaluator"
+    #: variants the evaluator was built for
+    variants: frozenset[str] = frozenset({"chess", "crazyhouse"})
+
+    @abstractmethod
+    def serves(self) -> frozenset[str]:
+        """The subset of :data:`CAPABILITIES` this evaluator answers."""
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        """Batched value and priors (``POLICY_VALUE``)."""
+        raise EvaluatorError(f"evaluator {self.name!r} does not serve {POLICY_VALUE}")
+
+    def score(self, pos: Position) -> int:
+        """Static score in centipawns for the side to move (``SCORE``)."""
+        raise EvaluatorError(f"evaluator {self.name!r} does not serve {SCORE}")
+
+    def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
+        """For each pair of raw states (a, b): P(a is better than b for White) (``COMPARE``)."""
+        raise EvaluatorError(f"evaluator {self.name!r} does not serve {COMPARE}")
+
+    def close(self) -> None:
+        """Release resources (threads, files); the default has none."""
+
+
+def require(evaluator: Evaluator, capability: str, variant: str | None = None) -> None:
+    """Raise :class:`EvaluatorError` unless ``evaluator`` serves ``capability`` (for ``variant``)."""
+    if capability not in CAPABILITIES:
+        raise EvaluatorError(f"unknown capability {capability!r}; known: {', '.join(CAPABILITIES)}")
+    if capability not in evaluator.serves():
+        served = ", ".join(sorted(evaluator.serves())) or "nothing"
+        raise EvaluatorError(f"evaluator {evaluator.name!r} cannot serve {capability} (it serves {served})")
+    if variant is not None and variant not in evaluator.variants:
+        raise EvaluatorError(f"evaluator {evaluator.name!r} does not play {variant} "
+                             f"(it plays {', '.join(sorted(evaluator.variants))})")

@@ -1,0 +1,67 @@
+"""``searchbench``: the command-line interface.  Bad input ends in one line on stderr and exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable
+
+import board
+
+EXIT_USAGE = 2
+
+
+def _cmd_perft(args: argparse.Namespace) -> int:
+    for fen in args.fen:
+        pos = board.new_position(args.variant, fen)
+        print(board.perft_bulk(pos, args.depth) if args.bulk else board.perft(pos, args.depth))
+    return 0
+
+
+def _cmd_bench_movegen(args: argparse.Namespace) -> int:
+    from experiments import bench_movegen
+
+    r = bench_movegen.run(args.variant, playout_games=args.games, seed=args.seed)
+    print(json.dumps(r) if args.json else bench_movegen.format_table(r))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="searchbench", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    pp = sub.add_parser("perft", help="count leaf nodes of the legal move tree")
+    pp.add_argument("--variant", choices=board.VARIANTS, default="chess")
+    pp.add_argument("--depth", type=int, required=True)
+    pp.add_argument("--bulk", action="store_true", help="count the last ply from move lists (faster)")
+    pp.add_argument("fen", nargs="+", help="one or more FENs (quote each)")
+    pp.set_defaults(func=_cmd_perft)
+
+    pb = sub.add_parser("bench", help="benchmarks against peers, side by side in one run")
+    bsub = pb.add_subparsers(dest="bench", required=True)
+    bm = bsub.add_parser("movegen", help="perft and random playouts vs python-chess (and OpenSpiel)")
+    bm.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    bm.add_argument("--games", type=int, default=40, help="random playouts for our side")
+    bm.add_argument("--seed", type=int, default=1)
+    bm.add_argument("--json", action="store_true", help="print one JSON object")
+    bm.set_defaults(func=_cmd_bench_movegen)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except (ValueError, KeyError, FileNotFoundError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"searchbench: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("searchbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

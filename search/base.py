@@ -1,0 +1,99 @@
+"""The search interface: limits, results, and the ask/tell protocol that lets a harness batch.
+
+A search is driven in steps so that leaves of many concurrent searches can share one network call::
+
+    search.start(pos, limits)
+    while not search.done():
+        leaves = search.ask()                      # positions that need an evaluation (may be [])
+        search.tell(evaluator.evaluate(leaves))    # answers in the same order
+    result = search.result()
+
+:meth:`Search.run` is that loop for a single game.  Searches whose evaluator is cheap and
+synchronous (alpha-beta with a classical score) may do all their work inside ``ask`` and return no
+leaves; the protocol is the same.
+
+Node accounting (one meaning of "nodes" for Elo-versus-nodes): for MCTS a node is a simulation (one
+leaf evaluated, a terminal or a transposition-table hit counted too); for alpha-beta a node is a
+position visited (interior, leaf and quiescence).  Every search also reports ``evals``, the number of
+evaluator calls (positions), so the two can be compared by cost as well.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from board import Position
+from evaluators.base import Evaluation, Evaluator, Leaf
+
+
+@dataclass
+class Limits:
+    """When to stop.  Unset fields do not limit; with nothing set a search uses its default nodes."""
+
+    nodes: int | None = None
+    depth: int | None = None
+    movetime: float | None = None  # seconds
+    wtime: float | None = None  # seconds left on the clocks
+    btime: float | None = None
+    winc: float = 0.0
+    binc: float = 0.0
+    movestogo: int | None = None
+    infinite: bool = False
+
+
+@dataclass
+class SearchResult:
+    """What a search reports for one move (``value`` for the side to move, in [-1, 1])."""
+
+    best_move: int
+    value: float = 0.0
+    cp: int = 0
+    mate: int | None = None  # moves to mate, negative if the side to move is mated
+    nodes: int = 0
+    evals: int = 0
+    time: float = 0.0
+    depth: int = 0
+    seldepth: int = 0
+    pv: list[int] = field(default_factory=list)
+
+    @property
+    def nps(self) -> float:
+        return self.nodes / self.time if self.time > 0 else 0.0
+
+
+class Search(ABC):
+    """Base class of all searches.  The evaluator is injected; so is the random state."""
+
+    evaluator: Evaluator
+
+    @abstractmethod
+    def start(self, pos: Position, limits: Limits) -> None:
+        """Begin a search from ``pos`` (the search may keep a reference; it restores it when done)."""
+
+    @abstractmethod
+    def ask(self) -> list[Leaf]:
+        """Leaves that need evaluating before the search can go on ([] if none right now)."""
+
+    @abstractmethod
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        """Answers for the leaves of the last :meth:`ask`, in order."""
+
+    @abstractmethod
+    def done(self) -> bool:
+        """True once a limit is reached or :meth:`stop` was called."""
+
+    @abstractmethod
+    def result(self) -> SearchResult:
+        """The best move and statistics so far (valid after at least one step)."""
+
+    def stop(self) -> None:
+        """Ask the search to finish as soon as possible (e.g. UCI ``stop``)."""
+
+    def run(self, pos: Position, limits: Limits) -> SearchResult:
+        self.start(pos, limits)
+        while not self.done():
+            leaves = self.ask()
+            if leaves:
+                self.tell(self.evaluator.evaluate(leaves))
+        return self.result()

@@ -1,0 +1,24 @@
+"""Build: the hot modules are compiled with mypyc in one group unless SEARCHBENCH_PURE=1.
+
+The same .py files stay importable uncompiled; tests run in both modes (see tests/conftest.py).
+"""
+import os
+
+from setuptools import setup
+
+# Modules compiled together (one shared library, so calls between them are native).
+MYPYC_MODULES = [
+    "board/bitboards.py",
+    "board/moves.py",
+    "board/zobrist.py",
+    "board/position.py",
+    "board/perft.py",
+]
+
+ext_modules = []
+if os.environ.get("SEARCHBENCH_PURE") != "1":
+    from mypyc.build import mypycify
+
+    ext_modules = mypycify(MYPYC_MODULES, opt_level="3", debug_level="0", group_name="searchbench_native")
+
+setup(ext_modules=ext_modules)
