@@ -47,7 +47,7 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 # mypyc extensions, rebuilt whenever a compiled source changes (a stale .so would shadow edits).
 build: $(VENV)/.built
 $(VENV)/.built: $(VENV)/.installed setup.py $(SOURCES)
-	$(PY) setup.py -q build_ext --inplace > $(VENV)/build.log 2>&1 || { tail -40 $(VENV)/build.log; exit 1; }
+	flock /tmp/searchbench-build.lock $(PY) setup.py -q build_ext --inplace > $(VENV)/build.log 2>&1 || { tail -40 $(VENV)/build.log; exit 1; }
 	touch $@
 
 clean:

@@ -26,6 +26,11 @@ def _cmd_bench_movegen(args: argparse.Namespace) -> int:
     return 0
 
 
+# Modules that add subcommands: each has ``register(sub)`` (top level) and/or
+# ``register_bench(bench_sub)`` (under ``searchbench bench``).  Add yours here.
+COMMAND_MODULES: list[str] = []
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="searchbench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -45,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
     bm.add_argument("--seed", type=int, default=1)
     bm.add_argument("--json", action="store_true", help="print one JSON object")
     bm.set_defaults(func=_cmd_bench_movegen)
+
+    import importlib
+
+    for name in COMMAND_MODULES:
+        mod = importlib.import_module(name)
+        if hasattr(mod, "register"):
+            mod.register(sub)
+        if hasattr(mod, "register_bench"):
+            mod.register_bench(bsub)
     return p
 
 

@@ -1,0 +1,98 @@
+"""The engine interface shared by our engines and the adapters for external ones.
+
+An engine is an evaluator + a search + settings (ours) or a subprocess (external).  Every engine
+answers :meth:`Engine.play`, blocking.  In-process engines also expose the search's ask/tell steps
+(:meth:`InProcessEngine.start` ... :meth:`InProcessEngine.finish`) so the match harness can run many
+games at once and pool the leaves of all of them into one evaluator call per evaluator.
+
+An engine never raises for a failure of the engine itself during a game: it returns a
+:class:`MoveResult` with ``forfeit`` set to the reason (crash, hang, illegal move, protocol error),
+and the caller records the loss and goes on.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from board import Position
+from evaluators.base import Evaluation, Evaluator, Leaf
+from search.base import Limits, SearchResult
+
+
+class EngineError(ValueError):
+    """Unknown engine name or option, or an engine that cannot be started (one-line message)."""
+
+
+@dataclass
+class MoveResult:
+    """A move (0 if the engine failed), what the engine said about it, and a forfeit reason."""
+
+    move: int
+    info: SearchResult | None = None
+    forfeit: str | None = None
+    time: float = 0.0
+
+
+@dataclass
+class EngineSpec:
+    """A resolved engine description: name, evaluator, search and every setting (for the records)."""
+
+    name: str
+    evaluator: str
+    search: str
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        opts = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))
+        return f"{self.evaluator}+{self.search}" + (f":{opts}" if opts else "")
+
+
+class Engine(ABC):
+    name: str
+    spec: EngineSpec
+    variants: frozenset[str]
+
+    def new_game(self) -> None:
+        """Forget everything tied to the previous game (search tree, hash, UCI ucinewgame)."""
+
+    @abstractmethod
+    def play(self, pos: Position, limits: Limits) -> MoveResult:
+        """Choose a move in ``pos`` under ``limits``; failures become ``forfeit``, never exceptions."""
+
+    def close(self) -> None:
+        """Release the engine (stop a subprocess, free a network)."""
+
+
+class InProcessEngine(Engine):
+    """Our engines: a search with an injected evaluator, steppable for pooled evaluation."""
+
+    evaluator: Evaluator
+
+    @abstractmethod
+    def start(self, pos: Position, limits: Limits) -> None:
+        """Begin thinking about ``pos`` (the engine keeps its own copy of the position)."""
+
+    @abstractmethod
+    def ask(self) -> list[Leaf]:
+        """Leaves to evaluate with :attr:`evaluator` before the search can go on."""
+
+    @abstractmethod
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        """Answers for the last :meth:`ask`, in order."""
+
+    @abstractmethod
+    def done(self) -> bool:
+        """True once the move is decided."""
+
+    @abstractmethod
+    def finish(self) -> MoveResult:
+        """The decided move (call once :meth:`done` is True)."""
+
+    def play(self, pos: Position, limits: Limits) -> MoveResult:
+        self.start(pos, limits)
+        while not self.done():
+            leaves = self.ask()
+            if leaves:
+                self.tell(self.evaluator.evaluate(leaves))
+        return self.finish()
