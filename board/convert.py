@@ -1,0 +1,47 @@
+"""Conversion to and from python-chess boards (so SAN and PGN come from python-chess)."""
+from __future__ import annotations
+
+import chess
+import chess.variant
+
+from board.moves import move_from_uci, move_to_uci
+from board.position import Position, new_position
+
+
+def to_python_chess(pos: Position) -> chess.Board:
+    """A python-chess board at the same position, with the same move stack from the same root."""
+    cls = chess.variant.CrazyhouseBoard if pos.variant == "crazyhouse" else chess.Board
+    b = cls(pos.root_fen)
+    for m in pos.move_stack:
+        b.push(chess.Move.from_uci(move_to_uci(m)))
+    return b
+
+
+def from_python_chess(b: chess.Board) -> Position:
+    """Our position for a python-chess board (chess or crazyhouse), move stack included."""
+    if isinstance(b, chess.variant.CrazyhouseBoard):
+        variant = "crazyhouse"
+    elif type(b) is chess.Board:
+        variant = "chess"
+    else:
+        raise ValueError(f"unsupported python-chess board type {type(b).__name__}")
+    if b.chess960:
+        raise ValueError("Chess960 is not supported")
+    root = b.root()
+    pos = new_position(variant, root.fen())
+    for m in b.move_stack:
+        pos.push(pos.parse_uci(m.uci()))
+    return pos
+
+
+def to_python_chess_move(m: int) -> chess.Move:
+    return chess.Move.from_uci(move_to_uci(m))
+
+
+def from_python_chess_move(m: chess.Move) -> int:
+    return move_from_uci(m.uci())
+
+
+def san(pos: Position, m: int) -> str:
+    """Standard algebraic notation of a legal move (drops as ``N@f7+``)."""
+    return to_python_chess(pos).san(to_python_chess_move(m))
