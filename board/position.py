@@ -15,7 +15,7 @@ captured piece, promoted flags) and the hash before the move; ``pop`` restores f
 copied per move.
 
 Variants are subclasses with small hooks (as in python-chess): ``has_pockets`` turns on drops,
-promoted-piece tracking in the hash and the crazyhouse draw rules; ``_pocket_add`` is where a
+promoted-piece tracking in the hash and the crazyhouse draw rules; ``_capture_to_pocket`` is where a
 captured piece goes (own pocket in crazyhouse, the partner's board in bughouse).
 
 Rules choices: chess has the 50-move rule (claimable at 100 plies, as ``is_fifty_moves``),
@@ -214,6 +214,12 @@ class Position:
         idx = (color * 8 + pt) * 64
         self.zobrist ^= Z_POCKET[idx + n] ^ Z_POCKET[idx + n + delta]
         self.pockets += i64(delta) << sh
+
+    def _capture_to_pocket(self, color: int, pt: int, delta: int) -> None:
+        """Variant hook: colour captured a piece of type pt (promoted pieces come as pawns), which
+        enters (delta 1, push) or leaves again (-1, pop) a pocket: the capturer's own here, the
+        partner's on the other board in bughouse (board/bughouse.py)."""
+        self._pocket_add(color, pt, delta)
 
     # ------------------------------------------------------------------ attacks
 
@@ -463,9 +469,7 @@ class Position:
             pass
         elif drop:
             self._put(to, (us << 3) | drop)
-            self._pocket_add(us, drop, -1)
-            if drop == PAWN:
-                self.halfmove_clock = 0
+            self._pocket_add(us, drop, -1)  # drops never reset the half-move clock (as python-chess)
         else:
             code = int(self.mailbox[frm])
             pt = code & 7
@@ -482,7 +486,7 @@ class Position:
                     self._toggle_promoted(tb, to)
                     cpt = PAWN
                 if self.has_pockets:
-                    self._pocket_add(us, cpt, 1)
+                    self._capture_to_pocket(us, cpt, 1)
             self._shift(frm, to, code)
             if self.promoted & fb:
                 state |= _F_MOVED_PROMOTED
@@ -500,7 +504,7 @@ class Position:
                     cap_sq = to - 8 if us == WHITE else to + 8
                     self._remove(cap_sq, (them << 3) | PAWN)
                     if self.has_pockets:
-                        self._pocket_add(us, PAWN, 1)
+                        self._capture_to_pocket(us, PAWN, 1)
                 elif to - frm == 16 or frm - to == 16:
                     self.turn = them
                     ep = self._legal_ep_square((frm + to) >> 1)
@@ -570,11 +574,11 @@ class Position:
                     self.promoted |= tb
                     cpt = PAWN
                 if self.has_pockets:
-                    self._pocket_add(us, cpt, -1)
+                    self._capture_to_pocket(us, cpt, -1)
             elif state & _F_EN_PASSANT:
                 self._put(to - 8 if us == WHITE else to + 8, (them << 3) | PAWN)
                 if self.has_pockets:
-                    self._pocket_add(us, PAWN, -1)
+                    self._capture_to_pocket(us, PAWN, -1)
         self.zobrist = self._stack[sp + 2]
         return m
 
@@ -605,7 +609,8 @@ class Position:
         return to == self.ep_square and self.mailbox[m & 63] & 7 == PAWN
 
     def is_zeroing(self, m: int) -> bool:
-        return (m >> 15) == PAWN or self.is_capture(m) or (m >> 15 == 0 and self.mailbox[m & 63] & 7 == PAWN)
+        """Does the move reset the half-move clock (a capture or pawn move; drops never do)?"""
+        return (m >> 15) == 0 and (self.is_capture(m) or self.mailbox[m & 63] & 7 == PAWN)
 
     # ------------------------------------------------------------------ game end
 
