@@ -114,7 +114,7 @@ def msb(b: i64) -> int:
 
 
 def popcount(b: i64) -> int:
-    return bin(int(b) & MASK64).count("1")
+    return int(b & 0xFFFFFFFF).bit_count() + int((b >> 32) & 0xFFFFFFFF).bit_count()
 
 
 def squares_of(b: i64) -> list[int]:

@@ -213,7 +213,8 @@ class Position:
         n = (self.pockets >> sh) & 63
         idx = (color * 8 + pt) * 64
         self.zobrist ^= Z_POCKET[idx + n] ^ Z_POCKET[idx + n + delta]
-        self.pockets += i64(delta) << sh
+        d: i64 = delta
+        self.pockets += d << sh
 
     def _capture_to_pocket(self, color: int, pt: int, delta: int) -> None:
         """Variant hook: colour captured a piece of type pt (promoted pieces come as pawns), which
