@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
-SOURCES := $(shell find board search -name '*.py' 2>/dev/null)
+SOURCES := $(shell find board search evaluators -name '*.py' 2>/dev/null)
 
 .PHONY: run test test-pure test-compiled test-slow bench install build sysdeps clean
 
@@ -52,4 +52,4 @@ $(VENV)/.built: $(VENV)/.installed setup.py $(SOURCES)
 
 clean:
 	rm -rf build $(VENV)/.built
-	find board search -name '*.so' -delete
+	find board search evaluators -name '*.so' -delete

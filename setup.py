@@ -13,6 +13,12 @@ MYPYC_MODULES = [
     "board/zobrist.py",
     "board/position.py",
     "board/perft.py",
+    "board/bughouse.py",
+    "evaluators/classical.py",
+    "search/timeman.py",
+    "search/alphabeta.py",
+    "search/comparator.py",
+    "search/mcts.py",
 ]
 
 ext_modules = []

@@ -1,0 +1,409 @@
+"""External engines (Fairy-Stockfish, Stockfish, Sjeng, any UCI or XBoard program) with a watchdog.
+
+Each :class:`ExternalEngine` runs one subprocess through python-chess ``chess.engine``.  Every call
+into it is bounded: python-chess's ``SimpleEngine.play`` never times out under node, depth or clock
+limits (SPEC.md section 6), so :meth:`ExternalEngine.play` submits the protocol's coroutine to the
+engine's event loop itself and waits at most :meth:`ExternalEngine.watchdog_seconds`.
+
+Failure policy (the engine interface: failures are results, not exceptions):
+
+- hang (no move in time), crash (the process died), illegal move, protocol error (a malformed
+  move, no move in a position with legal moves, an unexpected protocol failure):
+  ``MoveResult(0, forfeit="<kind>: <detail>")``; the process is killed and a fresh one started,
+  so the caller's next game goes on.  Each reason is also kept in :attr:`ExternalEngine.forfeits`.
+- resignation (XBoard ``resign``): ``forfeit="resigned"``; the process is kept.
+- configuration errors (program not installed, unknown option, a variant or limit the engine
+  cannot play, Sjeng with a crazyhouse position that has pieces in hand): :class:`EngineError`.
+
+Engine-specific rules (SPEC.md section 6):
+
+- python-chess sets ``UCI_Variant`` from the board class; the adapter never configures it.
+- Stockfish ``elo=N`` sets ``UCI_LimitStrength`` and ``UCI_Elo`` (1350..2850; calibrated at 60+0.6 s,
+  not at fixed nodes).  ``skill=N`` sets ``Skill Level`` (Fairy-Stockfish -20..20).
+- Sjeng (XBoard) has no node limit: python-chess would turn ``nodes`` into ``st N`` seconds, so a
+  node limit is dropped for XBoard engines and depth or time must be given.  Its ``setboard``
+  ignores pockets: crazyhouse games must start from the initial position (plus moves); the
+  adapter refuses a root position with pieces in hand.
+
+``value`` in the reported :class:`SearchResult` is the logistic ``2 / (1 + 10^(-cp/400)) - 1`` of
+the engine's centipawn score (+-1 for a mate), for the side to move.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import shlex
+import shutil
+import signal
+import threading
+import time
+import weakref
+from typing import Any, Sequence
+
+import chess
+import chess.engine
+
+from board import Position, move_from_uci
+from board.convert import to_python_chess
+from engines.base import Engine, EngineError, EngineSpec, MoveResult
+from engines.ours import OptionInfo, _optional, find_option, parse_float, parse_int, parse_str
+from search.base import Limits, SearchResult
+
+log = logging.getLogger(__name__)
+# python-chess logs a warning for every line it does not parse; Sjeng prints dozens per move.
+logging.getLogger("chess.engine").setLevel(logging.ERROR)
+
+SEARCH_DIRS = ("/usr/games", "/usr/local/games")
+
+# python-chess runs each engine's event loop on a non-daemon thread, so an engine nobody closed
+# would keep the interpreter from exiting (the program waits on stdin forever).  Kill the ones still
+# running when the main thread ends, before the interpreter joins the threads.
+_LIVE: weakref.WeakSet[ExternalEngine] = weakref.WeakSet()
+
+
+def _kill_all() -> None:
+    for e in list(_LIVE):
+        try:
+            e.kill()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+_register = getattr(threading, "_register_atexit", None)
+if callable(_register):
+    _register(_kill_all)
+
+#: options the adapter itself understands; any other name must be an option the program announces
+EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
+    OptionInfo("nodes", "spin", None, _optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
+    OptionInfo("depth", "spin", None, _optional(parse_int), help="default depth limit", minimum=1),
+    OptionInfo("movetime", "string", None, _optional(parse_float), help="default seconds per move"),
+    OptionInfo("elo", "spin", None, _optional(parse_int), help="UCI_LimitStrength + UCI_Elo"),
+    OptionInfo("skill", "spin", None, _optional(parse_int), help="Skill Level", minimum=-20, maximum=20),
+    OptionInfo("threads", "spin", None, _optional(parse_int), help="Threads", minimum=1, maximum=512),
+    OptionInfo("hash", "spin", None, _optional(parse_int), help="Hash (MB)", minimum=1, maximum=1 << 20),
+    OptionInfo("timeout", "string", 30.0, parse_float,
+               help="watchdog: seconds allowed beyond the time limit, or per move under node/depth limits"),
+    OptionInfo("startup", "string", 10.0, parse_float, help="seconds allowed to start and configure"),
+    OptionInfo("args", "string", "", parse_str, help="extra command-line arguments (space separated)"),
+)
+_ADAPTER_KEYS = frozenset(o.name for o in EXTERNAL_OPTIONS)
+
+
+def check_external_options(options: dict[str, str]) -> dict[str, str]:
+    """Canonical names and values for the adapter's options; other names pass through unchanged
+    (checked against the program's own options by :class:`ExternalEngine`)."""
+    out: dict[str, str] = {}
+    for key, text in options.items():
+        try:
+            o = find_option(EXTERNAL_OPTIONS, key, prefix=False)
+        except EngineError:
+            out[key] = text
+            continue
+        out[o.name] = o.check(text)
+    return out
+
+
+def find_program(name: str) -> str:
+    """The executable for ``name``: a path, else PATH, else /usr/games; EngineError if none."""
+    if os.sep in name:
+        if os.path.isfile(name) and os.access(name, os.X_OK):
+            return name
+        raise EngineError(f"engine program {name!r} not found or not executable")
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in SEARCH_DIRS:
+        p = os.path.join(d, name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    raise EngineError(f"engine {name!r} is not installed (looked in PATH and {', '.join(SEARCH_DIRS)}; "
+                      f"`make sysdeps` installs stockfish, fairy-stockfish and sjeng)")
+
+
+def cp_to_value(cp: int) -> float:
+    return 2.0 / (1.0 + 10.0 ** (-cp / 400.0)) - 1.0
+
+
+def info_to_result(move: int, info: dict[str, Any], turn: chess.Color, elapsed: float) -> SearchResult:
+    """Our :class:`SearchResult` from a python-chess info dict (missing fields stay 0)."""
+    r = SearchResult(best_move=move, time=float(info.get("time", elapsed) or elapsed))
+    score = info.get("score")
+    if score is not None:
+        pov = score.pov(turn)
+        mate = pov.mate()
+        if mate is not None:
+            r.mate = mate
+            r.value = 1.0 if mate > 0 else -1.0
+            r.cp = 100_000 if mate > 0 else -100_000
+        else:
+            r.cp = int(pov.score())
+            r.value = cp_to_value(r.cp)
+    r.nodes = int(info.get("nodes", 0) or 0)
+    r.depth = int(info.get("depth", 0) or 0)
+    r.seldepth = int(info.get("seldepth", 0) or 0)
+    pv = [move_from_uci(m.uci()) for m in info.get("pv", [])]
+    # A strength-limited Stockfish plays a weaker move than its reported line: keep the PV only when
+    # it belongs to the move played.
+    r.pv = pv if pv and pv[0] == move else [move]
+    return r
+
+
+class ExternalEngine(Engine):
+    """One external program, restarted after every failure (see the module docstring)."""
+
+    def __init__(self, spec: EngineSpec, variant: str, command: Sequence[str] | None = None) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.variant = variant
+        self.protocol = spec.search
+        if self.protocol not in ("uci", "xboard"):
+            raise EngineError(f"unknown protocol {self.protocol!r}; known: uci, xboard")
+        opts = check_external_options(spec.options)
+        adapter = {o.name: o.parse(opts.get(o.name, o.format(o.default))) for o in EXTERNAL_OPTIONS}
+        self.default_nodes: int | None = adapter["nodes"]  # type: ignore[assignment]
+        self.default_depth: int | None = adapter["depth"]  # type: ignore[assignment]
+        self.default_movetime: float | None = adapter["movetime"]  # type: ignore[assignment]
+        self.timeout = float(adapter["timeout"])  # type: ignore[arg-type]
+        self.startup_timeout = float(adapter["startup"])  # type: ignore[arg-type]
+        if command is None:
+            command = [find_program(spec.evaluator)] + shlex.split(str(adapter["args"]))
+        self.command = list(command)
+        self.engine_options = self._engine_options(adapter, {k: v for k, v in opts.items() if k not in _ADAPTER_KEYS})
+        self.variants = frozenset({variant})
+        self.forfeits: list[str] = []
+        self.restarts = 0
+        self._engine: chess.engine.SimpleEngine | None = None
+        self._game = object()
+        self._engine = self._start()
+        _LIVE.add(self)
+        self._check_variant(self._engine)
+
+    # ---- process management ----
+    def _engine_options(self, adapter: dict[str, object], passthrough: dict[str, str]) -> dict[str, str | int | bool]:
+        out: dict[str, str | int | bool] = dict(passthrough)
+        if adapter["elo"] is not None:
+            out["UCI_LimitStrength"] = True
+            out["UCI_Elo"] = int(adapter["elo"])  # type: ignore[call-overload]
+        if adapter["skill"] is not None:
+            out["Skill Level"] = int(adapter["skill"])  # type: ignore[call-overload]
+        if adapter["threads"] is not None:
+            out["Threads"] = int(adapter["threads"])  # type: ignore[call-overload]
+        if adapter["hash"] is not None:
+            out["Hash"] = int(adapter["hash"])  # type: ignore[call-overload]
+        return out
+
+    def _start(self) -> chess.engine.SimpleEngine:
+        popen = (chess.engine.SimpleEngine.popen_uci if self.protocol == "uci"
+                 else chess.engine.SimpleEngine.popen_xboard)
+        try:
+            eng = popen(self.command, timeout=self.startup_timeout, stderr=asyncio.subprocess.DEVNULL)
+        except (asyncio.TimeoutError, concurrent.futures.TimeoutError):
+            raise EngineError(f"engine {self.name} did not finish starting within {self.startup_timeout:g}s") from None
+        except (OSError, chess.engine.EngineError) as e:
+            raise EngineError(f"engine {self.name} could not start: {type(e).__name__}: {e}") from None
+        try:
+            self._configure(eng)
+        except EngineError:
+            self._kill(eng)
+            raise
+        return eng
+
+    def _configure(self, eng: chess.engine.SimpleEngine) -> None:
+        if not self.engine_options:
+            return
+        known = {name.lower(): name for name in eng.options}
+        options: dict[str, str | int | bool] = {}
+        for name, value in self.engine_options.items():
+            if name.lower() in chess.engine.MANAGED_OPTIONS:
+                raise EngineError(f"option {name!r} is set by the adapter itself; do not configure it")
+            real = known.get(name.lower())
+            if real is None:
+                adapter = ", ".join(o.name for o in EXTERNAL_OPTIONS)
+                raise EngineError(f"unknown option {name!r} for {self.name}; known: {adapter}, "
+                                  f"and the engine's own: {', '.join(eng.options)}")
+            options[real] = value
+        try:
+            eng.configure(options)
+        except (asyncio.TimeoutError, concurrent.futures.TimeoutError):
+            raise EngineError(f"engine {self.name} did not accept its options within {self.startup_timeout:g}s") from None
+        except chess.engine.EngineError as e:
+            raise EngineError(f"engine {self.name}: bad option: {e}") from None
+
+    def _check_variant(self, eng: chess.engine.SimpleEngine) -> None:
+        if self.variant == "chess":
+            return
+        if self.protocol == "uci":
+            opt = eng.options.get("UCI_Variant")
+            ok = opt is not None and self.variant in [v.lower() for v in opt.var]
+        else:
+            ok = self.variant in str(eng.protocol.features.get("variants", "")).split(",")  # type: ignore[attr-defined]
+        if not ok:
+            self._kill(eng)
+            self._engine = None
+            raise EngineError(f"engine {self.name} does not play {self.variant}")
+
+    def _kill(self, eng: chess.engine.SimpleEngine) -> None:
+        pid = None
+        try:
+            pid = eng.transport.get_pid()
+        except Exception:  # noqa: BLE001 - transport already gone
+            pass
+        try:
+            eng.close()  # closes the transport: kills the process if it still runs
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            eng.returncode.result(timeout=2.0)
+        except Exception:  # noqa: BLE001 - did not exit in time: kill it ourselves
+            if pid is not None:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def _restart(self) -> None:
+        if self._engine is not None:
+            self._kill(self._engine)
+            self._engine = None
+        self.restarts += 1
+        try:
+            self._engine = self._start()
+        except EngineError as e:
+            log.warning("%s: restart failed: %s (will retry at the next move)", self.name, e)
+            self._engine = None
+
+    @property
+    def pid(self) -> int | None:
+        """The current process id (None if no process is running)."""
+        return self._engine.transport.get_pid() if self._engine is not None else None
+
+    # ---- playing ----
+    def new_game(self) -> None:
+        self._game = object()  # python-chess sends ucinewgame / new for a new game object
+
+    def to_limit(self, pos: Position, limits: Limits) -> chess.engine.Limit:
+        """python-chess limits for ``limits`` (spec defaults fill unset fields); EngineError if none fit."""
+        if limits.infinite:
+            raise EngineError(f"{self.name}: an infinite search cannot be played as a move")
+        nodes = limits.nodes if limits.nodes is not None else self.default_nodes
+        depth = limits.depth if limits.depth is not None else self.default_depth
+        movetime = limits.movetime if limits.movetime is not None else self.default_movetime
+        if self.protocol == "xboard":
+            nodes = None  # XBoard engines (Sjeng) have no node limit; python-chess would send `st N`
+        clock = limits.wtime is not None or limits.btime is not None
+        if nodes is None and depth is None and movetime is None and not clock:
+            need = "depth or time" if self.protocol == "xboard" else "nodes, depth or time"
+            raise EngineError(f"{self.name}: no limit it can use (give {need})")
+        return chess.engine.Limit(
+            nodes=nodes, depth=depth, time=movetime,
+            white_clock=limits.wtime, black_clock=limits.btime,
+            white_inc=limits.winc if limits.wtime is not None else None,
+            black_inc=limits.binc if limits.btime is not None else None,
+            remaining_moves=limits.movestogo)
+
+    def watchdog_seconds(self, pos: Position, limit: chess.engine.Limit) -> float:
+        """How long a move may take before it counts as a hang."""
+        caps: list[float] = []
+        if limit.time is not None:
+            caps.append(limit.time)
+        own = limit.white_clock if pos.turn == 0 else limit.black_clock
+        if own is not None:
+            inc = (limit.white_inc if pos.turn == 0 else limit.black_inc) or 0.0
+            caps.append(max(0.0, own) + inc)
+        return (min(caps) if caps else 0.0) + self.timeout
+
+    def _board(self, pos: Position) -> chess.Board:
+        b = to_python_chess(pos)
+        if self.protocol == "xboard" and pos.variant == "crazyhouse":
+            root = b.root()
+            if any(len(p) for p in root.pockets) or root.promoted:  # type: ignore[attr-defined]
+                raise EngineError(f"{self.name}: XBoard setboard ignores pockets; start crazyhouse games "
+                                  f"from the initial position plus moves (root {root.fen()})")
+        return b
+
+    def play(self, pos: Position, limits: Limits) -> MoveResult:
+        if pos.variant != self.variant:
+            raise EngineError(f"engine {self.name} was created for {self.variant}, not {pos.variant}")
+        board = self._board(pos)
+        limit = self.to_limit(pos, limits)
+        if not pos.legal_moves():
+            raise EngineError(f"no legal moves in {pos.fen()}")
+        t0 = time.perf_counter()
+        if self._engine is None:
+            self._restart()
+            if self._engine is None:
+                return self._forfeit("crash: engine could not be restarted", t0, restart=False)
+        eng = self._engine
+        wait = self.watchdog_seconds(pos, limit)
+        try:
+            coro = asyncio.wait_for(
+                eng.protocol.play(board, limit, game=self._game, info=chess.engine.INFO_ALL), wait)
+            future = asyncio.run_coroutine_threadsafe(coro, eng.protocol.loop)
+            try:
+                played = future.result(wait + 2.0)
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                raise
+        except (asyncio.TimeoutError, concurrent.futures.TimeoutError):
+            return self._forfeit(f"hang: no move within {wait:.1f}s", t0)
+        except chess.engine.EngineTerminatedError as e:
+            return self._forfeit(f"crash: {self._exit_detail(eng, e)}", t0)
+        except chess.engine.EngineError as e:
+            cause = e.args[0] if e.args else e
+            if isinstance(cause, chess.IllegalMoveError):
+                return self._forfeit(f"illegal move: {cause}", t0)
+            return self._forfeit(f"protocol error: {cause}", t0)
+        except RuntimeError as e:  # the engine's event loop is gone
+            return self._forfeit(f"crash: {type(e).__name__}: {e}", t0)
+        elapsed = time.perf_counter() - t0
+        if played.resigned:
+            return self._forfeit("resigned", t0, restart=False)
+        if played.move is None:
+            return self._forfeit("protocol error: no move in a position with legal moves", t0)
+        try:
+            move = pos.parse_uci(played.move.uci())
+        except ValueError:
+            return self._forfeit(f"illegal move: {played.move.uci()} in {pos.fen()}", t0)
+        info = info_to_result(move, dict(played.info), board.turn, elapsed)
+        return MoveResult(move, info=info, time=elapsed)
+
+    def _exit_detail(self, eng: chess.engine.SimpleEngine, e: Exception) -> str:
+        try:
+            code = eng.returncode.result(timeout=1.0)
+            return f"process exited with code {code}"
+        except Exception:  # noqa: BLE001
+            return f"{type(e).__name__}: {e}"
+
+    def _forfeit(self, reason: str, t0: float, restart: bool = True) -> MoveResult:
+        reason = reason.splitlines()[0] if reason else "unknown failure"
+        log.warning("%s forfeits: %s", self.name, reason)
+        self.forfeits.append(reason)
+        if restart:
+            self._restart()
+        return MoveResult(0, forfeit=reason, time=time.perf_counter() - t0)
+
+    def close(self) -> None:
+        eng, self._engine = self._engine, None
+        if eng is None:
+            return
+        try:
+            coro = asyncio.wait_for(eng.protocol.quit(), min(self.startup_timeout, 5.0))
+            asyncio.run_coroutine_threadsafe(coro, eng.protocol.loop).result(6.0)
+        except Exception:  # noqa: BLE001 - a dead or hung engine is killed below
+            pass
+        self._kill(eng)
+
+    def kill(self) -> None:
+        """Stop the process at once (no ``quit``)."""
+        eng, self._engine = self._engine, None
+        if eng is not None:
+            self._kill(eng)
+
+    def __del__(self) -> None:
+        try:
+            self.kill()
+        except Exception:  # noqa: BLE001
+            pass

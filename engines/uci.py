@@ -1,0 +1,438 @@
+"""The UCI front end: ``searchbench uci --engine NAME`` speaks UCI on stdin/stdout.
+
+Threads: the main thread reads commands; a ``go`` starts the search on a worker thread, so ``stop``,
+``isready`` (answered ``readyok`` at once, even while searching) and ``quit`` are handled while it
+thinks.  Output lines are written under a lock and flushed one by one.
+
+Commands: ``uci``, ``debug``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
+``position startpos|fen FEN [moves m1 m2 ...]`` (drops as ``P@e4``), ``go`` with ``nodes``,
+``depth``, ``movetime``, ``wtime``/``btime``/``winc``/``binc`` (milliseconds), ``movestogo``,
+``infinite``; ``stop``, ``ponderhit`` (no pondering: ignored), ``quit``.  Anything malformed or
+unknown is answered with ``info string`` and otherwise ignored; the loop never dies of input.
+
+Options: ``UCI_Variant`` (chess, crazyhouse), ``Threads`` (evaluator threads), ``Nodes`` (node limit
+for a ``go`` without one; 0 = the search's default), and every option of the engine (its engine
+options and every field of its search config, see :mod:`engines.ours`) under its own name.
+Option changes take effect at the next ``isready``, ``ucinewgame`` or ``go`` (the engine is rebuilt;
+the evaluator is kept unless the variant, weights or threads changed).
+
+Search output: ``info depth D seldepth S score cp X|mate M nodes N nps R time T pv ...`` about once
+a second and once at the end, then ``bestmove``; with ``go infinite`` the bestmove waits for ``stop``.
+If the engine fails, ``info string error: ...`` and ``bestmove 0000``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from typing import Callable, Iterable, Sequence, TextIO
+
+import board
+from board import Position, move_to_uci
+from engines.base import EngineError, EngineSpec, InProcessEngine
+from engines.ours import OptionInfo, OurEngine, find_option, parse_int
+from evaluators.base import Evaluation, Evaluator, Leaf
+from search.base import Limits, SearchResult
+
+INFO_INTERVAL = 1.0  # seconds between periodic info lines
+AUTHOR = "searchbench"
+
+EngineFactory = Callable[[EngineSpec, str, "object | None"], InProcessEngine]
+
+_GO_INT = ("nodes", "depth", "movestogo", "mate")
+_GO_MS = ("movetime", "wtime", "btime", "winc", "binc")
+_GO_FLAGS = ("infinite", "ponder")
+_GO_WORDS = frozenset(_GO_INT + _GO_MS + _GO_FLAGS + ("searchmoves",))
+_EVALUATOR_KEYS = frozenset({"threads", "weights"})
+
+
+def printable(text: str, limit: int = 80) -> str:
+    """``text`` made safe for one output line (no control characters, at most ``limit`` chars)."""
+    clean = "".join(c if c.isprintable() else "?" for c in text)
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+class UCIServer:
+    """One UCI session.  ``factory(spec, variant, evaluator_or_None)`` builds the engine."""
+
+    def __init__(self, spec: EngineSpec, out: TextIO, factory: EngineFactory, option_infos: list[OptionInfo],
+                 variant: str = "chess", variants: Iterable[str] = board.VARIANTS) -> None:
+        self.spec = spec
+        self.out = out
+        self.factory = factory
+        self.variants = tuple(variants)
+        self.variant = variant
+        self._infos = option_infos
+        self._settings: dict[str, str] = dict(spec.options)
+        self._engine: InProcessEngine | None = None
+        self._engine_key: tuple[str, str, str] | None = None
+        self._dirty = True
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop_event = threading.Event()
+        self._pos: Position = board.new_position(variant)
+        self.quit = False
+
+    # ---- output ----
+    def send(self, line: str) -> None:
+        with self._lock:
+            try:
+                self.out.write(line + "\n")
+                self.out.flush()
+            except (OSError, ValueError):  # the GUI closed the pipe
+                self.quit = True
+
+    def note(self, text: str) -> None:
+        self.send("info string " + printable(text, 200))
+
+    # ---- engine (re)building ----
+    def _uci_options(self) -> list[OptionInfo]:
+        own = [o for o in self._infos if o.name not in ("threads", "nodes")]
+        return [
+            OptionInfo("UCI_Variant", "combo", self.variant, str, self.variants),
+            OptionInfo("Threads", "spin", int(self._settings.get("threads", "1")), parse_int, minimum=1, maximum=256),
+            OptionInfo("Nodes", "spin", int(self._settings.get("nodes", "0") or 0)
+                       if self._settings.get("nodes", "none") != "none" else 0, parse_int, minimum=0,
+                       maximum=10**9),
+        ] + [dataclasses.replace(o, default=o.parse(self._settings[o.name])) if o.name in self._settings else o
+             for o in own]
+
+    def set_engine(self, engine: InProcessEngine) -> None:
+        """Use ``engine`` (built by the caller for the current settings and variant)."""
+        self._engine, self._dirty = engine, False
+        self._engine_key = (self.variant, self._settings.get("weights", ""), self._settings.get("threads", ""))
+
+    def ensure_engine(self) -> InProcessEngine | None:
+        """Build the engine if options changed; errors become an ``info string`` (None returned)."""
+        if not self._dirty and self._engine is not None:
+            return self._engine
+        spec = EngineSpec(self.spec.name, self.spec.evaluator, self.spec.search, dict(self._settings))
+        key = (self.variant, self._settings.get("weights", ""), self._settings.get("threads", ""))
+        evaluator = self._engine.evaluator if self._engine is not None and key == self._engine_key else None
+        try:
+            engine = self.factory(spec, self.variant, evaluator)
+        except (EngineError, ValueError) as e:
+            self.note(f"error: {e}")
+            return None
+        if self._engine is not None and evaluator is None:
+            self._engine.close()
+        self._engine, self._engine_key, self._dirty = engine, key, False
+        self._pos = self._pos if self._pos.variant == self.variant else board.new_position(self.variant)
+        return engine
+
+    # ---- the loop ----
+    def run(self, lines: Iterable[str]) -> None:
+        """Handle commands until ``quit`` or the end of input."""
+        for line in lines:
+            self.run_one(line)
+            if self.quit:
+                break
+        self.shutdown()
+
+    def run_one(self, line: str) -> None:
+        """Handle one command; an unexpected exception becomes an ``info string``."""
+        try:
+            self.handle(line)
+        except Exception as e:  # noqa: BLE001 - input must never kill the loop
+            self.note(f"error: {type(e).__name__}: {e}")
+
+    def shutdown(self) -> None:
+        self.stop_search()
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    def handle(self, line: str) -> None:
+        tokens = line.split()
+        if not tokens:
+            return
+        cmd, args = tokens[0], tokens[1:]
+        handler = getattr(self, "cmd_" + cmd, None) if cmd.isidentifier() and cmd.islower() else None
+        if handler is None:
+            self.note(f"unknown command: {line.strip()}")
+            return
+        handler(args)
+
+    def searching(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def cmd_uci(self, args: list[str]) -> None:
+        self.send(f"id name searchbench {self.spec.name}")
+        self.send(f"id author {AUTHOR}")
+        for o in self._uci_options():
+            self.send(o.uci_line())
+        self.send("uciok")
+
+    def cmd_debug(self, args: list[str]) -> None:
+        pass
+
+    def cmd_register(self, args: list[str]) -> None:
+        pass
+
+    def cmd_isready(self, args: list[str]) -> None:
+        if not self.searching():
+            self.ensure_engine()
+        self.send("readyok")
+
+    def cmd_quit(self, args: list[str]) -> None:
+        self.quit = True
+
+    def cmd_stop(self, args: list[str]) -> None:
+        self.stop_search()
+
+    def cmd_ponderhit(self, args: list[str]) -> None:
+        pass
+
+    def cmd_ucinewgame(self, args: list[str]) -> None:
+        self.stop_search()
+        engine = self.ensure_engine()
+        if engine is not None:
+            engine.new_game()
+        self._pos = board.new_position(self.variant)
+
+    def cmd_setoption(self, args: list[str]) -> None:
+        if self.searching():
+            self.note("setoption ignored while searching")
+            return
+        if not args or args[0] != "name":
+            self.note("setoption: expected 'setoption name <name> [value <value>]'")
+            return
+        if "value" in args:
+            i = args.index("value")
+            name, value = " ".join(args[1:i]), " ".join(args[i + 1:])
+        else:
+            name, value = " ".join(args[1:]), ""
+        if not name:
+            self.note("setoption: missing name")
+            return
+        key = name.lower()
+        if key == "uci_variant":
+            v = value.lower()
+            if v not in self.variants:
+                self.note(f"setoption: unknown variant {value!r}; known: {', '.join(self.variants)}")
+                return
+            if v != self.variant:
+                self.variant, self._dirty = v, True
+                self._pos = board.new_position(v)
+            return
+        if key in ("uci_chess960", "ponder", "multipv", "hash", "clear hash", "uci_analysemode", "move overhead"):
+            self.note(f"setoption: {name} is not supported; ignored")
+            return
+        if key == "nodes":
+            try:
+                n = parse_int(value)
+            except ValueError:
+                self.note(f"setoption: Nodes must be an integer, got {value!r}")
+                return
+            self._settings["nodes"] = str(n) if n > 0 else "none"
+            self._dirty = True
+            return
+        try:
+            o = find_option(self._infos, name, prefix=False)
+            self._settings[o.name] = o.check(value)
+        except EngineError as e:
+            self.note(f"setoption: {e}")
+            return
+        self._dirty = True
+
+    def cmd_position(self, args: list[str]) -> None:
+        if not args:
+            self.note("position: expected 'startpos' or 'fen <fen>'")
+            return
+        i = args.index("moves") if "moves" in args else len(args)
+        try:
+            if args[0] == "startpos" and i == 1:
+                pos = board.new_position(self.variant)
+            elif args[0] == "fen" and i > 1:
+                pos = board.new_position(self.variant, " ".join(args[1:i]))
+            else:
+                self.note("position: expected 'startpos' or 'fen <fen>' before 'moves'")
+                return
+            for m in args[i + 1:]:
+                pos.push_uci(m)
+        except ValueError as e:
+            self.note(f"position ignored: {printable(str(e))}")
+            return
+        self._pos = pos
+
+    def parse_go(self, args: list[str]) -> Limits | None:
+        limits = Limits()
+        i = 0
+        while i < len(args):
+            word = args[i]
+            if word in _GO_FLAGS:
+                if word == "infinite":
+                    limits.infinite = True
+                else:
+                    self.note("go: pondering is not supported; searching normally")
+                i += 1
+            elif word == "searchmoves":
+                j = i + 1
+                while j < len(args) and args[j] not in _GO_WORDS:
+                    j += 1
+                self.note("go: searchmoves is not supported; ignored")
+                i = j
+            elif word in _GO_INT or word in _GO_MS:
+                if i + 1 >= len(args):
+                    self.note(f"go: {word} needs a value")
+                    return None
+                try:
+                    value = int(args[i + 1])
+                except ValueError:
+                    self.note(f"go: bad value {printable(args[i + 1])!r} for {word}")
+                    return None
+                if word in ("nodes", "depth", "movestogo") and value < 1:
+                    self.note(f"go: {word} must be at least 1")
+                    return None
+                if word == "mate":
+                    self.note("go: mate search is not supported; ignored")
+                elif word in _GO_MS:
+                    setattr(limits, word, max(0, value) / 1000.0)
+                else:
+                    setattr(limits, word, value)
+                i += 2
+            else:
+                self.note(f"go: unknown token {printable(word)!r} ignored")
+                i += 1
+        return limits
+
+    def cmd_go(self, args: list[str]) -> None:
+        if self.searching():
+            self.note("go ignored: already searching")
+            return
+        limits = self.parse_go(args)
+        if limits is None:
+            return
+        engine = self.ensure_engine()
+        pos = self._pos.copy()
+        if engine is None or not pos.legal_moves():
+            self.note("no engine" if engine is None else "no legal moves")
+            self.send("bestmove 0000")
+            return
+        self._stop_event.clear()
+        self._thread = threading.Thread(target=self._search, args=(engine, pos, limits), name="uci-search",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop_search(self) -> None:
+        """Stop a running search and wait for its ``bestmove``."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop_event.set()
+        engine = self._engine
+        if isinstance(engine, OurEngine) and thread.is_alive():
+            engine.stop()
+        thread.join()
+        self._thread = None
+
+    # ---- the search thread ----
+    def _search(self, engine: InProcessEngine, pos: Position, limits: Limits) -> None:
+        try:
+            engine.start(pos, limits)
+            t0 = time.perf_counter()
+            last = t0
+            while not engine.done():
+                if self._stop_event.is_set() and isinstance(engine, OurEngine):
+                    engine.stop()
+                if isinstance(engine, OurEngine):
+                    engine.step()
+                else:
+                    leaves = engine.ask()
+                    if leaves:
+                        engine.tell(engine.evaluator.evaluate(leaves))
+                now = time.perf_counter()
+                if now - last >= INFO_INTERVAL and isinstance(engine, OurEngine):
+                    progress = engine.progress()
+                    if progress is not None:
+                        self.send(self.info_line(pos, progress))
+                    last = now
+            result = engine.finish()
+        except Exception as e:  # noqa: BLE001 - report, answer, keep the loop alive
+            self.note(f"error: {type(e).__name__}: {e}")
+            if limits.infinite:
+                self._stop_event.wait()
+            self.send("bestmove 0000")
+            return
+        if limits.infinite:
+            self._stop_event.wait()  # UCI: no bestmove before `stop` in infinite mode
+        if result.forfeit is not None:
+            self.note(f"error: {result.forfeit}")
+            self.send("bestmove 0000")
+            return
+        if result.info is not None:
+            self.send(self.info_line(pos, result.info, best=result.move))
+        self.send(f"bestmove {move_to_uci(result.move)}")
+
+    @staticmethod
+    def info_line(pos: Position, r: SearchResult, best: int = 0) -> str:
+        """One ``info`` line; the PV is cut at its first illegal move and starts with the best move."""
+        pv = list(r.pv)
+        if best and (not pv or pv[0] != best):
+            pv = [best]
+        legal_pv: list[str] = []
+        p = pos.copy()
+        for m in pv:
+            if m not in p.legal_moves():
+                break
+            legal_pv.append(move_to_uci(m))
+            p.push(m)
+        depth = r.depth if r.depth > 0 else max(1, len(legal_pv))
+        parts = [f"info depth {depth}"]
+        if r.seldepth > 0:
+            parts.append(f"seldepth {max(r.seldepth, depth)}")
+        if r.mate is not None and r.mate != 0:
+            parts.append(f"score mate {r.mate}")
+        else:
+            parts.append(f"score cp {r.cp}")
+        ms = int(r.time * 1000)
+        parts.append(f"nodes {r.nodes} nps {int(r.nps)} time {ms}")
+        if legal_pv:
+            parts.append("pv " + " ".join(legal_pv))
+        return " ".join(parts)
+
+
+class Responsive(Evaluator):
+    """An interpreted pass-through around an evaluator, so that the search thread yields the GIL.
+
+    A mypyc-compiled search with a compiled evaluator (alpha-beta + classical) never enters the
+    interpreter during an iteration, so CPython never hands the GIL to the thread reading stdin:
+    ``isready`` and ``stop`` would wait for the iteration to end (seconds at depth).  Each call of
+    this class's methods runs bytecode, where CPython honours the request to switch threads."""
+
+    def __init__(self, inner: Evaluator) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.variants = inner.variants
+
+    def serves(self) -> frozenset[str]:
+        return self.inner.serves()
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        return self.inner.evaluate(leaves)
+
+    def score(self, pos: Position) -> int:
+        return self.inner.score(pos)
+
+    def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
+        return self.inner.compare(pairs, variant)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = "chess") -> None:
+    """Run a UCI session for ``spec`` (an in-process engine) until ``quit`` or end of input."""
+    from engines import registry
+
+    infos = registry.option_infos(spec)
+
+    def factory(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
+        ev = evaluator if isinstance(evaluator, Evaluator) else Responsive(registry.evaluator_for(s))
+        engine = registry.create(s, v, evaluator=ev)
+        assert isinstance(engine, InProcessEngine)
+        return engine
+
+    server = UCIServer(spec, out, factory, infos, variant=variant)
+    server.set_engine(factory(spec, variant, None))  # a bad spec fails here, before any output
+    server.run(iter(inp.readline, ""))

@@ -1,0 +1,107 @@
+"""DeepChess as an evaluator: COMPARE for the comparator alpha-beta, and a value-style SCORE.
+
+``compare(pairs, variant)`` encodes every distinct raw state of the batch once
+(:func:`evaluators.encodings.deepchess_bits`), runs the shared Pos2Vec tower once per state and the
+comparator head once per pair: the answer is softmax[0] = P(a is better than b for White).
+
+Value-style wrapper (so DeepChess can run under plain alpha-beta, issue 4): a position is compared
+with a fixed *reference*, the variant's starting position (balanced by construction), in both
+orders: ``p = (P(pos > ref) + 1 - P(ref > pos)) / 2`` is the chance that the position is better
+for White than an even game, and ``cp_white = 400 * log10(p / (1 - p))`` (the logistic Elo
+scale; p = 0.75 is about +190), clamped to +-9999 and negated when Black is to move.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from board import Position, new_position
+from board.position import RAW_TURN
+from evaluators import encodings as enc
+from evaluators.base import COMPARE, SCORE, Evaluator, EvaluatorError
+from evaluators.nets import DeepChessNet
+from evaluators.neural import load_net
+
+DEFAULT_WEIGHTS = "deepchess_crazyhouse.pt"
+
+
+class DeepChessEvaluator(Evaluator):
+    """A DeepChess siamese comparator behind the evaluator interface."""
+
+    name = "deepchess"
+
+    def __init__(self, net: DeepChessNet, threads: int = 1, meta: dict[str, Any] | None = None,
+                 path: str | None = None, max_batch: int = 1024) -> None:
+        net.eval()
+        self.net = net
+        self.variant = net.cfg.variant
+        self.variants = frozenset({self.variant})
+        self.threads = threads
+        self.meta = dict(meta or {})
+        self.path = path
+        self.max_batch = max_batch
+        torch.set_num_threads(threads)
+        ref = new_position(self.variant).raw_state()
+        with torch.inference_mode():
+            self._ref_feat = self.net.features(torch.from_numpy(enc.deepchess_bits(enc.raw_array([ref]), self.variant)))
+
+    @classmethod
+    def load(cls, path: str | None = None, threads: int = 1) -> "DeepChessEvaluator":
+        """Load weights (None: the shipped ``evaluators/weights/deepchess_crazyhouse.pt``)."""
+        net, d, p = load_net(path, DEFAULT_WEIGHTS, "deepchess", threads)
+        assert isinstance(net, DeepChessNet)
+        return cls(net, threads, d.get("meta"), p)
+
+    def serves(self) -> frozenset[str]:
+        return frozenset({COMPARE, SCORE})
+
+    def _check_variant(self, variant: str) -> None:
+        if variant != self.variant:
+            raise EvaluatorError(f"evaluator {self.name!r} was trained for {self.variant}, not {variant}")
+
+    def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
+        self._check_variant(variant)
+        out: list[float] = []
+        for s in range(0, len(pairs), self.max_batch):
+            out += self._compare(list(pairs[s:s + self.max_batch]))
+        return out
+
+    def _compare(self, pairs: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
+        if not pairs:
+            return []
+        index: dict[tuple[int, ...], int] = {}
+        states: list[tuple[int, ...]] = []
+        ia = np.empty(len(pairs), dtype=np.int64)
+        ib = np.empty(len(pairs), dtype=np.int64)
+        for k, (a, b) in enumerate(pairs):
+            for st, arr in ((a, ia), (b, ib)):
+                j = index.get(st)
+                if j is None:
+                    j = index[st] = len(states)
+                    states.append(st)
+                arr[k] = j
+        x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(states), self.variant))
+        with torch.inference_mode():
+            f = self.net.features(x)
+            p = torch.softmax(self.net.compare_features(f[ia], f[ib]), dim=1)[:, 0]
+        return [float(v) for v in p.tolist()]
+
+    def white_probability(self, states: Sequence[tuple[int, ...]]) -> list[float]:
+        """P(state is better for White than the starting position), symmetrised over both orders."""
+        x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(list(states)), self.variant))
+        with torch.inference_mode():
+            f = self.net.features(x)
+            r = self._ref_feat.expand(len(f), -1)
+            p1 = torch.softmax(self.net.compare_features(f, r), dim=1)[:, 0]
+            p2 = torch.softmax(self.net.compare_features(r, f), dim=1)[:, 0]
+        return ((p1 + 1 - p2) / 2).tolist()
+
+    def score(self, pos: Position) -> int:
+        self._check_variant(pos.variant)
+        st = pos.raw_state()
+        p = min(max(self.white_probability([st])[0], 1e-6), 1 - 1e-6)
+        cp = max(-9999, min(9999, int(round(400 * math.log10(p / (1 - p))))))
+        return cp if st[RAW_TURN] == 0 else -cp

@@ -1,0 +1,103 @@
+"""``searchbench datagen`` and ``searchbench train``: data generation/import and network training."""
+from __future__ import annotations
+
+import argparse
+import json
+
+MODELS = ("rise", "sixtyfour", "deepchess")
+
+
+def _cmd_datagen(args: argparse.Namespace) -> int:
+    from experiments import datagen
+
+    if args.pgn:
+        stats = datagen.import_pgn(args.pgn, args.out, variant=args.pgn_variant, min_elo=args.min_elo,
+                                   progress=not args.quiet, seed=args.seed)
+    else:
+        lo, _, hi = args.random_plies.partition("-")
+        try:
+            min_p, max_p = int(lo), int(hi or lo)
+        except ValueError:
+            raise datagen.DataError(f"--random-plies wants N or MIN-MAX, not {args.random_plies!r}") from None
+        cfg = datagen.GenConfig(out=args.out, variant=args.variant, games=args.games, nodes=args.nodes,
+                                workers=args.workers, min_plies=min_p, max_opening_plies=max_p,
+                                max_plies=args.max_plies, shard_games=args.shard_games, seed=args.seed,
+                                minutes=args.minutes, engine=args.engine)
+        stats = datagen.generate(cfg, progress=not args.quiet)
+    print(json.dumps(stats))
+    return 0
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from experiments import train
+
+    cfg = train.TrainConfig(model=args.model, data=args.data, out=args.out, size=args.size,
+                            epochs=args.epochs, batch=args.batch, lr=args.lr, val_fraction=args.val_fraction,
+                            value_weight=args.value_weight, threads=args.threads, seed=args.seed,
+                            minutes=args.minutes, max_positions=args.max_positions, resume=not args.no_resume,
+                            ae_epochs=args.ae_epochs, half=args.half)
+    summary = train.train(cfg, progress=not args.quiet)
+    print(json.dumps(summary))
+    return 0
+
+
+def _cmd_bench_encode(args: argparse.Namespace) -> int:
+    from experiments import bench_encode
+
+    batches = tuple(int(b) for b in args.batches.split(","))
+    if not batches or min(batches) < 1:
+        raise ValueError("--batches wants positive sizes, e.g. 1,8,64")
+    r = bench_encode.run(batches, seconds=args.seconds, seed=args.seed, weights=args.weights)
+    print(json.dumps(r) if args.json else bench_encode.format_table(r))
+    return 0
+
+
+def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    b = bench_sub.add_parser("encode", help="batch encoding time vs network time (and vs python-chess)")
+    b.add_argument("--batches", default="1,8,64,256")
+    b.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    b.add_argument("--weights", default=None, help="RISE weights (default: shipped)")
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=_cmd_bench_encode)
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("datagen", help="play Fairy-Stockfish games (or import a PGN) into data shards")
+    p.add_argument("--out", required=True, help="data directory (shards are appended)")
+    p.add_argument("--variant", choices=("chess", "crazyhouse"), default="crazyhouse")
+    p.add_argument("--games", type=int, default=100, help="new games to play")
+    p.add_argument("--nodes", type=int, default=2000, help="engine node budget per move")
+    p.add_argument("--workers", type=int, default=1, help="engine processes in parallel")
+    p.add_argument("--random-plies", default="2-8", help="random opening plies, N or MIN-MAX")
+    p.add_argument("--max-plies", type=int, default=400, help="adjudicate a draw after this many plies")
+    p.add_argument("--shard-games", type=int, default=50, help="games per shard (flush interval)")
+    p.add_argument("--minutes", type=float, default=None, help="stop after this wall time")
+    p.add_argument("--engine", default="fairy-stockfish")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--pgn", default=None, help="import this PGN file instead of playing games")
+    p.add_argument("--pgn-variant", choices=("chess", "crazyhouse"), default=None,
+                   help="keep only games of this variant (default: from each game's Variant header)")
+    p.add_argument("--min-elo", type=int, default=0, help="PGN import: both players rated at least this")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_datagen)
+
+    t = sub.add_parser("train", help="train a network on data shards (paper recipes, SPEC.md section 3)")
+    t.add_argument("model", choices=MODELS)
+    t.add_argument("--data", required=True, nargs="+", help="data directories or shard files")
+    t.add_argument("--out", required=True, help="run directory: checkpoint.pt, metrics.csv, model.pt")
+    t.add_argument("--size", default="small", help="network size preset (see experiments/train.py SIZES)")
+    t.add_argument("--epochs", type=int, default=None, help="default: the paper's")
+    t.add_argument("--batch", type=int, default=None)
+    t.add_argument("--lr", type=float, default=None, help="peak/initial learning rate (default: the paper's)")
+    t.add_argument("--value-weight", type=float, default=None, help="value-loss weight (RISE 0.01, SixtyFour 1)")
+    t.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out")
+    t.add_argument("--ae-epochs", type=int, default=None, help="DeepChess: autoencoder epochs per layer")
+    t.add_argument("--max-positions", type=int, default=None, help="use at most this many training positions")
+    t.add_argument("--minutes", type=float, default=None, help="time budget: the schedule is fitted to it")
+    t.add_argument("--threads", type=int, default=1)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
+    t.add_argument("--half", action="store_true", help="store model.pt in float16 (half the size)")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_cmd_train)

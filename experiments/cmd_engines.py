@@ -1,0 +1,78 @@
+"""``searchbench engines`` (list the built-in engines or one engine's options) and
+``searchbench uci --engine NAME`` (speak UCI on stdin/stdout)."""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+
+import board
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    pe = sub.add_parser("engines", help="list the built-in engines, or the options of one engine")
+    pe.add_argument("name", nargs="?", help="an engine name or spec: show all its options and defaults")
+    pe.add_argument("--json", action="store_true", help="print JSON")
+    pe.set_defaults(func=_cmd_engines)
+
+    pu = sub.add_parser("uci", help="speak UCI on stdin/stdout (for GUIs, cutechess-cli, lichess-bot)")
+    pu.add_argument("--engine", required=True, help="an engine name or spec, e.g. material-ab or rise-mcts:nodes=800")
+    pu.add_argument("--variant", choices=board.VARIANTS, default="chess",
+                    help="variant until the GUI sets UCI_Variant (default chess)")
+    pu.set_defaults(func=_cmd_uci)
+
+
+def _cmd_engines(args: argparse.Namespace) -> int:
+    from engines import registry
+
+    if args.name:
+        return _show_options(args.name, args.json)
+    rows = [registry.describe(s) for s in registry.list_engines()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    cols = ("name", "evaluator", "search", "variants", "defaults", "status")
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in cols}
+    print("  ".join(c.ljust(widths[c]) for c in cols).rstrip())
+    for r in rows:
+        print("  ".join(r[c].ljust(widths[c]) for c in cols).rstrip())
+    print("\nspecs: NAME[:key=value,...] or EVALUATOR+SEARCH[:...] (evaluators: "
+          f"{', '.join(registry.EVALUATORS)}; searches: {', '.join(registry.SEARCHES)}) or PROGRAM+uci|xboard; "
+          "`searchbench engines NAME` lists the options")
+    return 0
+
+
+def _show_options(name: str, as_json: bool) -> int:
+    from engines import registry
+    from engines.external import EXTERNAL_OPTIONS
+
+    spec = registry.resolve(name)
+    infos = list(EXTERNAL_OPTIONS) if registry.is_external(spec) else registry.option_infos(spec)
+    effective = {} if registry.is_external(spec) else registry.effective_values(spec)
+    rows = []
+    for o in infos:
+        value = effective.get(o.name, spec.options.get(o.name, o.format(o.default)))
+        rows.append({"option": o.name, "type": o.kind, "value": value, "help": o.help})
+    if as_json:
+        print(json.dumps({"spec": str(spec), "name": spec.name, "options": rows}, indent=1))
+        return 0
+    print(f"{spec.name}: {spec.evaluator} + {spec.search}")
+    w = max(len(r["option"]) for r in rows)
+    for r in rows:
+        print(f"  {r['option'].ljust(w)}  {r['type']:<6}  {r['value']:<10}  {r['help']}".rstrip())
+    if registry.is_external(spec):
+        print("  (any other option the program announces can be set by its own name)")
+    return 0
+
+
+def _cmd_uci(args: argparse.Namespace) -> int:
+    from engines import registry, uci
+    from engines.base import EngineError
+
+    spec = registry.resolve(args.engine)
+    if registry.is_external(spec):
+        raise EngineError(f"{spec.name} is an external engine; run the program itself as the UCI engine")
+    inp = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
+    uci.serve(spec, inp, sys.stdout, variant=args.variant)
+    return 0

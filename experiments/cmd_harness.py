@@ -1,0 +1,275 @@
+"""CLI of the harness: ``match``, ``tournament``, ``sprt``, ``scale``, ``ratings``, ``openings`` and
+``bench harness``.  Every command checks its input (engines, weights, output paths) before the
+first game, stores each game as it finishes and resumes when run again."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import board
+from experiments import match as match_mod
+from experiments import openings as openings_mod
+from experiments import ratings as ratings_mod
+from experiments.store import Store
+
+RUNS = Path("runs")
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", s)[:80]
+
+
+def _add_play_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", help="engine A (registry name or spec)")
+    p.add_argument("b", help="engine B")
+    p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    p.add_argument("--nodes", type=int, help="node budget per move (both engines)")
+    p.add_argument("--nodes-b", type=int, help="node budget of B if different")
+    p.add_argument("--depth", type=int, help="depth limit per move")
+    p.add_argument("--movetime", type=float, help="seconds per move")
+    p.add_argument("--tc", help="time control BASE+INC in seconds, e.g. 60+0.6")
+    p.add_argument("--concurrency", type=int, default=2, help="games at once (evaluations pooled)")
+    p.add_argument("--workers", type=int, default=1, help="processes")
+    p.add_argument("--openings", help="EPD opening suite (default: the shipped one of the variant)")
+    p.add_argument("--random-openings", action="store_true", help="seeded shuffle of the suite")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--db", help="SQLite results (default runs/<a>-vs-<b>-<variant>.sqlite)")
+    p.add_argument("--pgn", help="PGN output (default: beside the database)")
+    p.add_argument("--max-plies", type=int, default=400, help="adjudicate a draw after this many plies (0: off)")
+    p.add_argument("--no-adjudication", action="store_true", help="no resign/draw adjudication")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _players(args: argparse.Namespace) -> tuple[match_mod.Player, match_mod.Player]:
+    tc = match_mod.parse_tc(args.tc) if args.tc else None
+    nb = args.nodes_b if args.nodes_b is not None else args.nodes
+    na, nbn = args.a, args.b
+    if args.a == args.b:
+        na, nbn = f"{args.a}@{args.nodes}", f"{args.b}@{nb}"
+        if na == nbn:
+            na, nbn = na + "#1", nbn + "#2"
+    a = match_mod.Player(na, args.a, nodes=args.nodes, depth=args.depth, movetime=args.movetime, tc=tc)
+    b = match_mod.Player(nbn, args.b, nodes=nb, depth=args.depth, movetime=args.movetime, tc=tc)
+    return a, b
+
+
+def _adjudication(args: argparse.Namespace) -> match_mod.Adjudication:
+    adj = match_mod.Adjudication(max_plies=args.max_plies)
+    if args.no_adjudication:
+        adj.resign_moves = adj.draw_moves = 0
+    return adj
+
+
+def _suite(args: argparse.Namespace, pairs: int) -> tuple[list[openings_mod.Opening], str]:
+    path = args.openings or str(openings_mod.default_suite(args.variant))
+    suite = openings_mod.load_suite(path, args.variant)
+    return openings_mod.order(suite, pairs, args.seed if args.random_openings else None), path
+
+
+def _paths(args: argparse.Namespace, kind: str) -> tuple[Path, Path]:
+    db = Path(args.db) if args.db else RUNS / f"{_safe(args.a)}-vs-{_safe(args.b)}-{args.variant}{kind}.sqlite"
+    pgn = Path(args.pgn) if args.pgn else db.with_suffix(".pgn")
+    return db, pgn
+
+
+class _Score:
+    """Running score of A for the progress bar."""
+
+    def __init__(self, a: str) -> None:
+        self.a = a
+        self.wdl = [0, 0, 0]
+
+    def add(self, g: Any) -> None:
+        s = g.score_for(self.a)
+        self.wdl[0 if s == 1 else 1 if s == 0.5 else 2] += 1
+
+    def text(self) -> str:
+        w, d, l = self.wdl
+        elo, err = ratings_mod.match_elo(w, d, l)
+        return f"{self.a} +{w}={d}-{l} Elo {elo:+.0f}+-{err:.0f}"
+
+
+def cmd_match(args: argparse.Namespace) -> int:
+    if args.games < 1:
+        raise match_mod.MatchError("--games must be at least 1")
+    a, b = _players(args)
+    ops, suite_path = _suite(args, (args.games + 1) // 2)
+    tasks = match_mod.match_tasks("match", args.variant, a, b, ops, args.games, args.seed, suite_path)
+    db, pgn = _paths(args, "")
+    score = _Score(a.name)
+    keys = {t.key for t in tasks}
+    with Store(db) as store:
+        for g in store.games(match=tasks[0].match):
+            if g.key in keys:
+                score.add(g)
+        st = match_mod.play(tasks, store, concurrency=args.concurrency, workers=args.workers,
+                            adjudication=_adjudication(args), pgn_path=pgn, on_game=score.add,
+                            progress=not args.quiet, desc=f"{a.name} vs {b.name}", postfix=score.text)
+    print(f"{score.text()}  ({st.played} played, {st.skipped} already stored)")
+    print(f"games: {db}  pgn: {pgn}")
+    return 0
+
+
+def cmd_sprt(args: argparse.Namespace) -> int:
+    from experiments.sprt import Sprt
+
+    a, b = _players(args)
+    test = Sprt(a.name, b.name, args.elo0, args.elo1, args.alpha, args.beta)
+    pairs = args.max_games // 2
+    if pairs < 1:
+        raise match_mod.MatchError("--max-games must be at least 2")
+    ops, suite_path = _suite(args, pairs)
+    tasks = match_mod.match_tasks("sprt", args.variant, a, b, ops, 2 * pairs, args.seed, suite_path)
+    db, pgn = _paths(args, "-sprt")
+    keys = {t.key for t in tasks}
+    with Store(db) as store:
+        test.add_games(g for g in store.games(match=tasks[0].match) if g.key in keys)
+        if test.state == "continue":
+            match_mod.play(tasks, store, concurrency=args.concurrency, workers=args.workers,
+                           adjudication=_adjudication(args), pgn_path=pgn, on_game=test.add_game,
+                           stop=lambda: test.state != "continue", progress=not args.quiet,
+                           desc=f"SPRT {a.name} vs {b.name}", postfix=test.summary)
+    verdict = {"H1": f"H1 accepted: {a.name} is better (nElo >= {args.elo1:g})",
+               "H0": f"H0 accepted: {a.name} is not better (nElo <= {args.elo0:g})",
+               "continue": "no decision within --max-games"}[test.state]
+    print(test.summary())
+    print(verdict)
+    print(f"games: {db}")
+    return 0
+
+
+def _print_ratings(store: Store, run: str, players: list[str], anchor: str | None, anchor_elo: float,
+                   bootstrap: int, seed: int) -> list[ratings_mod.Rating]:
+    names = set(players)
+    games = [g for g in store.games(run=run) if g.white in names and g.black in names]
+    rs = ratings_mod.rate(ratings_mod.from_games(games), anchor, anchor_elo, bootstrap, seed)
+    print(ratings_mod.format_table(rs))
+    return rs
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    from experiments import tournament
+
+    t = tournament.load(args.config)
+    s = t.settings
+    tasks = t.tasks()
+    standings = ratings_mod.Standings()
+    with Store(s.db) as store:
+        keys = {x.key for x in tasks}
+        for g in store.games(run=s.name):
+            if g.key in keys:
+                standings.add(g)
+        st = match_mod.play(tasks, store, concurrency=s.concurrency, workers=s.workers,
+                            adjudication=s.adjudication, pgn_path=s.pgn, progress=not args.quiet,
+                            desc=s.name, on_game=standings.add, postfix=standings.text)
+        print(f"{st.played} games played, {st.skipped} already stored; database {s.db}")
+        _print_ratings(store, s.name, [p.name for p in t.players], s.anchor, s.anchor_elo, s.bootstrap, s.seed)
+    return 0
+
+
+def cmd_scale(args: argparse.Namespace) -> int:
+    from experiments import scale
+
+    sc = scale.load(args.config)
+    if args.report_dir:
+        sc.report_dir = Path(args.report_dir)
+    command = "searchbench scale " + shlex.quote(str(args.config))
+    _, paths = scale.run(sc, command, progress=not args.quiet)
+    print("figure: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_ratings(args: argparse.Namespace) -> int:
+    if not Path(args.db).exists():
+        raise FileNotFoundError(f"no such database {args.db!r}")
+    with Store(args.db) as store:
+        games = store.games(run=args.run) if args.run else store.games()
+        if not games:
+            raise ratings_mod.RatingError("no games in the database" + (f" for run {args.run!r}" if args.run else ""))
+        rs = ratings_mod.rate(ratings_mod.from_games(games), args.anchor, args.anchor_elo, args.bootstrap, args.seed)
+    print(ratings_mod.format_table(rs))
+    return 0
+
+
+def cmd_openings(args: argparse.Namespace) -> int:
+    lines = openings_mod.generate(args.variant, args.count, seed=args.seed, max_cp=args.max_cp, depth=args.depth)
+    text = "\n".join(lines) + "\n"
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text)
+        print(f"{len(lines)} openings -> {args.out}")
+    return 0
+
+
+def cmd_bench_harness(args: argparse.Namespace) -> int:
+    from experiments import bench_harness
+
+    r = bench_harness.run(args.engine, args.variant, args.games, args.nodes, args.concurrency, args.seed,
+                          args.max_plies, args.workers)
+    print(json.dumps(r) if args.json else bench_harness.format_table(r))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("match", help="play a match of two engines (resumable; SQLite + PGN)")
+    _add_play_options(p)
+    p.add_argument("--games", type=int, default=20, help="games (openings in colour-reversed pairs)")
+    p.set_defaults(func=cmd_match)
+
+    p = sub.add_parser("sprt", help="pentanomial SPRT of A against B over game pairs (fishtest)")
+    _add_play_options(p)
+    p.add_argument("--elo0", type=float, default=0.0, help="H0: normalised Elo of A - B")
+    p.add_argument("--elo1", type=float, default=10.0, help="H1: normalised Elo of A - B")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--beta", type=float, default=0.05)
+    p.add_argument("--max-games", type=int, default=2000)
+    p.set_defaults(func=cmd_sprt)
+
+    p = sub.add_parser("tournament", help="round robin or gauntlet from a TOML config")
+    p.add_argument("config")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_tournament)
+
+    p = sub.add_parser("scale", help="Elo versus nodes from a TOML config (the main job)")
+    p.add_argument("config")
+    p.add_argument("--report-dir", help="override the config's report_dir")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_scale)
+
+    p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")
+    p.add_argument("db")
+    p.add_argument("--run", help="only games of this run (match, sprt, or a config's name)")
+    p.add_argument("--anchor")
+    p.add_argument("--anchor-elo", type=float, default=0.0)
+    p.add_argument("--bootstrap", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_ratings)
+
+    p = sub.add_parser("openings", help="generate a balanced opening suite with Fairy-Stockfish")
+    p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    p.add_argument("--count", type=int, default=50)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--depth", type=int, default=12)
+    p.add_argument("--max-cp", type=int, help="keep positions within this score (default 60 chess, 150 crazyhouse)")
+    p.add_argument("--out", default="-", help="output EPD file ('-': stdout)")
+    p.set_defaults(func=cmd_openings)
+
+
+def register_bench(bsub: Any) -> None:
+    p = bsub.add_parser("harness", help="games/hour: pooled in-process games vs one game at a time via UCI")
+    p.add_argument("--engine", default="rise-mcts")
+    p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    p.add_argument("--games", type=int, default=8)
+    p.add_argument("--nodes", type=int, default=200)
+    p.add_argument("--concurrency", type=int, default=8, help="games at once on the pooled side")
+    p.add_argument("--workers", type=int, default=1, help="processes on the pooled side")
+    p.add_argument("--max-plies", type=int, default=200)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_bench_harness)

@@ -1,0 +1,522 @@
+"""Training data: Fairy-Stockfish games and PGN imports, stored as compact shards.
+
+A *data set* is a directory of shards ``shard-00000.npz``, ``shard-00001.npz``, ... Each shard
+holds whole games (a game never spans two shards), so a train/validation split by game is a split
+by ``game_uid`` (:func:`is_validation`), never by position.  Arrays of a shard (N positions,
+G games)::
+
+    raw          int64 [N, 16]  Position.raw_state() before the move (indices RAW_* in board.position)
+    move         int32 [N]      the move played (board.moves layout)
+    score        int16 [N]      engine score for the side to move in centipawns; mates are
+                                +-(MATE_SCORE - plies); SCORE_UNKNOWN for imported games
+    game         int32 [N]      index of the position's game in the game_* arrays of this shard
+    game_uid     int64 [G]      random 63-bit id (the split key)
+    game_result  int8  [G]      +1 White won, 0 draw, -1 Black won
+    game_opening str   [G]      UCI moves of the randomised opening (space separated)
+    game_fen     str   [G]      start FEN of the game
+    variant      str   []       "chess" or "crazyhouse"
+
+Appending and resuming: a run reads the shards already in the directory, skips the openings they
+used (openings are de-duplicated by the position they reach) and writes new shards after them.
+Finished games are flushed every ``shard_games`` games and on interrupt, so an interrupted run
+loses at most the games in progress.  Shards are written to a temporary name and renamed.
+
+Games: Fairy-Stockfish plays both sides at a fixed node budget (``go nodes N``) from an opening of
+a random number of uniformly random legal plies; games run to mate, a draw by the rules (threefold
+repetition, insufficient material, stalemate; the 50-move rule in chess only, as board.position)
+or ``max_plies`` (then adjudicated a draw).
+"""
+from __future__ import annotations
+
+import glob
+import multiprocessing as mp
+import os
+import queue
+import random
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+import board
+from board import Position, new_position
+
+MATE_SCORE = 32000
+SCORE_UNKNOWN = -32768
+RESULT_CODES = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
+
+
+class DataError(ValueError):
+    """Bad data-generation input: missing engine, unreadable shard or PGN, bad option."""
+
+
+# --------------------------------------------------------------------------- engine process
+
+def find_engine(name: str) -> str:
+    """Path of an external engine: PATH first, then /usr/games (Debian installs engines there)."""
+    path = shutil.which(name) or (f"/usr/games/{name}" if os.access(f"/usr/games/{name}", os.X_OK) else None)
+    if path is None:
+        raise DataError(f"engine {name!r} not found in PATH or /usr/games")
+    return path
+
+
+class UciProcess:
+    """A minimal UCI driver with a watchdog on every read (python-chess never times out on node
+    limits, see SPEC.md section 6).  One process per worker; ``ucinewgame`` per game."""
+
+    def __init__(self, path: str, variant: str, options: dict[str, str] | None = None,
+                 timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.send("uci")
+        self.wait_for("uciok")
+        opts = {"Threads": "1", "Hash": "16"}
+        if variant != "chess":
+            opts["UCI_Variant"] = variant
+        opts.update(options or {})
+        for k, v in opts.items():
+            self.send(f"setoption name {k} value {v}")
+        self.send("isready")
+        self.wait_for("readyok")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise DataError(f"engine exited unexpectedly ({e})") from None
+
+    def readline(self) -> str:
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise DataError(f"engine did not answer within {self.timeout:.0f} s") from None
+        if line is None:
+            raise DataError("engine exited unexpectedly")
+        return line
+
+    def wait_for(self, token: str) -> None:
+        while not self.readline().startswith(token):
+            pass
+
+    def new_game(self) -> None:
+        self.send("ucinewgame")
+        self.send("isready")
+        self.wait_for("readyok")
+
+    def go_nodes(self, start_fen: str | None, moves: list[str], nodes: int) -> tuple[str, int]:
+        """Best move (UCI) and the last reported score (side to move, centipawns/mate score)."""
+        pos = "position startpos" if start_fen is None else f"position fen {start_fen}"
+        self.send(pos + (" moves " + " ".join(moves) if moves else ""))
+        self.send(f"go nodes {nodes}")
+        score = 0
+        while True:
+            line = self.readline()
+            if line.startswith("bestmove"):
+                return line.split()[1], score
+            if line.startswith("info") and " score " in line:
+                toks = line.split()
+                i = toks.index("score")
+                if toks[i + 1] == "cp":
+                    score = int(toks[i + 2])
+                elif toks[i + 1] == "mate":
+                    m = int(toks[i + 2])
+                    score = MATE_SCORE - abs(m) if m > 0 else -(MATE_SCORE - abs(m))
+
+    def close(self) -> None:
+        try:
+            self.send("quit")
+            self.proc.wait(timeout=5)
+        except (DataError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+# --------------------------------------------------------------------------- games
+
+@dataclass
+class GameRecord:
+    """One finished game: positions before each engine move, the moves, scores and result."""
+
+    uid: int
+    variant: str
+    start_fen: str
+    opening: list[str]
+    raw: list[tuple[int, ...]] = field(default_factory=list)
+    moves: list[int] = field(default_factory=list)
+    scores: list[int] = field(default_factory=list)
+    result: int = 0
+    termination: str = ""
+
+
+def random_opening(variant: str, rng: random.Random, min_plies: int, max_plies: int) -> tuple[list[str], int] | None:
+    """Uniformly random legal plies (a random count in [min_plies, max_plies]); returns the UCI
+    moves and the zobrist key of the position they reach, or None if the game ended on the way."""
+    pos = new_position(variant)
+    plies = rng.randint(min_plies, max_plies)
+    ucis: list[str] = []
+    for _ in range(plies):
+        moves = pos.legal_moves()
+        if not moves:
+            return None
+        m = rng.choice(moves)
+        ucis.append(board.move_to_uci(m))
+        pos.push(m)
+    if pos.is_game_over():
+        return None
+    return ucis, pos.zobrist
+
+
+_ENGINE: UciProcess | None = None
+_ENGINE_ARGS: tuple[str, str] = ("", "")
+
+
+def _worker_init(engine_path: str, variant: str) -> None:
+    global _ENGINE, _ENGINE_ARGS
+    _ENGINE_ARGS = (engine_path, variant)
+    _ENGINE = UciProcess(engine_path, variant)
+
+
+def _restart_engine() -> None:
+    """After a crash or a timeout: a fresh engine process for the next game (this one is lost)."""
+    global _ENGINE
+    if _ENGINE is not None:
+        _ENGINE.close()
+    try:
+        _ENGINE = UciProcess(*_ENGINE_ARGS)
+    except DataError:
+        _ENGINE = None
+
+
+def play_game(job: tuple[int, str, list[str], int, int]) -> GameRecord | str:
+    """Worker entry: play one game (uid, variant, opening, nodes, max_plies). Returns the record, or
+    an error line (a bad engine answer forfeits the game, it never stops the run)."""
+    uid, variant, opening, nodes, max_plies = job
+    if _ENGINE is None:
+        _restart_engine()
+        if _ENGINE is None:
+            return f"game {uid:x}: engine cannot be started"
+    eng = _ENGINE
+    pos = new_position(variant)
+    rec = GameRecord(uid, variant, pos.fen(), list(opening))
+    try:
+        for u in opening:
+            pos.push_uci(u)
+        ucis = list(opening)
+        eng.new_game()
+        while True:
+            out = pos.outcome(claim_draw=True)
+            if out is not None:
+                rec.result, rec.termination = RESULT_CODES[out[0]], out[1]
+                return rec
+            if pos.ply() >= max_plies:
+                rec.result, rec.termination = 0, "max_plies"
+                return rec
+            best, score = eng.go_nodes(None, ucis, nodes)
+            m = pos.parse_uci(best)
+            rec.raw.append(pos.raw_state())
+            rec.moves.append(m)
+            rec.scores.append(max(-MATE_SCORE, min(MATE_SCORE, score)))
+            pos.push(m)
+            ucis.append(best)
+    except DataError as e:  # engine crash or timeout: the game is forfeited, the engine restarted
+        _restart_engine()
+        return f"game {uid:x}: {e}"
+    except ValueError as e:  # an illegal engine move
+        return f"game {uid:x}: {e}"
+
+
+# --------------------------------------------------------------------------- shards
+
+def shard_paths(directory: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(directory, "shard-*.npz")))
+
+
+def write_shard(directory: str, games: list[GameRecord]) -> str:
+    """Write games as the next shard of ``directory`` (atomic rename); returns its path."""
+    os.makedirs(directory, exist_ok=True)
+    existing = shard_paths(directory)
+    k = 1 + max((int(os.path.basename(p)[6:11]) for p in existing), default=-1)
+    path = os.path.join(directory, f"shard-{k:05d}.npz")
+    raw = [r for g in games for r in g.raw]
+    n = len(raw)
+    arrays: dict[str, np.ndarray] = {
+        "raw": np.array(raw, dtype=np.int64).reshape(n, 16),
+        "move": np.array([m for g in games for m in g.moves], dtype=np.int32),
+        "score": np.array([s for g in games for s in g.scores], dtype=np.int16),
+        "game": np.array([i for i, g in enumerate(games) for _ in g.moves], dtype=np.int32),
+        "game_uid": np.array([g.uid for g in games], dtype=np.int64),
+        "game_result": np.array([g.result for g in games], dtype=np.int8),
+        "game_opening": np.array([" ".join(g.opening) for g in games], dtype=np.str_),
+        "game_fen": np.array([g.start_fen for g in games], dtype=np.str_),
+        "variant": np.array(games[0].variant if games else "crazyhouse"),
+    }
+    tmp = path + ".tmp.npz"
+    np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass
+class DataSet:
+    """All shards of one or more directories, concatenated (positions and games)."""
+
+    variant: str
+    raw: np.ndarray
+    move: np.ndarray
+    score: np.ndarray
+    game: np.ndarray          # global game index into game_uid/game_result
+    game_uid: np.ndarray
+    game_result: np.ndarray
+    game_opening: np.ndarray
+
+    @property
+    def result(self) -> np.ndarray:
+        """Result of each position's game from White's view (+1, 0, -1)."""
+        out: np.ndarray = self.game_result[self.game]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.move)
+
+
+def load_shard(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:  # zip, npy or missing-key errors all mean the same thing here
+        raise DataError(f"cannot read shard {path}: {e}") from None
+
+
+def load_dataset(directories: list[str] | str) -> DataSet:
+    """Load every shard of the given data directories (or single .npz files)."""
+    dirs = [directories] if isinstance(directories, str) else list(directories)
+    paths: list[str] = []
+    for d in dirs:
+        if os.path.isfile(d):
+            paths.append(d)
+        else:
+            found = shard_paths(d)
+            if not found:
+                raise DataError(f"no shards (shard-*.npz) in {d}")
+            paths += found
+    parts = [load_shard(p) for p in paths]
+    variants = {str(p["variant"]) for p in parts}
+    if len(variants) != 1:
+        raise DataError(f"data mixes variants {sorted(variants)}")
+    offsets = np.cumsum([0] + [len(p["game_uid"]) for p in parts[:-1]])
+    return DataSet(
+        variant=variants.pop(),
+        raw=np.concatenate([p["raw"] for p in parts]),
+        move=np.concatenate([p["move"] for p in parts]),
+        score=np.concatenate([p["score"] for p in parts]),
+        game=np.concatenate([p["game"] + o for p, o in zip(parts, offsets)]).astype(np.int64),
+        game_uid=np.concatenate([p["game_uid"] for p in parts]),
+        game_result=np.concatenate([p["game_result"] for p in parts]),
+        game_opening=np.concatenate([p["game_opening"] for p in parts]),
+    )
+
+
+def is_validation(game_uid: np.ndarray, fraction: float) -> np.ndarray:
+    """Deterministic split by game: a game is in the validation set iff a hash of its uid falls
+    below ``fraction`` (the same game is always on the same side, whatever the shard order)."""
+    h = (game_uid.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
+    return (h.astype(np.float64) / float(1 << 24)) < fraction
+
+
+def _used_openings(directory: str, variant: str) -> tuple[set[int], int]:
+    """Zobrist keys of the openings already in the directory's shards, and their game count."""
+    keys: set[int] = set()
+    n = 0
+    for p in shard_paths(directory):
+        s = load_shard(p)
+        if str(s["variant"]) != variant:
+            raise DataError(f"{p} holds {s['variant']} games, not {variant}")
+        for op, fen in zip(s["game_opening"], s["game_fen"]):
+            pos = new_position(variant, str(fen))
+            for u in str(op).split():
+                pos.push_uci(u)
+            keys.add(pos.zobrist)
+        n += len(s["game_uid"])
+    return keys, n
+
+
+# --------------------------------------------------------------------------- generation
+
+@dataclass
+class GenConfig:
+    out: str
+    variant: str = "crazyhouse"
+    games: int = 100
+    nodes: int = 2000
+    workers: int = 1
+    min_plies: int = 2
+    max_opening_plies: int = 8
+    max_plies: int = 400
+    shard_games: int = 50
+    seed: int | None = None
+    minutes: float | None = None
+    engine: str = "fairy-stockfish"
+
+
+def _jobs(cfg: GenConfig, used: set[int], rng: random.Random, count: int) -> Iterator[tuple[int, str, list[str], int, int]]:
+    made = 0
+    failures = 0
+    while made < count:
+        op = random_opening(cfg.variant, rng, cfg.min_plies, cfg.max_opening_plies)
+        if op is None or op[1] in used:
+            failures += 1
+            if failures > 1000 + 50 * count:
+                raise DataError("ran out of distinct openings; allow more random plies")
+            continue
+        used.add(op[1])
+        made += 1
+        yield rng.getrandbits(63), cfg.variant, op[0], cfg.nodes, cfg.max_plies
+
+
+def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
+    """Play ``cfg.games`` new games (on top of those already in ``cfg.out``) and write shards."""
+    from tqdm import tqdm
+
+    if cfg.variant not in board.VARIANTS:
+        raise DataError(f"unknown variant {cfg.variant!r}; known: {', '.join(board.VARIANTS)}")
+    if cfg.games < 1 or cfg.nodes < 1 or cfg.workers < 1 or cfg.shard_games < 1:
+        raise DataError("games, nodes, workers and shard size must be positive")
+    if not 0 <= cfg.min_plies <= cfg.max_opening_plies:
+        raise DataError("opening plies: need 0 <= min <= max")
+    path = find_engine(cfg.engine)
+    used, before = _used_openings(cfg.out, cfg.variant)
+    rng = random.Random(cfg.seed)
+    deadline = None if cfg.minutes is None else time.monotonic() + 60 * cfg.minutes
+    buf: list[GameRecord] = []
+    stats = {"games": 0, "positions": 0, "errors": 0, "shards": 0, "existing_games": before}
+    ctx = mp.get_context("spawn")
+    pool = ctx.Pool(cfg.workers, initializer=_worker_init, initargs=(path, cfg.variant))
+    bar = tqdm(total=cfg.games, desc=f"datagen {cfg.variant}", unit="game", disable=not progress)
+
+    def flush() -> None:
+        if buf:
+            write_shard(cfg.out, buf)
+            stats["shards"] += 1
+            buf.clear()
+
+    try:
+        for rec in pool.imap_unordered(play_game, _jobs(cfg, used, rng, cfg.games)):
+            if isinstance(rec, str):
+                stats["errors"] += 1
+                bar.write(f"datagen: skipped {rec}")
+            elif rec.moves:
+                buf.append(rec)
+                stats["games"] += 1
+                stats["positions"] += len(rec.moves)
+                bar.set_postfix(positions=stats["positions"])
+            bar.update(1)
+            if len(buf) >= cfg.shard_games:
+                flush()
+            if deadline is not None and time.monotonic() > deadline:
+                break
+    except KeyboardInterrupt:
+        flush()
+        pool.terminate()
+        raise
+    finally:
+        bar.close()
+    flush()
+    pool.terminate()
+    pool.join()
+    return stats
+
+
+# --------------------------------------------------------------------------- PGN import
+
+def import_pgn(pgn_path: str, out: str, variant: str | None = None, min_elo: int = 0,
+               shard_games: int = 500, progress: bool = True, seed: int | None = None) -> dict[str, int]:
+    """Import decided and drawn games of a PGN file whose players are both rated >= min_elo
+    (games without ratings are skipped when min_elo > 0).  Positions get SCORE_UNKNOWN."""
+    import chess.pgn
+    import chess.variant
+    from tqdm import tqdm
+
+    if not os.path.isfile(pgn_path):
+        raise DataError(f"no such PGN file: {pgn_path}")
+    rng = random.Random(seed)
+    stats = {"games": 0, "positions": 0, "skipped_elo": 0, "skipped_other": 0, "shards": 0}
+    buf: list[GameRecord] = []
+    with open(pgn_path, encoding="utf-8", errors="replace") as f, \
+            tqdm(desc="import pgn", unit="game", disable=not progress) as bar:
+        while True:
+            try:
+                g = chess.pgn.read_game(f)
+            except (ValueError, UnicodeDecodeError) as e:
+                raise DataError(f"{pgn_path}: unreadable PGN ({e})") from None
+            if g is None:
+                break
+            bar.update(1)
+            h = g.headers
+            v = variant or ("crazyhouse" if h.get("Variant", "").lower() == "crazyhouse" else "chess")
+            if variant is not None and h.get("Variant", "").lower() not in ("", variant, "standard") \
+                    and not (variant == "chess" and h.get("Variant", "").lower() == "standard"):
+                stats["skipped_other"] += 1
+                continue
+            if min_elo > 0:
+                try:
+                    ok = int(h.get("WhiteElo", "0")) >= min_elo and int(h.get("BlackElo", "0")) >= min_elo
+                except ValueError:
+                    ok = False
+                if not ok:
+                    stats["skipped_elo"] += 1
+                    continue
+            res = h.get("Result", "*")
+            if res not in RESULT_CODES or g.errors:
+                stats["skipped_other"] += 1
+                continue
+            try:
+                pos: Position = new_position(v, h.get("FEN"))
+            except ValueError:
+                stats["skipped_other"] += 1
+                continue
+            rec = GameRecord(rng.getrandbits(63), v, pos.fen(), [], result=RESULT_CODES[res],
+                             termination=h.get("Termination", ""))
+            try:
+                for mv in g.mainline_moves():
+                    m = pos.parse_uci(mv.uci())
+                    rec.raw.append(pos.raw_state())
+                    rec.moves.append(m)
+                    rec.scores.append(SCORE_UNKNOWN)
+                    pos.push(m)
+            except ValueError:
+                stats["skipped_other"] += 1
+                continue
+            if not rec.moves:
+                stats["skipped_other"] += 1
+                continue
+            if buf and buf[0].variant != v:
+                write_shard(out, buf)
+                stats["shards"] += 1
+                buf.clear()
+            buf.append(rec)
+            stats["games"] += 1
+            stats["positions"] += len(rec.moves)
+            if len(buf) >= shard_games:
+                write_shard(out, buf)
+                stats["shards"] += 1
+                buf.clear()
+    if buf:
+        write_shard(out, buf)
+        stats["shards"] += 1
+    return stats

@@ -1,0 +1,740 @@
+"""The match runner: many games at once, in-process engines pooled into one evaluator call.
+
+Vocabulary: a *player* is an engine with its limits (``rise-mcts`` at 800 nodes); a *task* is one
+game to play (players, colours, opening, key); a *match* is the tasks of two players over an
+opening suite, each opening played twice with colours reversed (a *pair*, SPEC.md section 5).
+
+Scheduling (:class:`Runner`).  Up to ``concurrency`` games are active in one process.  On every
+turn of the loop each active game whose mover is an :class:`~engines.base.InProcessEngine` is
+stepped with the ask/tell protocol of :mod:`search.base`; the leaves of all games whose engines
+share the same evaluator object are concatenated into **one** ``evaluator.evaluate`` call and the
+answers handed back in order.  Other engines (external UCI/XBoard processes) play in a thread
+pool, so a blocking subprocess never stalls the pooled games.  ``workers > 1`` runs that loop in
+several processes (each with its own engines and its own share of the games, pulled from a common
+queue), results flowing back to the one process that writes the database.
+
+Per move the harness checks, in this order: the engine's forfeit (crash, hang, protocol error), the
+clock (time controls), the move's legality, the rules' end of game (checkmate, stalemate, threefold
+repetition and 50 moves claimed, insufficient material), then adjudication
+(:class:`Adjudication`, SPEC.md section 5).  Any failure of an engine, including an exception
+escaping our own code, becomes a recorded forfeit and the run goes on; the engine instance is
+thrown away and a fresh one made for the next game.
+
+Time.  A move's time is wall time from the start of the engine's search to its answer.  With
+pooling, that includes the evaluation of the other games' leaves in the same batches, so clocks
+and movetime limits of in-process engines are charged for shared work: use node (or depth) limits
+for pooled play, which is what Elo-versus-nodes needs, and ``concurrency = 1`` for time controls.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import queue
+import time
+import zlib
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+
+from board import WHITE, Position, move_to_uci
+from engines.base import Engine, EngineError, InProcessEngine, MoveResult
+from evaluators.base import Evaluation, Leaf
+from experiments import pgn as pgn_out
+from experiments.openings import Opening
+from experiments.store import GameRecord, MoveStat, Store, check_writable, versions
+from search.base import Limits
+
+MATE_CP = 100_000
+
+
+class MatchError(ValueError):
+    """Bad match settings (one-line message)."""
+
+
+# --------------------------------------------------------------------------- players and tasks
+
+@dataclass(frozen=True)
+class Player:
+    """An engine (registry name or spec string) with its limits, under a unique display name."""
+
+    name: str
+    engine: str
+    nodes: int | None = None
+    depth: int | None = None
+    movetime: float | None = None  # seconds per move
+    tc: tuple[float, float] | None = None  # (base seconds, increment seconds)
+
+    def __post_init__(self) -> None:
+        if self.nodes is None and self.depth is None and self.movetime is None and self.tc is None:
+            raise MatchError(f"player {self.name!r}: give a limit (nodes, depth, movetime or tc)")
+        for k in ("nodes", "depth"):
+            v = getattr(self, k)
+            if v is not None and v < 1:
+                raise MatchError(f"player {self.name!r}: {k} must be at least 1, got {v}")
+        if self.movetime is not None and self.movetime <= 0:
+            raise MatchError(f"player {self.name!r}: movetime must be positive")
+        if self.tc is not None and (self.tc[0] <= 0 or self.tc[1] < 0):
+            raise MatchError(f"player {self.name!r}: time control needs base > 0 and increment >= 0")
+
+    def limits_text(self) -> str:
+        parts = []
+        if self.nodes is not None:
+            parts.append(f"nodes={self.nodes}")
+        if self.depth is not None:
+            parts.append(f"depth={self.depth}")
+        if self.movetime is not None:
+            parts.append(f"movetime={self.movetime:g}")
+        if self.tc is not None:
+            parts.append(f"tc={self.tc[0]:g}+{self.tc[1]:g}")
+        return ",".join(parts)
+
+    @property
+    def ident(self) -> str:
+        """What is played (engine and limits), independent of the display name."""
+        return f"{self.engine}[{self.limits_text()}]"
+
+    def limits(self, clocks: Sequence[float] | None = None) -> Limits:
+        lim = Limits(nodes=self.nodes, depth=self.depth, movetime=self.movetime)
+        if self.tc is not None and clocks is not None:
+            lim.wtime, lim.btime = max(0.0, clocks[0]), max(0.0, clocks[1])
+            lim.winc = lim.binc = self.tc[1]
+        return lim
+
+    def settings(self, engine: Engine | None) -> dict[str, Any]:
+        s: dict[str, Any] = {"engine": self.engine, "limits": self.limits_text()}
+        spec = getattr(engine, "spec", None)
+        if spec is not None:
+            s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
+                     options=dict(spec.options))
+        return s
+
+
+def parse_tc(text: str) -> tuple[float, float]:
+    """``"60+0.6"`` (seconds) -> (60.0, 0.6)."""
+    base, _, inc = text.partition("+")
+    try:
+        return float(base), float(inc or 0)
+    except ValueError:
+        raise MatchError(f"time control {text!r} is not BASE+INC in seconds (e.g. 60+0.6)") from None
+
+
+@dataclass(frozen=True)
+class GameTask:
+    key: str
+    run: str
+    match: str
+    pair: int
+    variant: str
+    white: Player
+    black: Player
+    opening: Opening
+    seed: int = 0
+
+
+def match_id(variant: str, a: Player, b: Player, suite: str = "") -> str:
+    digest = hashlib.sha1(json.dumps([variant, a.ident, b.ident, suite]).encode()).hexdigest()[:10]
+    return f"{a.name}~{b.name}:{variant}:{digest}"
+
+
+def match_tasks(run: str, variant: str, a: Player, b: Player, openings: Sequence[Opening], games: int,
+                seed: int = 0, suite: str = "") -> list[GameTask]:
+    """``games`` games of ``a`` against ``b``: opening i is pair i, ``a`` White in the first game of a
+    pair and Black in the second.  The keys depend only on what is played, so a rerun resumes."""
+    if games < 1:
+        raise MatchError(f"games must be at least 1, got {games}")
+    if not openings:
+        raise MatchError("no openings")
+    if a.name == b.name:
+        raise MatchError(f"both players are named {a.name!r}; give them distinct names")
+    mid = match_id(variant, a, b, suite)
+    out = []
+    for i in range(games):
+        pair, second = divmod(i, 2)
+        white, black = (b, a) if second else (a, b)
+        op = openings[pair % len(openings)]
+        key = f"{mid}/{pair}/{'ba' if second else 'ab'}"
+        out.append(GameTask(key, run, mid, pair, variant, white, black, op,
+                            seed ^ zlib.crc32(key.encode())))
+    return out
+
+
+# --------------------------------------------------------------------------- adjudication
+
+@dataclass
+class Adjudication:
+    """Adjudication as in CrazyAra's cutechess runs (SPEC.md section 5); 0 disables a rule.
+
+    resign: the mover loses once its own score has been <= -resign_cp for resign_moves
+    consecutive moves of its own.  draw: from full move draw_from_move, once the last draw_moves
+    scores of *both* sides were within +-draw_cp.  max_plies: a draw after that many plies in all
+    (opening included).
+    """
+
+    resign_moves: int = 5
+    resign_cp: int = 600
+    draw_from_move: int = 30
+    draw_moves: int = 4
+    draw_cp: int = 20
+    max_plies: int = 400
+
+
+class _Adjudicator:
+    def __init__(self, rules: Adjudication) -> None:
+        self.rules = rules
+        self.scores: tuple[list[int | None], list[int | None]] = ([], [])
+
+    def after_move(self, mover: int, score: int | None, pos: Position) -> tuple[str, str] | None:
+        r = self.rules
+        self.scores[mover].append(score)
+        mine = self.scores[mover]
+        if r.resign_moves > 0 and len(mine) >= r.resign_moves:
+            last = mine[-r.resign_moves:]
+            if all(s is not None and s <= -r.resign_cp for s in last):
+                return ("0-1" if mover == WHITE else "1-0",
+                        f"adjudication: resign ({r.resign_moves} moves at <= -{r.resign_cp} cp)")
+        if r.draw_moves > 0 and pos.fullmove_number >= r.draw_from_move:
+            ok = True
+            for side in self.scores:
+                last = side[-r.draw_moves:]
+                if len(last) < r.draw_moves or not all(s is not None and abs(s) <= r.draw_cp for s in last):
+                    ok = False
+            if ok:
+                return ("1/2-1/2", f"adjudication: draw ({r.draw_moves} moves within {r.draw_cp} cp)")
+        if r.max_plies > 0 and pos.ply() >= r.max_plies:
+            return ("1/2-1/2", f"adjudication: max plies ({r.max_plies})")
+        return None
+
+
+# --------------------------------------------------------------------------- engines
+
+class EngineFactory(Protocol):
+    def __call__(self, player: Player, variant: str) -> Engine: ...
+
+
+class RegistryFactory:
+    """Engines from :mod:`engines.registry`, our engines of one evaluator *sharing* one evaluator
+    object per process (that is what lets the runner pool their leaves into one call).
+
+    The shared evaluators belong to the factory: engines that use one are dropped, not closed, and
+    :meth:`close` closes each evaluator once at the end.
+    """
+
+    shares_evaluators = True
+
+    def __init__(self) -> None:
+        self.evaluators: dict[tuple[str, str | None, int], Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"evaluators": {}}  # a worker process loads its own
+
+    def _evaluator_key(self, spec: Any) -> tuple[str, str | None, int]:
+        from engines import ours
+
+        weights: str | None = None
+        threads = 1
+        for k, v in spec.options.items():
+            try:
+                o = ours.find_option(list(ours.ENGINE_OPTIONS), k)
+            except EngineError:
+                continue  # an option of the search, not of the evaluator
+            if o.name == "weights":
+                weights = v
+            elif o.name == "threads":
+                threads = int(v)
+        return (spec.evaluator, weights, threads)
+
+    def __call__(self, player: Player, variant: str) -> Engine:
+        from engines import registry
+
+        spec = registry.resolve(player.engine)
+        if registry.is_external(spec):
+            return registry.create(spec, variant)
+        key = self._evaluator_key(spec)
+        ev = self.evaluators.get(key)
+        if ev is None:
+            ev = self.evaluators[key] = registry.load_evaluator(*key)
+        return registry.create(spec, variant, evaluator=ev)
+
+    def close(self) -> None:
+        for ev in self.evaluators.values():
+            try:
+                ev.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.evaluators.clear()
+
+
+class EnginePool:
+    """Idle engine instances by engine string, reused across games (and across node limits)."""
+
+    def __init__(self, factory: EngineFactory, variant: str) -> None:
+        self.factory = factory
+        self.variant = variant
+        self.idle: dict[str, list[Engine]] = {}
+
+    def get(self, player: Player) -> Engine:
+        free = self.idle.get(player.engine)
+        eng = free.pop() if free else self.factory(player, self.variant)
+        eng.new_game()
+        return eng
+
+    def put(self, player: Player, eng: Engine) -> None:
+        self.idle.setdefault(player.engine, []).append(eng)
+
+    def discard(self, eng: Engine) -> None:
+        _close_engine(self.factory, eng)
+
+    def close(self) -> None:
+        for engines in self.idle.values():
+            for e in engines:
+                self.discard(e)
+        self.idle.clear()
+        close = getattr(self.factory, "close", None)
+        if callable(close):
+            close()
+
+
+def _close_engine(factory: EngineFactory, eng: Engine) -> None:
+    """Close an engine, unless its evaluator is shared (then the factory closes that at the end)."""
+    if getattr(factory, "shares_evaluators", False) and isinstance(eng, InProcessEngine):
+        return
+    try:
+        eng.close()
+    except Exception:  # noqa: BLE001 - a broken engine is already being thrown away
+        pass
+
+
+def check_players(players: Sequence[Player], variant: str, factory: EngineFactory) -> dict[str, dict[str, Any]]:
+    """Create (and close) one instance of every engine now, so an unknown engine, a bad option or a
+    missing weights file fails before any game starts.  Returns each player's full settings."""
+    settings: dict[str, dict[str, Any]] = {}
+    made: dict[str, Engine] = {}
+    try:
+        for p in players:
+            if p.engine not in made:
+                try:
+                    made[p.engine] = factory(p, variant)
+                except (OSError, RuntimeError, ImportError) as e:
+                    raise EngineError(f"engine {p.engine!r} cannot be started: {e}") from None
+            eng = made[p.engine]
+            variants = getattr(eng, "variants", None)
+            if variants and variant not in variants:
+                raise EngineError(f"engine {p.engine!r} does not play {variant}")
+            settings[p.name] = p.settings(eng)
+    finally:
+        for m in made.values():
+            _close_engine(factory, m)
+    return settings
+
+
+# --------------------------------------------------------------------------- the pooled runner
+
+_IDLE, _THINKING, _WAITING = 0, 1, 2
+
+
+@dataclass
+class _Game:
+    task: GameTask
+    pos: Position
+    engines: list[Engine]
+    adjudicator: _Adjudicator
+    clocks: list[float]
+    started: float
+    moves: list[str] = field(default_factory=list)
+    stats: list[MoveStat] = field(default_factory=list)
+    state: int = _IDLE
+    t0: float = 0.0
+    future: Future[MoveResult] | None = None
+    broken: list[bool] = field(default_factory=lambda: [False, False])
+
+    @property
+    def mover(self) -> Engine:
+        return self.engines[0 if self.pos.turn == WHITE else 1]
+
+    @property
+    def mover_player(self) -> Player:
+        return self.task.white if self.pos.turn == WHITE else self.task.black
+
+
+def _play_external(engine: Engine, pos: Position, limits: Limits) -> MoveResult:
+    try:
+        return engine.play(pos, limits)
+    except Exception as e:  # noqa: BLE001 - engines must not raise; if one does, it forfeits
+        return MoveResult(0, forfeit=f"engine error: {type(e).__name__}: {e}")
+
+
+class Runner:
+    """Plays tasks, ``concurrency`` at a time, pooling evaluations (see module doc).
+
+    ``on_game`` receives each finished :class:`GameRecord` (the caller commits it); ``stop`` is
+    polled between steps: once it returns True no new game starts and active games are abandoned
+    (they were never stored, so a rerun plays them again).
+    """
+
+    def __init__(self, factory: EngineFactory, variant: str, concurrency: int = 1,
+                 adjudication: Adjudication | None = None,
+                 on_game: Callable[[GameRecord], None] | None = None,
+                 stop: Callable[[], bool] | None = None,
+                 settings: dict[str, dict[str, Any]] | None = None) -> None:
+        if concurrency < 1:
+            raise MatchError(f"concurrency must be at least 1, got {concurrency}")
+        self.pool = EnginePool(factory, variant)
+        self.variant = variant
+        self.concurrency = concurrency
+        self.adjudication = adjudication or Adjudication()
+        self.on_game = on_game or (lambda g: None)
+        self.stop = stop or (lambda: False)
+        self.settings = settings or {}
+        self.executor: ThreadPoolExecutor | None = None
+        self.versions = versions()
+        #: evaluator calls made and leaves evaluated (to show the pooling at work)
+        self.eval_calls = 0
+        self.eval_leaves = 0
+
+    # -- public
+
+    def run(self, tasks: Iterable[GameTask]) -> None:
+        it: Iterator[GameTask] = iter(tasks)
+        active: list[_Game] = []
+        exhausted = False
+        try:
+            while True:
+                if self.stop():
+                    break
+                while not exhausted and len(active) < self.concurrency:
+                    t = next(it, None)
+                    if t is None:
+                        exhausted = True
+                        break
+                    g = self._begin(t)
+                    if g is not None:
+                        active.append(g)
+                if not active:
+                    if exhausted:
+                        break
+                    continue
+                self._step(active)
+        finally:
+            for g in active:
+                for e in g.engines:
+                    self.pool.discard(e)
+            if self.executor is not None:
+                self.executor.shutdown(wait=False, cancel_futures=True)
+            self.pool.close()
+
+    # -- one game
+
+    def _begin(self, t: GameTask) -> _Game | None:
+        pos = t.opening.position(t.variant)
+        engines = [self.pool.get(t.white), self.pool.get(t.black)]
+        tc = [t.white.tc, t.black.tc]
+        clocks = [tc[0][0] if tc[0] else 0.0, tc[1][0] if tc[1] else 0.0]
+        g = _Game(t, pos, engines, _Adjudicator(self.adjudication), clocks, time.time())
+        over = pos.outcome(claim_draw=True)
+        if over is not None:
+            self._end(g, over[0], over[1])
+            return None
+        return g
+
+    def _start_move(self, g: _Game) -> None:
+        eng, player = g.mover, g.mover_player
+        limits = player.limits(g.clocks)
+        g.t0 = time.perf_counter()
+        if isinstance(eng, InProcessEngine):
+            try:
+                eng.start(g.pos.copy(), limits)
+            except Exception as e:  # noqa: BLE001
+                self._apply(g, MoveResult(0, forfeit=f"engine error: {type(e).__name__}: {e}"))
+                return
+            g.state = _THINKING
+        else:
+            if self.executor is None:
+                self.executor = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="engine")
+            g.future = self.executor.submit(_play_external, eng, g.pos.copy(), limits)
+            g.state = _WAITING
+
+    def _step(self, active: list[_Game]) -> None:
+        progressed = False
+        groups: dict[int, tuple[Any, list[tuple[_Game, list[Leaf]]]]] = {}
+        for g in list(active):
+            if g.state == _IDLE:
+                self._start_move(g)
+                progressed = True
+            if g.state == _THINKING:
+                eng = g.mover
+                assert isinstance(eng, InProcessEngine)
+                try:
+                    if eng.done():
+                        mr = eng.finish()
+                        self._apply(g, mr)
+                        progressed = True
+                        continue
+                    leaves = eng.ask()
+                except Exception as e:  # noqa: BLE001
+                    self._apply(g, MoveResult(0, forfeit=f"engine error: {type(e).__name__}: {e}"))
+                    progressed = True
+                    continue
+                if leaves:
+                    ev = eng.evaluator
+                    groups.setdefault(id(ev), (ev, []))[1].append((g, leaves))
+                else:
+                    progressed = True
+            elif g.state == _WAITING and g.future is not None and g.future.done():
+                self._apply(g, g.future.result())
+                progressed = True
+        for ev, items in groups.values():
+            self._evaluate(ev, items)
+            progressed = True
+        # drop finished games
+        active[:] = [g for g in active if g.state != -1]
+        if not progressed:
+            futures = [g.future for g in active if g.state == _WAITING and g.future is not None]
+            if futures:
+                wait(futures, timeout=0.05, return_when=FIRST_COMPLETED)
+
+    def _evaluate(self, ev: Any, items: list[tuple[_Game, list[Leaf]]]) -> None:
+        flat = [leaf for _, leaves in items for leaf in leaves]
+        answers: list[Evaluation] | None = None
+        try:
+            got = list(ev.evaluate(flat))
+            self.eval_calls += 1
+            self.eval_leaves += len(flat)
+            if len(got) == len(flat):
+                answers = got
+        except Exception:  # noqa: BLE001 - find the game at fault by evaluating one game at a time
+            answers = None
+        i = 0
+        for g, leaves in items:
+            eng = g.mover
+            assert isinstance(eng, InProcessEngine)
+            try:
+                if answers is None:
+                    part = list(ev.evaluate(leaves))
+                    self.eval_calls += 1
+                    self.eval_leaves += len(leaves)
+                else:
+                    part = answers[i:i + len(leaves)]
+                eng.tell(part)
+            except Exception as e:  # noqa: BLE001
+                self._apply(g, MoveResult(0, forfeit=f"engine error: {type(e).__name__}: {e}"))
+            i += len(leaves)
+
+    def _apply(self, g: _Game, mr: MoveResult) -> None:
+        mover = g.pos.turn
+        side = 0 if mover == WHITE else 1
+        player = g.mover_player
+        elapsed = time.perf_counter() - g.t0
+        g.state = _IDLE
+        g.future = None
+        loss = "0-1" if mover == WHITE else "1-0"
+        if mr.forfeit:
+            g.broken[side] = True
+            self._end(g, loss, f"forfeit: {mr.forfeit}")
+            return
+        if player.tc is not None:
+            g.clocks[side] -= elapsed
+            if g.clocks[side] < 0:
+                self._end(g, loss, "time forfeit")
+                return
+            g.clocks[side] += player.tc[1]
+        if mr.move not in g.pos.legal_moves():
+            g.broken[side] = True
+            self._end(g, loss, f"forfeit: illegal move {move_to_uci(mr.move) if mr.move else '(none)'}")
+            return
+        info = mr.info
+        score: int | None = None
+        if info is not None:
+            if info.mate is not None:
+                score = MATE_CP if info.mate > 0 else -MATE_CP
+            else:
+                score = info.cp
+            g.stats.append(MoveStat(info.nodes, elapsed, None if info.mate is not None else info.cp,
+                                    info.mate, info.depth, info.evals))
+        else:
+            g.stats.append(MoveStat(0, elapsed))
+        g.moves.append(move_to_uci(mr.move))
+        g.pos.push(mr.move)
+        over = g.pos.outcome(claim_draw=True)
+        if over is not None:
+            self._end(g, over[0], over[1])
+            return
+        adj = g.adjudicator.after_move(mover, score, g.pos)
+        if adj is not None:
+            self._end(g, adj[0], adj[1])
+
+    def _end(self, g: _Game, result: str, reason: str) -> None:
+        t = g.task
+        rec = GameRecord(
+            key=t.key, run=t.run, match=t.match, pair=t.pair, variant=t.variant,
+            white=t.white.name, black=t.black.name,
+            white_settings=self.settings.get(t.white.name) or t.white.settings(g.engines[0]),
+            black_settings=self.settings.get(t.black.name) or t.black.settings(g.engines[1]),
+            opening=t.opening.name, opening_fen=t.opening.fen, opening_moves=list(t.opening.moves),
+            moves=g.moves, result=result, reason=reason, move_stats=g.stats, seed=t.seed,
+            versions=self.versions, started=g.started, finished=time.time())
+        for side, (player, eng) in enumerate(((t.white, g.engines[0]), (t.black, g.engines[1]))):
+            if g.broken[side]:
+                self.pool.discard(eng)
+            else:
+                self.pool.put(player, eng)
+        g.engines = []
+        g.state = -1
+        self.on_game(rec)
+
+
+# --------------------------------------------------------------------------- processes and the store
+
+def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, variant: str, concurrency: int,
+            adjudication: Adjudication, settings: dict[str, dict[str, Any]]) -> None:
+    def tasks() -> Iterator[GameTask]:
+        while True:
+            try:
+                t = task_q.get_nowait()
+            except queue.Empty:
+                return
+            if t is None:
+                return
+            yield t
+
+    parent = os.getppid()
+
+    def stop() -> bool:  # told to stop, or the main process is gone (killed): stop too
+        return bool(stop_ev.is_set()) or os.getppid() != parent
+
+    try:
+        runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
+                        settings=settings)
+        runner.run(tasks())
+        result_q.put(("done", runner.eval_calls, runner.eval_leaves))
+    except KeyboardInterrupt:
+        result_q.put(("done", 0, 0))
+    except Exception as e:  # noqa: BLE001 - reported to the main process as one line
+        result_q.put(("error", f"{type(e).__name__}: {e}"))
+
+
+@dataclass
+class RunStats:
+    played: int = 0
+    skipped: int = 0
+    eval_calls: int = 0
+    eval_leaves: int = 0
+    seconds: float = 0.0
+    stopped: bool = False
+
+
+def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None = None, *,
+         concurrency: int = 1, workers: int = 1, adjudication: Adjudication | None = None,
+         pgn_path: str | Path | None = None, on_game: Callable[[GameRecord], None] | None = None,
+         stop: Callable[[], bool] | None = None, progress: bool = True, desc: str = "games",
+         postfix: Callable[[], str] | None = None, check: bool = True) -> RunStats:
+    """Play every task not yet in ``store``; commit each game (and append it to the PGN) at once.
+
+    With ``check`` every engine is created once before any game (see :func:`check_players`).
+    """
+    from tqdm import tqdm
+
+    if not tasks:
+        return RunStats()
+    if factory is None:
+        factory = RegistryFactory()
+    variants = {t.variant for t in tasks}
+    if len(variants) != 1:
+        raise MatchError(f"one variant per run, got {', '.join(sorted(variants))}")
+    variant = variants.pop()
+    if pgn_path is not None:
+        check_writable(pgn_path)
+    done = store.done_keys()
+    todo = [t for t in tasks if t.key not in done]
+    players = {p.name: p for t in todo for p in (t.white, t.black)}
+    settings = check_players(list(players.values()), variant, factory) if check and todo else {}
+    if workers > 1:
+        close = getattr(factory, "close", None)
+        if callable(close):
+            close()  # the workers load their own
+    runs = {t.run for t in tasks}
+    if pgn_path is not None:
+        keys = {t.key for t in tasks}
+        pgn_out.write(pgn_path, [g for r in runs for g in store.games(run=r) if g.key in keys])
+    stats = RunStats(skipped=len(tasks) - len(todo))
+    bar = tqdm(total=len(tasks), initial=stats.skipped, desc=desc, disable=not progress, dynamic_ncols=True,
+               smoothing=0.05)
+    t0 = time.perf_counter()
+
+    def commit(g: GameRecord) -> None:
+        if store.add(g):
+            stats.played += 1
+            if pgn_path is not None:
+                pgn_out.append(pgn_path, g)
+            if on_game is not None:
+                on_game(g)
+        bar.update(1)
+        if postfix is not None:
+            bar.set_postfix_str(postfix(), refresh=False)
+        else:
+            bar.set_postfix_str(f"{g.white} {g.result} {g.black}", refresh=False)
+
+    stopper = stop or (lambda: False)
+    try:
+        if workers <= 1:
+            runner = Runner(factory, variant, concurrency, adjudication, on_game=commit, stop=stopper,
+                            settings=settings)
+            runner.run(todo)
+            stats.eval_calls, stats.eval_leaves = runner.eval_calls, runner.eval_leaves
+        else:
+            _play_processes(todo, factory, variant, concurrency, workers, adjudication or Adjudication(),
+                            settings, commit, stopper, stats)
+    finally:
+        bar.close()
+    stats.seconds = time.perf_counter() - t0
+    stats.stopped = stopper()
+    return stats
+
+
+def _play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
+                    adjudication: Adjudication, settings: dict[str, dict[str, Any]],
+                    commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats) -> None:
+    ctx = mp.get_context("spawn")
+    task_q = ctx.Queue()
+    result_q = ctx.Queue()
+    stop_ev = ctx.Event()
+    for t in todo:
+        task_q.put(t)
+    per = max(1, concurrency // workers)
+    procs = [ctx.Process(target=_worker, args=(task_q, result_q, stop_ev, factory, variant, per, adjudication,
+                                               settings), daemon=True) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    running = len(procs)
+    error: str | None = None
+    try:
+        while running:
+            try:
+                msg = result_q.get(timeout=0.5)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):
+                    break
+                continue
+            if isinstance(msg, GameRecord):
+                commit(msg)
+                if stop():
+                    stop_ev.set()
+            elif msg[0] == "done":
+                running -= 1
+                stats.eval_calls += msg[1]
+                stats.eval_leaves += msg[2]
+            elif msg[0] == "error":
+                running -= 1
+                error = error or msg[1]
+                stop_ev.set()
+    finally:
+        stop_ev.set()
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+    if error is not None:
+        raise MatchError(f"a worker failed: {error}")

@@ -1,0 +1,203 @@
+"""Opening suites: balanced start positions, read from EPD and generated with Fairy-Stockfish.
+
+A suite is an EPD file, one opening a line::
+
+    <board> <turn> <castling> <ep> id "crazyhouse-007"; ce 34; acd 12; c0 "e2e4 b8c6 g1f3";
+
+``c0`` holds the moves from the variant's initial position that reach the line's position (UCI,
+space-separated).  The harness replays them instead of setting the position from the EPD, because
+Sjeng's ``setboard`` cannot read pockets (SPEC.md section 6) and because the PGN then shows the
+whole game.  A line without ``c0`` starts from its EPD position.  ``ce`` is Fairy-Stockfish's score
+for White in centipawns at depth ``acd`` when the line was generated.
+
+How the shipped suites were generated (:func:`generate`, ``searchbench openings``): from the
+initial position play ``plies`` half-moves; at each one ask Fairy-Stockfish (MultiPV 5, depth 8)
+and pick uniformly among the moves within ``near_cp`` of its best; then score the end position at
+depth 12 and keep it if ``|score| <= max_cp`` and it is new.  The seeded ``random.Random`` makes a
+run reproducible for the same engine build.  See ``experiments/openings/README.md``.
+"""
+from __future__ import annotations
+
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import board
+from board import Position, new_position
+
+SUITE_DIR = Path(__file__).resolve().parent / "openings"
+
+
+class OpeningError(ValueError):
+    """A missing or malformed opening suite (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A start position: a name, its FEN and the moves that reach it from the initial position."""
+
+    name: str
+    fen: str
+    moves: tuple[str, ...] = ()
+    score: int | None = None
+    ops: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def position(self, variant: str) -> Position:
+        """A fresh position of the opening: the initial position plus moves, or the FEN."""
+        try:
+            if self.moves:
+                pos = new_position(variant)
+                for uci in self.moves:
+                    pos.push_uci(uci)
+                return pos
+            return new_position(variant, self.fen)
+        except ValueError as e:
+            raise OpeningError(f"opening {self.name!r}: {e}") from None
+
+
+def default_suite(variant: str) -> Path:
+    return SUITE_DIR / f"{variant}.epd"
+
+
+def _parse_ops(text: str, where: str) -> dict[str, str]:
+    ops: dict[str, str] = {}
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        key, _, value = part.partition(" ")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        ops[key] = value
+    return ops
+
+
+def parse_epd_line(line: str, variant: str, where: str = "") -> Opening:
+    fields = line.split(None, 4)
+    if len(fields) < 4:
+        raise OpeningError(f"{where}: an EPD line needs board, turn, castling and en-passant fields")
+    ops = _parse_ops(fields[4] if len(fields) > 4 else "", where)
+    fen = " ".join(fields[:4]) + " " + ops.get("hmvc", "0") + " " + ops.get("fmvn", "1")
+    moves = tuple(ops.get("c0", "").split())
+    score = None
+    if "ce" in ops:
+        try:
+            score = int(ops["ce"])
+        except ValueError:
+            raise OpeningError(f"{where}: ce must be an integer, got {ops['ce']!r}") from None
+    op = Opening(ops.get("id", where), fen, moves, score, ops)
+    pos = op.position(variant)  # validates the moves / FEN
+    if moves and pos.fen().split()[:4] != fen.split()[:4]:
+        got = " ".join(pos.fen().split()[:4])
+        raise OpeningError(f"{where}: the c0 moves reach {got!r}, not the line's position")
+    return op
+
+
+def load_suite(path: str | Path, variant: str) -> list[Opening]:
+    """All openings of an EPD file (blank lines and ``#`` comments skipped)."""
+    if variant not in board.VARIANTS:
+        raise OpeningError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise OpeningError(f"cannot read opening suite {str(p)!r}: {e.strerror}") from None
+    out: list[Opening] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        out.append(parse_epd_line(line, variant, f"{p.name}:{no}"))
+    if not out:
+        raise OpeningError(f"opening suite {str(p)!r} has no positions")
+    return out
+
+
+def order(openings: Sequence[Opening], count: int, seed: int | None) -> list[Opening]:
+    """``count`` openings: sequential (seed None) or a seeded shuffle, cycling through the suite."""
+    ops = list(openings)
+    if seed is not None:
+        random.Random(seed).shuffle(ops)
+    return [ops[i % len(ops)] for i in range(count)]
+
+
+def format_epd(op: Opening, pos: Position, depth: int) -> str:
+    epd = " ".join(pos.fen().split()[:4])
+    parts = [f'id "{op.name}"']
+    if op.score is not None:
+        parts.append(f"ce {op.score}")
+        parts.append(f"acd {depth}")
+    if op.moves:
+        parts.append(f'c0 "{" ".join(op.moves)}"')
+    return epd + " " + "; ".join(parts) + ";"
+
+
+def find_engine(name: str) -> str:
+    """Path of an external engine binary: PATH first, then /usr/games."""
+    found = shutil.which(name)
+    if found:
+        return found
+    p = Path("/usr/games") / name
+    if p.exists():
+        return str(p)
+    raise OpeningError(f"engine {name!r} not found on PATH or in /usr/games")
+
+
+def generate(variant: str, count: int, seed: int = 1, plies: tuple[int, int] = (6, 9),
+             near_cp: int = 40, max_cp: int | None = None, depth: int = 12,
+             engine: str = "fairy-stockfish") -> list[str]:
+    """EPD lines of ``count`` balanced openings generated with Fairy-Stockfish (see module doc)."""
+    import chess
+    import chess.engine
+    import chess.variant
+
+    if max_cp is None:
+        # Crazyhouse has a large first-move advantage: Fairy-Stockfish scores its initial position
+        # about +90 cp at depth 12, so the chess bound (60) would reject nearly everything.
+        max_cp = 150 if variant == "crazyhouse" else 60
+    rng = random.Random(seed)
+    cls = chess.variant.CrazyhouseBoard if variant == "crazyhouse" else chess.Board
+    eng = chess.engine.SimpleEngine.popen_uci(find_engine(engine))
+    lines: list[str] = []
+    seen: set[str] = set()
+    tries = 0
+    try:
+        eng.configure({"Threads": 1, "Hash": 32})
+        while len(lines) < count:
+            tries += 1
+            if tries > 50 * count:
+                raise OpeningError(f"only {len(lines)} balanced openings after {tries} tries")
+            b = cls()
+            n = rng.randint(plies[0], plies[1])
+            ok = True
+            for _ in range(n):
+                infos = eng.analyse(b, chess.engine.Limit(depth=8), multipv=5)
+                scored = [(i["pv"][0], i["score"].relative.score(mate_score=100000)) for i in infos if i.get("pv")]
+                if not scored:
+                    ok = False
+                    break
+                best = max(s for _, s in scored)
+                choices = sorted((m for m, s in scored if s >= best - near_cp), key=lambda m: m.uci())
+                b.push(rng.choice(choices))
+                if b.is_game_over():
+                    ok = False
+                    break
+            if not ok:
+                continue
+            key = b.epd()
+            if key in seen:
+                continue
+            info = eng.analyse(b, chess.engine.Limit(depth=depth))
+            cp = info["score"].white().score(mate_score=100000)
+            if cp is None or abs(cp) > max_cp:
+                continue
+            seen.add(key)
+            moves = tuple(m.uci() for m in b.move_stack)
+            op = Opening(f"{variant}-{len(lines) + 1:03d}", "", moves, int(cp))
+            lines.append(format_epd(op, op.position(variant), depth))
+    finally:
+        eng.quit()
+    return lines

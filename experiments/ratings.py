@@ -1,0 +1,242 @@
+"""Ratings: logistic Bradley-Terry maximum likelihood over all games, bootstrap error bars.
+
+Notation.  Player i has rating r_i (Elo).  The expected score of i against j is the logistic
+``E_ij = 1 / (1 + 10^(-(r_i - r_j)/400))`` (SPEC.md section 5).  A game contributes its score s
+(1, 1/2, 0) as ``s log E_ij + (1 - s) log(1 - E_ij)``: a draw counts half a win and half a loss,
+the choice of Ordo, which keeps "expected score" and "Elo difference" on the one logistic scale that
+match statistics and SPRT use (BayesElo's draw model would inflate the scale).  ``prior`` virtual
+draws are added to every pair of players that met, so perfect scores give finite ratings.
+
+The likelihood is maximised with scipy (L-BFGS-B, analytic gradient) over all players at once, with
+the anchor fixed at its given Elo (or, with no anchor, the mean fixed at 0).  Players must form one
+connected graph of games; otherwise their relative ratings are undefined and :class:`RatingError`
+says which groups are apart.
+
+Error bars: bootstrap over *game pairs* (the two colour-reversed games of an opening resampled
+together, as they are correlated), refitting each sample; the interval is the 2.5th to 97.5th
+percentile.  Errors are relative to the anchor (whose own error is 0 by construction).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Hashable, Iterable, Sequence
+
+import numpy as np
+from scipy.optimize import minimize
+
+from experiments.store import GameRecord
+
+LN10_400 = math.log(10) / 400
+
+
+class RatingError(ValueError):
+    """Ratings cannot be computed from these games (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One game as rating input: White, Black, White's score, and the unit resampled together."""
+
+    white: str
+    black: str
+    score: float
+    unit: Hashable = None
+
+
+@dataclass
+class Rating:
+    name: str
+    elo: float
+    lo: float
+    hi: float
+    games: int
+    score: float  # points scored / games
+
+    @property
+    def err(self) -> float:
+        """Half width of the 95% interval."""
+        return (self.hi - self.lo) / 2
+
+
+def expected(d: float | np.ndarray) -> float | np.ndarray:
+    """Logistic expected score for an Elo difference ``d``."""
+    return 1.0 / (1.0 + np.power(10.0, -np.asarray(d) / 400.0))
+
+
+def elo_of_score(s: float) -> float:
+    s = min(max(s, 1e-6), 1 - 1e-6)
+    return -400.0 * math.log10(1.0 / s - 1.0)
+
+
+def match_elo(wins: int, draws: int, losses: int) -> tuple[float, float]:
+    """Elo difference of a head-to-head score and the half width of its 95% interval (trinomial)."""
+    n = wins + draws + losses
+    if n == 0:
+        return 0.0, float("inf")
+    s = (wins + 0.5 * draws) / n
+    if s in (0.0, 1.0):  # a perfect score: no finite estimate
+        return (float("inf") if s == 1.0 else float("-inf")), float("inf")
+    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s ** 2) / n
+    se = math.sqrt(var / n)
+    lo, hi = elo_of_score(s - 1.96 * se), elo_of_score(s + 1.96 * se)
+    return elo_of_score(s), (hi - lo) / 2
+
+
+def from_games(games: Iterable[GameRecord]) -> list[Result]:
+    return [Result(g.white, g.black, g.score_for(g.white), (g.match, g.pair)) for g in games]
+
+
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> list[list[int]]:
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in zip(a.tolist(), b.tolist()):
+        ri, rj = find(i), find(j)
+        if ri != rj:
+            parent[ri] = rj
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+class _Data:
+    """Games aggregated per unordered pair of players: games n and points s of the first."""
+
+    def __init__(self, results: Sequence[Result]) -> None:
+        names = sorted({r.white for r in results} | {r.black for r in results})
+        self.names = names
+        idx = {n: i for i, n in enumerate(names)}
+        w = np.array([idx[r.white] for r in results], dtype=np.int64)
+        b = np.array([idx[r.black] for r in results], dtype=np.int64)
+        s = np.array([r.score for r in results], dtype=np.float64)
+        if np.any(w == b):
+            raise RatingError("a game of a player against itself cannot be rated")
+        lo, hi = np.minimum(w, b), np.maximum(w, b)
+        s_lo = np.where(w == lo, s, 1.0 - s)
+        pair_id = lo * len(names) + hi
+        self.pairs, self.inverse = np.unique(pair_id, return_inverse=True)
+        self.i = self.pairs // len(names)
+        self.j = self.pairs % len(names)
+        self.s_lo = s_lo
+        unit_ids: dict[Hashable, int] = {}
+        for k, r in enumerate(results):
+            unit_ids.setdefault(("unit", r.unit) if r.unit is not None else ("game", k), len(unit_ids))
+        self.unit_of = np.array([unit_ids[("unit", r.unit) if r.unit is not None else ("game", k)]
+                                 for k, r in enumerate(results)], dtype=np.int64)
+        self.n_units = len(unit_ids)
+
+    def aggregate(self, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        w = np.ones_like(self.s_lo) if weights is None else weights
+        n = np.bincount(self.inverse, weights=w, minlength=len(self.pairs))
+        s = np.bincount(self.inverse, weights=w * self.s_lo, minlength=len(self.pairs))
+        return n, s
+
+
+def _fit(n_players: int, i: np.ndarray, j: np.ndarray, n: np.ndarray, s: np.ndarray, anchor: int | None,
+         anchor_elo: float, prior: float, x0: np.ndarray | None = None) -> np.ndarray:
+    n = n + prior
+    s = s + prior / 2
+    keep = n > 0
+    i, j, n, s = i[keep], j[keep], n[keep], s[keep]
+    fixed = 0 if anchor is None else anchor
+    free = np.array([k for k in range(n_players) if k != fixed], dtype=np.int64)
+
+    def full(x: np.ndarray) -> np.ndarray:
+        r = np.zeros(n_players)
+        r[free] = x
+        return r
+
+    def nll(x: np.ndarray) -> tuple[float, np.ndarray]:
+        r = full(x)
+        d = (r[i] - r[j]) * LN10_400
+        # log E = -log(1 + e^-d), log(1 - E) = -log(1 + e^d), computed stably
+        log_e = -np.logaddexp(0.0, -d)
+        log_1e = -np.logaddexp(0.0, d)
+        f = -float(np.sum(s * log_e + (n - s) * log_1e))
+        e = np.exp(log_e)
+        gpair = -(s - n * e) * LN10_400
+        g = np.bincount(i, weights=gpair, minlength=n_players) - np.bincount(j, weights=gpair, minlength=n_players)
+        return f, g[free]
+
+    start = np.zeros(len(free)) if x0 is None else (x0 - x0[fixed])[free]
+    res = minimize(nll, start, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-9})
+    r: np.ndarray = full(np.asarray(res.x, dtype=np.float64))
+    if anchor is None:
+        return r - float(r.mean())
+    return r + anchor_elo
+
+
+def rate(results: Sequence[Result], anchor: str | None = None, anchor_elo: float = 0.0, bootstrap: int = 200,
+         seed: int = 0, prior: float = 1.0) -> list[Rating]:
+    """Ratings of every player in ``results``, best first (see module doc)."""
+    if not results:
+        raise RatingError("no games to rate")
+    data = _Data(results)
+    names = data.names
+    if anchor is not None and anchor not in names:
+        raise RatingError(f"anchor {anchor!r} played no game; players: {', '.join(names)}")
+    comps = _components(len(names), data.i, data.j)
+    if len(comps) > 1:
+        groups = " | ".join(", ".join(names[k] for k in c) for c in comps)
+        raise RatingError(f"players form {len(comps)} groups that never met: {groups}")
+    a = None if anchor is None else names.index(anchor)
+    n, s = data.aggregate()
+    elo = _fit(len(names), data.i, data.j, n, s, a, anchor_elo, prior)
+    lo, hi = elo.copy(), elo.copy()
+    if bootstrap > 0 and data.n_units > 1:
+        rng = np.random.default_rng(seed)
+        samples = np.empty((bootstrap, len(names)))
+        for b in range(bootstrap):
+            counts = rng.multinomial(data.n_units, np.full(data.n_units, 1.0 / data.n_units))
+            nb, sb = data.aggregate(counts[data.unit_of].astype(np.float64))
+            samples[b] = _fit(len(names), data.i, data.j, nb, sb, a, anchor_elo, prior, x0=elo)
+        lo, hi = np.percentile(samples, 2.5, axis=0), np.percentile(samples, 97.5, axis=0)
+    games = np.zeros(len(names), dtype=np.int64)
+    points = np.zeros(len(names))
+    idx = {nm: k for k, nm in enumerate(names)}
+    for r in results:
+        games[idx[r.white]] += 1
+        games[idx[r.black]] += 1
+        points[idx[r.white]] += r.score
+        points[idx[r.black]] += 1 - r.score
+    out = [Rating(nm, float(elo[k]), float(lo[k]), float(hi[k]), int(games[k]), float(points[k] / games[k]))
+           for k, nm in enumerate(names)]
+    out.sort(key=lambda x: -x.elo)
+    return out
+
+
+def format_table(ratings: Sequence[Rating]) -> str:
+    w = max([len(r.name) for r in ratings] + [6])
+    lines = [f"{'#':>3} {'player':<{w}} {'Elo':>7} {'95% interval':>17} {'games':>6} {'score':>6}"]
+    for k, r in enumerate(ratings, 1):
+        lines.append(f"{k:>3} {r.name:<{w}} {r.elo:>7.1f} [{r.lo:>7.1f},{r.hi:>7.1f}] {r.games:>6} "
+                     f"{100 * r.score:>5.1f}%")
+    return "\n".join(lines)
+
+
+class Standings:
+    """Running points per player, for progress bars (the leader and its Elo against its field)."""
+
+    def __init__(self) -> None:
+        self.points: dict[str, float] = {}
+        self.games: dict[str, int] = {}
+
+    def add(self, g: GameRecord) -> None:
+        for p in (g.white, g.black):
+            self.points[p] = self.points.get(p, 0.0) + g.score_for(p)
+            self.games[p] = self.games.get(p, 0) + 1
+
+    def text(self) -> str:
+        if not self.games:
+            return ""
+        # ranked by the score with one virtual draw added, so 1/1 does not outrank 9/10
+        lead = max(self.points, key=lambda p: ((self.points[p] + 0.5) / (self.games[p] + 1), self.games[p]))
+        n, pts = self.games[lead], self.points[lead]
+        return f"leader {lead} {pts:g}/{n} ({elo_of_score((pts + 0.5) / (n + 1)):+.0f} Elo vs its opponents)"

@@ -1,0 +1,267 @@
+"""Elo versus nodes, the main job: node ladders per engine family, rated together, plotted.
+
+Config: everything of :mod:`experiments.tournament`'s run settings (name, variant, games,
+concurrency, workers, seed, db, pgn, openings, adjudication, anchor, anchor_elo, bootstrap), plus::
+
+    report_dir = "reports"          # figures go to <report_dir>/<name>/elo_vs_nodes.{png,svg,csv,md}
+    cross_games = 6                 # games per pairing between families (default: games)
+
+    [[families]]
+    name = "ab-material"            # one line on the plot
+    engine = "material-ab"          # registry name or spec
+    nodes = [64, 256, 1024]         # an explicit ladder, or a geometric one:
+    # ladder = { start = 64, factor = 4, steps = 3 }   -> 64, 256, 1024
+
+    [[anchors]]                     # optional fixed opponents (e.g. external engine levels)
+    name = "fsf-d1"
+    engine = "fairy-stockfish"
+    depth = 1                       # any limit but nodes ladder: nodes, depth, movetime, tc
+    games = 6                       # against the lowest and highest rung of every family
+
+A player is a family at a budget, named ``family@nodes``.  Scheduling keeps the graph of games
+connected, which the joint rating needs: (1) each rung plays its ladder neighbour; (2) for every two
+families, each rung of the one plays the rung of the other nearest in log nodes (both directions);
+(3) each anchor plays the lowest and the highest rung of every family.  Tasks are interleaved pair
+by pair across all pairings, so an interrupted run is still connected and balanced, and a rerun
+resumes.  The ratings use every stored game of the run between current players, anchored at
+``anchor`` (default: the lowest rung of the first family at 0 Elo).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from experiments.match import GameTask, Player, match_tasks
+from experiments.ratings import Rating
+from experiments.tomlconfig import ConfigError, Section
+from experiments.tournament import RunSettings, _name_check, interleave, player, run_settings
+
+
+@dataclass
+class Family:
+    name: str
+    engine: str
+    nodes: list[int]
+    players: list[Player] = field(default_factory=list)
+
+
+@dataclass
+class Anchor:
+    player: Player
+    games: int
+
+
+@dataclass
+class Scale:
+    settings: RunSettings
+    families: list[Family]
+    anchors: list[Anchor]
+    cross_games: int
+    report_dir: Path
+
+    @property
+    def players(self) -> list[Player]:
+        return [p for f in self.families for p in f.players] + [a.player for a in self.anchors]
+
+    @property
+    def out_dir(self) -> Path:
+        return self.report_dir / self.settings.name
+
+    def pairings(self) -> list[tuple[Player, Player, int]]:
+        """(a, b, games) of every scheduled pairing (see module doc)."""
+        out: list[tuple[Player, Player, int]] = []
+        seen: set[frozenset[str]] = set()
+
+        def add(a: Player, b: Player, games: int) -> None:
+            k = frozenset((a.name, b.name))
+            if a.name != b.name and k not in seen:
+                seen.add(k)
+                out.append((a, b, games))
+
+        g = self.settings.games
+        for f in self.families:
+            for a, b in zip(f.players, f.players[1:]):
+                add(a, b, g)
+        for i, f in enumerate(self.families):
+            for h in self.families[i + 1:]:
+                for src, dst in ((f, h), (h, f)):
+                    for p, n in zip(src.players, src.nodes):
+                        k = min(range(len(dst.nodes)), key=lambda j: (abs(math.log(dst.nodes[j] / n)), j))
+                        a, b = (p, dst.players[k]) if src is f else (dst.players[k], p)
+                        add(a, b, self.cross_games)
+        for an in self.anchors:
+            for f in self.families:
+                for p in {f.players[0].name: f.players[0], f.players[-1].name: f.players[-1]}.values():
+                    add(an.player, p, an.games)
+        return out
+
+    def tasks(self) -> list[GameTask]:
+        s = self.settings
+        most = max(games for _, _, games in self.pairings())
+        ops = s.opening_list(most // 2)
+        return interleave([match_tasks(s.name, s.variant, a, b, ops, games, s.seed, str(s.openings))
+                           for a, b, games in self.pairings()])
+
+
+def _ladder(sec: Section) -> list[int]:
+    if sec.has("nodes") and sec.has("ladder"):
+        raise sec.error("ladder", "give either nodes or ladder, not both")
+    if sec.has("nodes"):
+        nodes = sec.get("nodes", list)
+        if not nodes or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in nodes):
+            raise sec.error("nodes", "must be a non-empty array of positive integers")
+        if sorted(set(nodes)) != list(nodes):
+            raise sec.error("nodes", "must be strictly increasing")
+        return list(nodes)
+    lad = sec.table("ladder")
+    if not lad.data:
+        raise sec.error("nodes", "missing: give nodes = [...] or ladder = {start, factor, steps}")
+    start = lad.positive("start")
+    factor = lad.get("factor", float, check=lambda v: None if v > 1 else "must be greater than 1")
+    steps = lad.positive("steps")
+    lad.done()
+    nodes = sorted({int(round(start * factor ** k)) for k in range(steps)})
+    return nodes
+
+
+def parse(cfg: Section) -> Scale:
+    s = run_settings(cfg)
+    cross = cfg.get("cross_games", int, s.games,
+                    lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
+    report_dir = Path(cfg.get("report_dir", str, "reports"))
+    families: list[Family] = []
+    names: dict[str, str] = {}
+    for sec in cfg.tables("families", required=True):
+        sec.only("name", "engine", "nodes", "ladder", "depth", "movetime", "tc")
+        fname = sec.get("name", str, check=_name_check)
+        if "@" in fname:
+            raise sec.error("name", "must not contain '@'")
+        if fname in names:
+            raise sec.error("name", f"duplicate family {fname!r}")
+        nodes = _ladder(sec)
+        fam = Family(fname, "", nodes)
+        for n in nodes:
+            p = player(sec, name=f"{fname}@{n}", nodes=n)
+            fam.players.append(p)
+            names[p.name] = fname
+        fam.engine = fam.players[0].engine
+        sec.used.update({"nodes", "ladder"})
+        sec.done()
+        names[fname] = fname
+        families.append(fam)
+    if not families:
+        raise cfg.error("families", "give at least one [[families]] table")
+    anchors: list[Anchor] = []
+    for sec in cfg.tables("anchors"):
+        sec.only("name", "engine", "nodes", "depth", "movetime", "tc", "games")
+        p = player(sec)
+        if p.name in names:
+            raise sec.error("name", f"duplicate player name {p.name!r}")
+        games = sec.get("games", int, s.games, lambda v: None if v >= 2 and v % 2 == 0 else "must be even and >= 2")
+        sec.done()
+        names[p.name] = p.name
+        anchors.append(Anchor(p, games))
+    if len(families) == 1 and len(families[0].nodes) == 1 and not anchors:
+        raise cfg.error("families", "one family with one budget has no one to play")
+    if s.anchor is None:
+        s.anchor = families[0].players[0].name
+    elif s.anchor not in names or s.anchor in {f.name for f in families}:
+        raise cfg.error("anchor", f"no player named {s.anchor!r} (players are family@nodes or anchor names)")
+    cfg.done()
+    return Scale(s, families, anchors, cross, report_dir)
+
+
+def load(path: str | Path) -> Scale:
+    from experiments import openings as openings_mod
+    from experiments import tomlconfig
+
+    try:
+        return parse(tomlconfig.load(path))
+    except openings_mod.OpeningError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+@dataclass
+class Row:
+    family: str
+    engine: str
+    nodes: int | None
+    rating: Rating
+
+
+def rows(sc: Scale, ratings: list[Rating]) -> list[Row]:
+    by = {r.name: r for r in ratings}
+    out: list[Row] = []
+    for f in sc.families:
+        for p, n in zip(f.players, f.nodes):
+            if p.name in by:
+                out.append(Row(f.name, f.engine, n, by[p.name]))
+    for a in sc.anchors:
+        if a.player.name in by:
+            out.append(Row("anchor:" + a.player.name, a.player.engine, None, by[a.player.name]))
+    return out
+
+
+def write_report(sc: Scale, ratings: list[Rating], command: str, games: int) -> list[Path]:
+    """``elo_vs_nodes.{csv,md,png,svg}`` in :attr:`Scale.out_dir`; returns the paths."""
+    import csv
+
+    from reports.plot import plot
+
+    out = sc.out_dir
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create report directory {str(out)!r}: {e.strerror}") from None
+    rs = rows(sc, ratings)
+    csv_path = out / "elo_vs_nodes.csv"
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["family", "engine", "nodes", "elo", "lo", "hi", "games", "score"])
+        for r in rs:
+            w.writerow([r.family, r.engine, "" if r.nodes is None else r.nodes, f"{r.rating.elo:.1f}",
+                        f"{r.rating.lo:.1f}", f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}"])
+    s = sc.settings
+    md = [f"# Elo versus nodes: {s.name}", "",
+          f"Variant {s.variant}; {games} games; anchor {s.anchor} = {s.anchor_elo:g} Elo; "
+          f"95% intervals from {s.bootstrap} bootstrap samples over game pairs; "
+          f"logistic Bradley-Terry fit (draws = half points).", "",
+          "Regenerate (resumes from the database, plays only missing games):", "",
+          "```", command, "```", "",
+          "![Elo versus nodes](elo_vs_nodes.png)", "",
+          "| family | engine | nodes | Elo | 95% interval | games | score |",
+          "|---|---|---:|---:|---|---:|---:|"]
+    for r in rs:
+        md.append(f"| {r.family} | `{r.engine}` | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
+                  f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}] | {r.rating.games} | {100 * r.rating.score:.1f}% |")
+    md_path = out / "elo_vs_nodes.md"
+    md_path.write_text("\n".join(md) + "\n")
+    figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})")
+    return [csv_path, md_path] + figs
+
+
+def run(sc: Scale, command: str, factory: object | None = None, progress: bool = True) -> tuple[list[Rating], list[Path]]:
+    """Play what is missing, rate every stored game of the run, write the report (see module doc)."""
+    from experiments import match as match_mod
+    from experiments import ratings as ratings_mod
+    from experiments.store import Store, check_writable
+
+    s = sc.settings
+    check_writable(sc.out_dir / "elo_vs_nodes.csv")
+    tasks = sc.tasks()
+    standings = ratings_mod.Standings()
+    with Store(s.db) as store:
+        keys = {t.key for t in tasks}
+        for g in store.games(run=s.name):
+            if g.key in keys:
+                standings.add(g)
+        st = match_mod.play(tasks, store, factory, concurrency=s.concurrency,  # type: ignore[arg-type]
+                            workers=s.workers, adjudication=s.adjudication, pgn_path=s.pgn, progress=progress,
+                            desc=s.name, on_game=standings.add, postfix=standings.text)
+        print(f"{st.played} games played, {st.skipped} already stored ({st.seconds:.0f} s); database {s.db}")
+        names = {p.name for p in sc.players}
+        games = [g for g in store.games(run=s.name) if g.white in names and g.black in names]
+    ratings = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed)
+    print(ratings_mod.format_table(ratings))
+    return ratings, write_report(sc, ratings, command, len(games))

@@ -1,0 +1,187 @@
+"""Tournaments from a TOML config: round robin or gauntlet, stored, resumable, rated.
+
+Config (every key is checked; a bad one is reported with its line)::
+
+    name = "cz-rr"                 # run name: the database rows and the PGN event
+    variant = "crazyhouse"
+    mode = "round-robin"           # or "gauntlet" (the first engine, or `gauntlet = NAME`, meets all)
+    games = 10                     # games per pairing (even: openings in colour-reversed pairs)
+    concurrency = 4                # games at once (pooled evaluation across them)
+    workers = 1                    # processes (each runs concurrency/workers games)
+    seed = 1
+    db = "runs/cz-rr.sqlite"       # default runs/<name>.sqlite
+    pgn = "runs/cz-rr.pgn"         # default runs/<name>.pgn
+    openings = "experiments/openings/crazyhouse.epd"   # default: the shipped suite of the variant
+    random_openings = false        # true: a seeded shuffle of the suite
+    anchor = "material-ab"         # rating anchor (a player name) and its Elo
+    anchor_elo = 0
+    bootstrap = 200                # bootstrap samples for the error bars
+
+    [adjudication]                 # SPEC.md section 5 defaults; 0 disables a rule
+    resign_moves = 5
+    resign_cp = 600
+    draw_from_move = 30
+    draw_moves = 4
+    draw_cp = 20
+    max_plies = 400
+
+    [[engines]]
+    name = "ab"                    # display name (default: the engine string)
+    engine = "material-ab"         # registry name or spec
+    nodes = 2000                   # limits: nodes, depth, movetime (s), tc = "60+0.6"
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import board
+from experiments import openings as openings_mod
+from experiments.match import Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
+from experiments.tomlconfig import ConfigError, Section
+
+RUNS_DIR = Path("runs")
+
+
+@dataclass
+class RunSettings:
+    """What every config run shares: where results go, how games are played."""
+
+    name: str
+    variant: str
+    games: int = 10
+    concurrency: int = 2
+    workers: int = 1
+    seed: int = 1
+    db: Path = Path()
+    pgn: Path | None = None
+    openings: Path = Path()
+    random_openings: bool = False
+    anchor: str | None = None
+    anchor_elo: float = 0.0
+    bootstrap: int = 200
+    adjudication: Adjudication = field(default_factory=Adjudication)
+
+    def opening_list(self, count: int) -> list[openings_mod.Opening]:
+        suite = openings_mod.load_suite(self.openings, self.variant)
+        return openings_mod.order(suite, count, self.seed if self.random_openings else None)
+
+
+def _name_check(v: str) -> str | None:
+    if not v or any(c in v for c in "/\\\0") or v.startswith("."):
+        return "must be a non-empty name without slashes"
+    return None
+
+
+def run_settings(cfg: Section) -> RunSettings:
+    name = cfg.get("name", str, check=_name_check)
+    variant = cfg.choice("variant", tuple(board.VARIANTS))
+    games = cfg.get("games", int, 10, lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
+    s = RunSettings(name=name, variant=variant, games=games)
+    s.concurrency = cfg.positive("concurrency", 2)
+    s.workers = cfg.positive("workers", 1)
+    s.seed = cfg.get("seed", int, 1)
+    s.db = Path(cfg.get("db", str, str(RUNS_DIR / f"{name}.sqlite")))
+    pgn = cfg.get("pgn", (str, bool), str(RUNS_DIR / f"{name}.pgn"))
+    s.pgn = None if pgn is False else Path(str(pgn)) if pgn is not True else RUNS_DIR / f"{name}.pgn"
+    ops = cfg.get("openings", str, str(openings_mod.default_suite(variant)))
+    s.openings = Path(ops)
+    if not s.openings.exists():
+        raise cfg.error("openings", f"no such file {ops!r}")
+    s.random_openings = cfg.get("random_openings", bool, False)
+    s.anchor = cfg.get("anchor", str, None)
+    s.anchor_elo = cfg.get("anchor_elo", float, 0.0)
+    s.bootstrap = cfg.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be >= 0")
+    adj = cfg.table("adjudication")
+    d = Adjudication()
+    nonneg = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
+    s.adjudication = Adjudication(
+        resign_moves=adj.get("resign_moves", int, d.resign_moves, nonneg),
+        resign_cp=adj.get("resign_cp", int, d.resign_cp, nonneg),
+        draw_from_move=adj.get("draw_from_move", int, d.draw_from_move, nonneg),
+        draw_moves=adj.get("draw_moves", int, d.draw_moves, nonneg),
+        draw_cp=adj.get("draw_cp", int, d.draw_cp, nonneg),
+        max_plies=adj.get("max_plies", int, d.max_plies, nonneg))
+    adj.done()
+    return s
+
+
+def player(sec: Section, name: str | None = None, nodes: int | None = None) -> Player:
+    """A player from a config table (``engine`` and limits); ``nodes`` overrides the table's."""
+    engine = sec.get("engine", str, check=lambda v: None if v.strip() else "must not be empty")
+    nm = name if name is not None else sec.get("name", str, engine, _name_check)
+    tc_text = sec.get("tc", str, None)
+    try:
+        tc = parse_tc(tc_text) if tc_text is not None else None
+        return Player(nm, engine,
+                      nodes=nodes if nodes is not None else sec.get("nodes", int, None),
+                      depth=sec.get("depth", int, None),
+                      movetime=sec.get("movetime", float, None), tc=tc)
+    except MatchError as e:
+        raise sec.error(None, str(e)) from None
+
+
+@dataclass
+class Tournament:
+    settings: RunSettings
+    mode: str
+    players: list[Player]
+    gauntlet: str | None = None
+
+    def pairings(self) -> list[tuple[Player, Player]]:
+        ps = self.players
+        if self.mode == "gauntlet":
+            g = next(p for p in ps if p.name == self.gauntlet)
+            return [(g, p) for p in ps if p is not g]
+        return [(ps[i], ps[j]) for i in range(len(ps)) for j in range(i + 1, len(ps))]
+
+    def tasks(self) -> list[GameTask]:
+        return interleave([match_tasks(self.settings.name, self.settings.variant, a, b,
+                                       self.settings.opening_list(self.settings.games // 2), self.settings.games,
+                                       self.settings.seed, str(self.settings.openings))
+                           for a, b in self.pairings()])
+
+
+def interleave(matches: Sequence[Sequence[GameTask]]) -> list[GameTask]:
+    """Round by round: pair 0 of every match, then pair 1, ... (an interrupted run stays balanced)."""
+    out: list[GameTask] = []
+    longest = max((len(m) for m in matches), default=0)
+    for k in range(0, longest, 2):
+        for m in matches:
+            out.extend(m[k:k + 2])
+    return out
+
+
+def parse(cfg: Section) -> Tournament:
+    s = run_settings(cfg)
+    mode = cfg.choice("mode", ("round-robin", "gauntlet"), "round-robin")
+    secs = cfg.tables("engines", required=True)
+    if len(secs) < 2:
+        raise cfg.error("engines", "a tournament needs at least 2 engines")
+    for sec in secs:
+        sec.only("name", "engine", "nodes", "depth", "movetime", "tc")
+    players = [player(sec) for sec in secs]
+    seen: dict[str, int] = {}
+    for i, (p, sec) in enumerate(zip(players, secs)):
+        if p.name in seen:
+            raise sec.error("name", f"duplicate player name {p.name!r} (give each [[engines]] a distinct name)")
+        seen[p.name] = i
+        sec.done()
+    gauntlet = None
+    if mode == "gauntlet":
+        gauntlet = cfg.get("gauntlet", str, players[0].name,
+                           lambda v: None if v in seen else f"no engine named {v!r}")
+    if s.anchor is not None and s.anchor not in seen:
+        raise cfg.error("anchor", f"no engine named {s.anchor!r}")
+    cfg.done()
+    return Tournament(s, mode, players, gauntlet)
+
+
+def load(path: str | Path) -> Tournament:
+    from experiments import tomlconfig
+
+    try:
+        return parse(tomlconfig.load(path))
+    except openings_mod.OpeningError as e:
+        raise ConfigError(f"{path}: {e}") from None

@@ -1,0 +1,589 @@
+"""``searchbench train MODEL``: the papers' training recipes on data shards (experiments/datagen.py).
+
+Recipes (SPEC.md section 3; every number is a default that the command line can change):
+
+rise (CrazyAra)
+    SGD with Nesterov momentum, weight decay 1e-4, one-cycle schedule: the learning rate rises
+    linearly from lr/25 to ``lr`` over the first 30% and anneals (cosine) to 1e-5, momentum moves
+    0.95 -> 0.85 -> 0.95 against it; loss ``value_weight * (z - v)^2 - log p(played move)`` with
+    value_weight 0.01, z the game result for the side to move.  The paper used lr 0.35 at batch
+    1024; our default batch is 256 and lr 0.1 (the learning rate scaled down with the batch).
+sixtyfour
+    Adam lr 0.001, 8 epochs; Poisson NLL between the policy (log-probabilities) and the
+    outcome-scaled one-hot target (winner's move 1, draw 0.5, loser's 0.1) plus MSE between
+    (v + 1) / 2 and the 1 / 0.5 / 0 value target (value_weight 1).
+deepchess
+    Positions: up to 10 random positions per decisive game, skipping the first 5 moves and
+    positions whose played move is a capture.  Pos2Vec pretrained layer by layer as a stacked
+    autoencoder (SGD momentum 0.9, lr 0.005 x 0.98 per epoch, ``ae_epochs`` per layer), then the
+    siamese comparator on fresh random (White-won, Black-won) pairs every epoch in both orders,
+    cross-entropy, lr 0.01 x 0.99 per epoch (SGD momentum 0.9).
+
+The split is by game (``datagen.is_validation``).  A time budget (``minutes``) shortens the
+schedule: the one-cycle progress is ``max(step / total_steps, elapsed / budget)``, so the schedule
+completes when the budget runs out.  ``out/checkpoint.pt`` is written every epoch and every few
+minutes (model, optimizer, epoch, step in epoch, elapsed time) and a rerun resumes from it;
+``out/metrics.csv`` gets one row per epoch; ``out/model.pt`` is the final model with its metadata
+(the validation metrics of the last epoch).
+
+Metrics: policy accuracy (top-1 among the legal moves = the played move), value sign accuracy
+(sign of v = sign of z on decisive games), comparator pair accuracy (DeepChess), and mate-in-one
+accuracy top-1/top-5 on the validation positions whose played move mates (a top-k move that mates
+counts; mates are checked with the rules core).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import board
+from board.position import RAW_EP, RAW_TURN
+from evaluators import encodings as enc
+from evaluators import nets
+from experiments import datagen
+from experiments.datagen import DataError, DataSet
+
+SIZES: dict[str, dict[str, dict[str, Any]]] = {
+    "rise": {
+        "tiny": dict(channels=16, blocks=1, expansion_base=16, expansion_step=8, se_blocks=1, value_hidden=16),
+        "small": dict(channels=64, blocks=5, expansion_base=64, expansion_step=32, se_blocks=2, value_hidden=128),
+        "medium": dict(channels=128, blocks=7, expansion_base=128, expansion_step=64, se_blocks=3, value_hidden=256),
+        "paper": dict(),
+        "resnet-small": dict(channels=64, blocks=6, value_hidden=128, arch="resnet"),
+    },
+    "sixtyfour": {
+        "tiny": dict(channels=16, blocks=1, value_hidden=16),
+        "small": dict(channels=64, blocks=4, value_hidden=64),
+        "medium": dict(channels=128, blocks=8, value_hidden=128),
+        "paper": dict(),
+    },
+    "deepchess": {
+        "tiny": dict(pos2vec=[32, 16], comparator=[16]),
+        "small": dict(pos2vec=[100, 100, 100], comparator=[100, 100]),  # the paper's distilled size
+        "paper": dict(),
+    },
+}
+
+DEFAULTS: dict[str, dict[str, float]] = {
+    "rise": dict(epochs=7, batch=256, lr=0.1, value_weight=0.01),
+    "sixtyfour": dict(epochs=8, batch=256, lr=0.001, value_weight=1.0),
+    "deepchess": dict(epochs=100, batch=256, lr=0.01, value_weight=0.0, ae_epochs=10),
+}
+MAX_VALIDATION = 20000
+CHECKPOINT_SECONDS = 120.0
+
+
+class TrainError(ValueError):
+    """Bad training input (unknown model or size, unusable data, corrupt checkpoint)."""
+
+
+@dataclass
+class TrainConfig:
+    model: str
+    data: list[str]
+    out: str
+    size: str = "small"
+    epochs: int | None = None
+    batch: int | None = None
+    lr: float | None = None
+    val_fraction: float = 0.1
+    value_weight: float | None = None
+    threads: int = 1
+    seed: int = 0
+    minutes: float | None = None
+    max_positions: int | None = None
+    resume: bool = True
+    ae_epochs: int | None = None
+    weight_decay: float = 1e-4
+    half: bool = False  # save model.pt with float16 tensors (shipped weights)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def resolved(self) -> "TrainConfig":
+        if self.model not in SIZES:
+            raise TrainError(f"unknown model {self.model!r}; known: {', '.join(SIZES)}")
+        if self.size not in SIZES[self.model]:
+            raise TrainError(f"unknown size {self.size!r} for {self.model}; known: {', '.join(SIZES[self.model])}")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise TrainError("--val-fraction must be in (0, 1)")
+        d = DEFAULTS[self.model]
+        c = TrainConfig(**{**asdict(self)})
+        c.epochs = int(d["epochs"]) if self.epochs is None else self.epochs
+        c.batch = int(d["batch"]) if self.batch is None else self.batch
+        c.lr = float(d["lr"]) if self.lr is None else self.lr
+        c.value_weight = float(d["value_weight"]) if self.value_weight is None else self.value_weight
+        c.ae_epochs = int(d.get("ae_epochs", 0)) if self.ae_epochs is None else self.ae_epochs
+        if c.epochs < 1 or c.batch < 1 or c.lr <= 0:
+            raise TrainError("epochs, batch and lr must be positive")
+        return c
+
+
+# --------------------------------------------------------------------------- data helpers
+
+def side_result(ds: DataSet, idx: np.ndarray) -> np.ndarray:
+    """Game result for the side to move at positions idx: +1 win, 0 draw, -1 loss."""
+    z = ds.result[idx].astype(np.int64)
+    out: np.ndarray = np.where(ds.raw[idx, RAW_TURN] == 0, z, -z)
+    return out
+
+
+def is_capture(raw: np.ndarray, moves: np.ndarray) -> np.ndarray:
+    """Whether each move captures (to-square holds an opponent piece, or en passant)."""
+    to = (moves.astype(np.int64) >> 6) & 63
+    drop = moves.astype(np.int64) >> 15
+    them = np.where(raw[:, RAW_TURN] == 0, raw[:, 1], raw[:, 0])
+    occupied = ((them >> to) & 1) != 0
+    frm = moves.astype(np.int64) & 63
+    pawn_from = ((raw[:, 2] >> frm) & 1) != 0
+    ep = (raw[:, RAW_EP] == to) & pawn_from
+    out: np.ndarray = (occupied | ep) & (drop == 0)
+    return out
+
+
+def mate_in_one_set(ds: DataSet, idx: np.ndarray, variant: str) -> tuple[np.ndarray, list[set[int]], list[list[int]]]:
+    """Positions among idx whose played move mates: (indices, mating moves, legal moves)."""
+    moves = ds.move[idx]
+    z = side_result(ds, idx)
+    cand = idx[z == 1]
+    # a mating move ends the game: it is the last position of its game
+    last = np.ones(len(ds), dtype=bool)
+    last[:-1] = ds.game[1:] != ds.game[:-1]
+    cand = cand[last[cand]]
+    out_idx: list[int] = []
+    mates: list[set[int]] = []
+    legal: list[list[int]] = []
+    for i in cand:
+        pos = board.new_position(variant, enc.raw_to_fen(ds.raw[i], variant))
+        lm = pos.legal_moves()
+        mating = set()
+        for m in lm:
+            pos.push(m)
+            if not pos.has_legal_moves() and pos.is_check():
+                mating.add(m)
+            pos.pop()
+        if int(ds.move[i]) in mating:
+            out_idx.append(int(i))
+            mates.append(mating)
+            legal.append(lm)
+    del moves
+    return np.array(out_idx, dtype=np.int64), mates, legal
+
+
+def legal_moves_of(ds: DataSet, idx: np.ndarray, variant: str) -> list[list[int]]:
+    return [board.new_position(variant, enc.raw_to_fen(ds.raw[i], variant)).legal_moves() for i in idx]
+
+
+# --------------------------------------------------------------------------- schedules
+
+def one_cycle(progress: float, lr_max: float, lr_min: float = 1e-5, warm: float = 0.3,
+              mom: tuple[float, float] = (0.95, 0.85)) -> tuple[float, float]:
+    """(learning rate, momentum) at ``progress`` in [0, 1] of a one-cycle schedule."""
+    p = min(max(progress, 0.0), 1.0)
+    if p < warm:
+        t = p / warm
+        return lr_max / 25 + (lr_max - lr_max / 25) * t, mom[0] + (mom[1] - mom[0]) * t
+    t = (p - warm) / (1 - warm)
+    c = 0.5 * (1 + math.cos(math.pi * t))
+    return lr_min + (lr_max - lr_min) * c, mom[1] + (mom[0] - mom[1]) * (1 - c)
+
+
+# --------------------------------------------------------------------------- policy-value training
+
+class PolicyValueTask:
+    """Batches, loss and metrics for rise and sixtyfour."""
+
+    def __init__(self, model: str, variant: str, value_weight: float) -> None:
+        self.model = model
+        self.variant = variant
+        self.value_weight = value_weight
+
+    def inputs(self, ds: DataSet, idx: np.ndarray) -> torch.Tensor:
+        raw = ds.raw[idx]
+        x = enc.crazyara_planes(raw, self.variant) if self.model == "rise" else enc.sixtyfour_planes(raw, self.variant)
+        return torch.from_numpy(x)
+
+    def move_index(self, raw: np.ndarray, moves: np.ndarray) -> np.ndarray:
+        if self.model == "rise":
+            return enc.crazyara_policy_indices(moves, raw[:, RAW_TURN] == 1)
+        return enc.sixtyfour_move_indices(moves)
+
+    def loss(self, net: nn.Module, ds: DataSet, idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
+        v, p = net(self.inputs(ds, idx))
+        return self.loss_of(v, p, ds, idx)
+
+    def loss_of(self, v: torch.Tensor, p: torch.Tensor, ds: DataSet,
+                idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
+        t = torch.from_numpy(self.move_index(ds.raw[idx], ds.move[idx]).astype(np.int64))
+        z = torch.from_numpy(side_result(ds, idx).astype(np.float32))
+        if self.model == "rise":
+            lp = F.cross_entropy(p, t)
+            lv = F.mse_loss(v, z)
+        else:
+            scale = torch.tensor([enc.SIXTYFOUR_POLICY_SCALE[int(r)] for r in z.tolist()], dtype=torch.float32)
+            # Poisson NLL with log-rate p: sum_j exp(p_j) - target_j * p_j, target = scale * onehot
+            lp = (p.exp().sum(dim=1) - scale * p.gather(1, t[:, None]).squeeze(1)).mean()
+            lv = F.mse_loss((v + 1) / 2, (z + 1) / 2)
+        loss = lp + self.value_weight * lv
+        return loss, {"policy_loss": float(lp.detach()), "value_loss": float(lv.detach())}
+
+    @torch.inference_mode()
+    def metrics(self, net: nn.Module, ds: DataSet, idx: np.ndarray, legal: list[list[int]],
+                mates: tuple[np.ndarray, list[set[int]], list[list[int]]], batch: int) -> dict[str, float]:
+        net.eval()
+        correct = 0
+        sign_ok = 0
+        decisive = 0
+        lp_sum = 0.0
+        lv_sum = 0.0
+        for s in range(0, len(idx), batch):
+            b = idx[s:s + batch]
+            v, p = net(self.inputs(ds, b))
+            loss, parts = self.loss_of(v, p, ds, b)
+            lp_sum += parts["policy_loss"] * len(b)
+            lv_sum += parts["value_loss"] * len(b)
+            z = side_result(ds, b)
+            dec = z != 0
+            decisive += int(dec.sum())
+            sign_ok += int(((v.numpy() > 0) == (z > 0))[dec].sum())
+            top = self._ranked(p.numpy(), ds.raw[b], legal[s:s + batch], 1)
+            correct += sum(int(t[0] == int(m)) for t, m in zip(top, ds.move[b]))
+        m_idx, m_sets, m_legal = mates
+        top1 = top5 = 0
+        for s in range(0, len(m_idx), batch):
+            b = m_idx[s:s + batch]
+            _, p = net(self.inputs(ds, b))
+            ranked = self._ranked(p.numpy(), ds.raw[b], m_legal[s:s + batch], 5)
+            for r, ms in zip(ranked, m_sets[s:s + batch]):
+                top1 += int(r[0] in ms)
+                top5 += int(any(m in ms for m in r))
+        n = max(1, len(idx))
+        return {"val_policy_acc": correct / n, "val_value_sign_acc": sign_ok / max(1, decisive),
+                "val_policy_loss": lp_sum / n, "val_value_loss": lv_sum / n,
+                "mate1_top1": top1 / max(1, len(m_idx)), "mate1_top5": top5 / max(1, len(m_idx)),
+                "mate1_positions": float(len(m_idx)), "val_positions": float(n)}
+
+    def _ranked(self, logits: np.ndarray, raw: np.ndarray, legal: list[list[int]], k: int) -> list[list[int]]:
+        out = []
+        for row, r, lm in zip(logits, raw, legal):
+            mv = np.array(lm, dtype=np.int64)
+            ix = self.move_index(np.repeat(r[None, :], len(mv), axis=0), mv)
+            order = np.argsort(-row[ix], kind="stable")[:k]
+            out.append([int(mv[o]) for o in order])
+        return out
+
+
+# --------------------------------------------------------------------------- main loop
+
+def _write_metrics(path: str, row: dict[str, Any]) -> None:
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def _split(ds: DataSet, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray]:
+    val_game = datagen.is_validation(ds.game_uid, cfg.val_fraction)
+    val_pos = val_game[ds.game]
+    tr = np.flatnonzero(~val_pos)
+    va = np.flatnonzero(val_pos)
+    if len(tr) == 0 or len(va) == 0:
+        raise TrainError(f"the split left {len(tr)} training and {len(va)} validation positions; "
+                         "need more games or another --val-fraction")
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.max_positions is not None and len(tr) > cfg.max_positions:
+        tr = np.sort(rng.choice(tr, cfg.max_positions, replace=False))
+    if len(va) > MAX_VALIDATION:
+        va = np.sort(rng.choice(va, MAX_VALIDATION, replace=False))
+    return tr, va
+
+
+def _load_checkpoint(path: str) -> dict[str, Any]:
+    try:
+        ck: dict[str, Any] = torch.load(path, map_location="cpu", weights_only=True)
+        return ck
+    except Exception as e:
+        raise TrainError(f"cannot read checkpoint {path}: {type(e).__name__}") from None
+
+
+def train(cfg: TrainConfig, progress: bool = True) -> dict[str, Any]:
+    """Train ``cfg.model`` and write ``cfg.out``/{checkpoint.pt, metrics.csv, model.pt}."""
+    cfg = cfg.resolved()
+    torch.set_num_threads(max(1, cfg.threads))
+    torch.manual_seed(cfg.seed)
+    ds = datagen.load_dataset(cfg.data)
+    os.makedirs(cfg.out, exist_ok=True)
+    if cfg.model == "deepchess":
+        return _train_deepchess(cfg, ds, progress)
+    return _train_policy_value(cfg, ds, progress)
+
+
+def _train_policy_value(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    assert cfg.epochs is not None and cfg.batch is not None and cfg.lr is not None and cfg.value_weight is not None
+    variant = ds.variant
+    net = nets.build(cfg.model, {**SIZES[cfg.model][cfg.size], "variant": variant})
+    task = PolicyValueTask(cfg.model, variant, cfg.value_weight)
+    tr, va = _split(ds, cfg)
+    if cfg.model == "rise":
+        opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.95, nesterov=True,
+                                                     weight_decay=cfg.weight_decay)
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+    steps_per_epoch = max(1, len(tr) // cfg.batch)
+    total_steps = steps_per_epoch * cfg.epochs
+    budget = None if cfg.minutes is None else 60.0 * cfg.minutes
+    ck_path = os.path.join(cfg.out, "checkpoint.pt")
+    metrics_path = os.path.join(cfg.out, "metrics.csv")
+    epoch, step_in_epoch, step, elapsed = 0, 0, 0, 0.0
+    if cfg.resume and os.path.exists(ck_path):
+        ck = _load_checkpoint(ck_path)
+        net.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        epoch, step_in_epoch, step, elapsed = ck["epoch"], ck["step_in_epoch"], ck["step"], ck["elapsed"]
+    elif os.path.exists(metrics_path):
+        os.remove(metrics_path)
+    legal_va = legal_moves_of(ds, va, variant)
+    mates = mate_in_one_set(ds, va, variant)
+    last: dict[str, float] = {}
+
+    def save_ck() -> None:
+        torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
+                    "step_in_epoch": step_in_epoch, "step": step, "elapsed": elapsed}, ck_path + ".tmp")
+        os.replace(ck_path + ".tmp", ck_path)
+
+    t0 = time.monotonic() - elapsed
+    last_ck = time.monotonic()
+    done = False
+    bar = tqdm(total=total_steps, initial=step, desc=f"train {cfg.model}", unit="batch", disable=not progress)
+    try:
+        while epoch < cfg.epochs and not done:
+            perm = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(tr)
+            net.train()
+            run_loss = 0.0
+            n_loss = 0
+            while step_in_epoch < steps_per_epoch:
+                elapsed = time.monotonic() - t0
+                prog = step / total_steps if budget is None else max(step / total_steps, elapsed / budget)
+                if prog >= 1.0:
+                    done = True
+                    break
+                if cfg.model == "rise":
+                    lr, mom = one_cycle(prog, cfg.lr)
+                    for g in opt.param_groups:
+                        g["lr"], g["momentum"] = lr, mom
+                b = np.sort(perm[step_in_epoch * cfg.batch:(step_in_epoch + 1) * cfg.batch])
+                loss, parts = task.loss(net, ds, b)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()  # type: ignore[no-untyped-call]
+                opt.step()
+                run_loss += float(loss.detach())
+                n_loss += 1
+                step += 1
+                step_in_epoch += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{run_loss / n_loss:.3f}", epoch=epoch)
+                if time.monotonic() - last_ck > CHECKPOINT_SECONDS:
+                    save_ck()
+                    last_ck = time.monotonic()
+            elapsed = time.monotonic() - t0
+            last = task.metrics(net, ds, va, legal_va, mates, 512)
+            row = {"epoch": epoch + 1, "step": step, "elapsed_s": round(elapsed, 1),
+                   "train_loss": run_loss / max(1, n_loss), **{k: round(v, 5) for k, v in last.items()}}
+            _write_metrics(metrics_path, row)
+            bar.write(" ".join(f"{k}={v}" for k, v in row.items()))
+            if not done:
+                epoch += 1
+                step_in_epoch = 0
+            save_ck()
+    except KeyboardInterrupt:
+        elapsed = time.monotonic() - t0
+        save_ck()
+        raise
+    finally:
+        bar.close()
+    meta = {"train_positions": int(len(tr)), "val_positions": int(len(va)), "games": int(len(ds.game_uid)),
+            "variant": variant, "size": cfg.size, "steps": step, "training_seconds": round(elapsed, 1),
+            "recipe": {k: v for k, v in asdict(cfg).items() if k not in ("data", "out", "extra")},
+            "data": list(cfg.data), **{k: float(v) for k, v in last.items()}}
+    nets.save_model(os.path.join(cfg.out, "model.pt"), cfg.model, net, meta, half=cfg.half)
+    return meta
+
+
+# --------------------------------------------------------------------------- DeepChess
+
+def deepchess_positions(ds: DataSet, idx_games: np.ndarray, rng: np.random.Generator,
+                        per_game: int = 10, skip_moves: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """Position indices from the given decisive games (DeepChess sampling) and their game result
+    (+1 White won, -1 Black won)."""
+    game_set = np.zeros(len(ds.game_uid), dtype=bool)
+    game_set[idx_games] = True
+    res = ds.result
+    # ply number inside the game: positions of a game are contiguous
+    start = np.ones(len(ds), dtype=bool)
+    start[1:] = ds.game[1:] != ds.game[:-1]
+    first = np.maximum.accumulate(np.where(start, np.arange(len(ds)), 0))
+    ply = np.arange(len(ds)) - first
+    ok = game_set[ds.game] & (res != 0) & (ply >= 2 * skip_moves) & ~is_capture(ds.raw, ds.move)
+    cand = np.flatnonzero(ok)
+    rng.shuffle(cand)
+    counts: dict[int, int] = {}
+    keep = []
+    for i in cand:
+        g = int(ds.game[i])
+        if counts.get(g, 0) < per_game:
+            counts[g] = counts.get(g, 0) + 1
+            keep.append(i)
+    keep_arr = np.sort(np.array(keep, dtype=np.int64))
+    return keep_arr, res[keep_arr].astype(np.int64)
+
+
+def _pairs(win_w: np.ndarray, win_b: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n random pairs in both orders: (first, second, label) with label 0 if first is the White-won one."""
+    a = rng.choice(win_w, n)
+    b = rng.choice(win_b, n)
+    flip = rng.random(n) < 0.5
+    first = np.where(flip, b, a)
+    second = np.where(flip, a, b)
+    return first, second, flip.astype(np.int64)
+
+
+def pair_accuracy(net: nets.DeepChessNet, x: np.ndarray, win_w: np.ndarray, win_b: np.ndarray,
+                  n: int, seed: int) -> float:
+    """Share of random (White-won, Black-won) pairs, both orders, that the comparator orders right."""
+    rng = np.random.default_rng(seed)
+    f, s, y = _pairs(win_w, win_b, n, rng)
+    with torch.inference_mode():
+        net.eval()
+        feats = net.features(torch.from_numpy(x))
+        logits = net.compare_features(feats[f], feats[s])
+    return float((logits.argmax(dim=1).numpy() == y).mean())
+
+
+def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    assert cfg.epochs is not None and cfg.batch is not None and cfg.lr is not None and cfg.ae_epochs is not None
+    variant = ds.variant
+    net = nets.build("deepchess", {**SIZES["deepchess"][cfg.size], "variant": variant})
+    assert isinstance(net, nets.DeepChessNet)
+    rng = np.random.default_rng(cfg.seed)
+    val_game = datagen.is_validation(ds.game_uid, cfg.val_fraction)
+    tr_pos, tr_res = deepchess_positions(ds, np.flatnonzero(~val_game), rng)
+    va_pos, va_res = deepchess_positions(ds, np.flatnonzero(val_game), rng)
+    if cfg.max_positions is not None and len(tr_pos) > cfg.max_positions:
+        sel = np.sort(rng.choice(len(tr_pos), cfg.max_positions, replace=False))
+        tr_pos, tr_res = tr_pos[sel], tr_res[sel]
+    if min((tr_res == 1).sum(), (tr_res == -1).sum(), (va_res == 1).sum(), (va_res == -1).sum()) == 0:
+        raise TrainError("DeepChess needs White-won and Black-won games in both training and validation data")
+    x_tr = enc.deepchess_bits(ds.raw[tr_pos], variant)
+    x_va = enc.deepchess_bits(ds.raw[va_pos], variant)
+    tw, tb = np.flatnonzero(tr_res == 1), np.flatnonzero(tr_res == -1)
+    vw, vb = np.flatnonzero(va_res == 1), np.flatnonzero(va_res == -1)
+    budget = None if cfg.minutes is None else 60.0 * cfg.minutes
+    ck_path = os.path.join(cfg.out, "checkpoint.pt")
+    metrics_path = os.path.join(cfg.out, "metrics.csv")
+    n_layers = len(net.pos2vec.layers)
+    phase, epoch, elapsed = 0, 0, 0.0  # phase i < n_layers: autoencoder layer i; n_layers: comparator
+    if cfg.resume and os.path.exists(ck_path):
+        ck = _load_checkpoint(ck_path)
+        net.load_state_dict(ck["model"])
+        phase, epoch, elapsed = ck["phase"], ck["epoch"], ck["elapsed"]
+    elif os.path.exists(metrics_path):
+        os.remove(metrics_path)
+    t0 = time.monotonic() - elapsed
+    # time shares: the autoencoder gets 30% of a time budget, the comparator the rest
+    ae_budget = None if budget is None else 0.3 * budget / n_layers
+    xt = torch.from_numpy(x_tr)
+    last_acc = 0.0
+    total = n_layers * cfg.ae_epochs + cfg.epochs
+    bar = tqdm(total=total, initial=min(phase, n_layers) * cfg.ae_epochs + (epoch if phase == n_layers else 0),
+               desc="train deepchess", unit="epoch", disable=not progress)
+
+    def save_ck() -> None:
+        torch.save({"model": net.state_dict(), "phase": phase, "epoch": epoch, "elapsed": elapsed}, ck_path + ".tmp")
+        os.replace(ck_path + ".tmp", ck_path)
+
+    try:
+        while phase < n_layers:
+            enc_layer, dec = net.pos2vec.autoencoder_layer(phase)
+            opt = torch.optim.SGD(list(enc_layer.parameters()) + list(dec.parameters()), lr=0.005, momentum=0.9)
+            phase_start = time.monotonic()
+            with torch.no_grad():
+                h_all = net.pos2vec(xt, upto=phase)
+            for e in range(epoch, cfg.ae_epochs):
+                for g in opt.param_groups:
+                    g["lr"] = 0.005 * 0.98 ** e
+                perm = torch.from_numpy(rng.permutation(len(h_all)))
+                tot = 0.0
+                for s in range(0, len(perm), cfg.batch):
+                    h = h_all[perm[s:s + cfg.batch]]
+                    rec = dec(torch.relu(enc_layer(h)))
+                    loss = F.binary_cross_entropy_with_logits(rec, h) if phase == 0 else F.mse_loss(rec, h)
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()  # type: ignore[no-untyped-call]
+                    opt.step()
+                    tot += float(loss.detach()) * len(h)
+                epoch = e + 1
+                elapsed = time.monotonic() - t0
+                _write_metrics(metrics_path, {"phase": f"ae{phase}", "epoch": epoch, "elapsed_s": round(elapsed, 1),
+                                              "train_loss": round(tot / len(perm), 5), "val_pair_acc": "",
+                                              "train_pair_acc": ""})
+                bar.update(1)
+                if ae_budget is not None and time.monotonic() - phase_start > ae_budget:
+                    break
+            bar.update(cfg.ae_epochs - epoch)
+            phase += 1
+            epoch = 0
+            save_ck()
+        opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9)
+        pairs_per_epoch = max(cfg.batch, min(200000, 2 * len(tr_pos)))
+        while epoch < cfg.epochs:
+            if budget is not None and time.monotonic() - t0 > budget:
+                break
+            for g in opt.param_groups:
+                g["lr"] = cfg.lr * 0.99 ** epoch
+            net.train()
+            f, s2, y = _pairs(tw, tb, pairs_per_epoch, rng)
+            tot = 0.0
+            for s in range(0, pairs_per_epoch, cfg.batch):
+                logits = net(xt[f[s:s + cfg.batch]], xt[s2[s:s + cfg.batch]])
+                loss = F.cross_entropy(logits, torch.from_numpy(y[s:s + cfg.batch]))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()  # type: ignore[no-untyped-call]
+                opt.step()
+                tot += float(loss.detach()) * len(logits)
+            epoch += 1
+            elapsed = time.monotonic() - t0
+            last_acc = pair_accuracy(net, x_va, vw, vb, 20000, cfg.seed + 1)
+            train_acc = pair_accuracy(net, x_tr, tw, tb, 20000, cfg.seed + 2)
+            _write_metrics(metrics_path, {"phase": "comparator", "epoch": epoch, "elapsed_s": round(elapsed, 1),
+                                          "train_loss": round(tot / pairs_per_epoch, 5),
+                                          "val_pair_acc": round(last_acc, 5), "train_pair_acc": round(train_acc, 5)})
+            bar.update(1)
+            bar.set_postfix(val_pair_acc=f"{last_acc:.3f}")
+            save_ck()
+    except KeyboardInterrupt:
+        elapsed = time.monotonic() - t0
+        save_ck()
+        raise
+    finally:
+        bar.close()
+    last_acc = pair_accuracy(net, x_va, vw, vb, 20000, cfg.seed + 1)
+    meta = {"train_positions": int(len(tr_pos)), "val_positions": int(len(va_pos)),
+            "games": int(len(ds.game_uid)), "variant": variant, "size": cfg.size,
+            "training_seconds": round(time.monotonic() - t0, 1), "val_pair_acc": last_acc,
+            "recipe": {k: v for k, v in asdict(cfg).items() if k not in ("data", "out", "extra")},
+            "data": list(cfg.data)}
+    nets.save_model(os.path.join(cfg.out, "model.pt"), "deepchess", net, meta, half=cfg.half)
+    return meta

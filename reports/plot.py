@@ -1,0 +1,69 @@
+"""Elo-versus-nodes figure from its CSV (``python -m reports.plot reports/NAME/elo_vs_nodes.csv``).
+
+The CSV (written by ``searchbench scale``) has one row per player: family, engine, nodes (empty for
+an anchor), elo, lo, hi (95% bootstrap interval), games, score.  The figure has nodes on a log axis,
+one line with error bars per family, anchors as dotted horizontal lines; it is saved as PNG and
+SVG beside the CSV.
+"""
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def read_csv(path: str | Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def plot(csv_path: str | Path, title: str | None = None) -> list[Path]:
+    """Draw the figure of ``csv_path``; returns the PNG and SVG paths."""
+    p = Path(csv_path)
+    data = read_csv(p)
+    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
+    families: dict[str, list[dict[str, str]]] = {}
+    anchors: list[dict[str, str]] = []
+    for r in data:
+        (anchors if not r["nodes"] else families.setdefault(r["family"], [])).append(r)
+    markers = "osD^v<>ph*"
+    for k, (fam, rs) in enumerate(families.items()):
+        rs.sort(key=lambda r: int(r["nodes"]))
+        x = [int(r["nodes"]) for r in rs]
+        y = [float(r["elo"]) for r in rs]
+        lo = [float(r["elo"]) - float(r["lo"]) for r in rs]
+        hi = [float(r["hi"]) - float(r["elo"]) for r in rs]
+        ax.errorbar(x, y, yerr=[lo, hi], marker=markers[k % len(markers)], capsize=3, label=fam, linewidth=1.5)
+    ax.set_xscale("log")
+    for k, r in enumerate(anchors):
+        level = float(r["elo"])
+        color = f"C{(len(families) + k) % 10}"
+        ax.axhline(level, linestyle=":", linewidth=1.2, color=color)
+        ax.axhspan(float(r["lo"]), float(r["hi"]), color=color, alpha=0.08)
+        # x in axes coordinates, y in data coordinates: the label sits at the left edge
+        ax.text(0.01, level, r["family"].removeprefix("anchor:"), transform=ax.get_yaxis_transform(),
+                va="bottom", ha="left", fontsize=8, color=color)
+    ax.set_xlabel("nodes per move (log scale)")
+    ax.set_ylabel("Elo (95% bootstrap interval)")
+    ax.set_title(title or p.parent.name)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    out = [p.with_suffix(".png"), p.with_suffix(".svg")]
+    for o in out:
+        fig.savefig(o)
+    plt.close(fig)
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print("usage: python -m reports.plot path/to/elo_vs_nodes.csv", file=sys.stderr)
+        sys.exit(2)
+    for o in plot(sys.argv[1]):
+        print(o)

@@ -1,0 +1,524 @@
+"""Alpha-beta: negamax with principal-variation search, iterative deepening, a transposition table,
+quiescence search and move ordering (mypyc-compiled).
+
+Notation (negamax): a score ``s`` is in centipawns for the side to move at the node; a child's score
+is ``-s``.  ``alpha``/``beta`` bound the window; ``depth`` is the remaining depth in plies, ``ply`` the
+distance from the root.  Mate scores: ``MATE - ply`` for delivering mate at ``ply`` (stored in the
+table relative to the node, so they stay right when a position transposes to another ply).
+
+Pieces of the search, each behind a switch of :class:`ABConfig`:
+
+- iterative deepening 1, 2, ... with the previous best move searched first at the root;
+- PVS: the first move with the full window, the others with a null window and a re-search;
+- transposition table: ``tt_size`` slots (a power of two) indexed by ``zobrist & (size - 1)``, each
+  one key word and one data word ``move | depth << 18 | bound << 26 | (score + 2^20) << 28``
+  (bound 1 exact, 2 lower, 3 upper); always-replace;
+- quiescence search: captures and promotions with stand-pat; in check all evasions (mate is
+  detected); in crazyhouse also drops that give check during the first ``qs_check_drop_plies``
+  plies of the quiescence search (at most ``qs_max_drops`` per node), so drop mates are seen
+  without letting the drop tree explode;
+- move ordering: TT move, captures by MVV-LVA, killers (two per ply), history heuristic, and at the
+  root optionally the evaluator's priors (``root_priors``, when it serves ``POLICY_VALUE``);
+- check extension (one ply when the side to move is in check, inside the nominal depth budget);
+- draws inside the tree: a position repeated once since the root or the game (twofold), the
+  fifty-move rule in chess, insufficient material: score ``draw_score``.
+
+Node accounting (see :mod:`search.base`): ``nodes`` counts positions visited (every call of the
+negamax or quiescence function, the root included); ``evals`` counts calls of ``evaluator.score``.
+
+Limits: depth, nodes, movetime, or a clock (the share of :func:`search.timeman.move_time`).  With none
+set the search stops after ``default_nodes`` nodes.  Each :meth:`AlphaBeta.ask` runs one iteration
+of iterative deepening and returns no leaves (the evaluator is called synchronously); an iteration
+cut by a limit keeps the best root move found by fully searched root moves of that iteration.
+
+The final move rule: the first move of the principal variation of the deepest search.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Final, Sequence
+
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from board.bitboards import (
+    BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, queen_attacks_mask,
+)
+from board.position import Position
+from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, require
+from search.base import Limits, Search, SearchResult
+from search.timeman import move_time
+
+MATE: Final = 30000
+MATE_BOUND: Final = MATE - 1000  # scores beyond this are mates
+INF: Final = 32000
+MAX_PLY: Final = 128
+EVAL_CLAMP: Final = 20000
+
+BOUND_EXACT: Final = 1
+BOUND_LOWER: Final = 2
+BOUND_UPPER: Final = 3
+_SCORE_OFFSET: Final = 1 << 20
+
+# MVV-LVA values by piece type.
+_MVV: Final = vec[i64]([0, 1, 3, 3, 5, 9, 20])
+_ORDER_TT: Final = 1 << 30
+_ORDER_CAPTURE: Final = 1 << 26
+_ORDER_KILLER: Final = 1 << 25
+_MOVE_MASK: Final = (1 << 18) - 1
+
+
+class SearchConfigError(ValueError):
+    """A bad search setting (one-line message)."""
+
+
+@dataclass
+class ABConfig:
+    """Switches and parameters of :class:`AlphaBeta`."""
+
+    max_depth: int = 64
+    default_nodes: int = 200_000
+    tt_size: int = 1 << 18
+    use_tt: bool = True
+    pvs: bool = True
+    quiescence: bool = True
+    qs_max_ply: int = 16
+    qs_check_drop_plies: int = 2
+    qs_max_drops: int = 8
+    killers: bool = True
+    history: bool = True
+    check_extension: bool = True
+    root_priors: bool = False
+    draw_score: int = 0
+    time_check_interval: int = 512
+
+    def validate(self) -> None:
+        if self.max_depth < 1 or self.max_depth > MAX_PLY // 2:
+            raise SearchConfigError(f"max_depth must be in 1..{MAX_PLY // 2}, got {self.max_depth}")
+        if self.tt_size < 1 or self.tt_size & (self.tt_size - 1):
+            raise SearchConfigError(f"tt_size must be a power of two, got {self.tt_size}")
+        if self.default_nodes < 1:
+            raise SearchConfigError("default_nodes must be positive")
+
+
+def mate_in_moves(score: int) -> int | None:
+    """Moves to mate for a mate score (negative when the side to move is mated), else None."""
+    if score >= MATE_BOUND:
+        return (MATE - score + 1) // 2
+    if score <= -MATE_BOUND:
+        return -((MATE + score) // 2)
+    return None
+
+
+def cp_to_value(cp: int) -> float:
+    """A value in [-1, 1] for a centipawn score (logistic, scale 400 cp); mates are +-1."""
+    if cp >= MATE_BOUND:
+        return 1.0
+    if cp <= -MATE_BOUND:
+        return -1.0
+    return 2.0 / (1.0 + math.exp(-cp / 400.0)) - 1.0
+
+
+class _Core:
+    """The negamax proper (a native class: every field unboxed under mypyc)."""
+
+    def __init__(self, evaluator: Evaluator, cfg: ABConfig) -> None:
+        self.evaluator = evaluator
+        self.cfg = cfg
+        size = cfg.tt_size if cfg.use_tt else 1
+        self.tt_mask: i64 = size - 1
+        self.tt_keys = vec[i64]([0] * size)
+        self.tt_data = vec[i64]([0] * size)
+        self.killers = vec[i64]([0] * (2 * MAX_PLY))
+        self.history = vec[i64]([0] * (2 * 8192))
+        self.nodes = 0
+        self.evals = 0
+        self.seldepth = 0
+        self.node_limit = 0
+        self.deadline = 0.0
+        self.aborted = False
+        self.stop_requested = False
+        self.pos: Position = Position()
+        self.zh = False
+
+    # ---------------------------------------------------------------- table
+
+    def tt_probe(self, key: i64) -> i64:
+        idx = key & self.tt_mask
+        if self.tt_keys[idx] == key:
+            return self.tt_data[idx]
+        return 0
+
+    def tt_store(self, key: i64, move: int, depth: int, bound: int, score: int, ply: int) -> None:
+        if score >= MATE_BOUND:
+            score += ply
+        elif score <= -MATE_BOUND:
+            score -= ply
+        idx = key & self.tt_mask
+        self.tt_keys[idx] = key
+        self.tt_data[idx] = move | (depth << 18) | (bound << 26) | ((score + _SCORE_OFFSET) << 28)
+
+    # ---------------------------------------------------------------- limits
+
+    def check_limits(self) -> None:
+        if self.stop_requested:
+            self.aborted = True
+        elif self.node_limit > 0 and self.nodes >= self.node_limit:
+            self.aborted = True
+        elif self.deadline > 0.0 and self.nodes % self.cfg.time_check_interval == 0:
+            if time.perf_counter() >= self.deadline:
+                self.aborted = True
+
+    # ---------------------------------------------------------------- evaluation and ordering
+
+    def static_eval(self) -> int:
+        self.evals += 1
+        s = self.evaluator.score(self.pos)
+        if s > EVAL_CLAMP:
+            return EVAL_CLAMP
+        if s < -EVAL_CLAMP:
+            return -EVAL_CLAMP
+        return s
+
+    def is_draw(self) -> bool:
+        pos = self.pos
+        if not self.zh and pos.halfmove_clock >= 100:
+            return True
+        if pos.is_repetition(2):
+            return True
+        return pos.is_insufficient_material()
+
+    def history_index(self, m: int) -> int:
+        drop = m >> 15
+        if drop:
+            return self.pos.turn * 8192 + 4096 + drop * 64 + ((m >> 6) & 63)
+        return self.pos.turn * 8192 + (m & 4095)
+
+    def order(self, moves: list[int], tt_move: int, ply: int) -> list[int]:
+        pos = self.pos
+        mailbox = pos.mailbox
+        k1 = self.killers[2 * ply] if self.cfg.killers else -1
+        k2 = self.killers[2 * ply + 1] if self.cfg.killers else -1
+        use_hist = self.cfg.history
+        keys: list[int] = []
+        for m in moves:
+            if m == tt_move:
+                key = _ORDER_TT
+            else:
+                to = (m >> 6) & 63
+                victim = int(mailbox[to] & 7) if not m >> 15 else 0
+                promo = (m >> 12) & 7
+                if victim or promo:
+                    attacker = int(mailbox[m & 63] & 7)
+                    key = _ORDER_CAPTURE + int(_MVV[victim]) * 64 + int(_MVV[promo]) * 64 - int(_MVV[attacker])
+                elif m == k1 or m == k2:
+                    key = _ORDER_KILLER
+                elif use_hist:
+                    key = min(int(self.history[self.history_index(m)]), _ORDER_KILLER - 1)
+                else:
+                    key = 0
+            keys.append((key << 18) | m)
+        keys.sort(reverse=True)
+        return [k & _MOVE_MASK for k in keys]
+
+    def note_cutoff(self, m: int, depth: int, ply: int) -> None:
+        if (m >> 15) == 0 and (self.pos.mailbox[(m >> 6) & 63] or (m >> 12) & 7):
+            return  # captures and promotions are ordered by MVV-LVA already
+        if self.cfg.killers and self.killers[2 * ply] != m:
+            self.killers[2 * ply + 1] = self.killers[2 * ply]
+            self.killers[2 * ply] = m
+        if self.cfg.history:
+            self.history[self.history_index(m)] += depth * depth
+
+    # ---------------------------------------------------------------- negamax
+
+    def negamax(self, depth: int, alpha: int, beta: int, ply: int) -> int:
+        pos = self.pos
+        self.nodes += 1
+        if ply > self.seldepth:
+            self.seldepth = ply
+        self.check_limits()
+        if self.aborted:
+            return 0
+        moves = pos.legal_moves()
+        in_check = pos.is_check()
+        if not moves:
+            return -MATE + ply if in_check else self.cfg.draw_score
+        if ply > 0 and self.is_draw():
+            return self.cfg.draw_score
+        if in_check and self.cfg.check_extension and ply < MAX_PLY // 2:
+            depth += 1
+        if depth <= 0 or ply >= MAX_PLY - 2:
+            if self.cfg.quiescence:
+                return self.quiesce(alpha, beta, ply, 0, moves, in_check)
+            return self.static_eval()
+        key = pos.zobrist
+        tt_move = 0
+        if self.cfg.use_tt:
+            data = self.tt_probe(key)
+            if data:
+                tt_move = int(data & _MOVE_MASK)
+                tdepth = int((data >> 18) & 255)
+                if tdepth >= depth and ply > 0:
+                    bound = int((data >> 26) & 3)
+                    score = int(data >> 28) - _SCORE_OFFSET
+                    if score >= MATE_BOUND:
+                        score -= ply
+                    elif score <= -MATE_BOUND:
+                        score += ply
+                    if (bound == BOUND_EXACT or (bound == BOUND_LOWER and score >= beta)
+                            or (bound == BOUND_UPPER and score <= alpha)):
+                        return score
+        alpha0 = alpha
+        best = -INF
+        best_move = 0
+        first = True
+        for m in self.order(moves, tt_move, ply):
+            pos.push(m)
+            if first or not self.cfg.pvs:
+                score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+            else:
+                score = -self.negamax(depth - 1, -alpha - 1, -alpha, ply + 1)
+                if alpha < score < beta and not self.aborted:
+                    score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
+            pos.pop()
+            if self.aborted:
+                return 0
+            first = False
+            if score > best:
+                best = score
+                best_move = m
+                if score > alpha:
+                    alpha = score
+                    if alpha >= beta:
+                        self.note_cutoff(m, depth, ply)
+                        break
+        if self.cfg.use_tt:
+            bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if best > alpha0 else BOUND_UPPER)
+            self.tt_store(key, best_move, depth, bound, best, ply)
+        return best
+
+    def quiesce(self, alpha: int, beta: int, ply: int, qply: int, moves: list[int], in_check: bool) -> int:
+        """Quiescence search; ``moves`` are the legal moves of the node (already generated)."""
+        pos = self.pos
+        if ply > self.seldepth:
+            self.seldepth = ply
+        if in_check and qply < self.cfg.qs_max_ply and ply < MAX_PLY - 2:
+            best = -INF
+            candidates = self.order(moves, 0, ply)
+        else:
+            best = self.static_eval()
+            if best >= beta or qply >= self.cfg.qs_max_ply or ply >= MAX_PLY - 2:
+                return best
+            if best > alpha:
+                alpha = best
+            candidates = self.order(self.noisy_moves(moves, qply), 0, ply)
+        for m in candidates:
+            pos.push(m)
+            self.nodes += 1
+            self.check_limits()
+            if self.aborted:
+                pos.pop()
+                return 0
+            child_moves = pos.legal_moves()
+            child_check = pos.is_check()
+            if not child_moves:
+                score = MATE - ply - 1 if child_check else -self.cfg.draw_score
+            elif self.is_draw():
+                score = -self.cfg.draw_score
+            else:
+                score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1, child_moves, child_check)
+            pos.pop()
+            if self.aborted:
+                return 0
+            if score > best:
+                best = score
+                if score > alpha:
+                    alpha = score
+                    if alpha >= beta:
+                        break
+        return best
+
+    def noisy_moves(self, moves: list[int], qply: int) -> list[int]:
+        pos = self.pos
+        out: list[int] = []
+        drops_ok = self.zh and qply < self.cfg.qs_check_drop_plies
+        near: i64 = 0
+        if drops_ok:
+            them = pos.turn ^ 1
+            kbb = pos.pieces[6] & pos.colors[them]
+            if kbb:
+                ek = lsb(kbb)
+                near = (BB_KNIGHT_ATTACKS[ek] | queen_attacks_mask(ek, pos.colors[0] | pos.colors[1])
+                        | BB_PAWN_ATTACKS[them * 64 + ek])
+        drops = 0
+        for m in moves:
+            if m >> 15:
+                if drops_ok and drops < self.cfg.qs_max_drops and BB_SQUARES[(m >> 6) & 63] & near:
+                    if pos.gives_check(m):
+                        out.append(m)
+                        drops += 1
+            elif (m >> 12) & 7 or pos.is_capture(m):
+                out.append(m)
+        return out
+
+
+class AlphaBeta(Search):
+    """Iterative-deepening PVS with an injected evaluator that serves ``SCORE``."""
+
+    def __init__(self, evaluator: Evaluator, config: ABConfig | None = None) -> None:
+        require(evaluator, SCORE)
+        self.evaluator = evaluator
+        self.config = config if config is not None else ABConfig()
+        self.config.validate()
+        self._core = _Core(evaluator, self.config)
+        self._pos: Position | None = None
+        self._done = True
+        self._depth = 0
+        self._max_depth = self.config.max_depth
+        self._best_move = 0
+        self._best_score = 0
+        self._pv: list[int] = []
+        self._t0 = 0.0
+        self._elapsed = 0.0
+        self._root_moves: list[int] = []
+
+    def new_game(self) -> None:
+        """Forget the table, killers and history (they are kept between moves of one game)."""
+        self._core = _Core(self.evaluator, self.config)
+
+    def start(self, pos: Position, limits: Limits) -> None:
+        require(self.evaluator, SCORE, pos.variant)
+        core = self._core
+        core.pos = pos
+        core.zh = pos.has_pockets
+        core.nodes = 0
+        core.evals = 0
+        core.seldepth = 0
+        core.aborted = False
+        core.stop_requested = False
+        for i in range(len(core.killers)):
+            core.killers[i] = 0
+        self._pos = pos
+        self._t0 = time.perf_counter()
+        self._elapsed = 0.0
+        self._depth = 0
+        self._pv = []
+        self._best_score = 0
+        self._max_depth = min(self.config.max_depth, limits.depth) if limits.depth is not None else self.config.max_depth
+        if limits.depth is not None and limits.depth < 1:
+            raise SearchConfigError(f"depth limit must be at least 1, got {limits.depth}")
+        budget = move_time(limits, pos.turn, pos.fullmove_number)
+        core.deadline = self._t0 + budget if budget is not None and not limits.infinite else 0.0
+        if limits.nodes is not None:
+            if limits.nodes < 1:
+                raise SearchConfigError(f"node limit must be positive, got {limits.nodes}")
+            core.node_limit = limits.nodes
+        elif limits.depth is None and budget is None and not limits.infinite:
+            core.node_limit = self.config.default_nodes
+        else:
+            core.node_limit = 0
+        self._root_moves = pos.legal_moves()
+        if not self._root_moves:
+            raise SearchConfigError(f"no legal moves in {pos.fen()}")
+        self._best_move = self._root_moves[0]
+        if self.config.root_priors and POLICY_VALUE in self.evaluator.serves():
+            ev = self.evaluator.evaluate([Leaf.of(pos, self._root_moves)])[0]
+            order = sorted(range(len(self._root_moves)), key=lambda i: -ev.priors[i])
+            self._root_moves = [self._root_moves[i] for i in order]
+            self._best_move = self._root_moves[0]
+        self._done = False
+
+    def ask(self) -> list[Leaf]:
+        if self._done:
+            return []
+        self._iterate()
+        return []
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        if evaluations:
+            raise EvaluatorError("alpha-beta asks for no leaves; it was told evaluations")
+
+    def done(self) -> bool:
+        return self._done
+
+    def stop(self) -> None:
+        self._core.stop_requested = True
+        self._done = True
+
+    def _iterate(self) -> None:
+        core = self._core
+        pos = core.pos
+        depth = self._depth + 1
+        alpha = -INF
+        beta = INF
+        best = -INF
+        best_move = 0
+        # Previous best first, then the order of the last iteration.
+        moves = self._root_moves
+        core.nodes += 1
+        first = True
+        for m in moves:
+            pos.push(m)
+            if first or not self.config.pvs:
+                score = -core.negamax(depth - 1, -beta, -alpha, 1)
+            else:
+                score = -core.negamax(depth - 1, -alpha - 1, -alpha, 1)
+                if score > alpha and not core.aborted:
+                    score = -core.negamax(depth - 1, -beta, -alpha, 1)
+            pos.pop()
+            if core.aborted:
+                break
+            first = False
+            if score > best:
+                best = score
+                best_move = m
+                if score > alpha:
+                    alpha = score
+        self._elapsed = time.perf_counter() - self._t0
+        if best_move:
+            self._best_move = best_move
+            self._best_score = best
+            if not core.aborted:
+                self._depth = depth
+            # Move the best first for the next iteration.
+            self._root_moves = [best_move] + [m for m in self._root_moves if m != best_move]
+            if self.config.use_tt:
+                core.tt_store(pos.zobrist, best_move, depth, BOUND_EXACT, best, 0)
+            self._pv = self._extract_pv(best_move, depth)
+        if core.aborted or depth >= self._max_depth:
+            self._done = True
+        elif best >= MATE_BOUND and (MATE - best) <= depth:
+            self._done = True  # a mate found within the full-width depth cannot get shorter
+        elif len(self._root_moves) == 1 and core.deadline > 0.0:
+            self._done = True  # a single legal move under a clock: play it at once
+
+    def _extract_pv(self, first: int, depth: int) -> list[int]:
+        pos = self._core.pos
+        pv = [first]
+        pos.push(first)
+        seen = {pos.zobrist}
+        while len(pv) < depth + 8 and self.config.use_tt:
+            data = self._core.tt_probe(pos.zobrist)
+            m = int(data & _MOVE_MASK)
+            if not data or not m or m not in pos.legal_moves():
+                break
+            pos.push(m)
+            pv.append(m)
+            if pos.zobrist in seen:
+                break
+            seen.add(pos.zobrist)
+        for _ in pv:
+            pos.pop()
+        return pv
+
+    def result(self) -> SearchResult:
+        core = self._core
+        score = self._best_score
+        return SearchResult(
+            best_move=self._best_move, value=cp_to_value(score), cp=score, mate=mate_in_moves(score),
+            nodes=core.nodes, evals=core.evals,
+            time=self._elapsed if self._elapsed > 0 else time.perf_counter() - self._t0,
+            depth=self._depth, seldepth=core.seldepth, pv=list(self._pv))

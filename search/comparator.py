@@ -1,0 +1,321 @@
+"""DeepChess's modified alpha-beta: alpha and beta are *positions*, ordered by a comparator
+(SPEC.md section 4; David, Netanyahu and Wolf 2016; the report in the seeds).
+
+Notation: the search is minimax from **White**'s point of view (the comparator's convention:
+``compare(a, b)`` = P(a is better than b for White)).  An *item* is what a subtree returns:
+
+- a position at the depth limit (its raw state), compared to others by the evaluator;
+- a finished game: White mated / Black mated after ``p`` plies (below every position / above every
+  position; a quicker win and a slower loss are better), or a draw, which is represented by the
+  bare-kings position (the canonical dead draw) and compared like a position;
+- the sentinels -inf / +inf that start alpha and beta.
+
+``a ≻ b`` (a better than b for White) means ``compare(a, b) > 1/2``; ``a ⪰ b`` means ``>= 1/2``.
+At a White (max) node: ``v = child`` if ``child ≻ v``, ``α = v`` if ``v ≻ α``, cut when ``α ⪰ β``;
+at a Black (min) node the mirror.  Ties keep the first item (move-ordering order), as alpha-beta.
+
+Iterative deepening to ``Limits.depth`` (default ``ABConfig``-like ``depth`` 3, DeepChess's); every
+:meth:`ComparatorAlphaBeta.ask` runs one iteration and returns no leaves (compare is called
+synchronously, pairs are memoised within a move).  Moves are ordered previous-PV first, then captures
+by MVV-LVA.  Node accounting: ``nodes`` = positions visited; ``evals`` = pairs sent to ``compare``.
+The reported value is ``2 P - 1`` (side to move) with P = P(best leaf ≻ draw), ``cp`` its logistic
+inverse at 400 cp (the scale alpha-beta uses).  Final move: the first move of the principal
+variation of the deepest completed iteration.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Final, Sequence
+
+from mypy_extensions import i64
+from librt.vecs import vec
+
+from board.position import Position, new_position
+from evaluators.base import COMPARE, Evaluation, Evaluator, EvaluatorError, Leaf, require
+from search.base import Limits, Search, SearchResult
+from search.timeman import move_time
+
+# Item kinds (ordered for the numeric comparisons of non-positions).
+NEG_INF: Final = 0
+WHITE_MATED: Final = 1
+POSITION: Final = 2
+BLACK_MATED: Final = 3
+POS_INF: Final = 4
+
+DRAW_FEN: Final = "4k3/8/8/8/8/8/8/4K3 w - - 0 1"
+_MVV: Final = vec[i64]([0, 1, 3, 3, 5, 9, 20])
+
+
+class ComparatorConfigError(ValueError):
+    """A bad comparator-search setting (one-line message)."""
+
+
+@dataclass
+class ComparatorConfig:
+    """Settings of :class:`ComparatorAlphaBeta`."""
+
+    depth: int = 3
+    default_nodes: int = 1_000_000
+    order_captures: bool = True
+    time_check_interval: int = 256
+
+    def validate(self) -> None:
+        if not 1 <= self.depth <= 32:
+            raise ComparatorConfigError(f"depth must be in 1..32, got {self.depth}")
+        if self.default_nodes < 1:
+            raise ComparatorConfigError("default_nodes must be positive")
+
+
+class Item:
+    """What a subtree returns: a kind, a raw state (positions and draws), plies (mates)."""
+
+    def __init__(self, kind: int, state: tuple[int, ...], plies: int) -> None:
+        self.kind = kind
+        self.state = state
+        self.plies = plies
+
+
+class _Core:
+    def __init__(self, evaluator: Evaluator, variant: str, cfg: ComparatorConfig) -> None:
+        self.evaluator = evaluator
+        self.variant = variant
+        self.cfg = cfg
+        self.cache: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
+        self.nodes = 0
+        self.evals = 0
+        self.seldepth = 0
+        self.node_limit = 0
+        self.deadline = 0.0
+        self.aborted = False
+        self.stop_requested = False
+        self.pos: Position = Position()
+        self.draw_state = new_position(variant, DRAW_FEN).raw_state()
+        self.pv_moves: list[int] = []
+        self.neg_inf = Item(NEG_INF, (), 0)
+        self.pos_inf = Item(POS_INF, (), 0)
+
+    def p_better(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
+        if a == b:
+            return 0.5
+        key = (a, b)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        self.evals += 1
+        p = float(self.evaluator.compare([(a, b)], self.variant)[0])
+        self.cache[key] = p
+        self.cache[(b, a)] = 1.0 - p
+        return p
+
+    def order_key(self, a: Item) -> int:
+        """Numeric rank of non-position items: mates by distance (quicker win, slower loss better)."""
+        if a.kind == WHITE_MATED:
+            return -100000 + a.plies
+        if a.kind == BLACK_MATED:
+            return 100000 - a.plies
+        return 0
+
+    def cmp(self, a: Item, b: Item) -> float:
+        """P(a ≻ b) for White: exact 0, 1/2 or 1 unless both are positions."""
+        if a.kind == POSITION and b.kind == POSITION:
+            return self.p_better(a.state, b.state)
+        if a.kind == POSITION:
+            return 1.0 if b.kind < POSITION else 0.0
+        if b.kind == POSITION:
+            return 1.0 if a.kind > POSITION else 0.0
+        if a.kind != b.kind:
+            return 1.0 if a.kind > b.kind else 0.0
+        ka = self.order_key(a)
+        kb = self.order_key(b)
+        return 1.0 if ka > kb else (0.5 if ka == kb else 0.0)
+
+    def check_limits(self) -> None:
+        if self.stop_requested:
+            self.aborted = True
+        elif self.node_limit > 0 and self.nodes >= self.node_limit:
+            self.aborted = True
+        elif self.deadline > 0.0 and self.nodes % self.cfg.time_check_interval == 0:
+            if time.perf_counter() >= self.deadline:
+                self.aborted = True
+
+    def ordered(self, moves: list[int], first: int) -> list[int]:
+        if not self.cfg.order_captures:
+            if first and first in moves:
+                return [first] + [m for m in moves if m != first]
+            return moves
+        mailbox = self.pos.mailbox
+        keys: list[int] = []
+        for m in moves:
+            if m == first:
+                k = 1 << 12
+            elif not m >> 15 and mailbox[(m >> 6) & 63]:
+                k = 64 + int(_MVV[mailbox[(m >> 6) & 63] & 7]) * 8 - int(_MVV[mailbox[m & 63] & 7])
+            elif (m >> 12) & 7:
+                k = 63
+            else:
+                k = 0
+            keys.append((k << 18) | m)
+        keys.sort(reverse=True)
+        return [k & ((1 << 18) - 1) for k in keys]
+
+    def search(self, depth: int, alpha: Item, beta: Item, ply: int, pv: list[int]) -> Item:
+        """Returns the item minimax reaches; ``pv`` receives the line to it."""
+        pos = self.pos
+        self.nodes += 1
+        if ply > self.seldepth:
+            self.seldepth = ply
+        self.check_limits()
+        if self.aborted:
+            return self.neg_inf
+        moves = pos.legal_moves()
+        if not moves:
+            if pos.is_check():
+                return Item(WHITE_MATED if pos.turn == 0 else BLACK_MATED, (), ply)
+            return Item(POSITION, self.draw_state, 0)
+        if ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
+                        or (self.variant == "chess" and pos.halfmove_clock >= 100)):
+            return Item(POSITION, self.draw_state, 0)
+        if depth <= 0:
+            return Item(POSITION, pos.raw_state(), 0)
+        white = pos.turn == 0
+        first = self.pv_moves[ply] if ply < len(self.pv_moves) else 0
+        v = self.neg_inf if white else self.pos_inf
+        child_pv: list[int] = []
+        for m in self.ordered(moves, first):
+            child_pv.clear()
+            pos.push(m)
+            child = self.search(depth - 1, alpha, beta, ply + 1, child_pv)
+            pos.pop()
+            if self.aborted:
+                return self.neg_inf
+            if white:
+                improved = self.cmp(child, v) > 0.5
+            else:
+                improved = self.cmp(child, v) < 0.5
+            if improved:
+                v = child
+                pv.clear()
+                pv.append(m)
+                pv.extend(child_pv)
+                if white:
+                    if self.cmp(v, alpha) > 0.5:
+                        alpha = v
+                else:
+                    if self.cmp(v, beta) < 0.5:
+                        beta = v
+                if self.cmp(alpha, beta) >= 0.5:
+                    break
+        return v
+
+
+class ComparatorAlphaBeta(Search):
+    """Alpha-beta over positions ordered by ``evaluator.compare`` (an evaluator serving ``COMPARE``)."""
+
+    def __init__(self, evaluator: Evaluator, config: ComparatorConfig | None = None) -> None:
+        require(evaluator, COMPARE)
+        self.evaluator = evaluator
+        self.config = config if config is not None else ComparatorConfig()
+        self.config.validate()
+        self._core = _Core(evaluator, "chess", self.config)
+        self._done = True
+        self._depth = 0
+        self._max_depth = self.config.depth
+        self._best_move = 0
+        self._best_item: Item | None = None
+        self._pv: list[int] = []
+        self._t0 = 0.0
+        self._elapsed = 0.0
+
+    def start(self, pos: Position, limits: Limits) -> None:
+        require(self.evaluator, COMPARE, pos.variant)
+        if self._core.variant != pos.variant:
+            self._core = _Core(self.evaluator, pos.variant, self.config)
+        core = self._core
+        core.pos = pos
+        core.cache = {}
+        core.nodes = 0
+        core.evals = 0
+        core.seldepth = 0
+        core.aborted = False
+        core.stop_requested = False
+        core.pv_moves = []
+        moves = pos.legal_moves()
+        if not moves:
+            raise ComparatorConfigError(f"no legal moves in {pos.fen()}")
+        if limits.depth is not None and limits.depth < 1:
+            raise ComparatorConfigError(f"depth limit must be at least 1, got {limits.depth}")
+        if limits.nodes is not None and limits.nodes < 1:
+            raise ComparatorConfigError(f"node limit must be positive, got {limits.nodes}")
+        self._max_depth = limits.depth if limits.depth is not None else self.config.depth
+        self._t0 = time.perf_counter()
+        self._elapsed = 0.0
+        budget = None if limits.infinite else move_time(limits, pos.turn, pos.fullmove_number)
+        core.deadline = self._t0 + budget if budget is not None else 0.0
+        core.node_limit = limits.nodes if limits.nodes is not None else (
+            self.config.default_nodes if budget is None and limits.depth is None else 0)
+        self._depth = 0
+        self._best_move = core.ordered(moves, 0)[0]
+        self._best_item = None
+        self._pv = [self._best_move]
+        self._done = False
+
+    def ask(self) -> list[Leaf]:
+        if self._done:
+            return []
+        core = self._core
+        depth = self._depth + 1
+        pv: list[int] = []
+        item = core.search(depth, core.neg_inf, core.pos_inf, 0, pv)
+        self._elapsed = time.perf_counter() - self._t0
+        if core.aborted:
+            self._done = True
+            return []
+        self._depth = depth
+        self._best_item = item
+        if pv:
+            self._pv = list(pv)
+            self._best_move = pv[0]
+            core.pv_moves = list(pv)
+        if depth >= self._max_depth or item.kind in (WHITE_MATED, BLACK_MATED):
+            self._done = True
+        return []
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        if evaluations:
+            raise EvaluatorError("the comparator search asks for no leaves; it was told evaluations")
+
+    def done(self) -> bool:
+        return self._done
+
+    def stop(self) -> None:
+        self._core.stop_requested = True
+        self._done = True
+
+    @property
+    def best_item(self) -> Item | None:
+        """The item (leaf position or finished game) the principal variation ends in."""
+        return self._best_item
+
+    def result(self) -> SearchResult:
+        core = self._core
+        item = self._best_item
+        white = core.pos.turn == 0
+        value = 0.0
+        mate: int | None = None
+        cp = 0
+        if item is not None:
+            if item.kind == POSITION:
+                v = 2.0 * core.p_better(item.state, core.draw_state) - 1.0
+                value = v if white else -v
+                a = max(-0.999999, min(0.999999, value))
+                cp = int(round(400.0 * math.log((1.0 + a) / (1.0 - a))))
+            elif item.kind in (WHITE_MATED, BLACK_MATED):
+                we_win = (item.kind == BLACK_MATED) == white
+                value = 1.0 if we_win else -1.0
+                mate = (item.plies + 1) // 2 if we_win else -(item.plies // 2)
+                cp = 30000 - item.plies if we_win else -30000 + item.plies
+        return SearchResult(best_move=self._best_move, value=value, cp=cp, mate=mate, nodes=core.nodes,
+                            evals=core.evals, time=self._elapsed, depth=self._depth, seldepth=core.seldepth,
+                            pv=list(self._pv))

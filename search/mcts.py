@@ -1,0 +1,1033 @@
+"""PUCT Monte-Carlo tree search with CrazyAra's modifications, each behind a switch (mypyc-compiled).
+
+Notation (as minigo's mcts.py; CrazyAra paper section 9; SPEC.md section 4)
+---------------------------------------------------------------------------
+``s`` a node (position), ``a`` an edge (move) out of it, ``s'`` the child it leads to.
+
+- ``N(s, a)``: visits of edge a; ``N(s) = Σ_b N(s, b)`` (virtual visits included while in flight).
+- ``W(s, a)``: sum of the values backed up through a, **from the point of view of the side to move
+  at s**; ``Q(s, a) = W(s, a) / N(s, a)``, and ``Q = fpu`` (first-play urgency, default -1 as
+  CrazyAra) while ``N(s, a) = 0``.
+- ``P(s, a)``: prior of a (the evaluator's policy, with check enhancement and root noise applied).
+- ``U(s, a) = cpuct(s) · P(s, a) · sqrt(max(N(s), 1)) / (udiv(s) + N(s, a))``; the ``max(., 1)``
+  makes the first visit go to the highest prior instead of the first move generated.
+- ``cpuct(s) = ln((N(s) + cpuct_base + 1) / cpuct_base) + cpuct_init`` (switch ``cpuct_schedule``;
+  off: ``cpuct_init``), ``udiv(s) = u_final - e^(-N(s)/u_base) (u_final - u_init)`` (switch
+  ``u_divisor``; off: 1).
+- Selection: ``argmax_a Q(s, a) + U(s, a)``; the SixtyFour variant (``score_formula="sixtyfour"``)
+  uses ``0.5 (q(s') + W/N) + c · P · sqrt(N(s) + 1) / (1 + N(s, a))`` with ``q(s')`` the evaluator's
+  value of the child.
+- Virtual loss: while a leaf below edge a is in flight, a counts ``virtual_loss`` extra visits of
+  value -1 each, so the other leaves of one batch go elsewhere.
+- Values ``v`` from the evaluator are for the side to move at the leaf; one ply up they are ``-v``.
+
+Node memory layout (edges and nodes separate, as lc0)
+-----------------------------------------------------
+All of a tree lives in one :class:`_Tree` of parallel ``vec`` arrays (structure of arrays, every
+element unboxed under mypyc); a node or an edge is an index.
+
+Node ``i``::
+
+    nd_edge0[i]   index of its first edge; its edges are nd_edge0[i] .. nd_edge0[i] + nd_nedges[i] - 1
+    nd_nedges[i]  number of edges (legal moves)
+    nd_state[i]   NEW (created, not yet evaluated), PENDING (in the batch in flight), EXPANDED,
+                  TERMINAL (game over: exact value)
+    nd_value[i]   the evaluator's value v(s) for the side to move (the exact result if TERMINAL)
+    nd_sum_n[i]   N(s) = Σ_b N(s, b), virtual visits included
+    nd_proven[i]  solver status for the side to move: UNKNOWN, WIN, LOSS, DRAW
+    nd_plies[i]   plies to the end of the game when proven
+    nd_hash[i]    zobrist hash (checks tree reuse)
+
+Edge ``e``::
+
+    ed_move[e]    the move (int, see board.moves);   ed_prior[e]  P(s, a)
+    ed_child[e]   index of the child node, -1 until first visited (children are created lazily)
+    ed_n[e]       N(s, a) of finished visits;         ed_w[e]      W(s, a)
+    ed_vl[e]      leaves in flight below a (virtual loss count)
+
+A node's edges are allocated together when it is expanded; a child node only when its edge is
+first selected.  Tree reuse keeps the arrays and moves the root; a tree is dropped when it grows
+beyond ``max_tree_nodes``.
+
+Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
+--------------------------------------------------------------------
+- batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
+- transposition table sharing evaluations (``transposition_table``): a new node whose position
+  (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
+  before reuses that value and prior without an evaluator call;
+- terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
+  inside the tree 0), "fix checkmates" (``fix_checkmates``: a node with a mating move is won and only
+  that move is explored) and the MCTS-solver (``solver``: proven wins/losses/draws propagate up;
+  proven-losing moves are never selected);
+- Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
+  variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
+  (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
+- tree reuse between moves of one game (``tree_reuse``), Dirichlet noise at the root
+  (``dirichlet_epsilon``, 0 in matches) and temperature (``temperature``), both drawn from the injected
+  ``random.Random``;
+- time management (:mod:`search.timeman`): allocated time, stop with one legal move, early stop in
+  easy positions, extension in critical ones;
+- the SixtyFour variant (:meth:`MCTSConfig.sixtyfour`): its score formula, uniform prior noise that
+  decays with the move number, mates scored 1.5, and depth-limited playouts (a simulation stops
+  descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
+  the depth comes from the clock by SixtyFour's table when ``playout_depth_from_clock``).
+
+Node accounting: ``nodes`` = simulations (one per backed-up leaf: evaluated, terminal, proven or
+transposition-table hit); ``evals`` = positions sent to the evaluator.
+
+The final-move rule is :meth:`MCTS.choose_move` (documented there, the only place it is decided).
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Final, Sequence
+
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
+from board.bitboards import BB_KING_ATTACKS, BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, bishop_attacks_mask, lsb, rook_attacks_mask
+from board.position import Position
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
+from search.base import Limits, Search, SearchResult
+from search.timeman import TimeConfig, TimeControl, move_time
+
+NEW: Final = 0
+PENDING: Final = 1
+EXPANDED: Final = 2
+TERMINAL: Final = 3
+
+UNKNOWN: Final = 0
+WIN: Final = 1
+LOSS: Final = 2
+DRAW: Final = 3
+
+_DIAG_RAYS: Final = vec[i64]([bishop_attacks_mask(s, 0) for s in range(64)])
+_ORTH_RAYS: Final = vec[i64]([rook_attacks_mask(s, 0) for s in range(64)])
+
+# SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
+SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
+
+
+class MCTSConfigError(ValueError):
+    """A bad MCTS setting (one-line message)."""
+
+
+@dataclass
+class MCTSConfig:
+    """Every switch and parameter of the MCTS (CrazyAra 0.6.0 / paper defaults)."""
+
+    batch_size: int = 8
+    virtual_loss: float = 3.0
+    cpuct_init: float = 2.5
+    cpuct_base: float = 19652.0
+    cpuct_schedule: bool = True
+    fpu: float = -1.0
+    u_divisor: bool = True
+    u_init: float = 1.0
+    u_final: float = 0.25
+    u_base: float = 1965.0
+    q_value_selection: bool = True
+    q_factor: float = 0.7
+    q_thresh_init: float = 0.5
+    q_thresh_max: float = 0.9
+    q_thresh_base: float = 1965.0
+    q_pv: bool = True
+    q_pv_depth: int = 5
+    check_enhancement: bool = True
+    check_prior_threshold: float = 0.1
+    check_factor: float = 0.5
+    check_cap: bool = False  # newer CrazyAra: add min(0.1, 0.5 max P) instead of 0.5 max P
+    transposition_table: bool = True
+    fix_checkmates: bool = True
+    solver: bool = True
+    tree_reuse: bool = True
+    dirichlet_epsilon: float = 0.0  # 0.25 for self-play
+    dirichlet_alpha: float = 0.2
+    temperature: float = 0.0
+    temperature_moves: int = 0  # > 0: temperature only for the first so many full moves
+    stop_single_move: bool = True
+    default_nodes: int = 800
+    max_tree_nodes: int = 2_000_000
+    time: TimeConfig = field(default_factory=TimeConfig)
+    # SixtyFour variant
+    score_formula: str = "crazyara"
+    sixtyfour_c: float = 0.5
+    mate_value: float = 1.0
+    prior_noise: float = 0.0
+    prior_noise_decay: float = 6.0
+    max_playout_depth: int = 0  # 0: unlimited
+    playout_depth_from_clock: bool = False
+
+    @classmethod
+    def sixtyfour(cls) -> MCTSConfig:
+        """The SixtyFour engine's search: its formula, prior noise, mate 1.5, depth from the clock."""
+        return cls(score_formula="sixtyfour", sixtyfour_c=0.5, mate_value=1.5, fpu=0.0,
+                   prior_noise=0.3, prior_noise_decay=6.0, playout_depth_from_clock=True,
+                   q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
+                   cpuct_schedule=False, batch_size=1, virtual_loss=1.0)
+
+    @classmethod
+    def vanilla(cls) -> MCTSConfig:
+        """Plain PUCT (AlphaZero-like): every CrazyAra modification off, Q init 0."""
+        return cls(q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
+                   fix_checkmates=False, solver=False, fpu=0.0)
+
+    def validate(self) -> None:
+        if self.batch_size < 1:
+            raise MCTSConfigError(f"batch_size must be at least 1, got {self.batch_size}")
+        if self.virtual_loss < 0:
+            raise MCTSConfigError("virtual_loss must not be negative")
+        if self.score_formula not in ("crazyara", "sixtyfour"):
+            raise MCTSConfigError(f"score_formula must be 'crazyara' or 'sixtyfour', got {self.score_formula!r}")
+        if not 0.0 <= self.dirichlet_epsilon <= 1.0:
+            raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
+        if self.dirichlet_alpha <= 0 or self.temperature < 0 or self.default_nodes < 1:
+            raise MCTSConfigError("dirichlet_alpha and default_nodes must be positive, temperature >= 0")
+        if not 0.0 <= self.q_factor <= 1.0:
+            raise MCTSConfigError("q_factor must be in [0, 1]")
+
+
+def cpuct(cfg: MCTSConfig, n: float) -> float:
+    """The exploration constant for a node with ``n`` visits."""
+    if not cfg.cpuct_schedule:
+        return cfg.cpuct_init
+    return math.log((n + cfg.cpuct_base + 1.0) / cfg.cpuct_base) + cfg.cpuct_init
+
+
+def u_divisor(cfg: MCTSConfig, n: float) -> float:
+    """``udiv(s)``: 1 (u_init) for a fresh node, decaying to 0.25 (u_final) as it is visited."""
+    if not cfg.u_divisor:
+        return 1.0
+    return cfg.u_final - math.exp(-n / cfg.u_base) * (cfg.u_final - cfg.u_init)
+
+
+def q_thresh(cfg: MCTSConfig, n: float) -> float:
+    """``Qthresh(s)``: 0.5 for few visits, rising to 0.9."""
+    return cfg.q_thresh_max - math.exp(-n / cfg.q_thresh_base) * (cfg.q_thresh_max - cfg.q_thresh_init)
+
+
+def value_to_cp(v: float) -> int:
+    """CrazyAra's centipawns: ``cp = -v/|v| · log(1 - |v|) / log(1.2)`` gives pawns; times 100 as
+    in CrazyAra's code, and +-9999 for |v| >= 1 (a proven result)."""
+    a = abs(v)
+    if a < 1e-12:
+        return 0
+    if a >= 1.0:
+        return 9999 if v > 0 else -9999
+    cp = -100.0 * math.log(1.0 - a) / math.log(1.2)
+    return int(round(cp if v > 0 else -cp))
+
+
+def final_policy(cfg: MCTSConfig, visits: list[int], qs: list[float]) -> list[float]:
+    """The move-selection distribution over root moves (before temperature).
+
+    Vanilla: ``π = N / ΣN``.  With Q-value selection: ``Q' = (Q + 1) / 2`` set to 0 where
+    ``N < Qthresh · max N``, and ``π = (1 - Qfactor) N / ΣN + Qfactor Q'``.
+    """
+    total = 0
+    top = 0
+    for n in visits:
+        total += n
+        top = max(top, n)
+    if total == 0:
+        return [1.0 / len(visits) for _ in visits] if visits else []
+    if not cfg.q_value_selection:
+        return [n / total for n in visits]
+    thresh = q_thresh(cfg, float(total)) * top
+    out: list[float] = []
+    for i in range(len(visits)):
+        n = visits[i]
+        qp = (max(-1.0, min(1.0, qs[i])) + 1.0) / 2.0 if n >= thresh and n > 0 else 0.0
+        out.append((1.0 - cfg.q_factor) * n / total + cfg.q_factor * qp)
+    return out
+
+
+def playout_depth_for_clock(seconds_left: float) -> int:
+    """SixtyFour's playout depth for the seconds left on the clock (0 = no search below 10 s)."""
+    for limit, depth in SIXTYFOUR_DEPTHS:
+        if seconds_left > limit:
+            return depth
+    return 0
+
+
+class _Pending:
+    """A leaf in flight: its node, the path of edges to it, its legal moves and zobrist key."""
+
+    def __init__(self, node: int, path: list[int], nodes: list[int], moves: list[int], key: i64,
+                 gives_check: list[bool]) -> None:
+        self.node = node
+        self.path = path
+        self.nodes = nodes
+        self.moves = moves
+        self.key = key
+        self.gives_check = gives_check
+
+
+class _Tree:
+    """The node and edge arrays (see the module docstring) and the operations on them."""
+
+    def __init__(self, cfg: MCTSConfig) -> None:
+        self.cfg = cfg
+        self.nd_edge0 = vec[i64]()
+        self.nd_nedges = vec[i64]()
+        self.nd_state = vec[i64]()
+        self.nd_value = vec[float]()
+        self.nd_sum_n = vec[float]()
+        self.nd_proven = vec[i64]()
+        self.nd_plies = vec[i64]()
+        self.nd_hash = vec[i64]()
+        self.ed_move = vec[i64]()
+        self.ed_prior = vec[float]()
+        self.ed_child = vec[i64]()
+        self.ed_n = vec[i64]()
+        self.ed_w = vec[float]()
+        self.ed_vl = vec[i64]()
+        self.n_nodes = 0
+        self.n_edges = 0
+
+    def new_node(self, key: i64) -> int:
+        self.nd_edge0 = append(self.nd_edge0, -1)
+        self.nd_nedges = append(self.nd_nedges, 0)
+        self.nd_state = append(self.nd_state, NEW)
+        self.nd_value = append(self.nd_value, 0.0)
+        self.nd_sum_n = append(self.nd_sum_n, 0.0)
+        self.nd_proven = append(self.nd_proven, UNKNOWN)
+        self.nd_plies = append(self.nd_plies, 0)
+        self.nd_hash = append(self.nd_hash, key)
+        self.n_nodes += 1
+        return self.n_nodes - 1
+
+    def expand(self, node: int, moves: list[int], priors: list[float], value: float) -> None:
+        self.nd_edge0[node] = self.n_edges
+        self.nd_nedges[node] = len(moves)
+        for i in range(len(moves)):
+            self.ed_move = append(self.ed_move, moves[i])
+            self.ed_prior = append(self.ed_prior, priors[i])
+            self.ed_child = append(self.ed_child, -1)
+            self.ed_n = append(self.ed_n, 0)
+            self.ed_w = append(self.ed_w, 0.0)
+            self.ed_vl = append(self.ed_vl, 0)
+        self.n_edges += len(moves)
+        self.nd_value[node] = value
+        self.nd_state[node] = EXPANDED
+
+    def edge_q(self, e: int) -> float:
+        n = self.ed_n[e]
+        return self.ed_w[e] / float(n) if n > 0 else self.cfg.fpu
+
+    def select(self, node: int) -> int:
+        """The edge to follow from an expanded node (see the notation in the module docstring)."""
+        cfg = self.cfg
+        e0 = int(self.nd_edge0[node])
+        k = int(self.nd_nedges[node])
+        sum_n = self.nd_sum_n[node]
+        vl = cfg.virtual_loss
+        solver = cfg.solver or cfg.fix_checkmates
+        sixtyfour = cfg.score_formula == "sixtyfour"
+        if sixtyfour:
+            c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
+            ud = 1.0
+        else:
+            c = cpuct(cfg, sum_n) * math.sqrt(max(sum_n, 1.0))
+            ud = u_divisor(cfg, sum_n)
+        best = -1e30
+        best_e = -1
+        # Fallbacks when every edge is decided: the quickest proven win, else the longest loss.
+        win_e = -1
+        lose_e = -1
+        for e in range(e0, e0 + k):
+            child = int(self.ed_child[e])
+            if solver and child >= 0:
+                pr = self.nd_proven[child]
+                if pr == LOSS:
+                    if self.nd_plies[child] == 0:
+                        return e  # fix checkmates: a move that mates at once ends the exploration
+                    # A proven win is known; the visits go to the other moves (a shorter mate?).
+                    if win_e < 0 or self.nd_plies[child] < self.nd_plies[int(self.ed_child[win_e])]:
+                        win_e = e
+                    continue
+                if pr == WIN and cfg.solver:
+                    # Never walk into a proven loss while something else is open.
+                    if lose_e < 0 or self.nd_plies[child] > self.nd_plies[int(self.ed_child[lose_e])]:
+                        lose_e = e
+                    continue
+            inflight = float(self.ed_vl[e]) * vl
+            n = float(self.ed_n[e]) + inflight
+            if sixtyfour:
+                if n > 0.0 and child >= 0:
+                    q = 0.5 * (-self.nd_value[child] + (self.ed_w[e] - inflight) / n)
+                else:
+                    q = cfg.fpu
+                score = q + c * self.ed_prior[e] / (1.0 + n)
+            else:
+                q = (self.ed_w[e] - inflight) / n if n > 0.0 else cfg.fpu
+                score = q + c * self.ed_prior[e] / (ud + n)
+            if score > best:
+                best = score
+                best_e = e
+        if best_e >= 0:
+            return best_e
+        if win_e >= 0:
+            return win_e
+        return lose_e if lose_e >= 0 else e0
+
+    def update_proven(self, node: int) -> bool:
+        """Solver: decide a node from its children; True if its status or distance changed."""
+        if self.nd_state[node] != EXPANDED:
+            return False
+        old_status = self.nd_proven[node]
+        old_plies = self.nd_plies[node]
+        e0 = int(self.nd_edge0[node])
+        k = int(self.nd_nedges[node])
+        all_known = True
+        any_draw = False
+        win_plies = -1
+        loss_plies = 0
+        for e in range(e0, e0 + k):
+            child = int(self.ed_child[e])
+            if child < 0:
+                all_known = False
+                continue
+            pr = self.nd_proven[child]
+            if pr == LOSS:
+                p = int(self.nd_plies[child]) + 1
+                if win_plies < 0 or p < win_plies:
+                    win_plies = p
+            elif pr == WIN:
+                loss_plies = max(loss_plies, int(self.nd_plies[child]) + 1)
+            elif pr == DRAW:
+                any_draw = True
+            else:
+                all_known = False
+        if win_plies >= 0:
+            self.nd_proven[node] = WIN
+            self.nd_plies[node] = win_plies
+        elif self.cfg.solver and all_known:
+            if any_draw:
+                self.nd_proven[node] = DRAW
+                self.nd_plies[node] = 0
+            else:
+                self.nd_proven[node] = LOSS
+                self.nd_plies[node] = loss_plies
+        return self.nd_proven[node] != old_status or self.nd_plies[node] != old_plies
+
+    def settled(self, node: int) -> bool:
+        """Proven and nothing left to learn below: a loss, a draw, or a win by mate in one."""
+        pr = self.nd_proven[node]
+        return pr == LOSS or pr == DRAW or (pr == WIN and self.nd_plies[node] <= 1)
+
+    def proven_value(self, node: int) -> float:
+        pr = self.nd_proven[node]
+        if pr == WIN:
+            return self.cfg.mate_value
+        if pr == LOSS:
+            return -self.cfg.mate_value
+        return 0.0
+
+    def add_virtual_loss(self, parent: int, e: int) -> None:
+        self.ed_vl[e] += 1
+        self.nd_sum_n[parent] += self.cfg.virtual_loss
+
+    def remove_virtual_loss(self, path: list[int], nodes: list[int]) -> None:
+        for i in range(len(path)):
+            self.ed_vl[path[i]] -= 1
+            self.nd_sum_n[nodes[i]] -= self.cfg.virtual_loss
+
+    def backup(self, path: list[int], nodes: list[int], leaf: int, value: float) -> None:
+        """Back ``value`` (for the side to move at ``leaf``) up the path, removing virtual loss;
+        with the solver (or fix-checkmates, one level), settle proven statuses on the way."""
+        v = value
+        vl = self.cfg.virtual_loss
+        settle = (self.cfg.solver or self.cfg.fix_checkmates) and self.nd_proven[leaf] != UNKNOWN
+        i = len(path) - 1
+        while i >= 0:
+            e = path[i]
+            parent = nodes[i]
+            v = -v
+            self.ed_vl[e] -= 1
+            self.ed_n[e] += 1
+            self.ed_w[e] += v
+            self.nd_sum_n[parent] += 1.0 - vl
+            if settle:
+                settle = self.update_proven(parent) and self.cfg.solver
+            i -= 1
+
+
+class MCTS(Search):
+    """PUCT MCTS with CrazyAra's modifications; evaluator (POLICY_VALUE) and random state injected."""
+
+    def __init__(self, evaluator: Evaluator, config: MCTSConfig | None = None,
+                 rng: random.Random | None = None) -> None:
+        require(evaluator, POLICY_VALUE)
+        self.evaluator = evaluator
+        self.config = config if config is not None else MCTSConfig()
+        self.config.validate()
+        self.rng = rng if rng is not None else random.Random(0)
+        self.tree = _Tree(self.config)
+        self.root = -1
+        self._root_ply = -1
+        self._root_hash: i64 = 0
+        self._tt: dict[int, tuple[float, list[float]]] = {}
+        self._pos: Position = Position()
+        self._pending: list[_Pending] = []
+        self._done = True
+        self._stopped = False
+        self._nodes = 0
+        self._evals = 0
+        self._node_limit = 0
+        self._seldepth = 0
+        self._t0 = 0.0
+        self._elapsed = 0.0
+        self._time: TimeControl | None = None
+        self._playout_depth = 0
+        self._last_q: float | None = None
+        self._last_q_turn = -1
+        self._best: SearchResult | None = None
+        self._collisions = 0
+        self._proven_at = -1
+        self._single_move = 0
+
+    # ------------------------------------------------------------------ game lifecycle
+
+    def new_game(self) -> None:
+        """Forget the tree, the transposition table and the last move's Q."""
+        self.tree = _Tree(self.config)
+        self.root = -1
+        self._root_ply = -1
+        self._tt = {}
+        self._last_q = None
+
+    def _tt_key(self, pos: Position) -> int:
+        reps = 2 if pos.is_repetition(3) else (1 if pos.is_repetition(2) else 0)
+        return int(pos.zobrist) ^ (pos.halfmove_clock * 0x9E3779B97F4A7C15 + pos.fullmove_number * 0xC2B2AE3D27D4EB4F
+                                   + reps * 0x165667B19E3779F9) & 0x7FFFFFFFFFFFFFFF
+
+    def _reuse_root(self, pos: Position) -> int:
+        """The node of ``pos`` in the previous tree (the moves since its root followed), or -1."""
+        if not self.config.tree_reuse or self.root < 0 or self._root_ply < 0:
+            return -1
+        gap = pos.ply() - self._root_ply
+        if gap < 0 or gap > 4:
+            return -1
+        stack = pos.move_stack
+        node = self.root
+        tree = self.tree
+        for m in stack[len(stack) - gap:]:
+            if tree.nd_state[node] != EXPANDED:
+                return -1
+            e0 = int(tree.nd_edge0[node])
+            nxt = -1
+            for e in range(e0, e0 + int(tree.nd_nedges[node])):
+                if tree.ed_move[e] == m:
+                    nxt = int(tree.ed_child[e])
+                    break
+            if nxt < 0:
+                return -1
+            node = nxt
+        if tree.nd_hash[node] != pos.zobrist or tree.nd_state[node] != EXPANDED:
+            return -1
+        return node
+
+    def start(self, pos: Position, limits: Limits) -> None:
+        require(self.evaluator, POLICY_VALUE, pos.variant)
+        cfg = self.config
+        moves = pos.legal_moves()
+        if not moves:
+            raise MCTSConfigError(f"no legal moves in {pos.fen()}")
+        self._pos = pos
+        self._pending = []
+        self._nodes = 0
+        self._evals = 0
+        self._seldepth = 0
+        self._collisions = 0
+        self._proven_at = -1
+        self._stopped = False
+        self._best = None
+        self._t0 = time.perf_counter()
+        self._elapsed = 0.0
+        reused = self._reuse_root(pos)
+        if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
+            self.tree = _Tree(cfg)
+            reused = self.tree.new_node(pos.zobrist)
+        self.root = reused
+        self._root_ply = pos.ply()
+        self._root_hash = pos.zobrist
+        if self.tree.nd_state[self.root] == EXPANDED:
+            self._apply_root_noise()
+        # Limits.
+        if limits.nodes is not None and limits.nodes < 1:
+            raise MCTSConfigError(f"node limit must be positive, got {limits.nodes}")
+        budget = None if limits.infinite else move_time(limits, pos.turn, pos.fullmove_number, cfg.time)
+        remaining = limits.wtime if pos.turn == 0 else limits.btime
+        self._time = TimeControl(budget, cfg.time, remaining) if budget is not None else None
+        if limits.nodes is not None:
+            self._node_limit = limits.nodes
+        elif budget is None and not limits.infinite:
+            self._node_limit = cfg.default_nodes
+        else:
+            self._node_limit = 0
+        self._playout_depth = cfg.max_playout_depth
+        if cfg.playout_depth_from_clock and remaining is not None:
+            self._playout_depth = playout_depth_for_clock(remaining)
+        if limits.depth is not None:
+            if limits.depth < 1:
+                raise MCTSConfigError(f"depth limit must be at least 1, got {limits.depth}")
+            self._playout_depth = limits.depth if self._playout_depth == 0 else min(self._playout_depth, limits.depth)
+        self._single_move = moves[0] if len(moves) == 1 and cfg.stop_single_move else 0
+        self._done = self._single_move != 0
+
+    # ------------------------------------------------------------------ ask / tell
+
+    def ask(self) -> list[Leaf]:
+        if self._done:
+            return []
+        if self._pending:
+            raise EvaluatorError("MCTS.ask called again before tell answered the previous leaves")
+        cfg = self.config
+        leaves: list[Leaf] = []
+        tries = 0
+        want = cfg.batch_size
+        if self._node_limit > 0:
+            want = min(want, self._node_limit - self._nodes)
+        while len(self._pending) < want and tries < 2 * cfg.batch_size:
+            tries += 1
+            leaf = self._collect()
+            if leaf is not None:
+                leaves.append(leaf)
+            if self._root_settled():
+                break
+            if self._node_limit > 0 and self._nodes + len(self._pending) >= self._node_limit:
+                break
+        if not leaves:
+            self._check_done()
+        return leaves
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        if len(evaluations) != len(self._pending):
+            raise EvaluatorError(f"MCTS expected {len(self._pending)} evaluations, got {len(evaluations)}")
+        for i in range(len(evaluations)):
+            p = self._pending[i]
+            ev = evaluations[i]
+            if len(ev.priors) != len(p.moves):
+                raise EvaluatorError(f"evaluator returned {len(ev.priors)} priors for {len(p.moves)} moves")
+            value = max(-1.0, min(1.0, float(ev.value)))
+            priors = list(ev.priors)
+            if self.config.transposition_table:
+                self._tt[p.key] = (value, priors)
+            self._expand(p.node, p.moves, priors, value, p.gives_check)
+            self.tree.backup(p.path, p.nodes, p.node, value)
+            self._nodes += 1
+            self._evals += 1
+        self._pending = []
+        self._check_done()
+
+    def done(self) -> bool:
+        return self._done
+
+    def stop(self) -> None:
+        self._stopped = True
+        if not self._pending:
+            self._done = True
+
+    def _root_settled(self) -> bool:
+        """The root is decided: lost, drawn, won by mate in one, or won and searched on since the
+        proof for as many simulations again (at least 1000) in search of a shorter mate."""
+        if not (self.config.solver or self.config.fix_checkmates):
+            return False
+        tree = self.tree
+        if tree.nd_proven[self.root] == UNKNOWN:
+            self._proven_at = -1
+            return False
+        if tree.settled(self.root):
+            return True
+        if self._proven_at < 0:
+            self._proven_at = self._nodes
+        return self._nodes >= 2 * self._proven_at + 1000
+
+    def _check_done(self) -> None:
+        self._elapsed = time.perf_counter() - self._t0
+        if self._stopped or self._root_settled():
+            self._done = True
+        elif self._node_limit > 0 and self._nodes >= self._node_limit:
+            self._done = True
+        elif self._time is not None and self.tree.nd_state[self.root] == EXPANDED:
+            self._done = self._time.should_stop(self._elapsed, self._is_easy(), self._is_critical())
+        if self._done:
+            self._best = self._make_result()
+
+    def _is_easy(self) -> bool:
+        """The prior's top move has more than 90% and is still the best by Q."""
+        tree = self.tree
+        e0 = int(tree.nd_edge0[self.root])
+        k = int(tree.nd_nedges[self.root])
+        top_e = e0
+        best_q_e = e0
+        for e in range(e0, e0 + k):
+            if tree.ed_prior[e] > tree.ed_prior[top_e]:
+                top_e = e
+            if tree.ed_n[e] > 0 and (tree.ed_n[best_q_e] == 0 or tree.edge_q(e) > tree.edge_q(best_q_e)):
+                best_q_e = e
+        return tree.ed_prior[top_e] > self.config.time.easy_prior and top_e == best_q_e
+
+    def _is_critical(self) -> bool:
+        if self._last_q is None or self._last_q_turn != self._pos.turn:
+            return False
+        e = self._best_edge_by_visits()
+        return self.tree.edge_q(e) < self._last_q - self.config.time.critical_drop
+
+    def _best_edge_by_visits(self) -> int:
+        tree = self.tree
+        e0 = int(tree.nd_edge0[self.root])
+        best = e0
+        for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
+            if tree.ed_n[e] > tree.ed_n[best]:
+                best = e
+        return best
+
+    # ------------------------------------------------------------------ one simulation
+
+    def _collect(self) -> Leaf | None:
+        """Walk from the root to a leaf; back up at once what needs no evaluator, else queue it."""
+        tree = self.tree
+        pos = self._pos
+        node = self.root
+        path: list[int] = []
+        nodes: list[int] = []
+        depth = 0
+        limit = self._playout_depth
+        leaf: Leaf | None = None
+        while True:
+            state = tree.nd_state[node]
+            if state == EXPANDED:
+                if node != self.root and tree.settled(node):
+                    tree.backup(path, nodes, node, tree.proven_value(node))
+                    self._nodes += 1
+                    break
+                if limit > 0 and depth >= limit:
+                    tree.backup(path, nodes, node, tree.nd_value[node])
+                    self._nodes += 1
+                    break
+                e = tree.select(node)
+                tree.add_virtual_loss(node, e)
+                path.append(e)
+                nodes.append(node)
+                pos.push(int(tree.ed_move[e]))
+                depth += 1
+                child = int(tree.ed_child[e])
+                if child < 0:
+                    child = tree.new_node(pos.zobrist)
+                    tree.ed_child[e] = child
+                node = child
+            elif state == TERMINAL:
+                tree.backup(path, nodes, node, tree.nd_value[node])
+                self._nodes += 1
+                break
+            elif state == PENDING:
+                tree.remove_virtual_loss(path, nodes)
+                self._collisions += 1
+                break
+            else:
+                leaf = self._visit_new(node, path, nodes)
+                break
+        if depth > self._seldepth:
+            self._seldepth = depth
+        for _ in range(depth):
+            pos.pop()
+        return leaf
+
+    def _visit_new(self, node: int, path: list[int], nodes: list[int]) -> Leaf | None:
+        """A node reached for the first time: terminal, transposition, or a leaf to evaluate."""
+        tree = self.tree
+        pos = self._pos
+        cfg = self.config
+        moves = pos.legal_moves()
+        is_root = node == self.root
+        value = 0.0
+        terminal = False
+        if not moves:
+            terminal = True
+            if pos.is_check():
+                value = -cfg.mate_value
+                tree.nd_proven[node] = LOSS
+            else:
+                tree.nd_proven[node] = DRAW
+        elif not is_root and (pos.is_insufficient_material() or pos.is_repetition(2)
+                              or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
+            terminal = True
+            tree.nd_proven[node] = DRAW
+        if terminal:
+            tree.nd_state[node] = TERMINAL
+            tree.nd_value[node] = value
+            tree.nd_plies[node] = 0
+            tree.backup(path, nodes, node, value)
+            self._nodes += 1
+            return None
+        checks = self._checking_moves(moves) if cfg.check_enhancement else []
+        key = self._tt_key(pos)
+        if cfg.transposition_table:
+            hit = self._tt.get(key)
+            if hit is not None:
+                self._expand(node, moves, list(hit[1]), hit[0], checks)
+                tree.backup(path, nodes, node, hit[0])
+                self._nodes += 1
+                return None
+        tree.nd_state[node] = PENDING
+        self._pending.append(_Pending(node, list(path), list(nodes), moves, key, checks))
+        return Leaf.of(pos, moves)
+
+    def _checking_moves(self, moves: list[int]) -> list[bool]:
+        """Which moves give check (direct or discovered), without making them."""
+        pos = self._pos
+        us = pos.turn
+        them = us ^ 1
+        kbb = pos.pieces[6] & pos.colors[them]
+        out: list[bool] = []
+        if not kbb:
+            return [False for _ in moves]
+        ek = lsb(kbb)
+        own = pos.colors[us]
+        occ = own | pos.colors[them]
+        diag = (pos.pieces[3] | pos.pieces[5]) & own
+        orth = (pos.pieces[4] | pos.pieces[5]) & own
+        # Own pieces that could uncover a slider's line to the king.
+        lines = (_DIAG_RAYS[ek] if diag else 0) | (_ORTH_RAYS[ek] if orth else 0)
+        kb = BB_SQUARES[ek]
+        for m in moves:
+            frm = m & 63
+            to = (m >> 6) & 63
+            drop = m >> 15
+            if drop:
+                pt = drop
+                fb: i64 = 0
+            else:
+                pt = int(pos.mailbox[frm] & 7)
+                fb = BB_SQUARES[frm]
+                if (pt == 6 and (to - frm == 2 or frm - to == 2)) or (pt == 1 and to == pos.ep_square):
+                    out.append(pos.gives_check(m))  # castling and en passant: make the move
+                    continue
+                promo = (m >> 12) & 7
+                if promo:
+                    pt = promo
+            new_occ = (occ & ~fb) | BB_SQUARES[to]
+            tb = BB_SQUARES[to]
+            if pt == 1:
+                check = (BB_PAWN_ATTACKS[us * 64 + to] & kb) != 0
+            elif pt == 2:
+                check = (BB_KNIGHT_ATTACKS[to] & kb) != 0
+            elif pt == 3:
+                check = (bishop_attacks_mask(to, new_occ) & kb) != 0
+            elif pt == 4:
+                check = (rook_attacks_mask(to, new_occ) & kb) != 0
+            elif pt == 5:
+                check = ((bishop_attacks_mask(to, new_occ) | rook_attacks_mask(to, new_occ)) & kb) != 0
+            else:
+                check = False
+            if not check and fb & lines:
+                check = ((bishop_attacks_mask(ek, new_occ) & diag & ~tb & ~fb) != 0
+                         or (rook_attacks_mask(ek, new_occ) & orth & ~tb & ~fb) != 0)
+            out.append(check)
+        return out
+
+    def _expand(self, node: int, moves: list[int], priors: list[float], value: float, checks: list[bool]) -> None:
+        cfg = self.config
+        priors = list(priors)  # the transposition table keeps the evaluator's own priors
+        if cfg.check_enhancement and checks:
+            top = max(priors) if priors else 0.0
+            bonus = min(0.1, cfg.check_factor * top) if cfg.check_cap else cfg.check_factor * top
+            changed = False
+            for i in range(len(priors)):
+                if checks[i] and priors[i] < cfg.check_prior_threshold:
+                    priors[i] += bonus
+                    changed = True
+            if changed:
+                total = sum(priors)
+                priors = [p / total for p in priors]
+        self.tree.expand(node, moves, priors, value)
+        if node == self.root:
+            self._apply_root_noise()
+        # fix checkmates / solver: a terminal child is only known once visited; nothing to do here.
+
+    def _apply_root_noise(self) -> None:
+        """Dirichlet noise (AlphaZero) and SixtyFour's uniform prior noise on the root priors."""
+        cfg = self.config
+        tree = self.tree
+        e0 = int(tree.nd_edge0[self.root])
+        k = int(tree.nd_nedges[self.root])
+        if cfg.dirichlet_epsilon > 0.0 and k > 0:
+            noise = [self.rng.gammavariate(cfg.dirichlet_alpha, 1.0) for _ in range(k)]
+            total = sum(noise)
+            if total > 0:
+                eps = cfg.dirichlet_epsilon
+                for i in range(k):
+                    tree.ed_prior[e0 + i] = (1.0 - eps) * tree.ed_prior[e0 + i] + eps * noise[i] / total
+        if cfg.prior_noise > 0.0 and k > 0:
+            moves_played = self._pos.fullmove_number - 1
+            b = cfg.prior_noise / (1.0 + moves_played / cfg.prior_noise_decay)
+            ps = [max(0.0, tree.ed_prior[e0 + i] + self.rng.uniform(-b, b)) for i in range(k)]
+            total = sum(ps)
+            if total > 0:
+                for i in range(k):
+                    tree.ed_prior[e0 + i] = ps[i] / total
+
+    # ------------------------------------------------------------------ the move and the report
+
+    def root_stats(self) -> list[tuple[int, int, float, float]]:
+        """(move, N, Q, P) of every root edge (Q from the root's side to move)."""
+        tree = self.tree
+        if self.root < 0 or tree.nd_state[self.root] != EXPANDED:
+            return []
+        e0 = int(tree.nd_edge0[self.root])
+        return [(int(tree.ed_move[e]), int(tree.ed_n[e]), tree.edge_q(e), tree.ed_prior[e])
+                for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
+
+    def q_with_pv(self, e: int) -> float:
+        """Q of root edge e, lowered to the Q met ``q_pv_depth`` plies down its principal variation
+        (``Q(s0, a) = min(Q(s0, a), Q(st, x))``, Q(st, x) seen from the root's side)."""
+        tree = self.tree
+        q = tree.edge_q(e)
+        if not self.config.q_pv or tree.ed_n[e] == 0:
+            return q
+        node = int(tree.ed_child[e])
+        sign = -1.0
+        last: float | None = None
+        for _ in range(1, self.config.q_pv_depth):
+            if node < 0 or tree.nd_state[node] != EXPANDED:
+                break
+            x = -1
+            e0 = int(tree.nd_edge0[node])
+            for f in range(e0, e0 + int(tree.nd_nedges[node])):
+                if tree.ed_n[f] > 0 and (x < 0 or tree.ed_n[f] > tree.ed_n[x]):
+                    x = f
+            if x < 0:
+                break
+            last = sign * tree.edge_q(x)
+            node = int(tree.ed_child[x])
+            sign = -sign
+        return q if last is None else min(q, last)
+
+    def choose_move(self) -> int:
+        """The final-move rule (the one place it is decided):
+
+        1. one legal move (with ``stop_single_move``): play it;
+        2. solver/fix-checkmates: a proven winning move, the shortest mate first;
+        3. moves proven to lose are dropped while any other move is left; if all lose, the longest
+           resistance;
+        4. among the rest: ``argmax π`` of :func:`final_policy` over Q (with the PV rule of
+           :meth:`q_with_pv` when ``q_pv``), or a draw from ``π^(1/τ)`` with the injected random state
+           when the temperature ``τ > 0`` applies (``temperature_moves``); ties go to the move
+           generated first.
+        """
+        if self._single_move:
+            return self._single_move
+        tree = self.tree
+        cfg = self.config
+        e0 = int(tree.nd_edge0[self.root])
+        k = int(tree.nd_nedges[self.root])
+        if k == 0:
+            return 0
+        candidates: list[int] = []
+        best_win = -1
+        longest = -1
+        for e in range(e0, e0 + k):
+            child = int(tree.ed_child[e])
+            pr = tree.nd_proven[child] if child >= 0 and (cfg.solver or cfg.fix_checkmates) else UNKNOWN
+            if pr == LOSS:
+                if best_win < 0 or tree.nd_plies[child] < tree.nd_plies[int(tree.ed_child[best_win])]:
+                    best_win = e
+            elif pr == WIN and cfg.solver:
+                if longest < 0 or tree.nd_plies[child] > tree.nd_plies[int(tree.ed_child[longest])]:
+                    longest = e
+            else:
+                candidates.append(e)
+        if best_win >= 0:
+            return int(tree.ed_move[best_win])
+        if not candidates:
+            return int(tree.ed_move[longest])
+        visits = [int(tree.ed_n[e]) for e in candidates]
+        qs = [self.q_with_pv(e) for e in candidates]
+        pi = final_policy(cfg, visits, qs)
+        tau = cfg.temperature
+        if tau > 0.0 and (cfg.temperature_moves <= 0 or self._pos.fullmove_number <= cfg.temperature_moves):
+            top = max(pi)
+            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in pi]
+            r = self.rng.random() * sum(weights)
+            acc = 0.0
+            for i in range(len(weights)):
+                acc += weights[i]
+                if r < acc:
+                    return int(tree.ed_move[candidates[i]])
+            return int(tree.ed_move[candidates[len(candidates) - 1]])
+        best = 0
+        for i in range(1, len(pi)):
+            if pi[i] > pi[best]:
+                best = i
+        return int(tree.ed_move[candidates[best]])
+
+    def _principal_variation(self, first: int) -> list[int]:
+        tree = self.tree
+        pv = [first]
+        e0 = int(tree.nd_edge0[self.root])
+        node = -1
+        for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
+            if tree.ed_move[e] == first:
+                node = int(tree.ed_child[e])
+        while node >= 0 and tree.nd_state[node] == EXPANDED and len(pv) < 256:
+            x = -1
+            e0 = int(tree.nd_edge0[node])
+            for f in range(e0, e0 + int(tree.nd_nedges[node])):
+                child = int(tree.ed_child[f])
+                if child >= 0 and tree.nd_proven[child] == LOSS and (self.config.solver or self.config.fix_checkmates):
+                    x = f
+                    break
+                if tree.ed_n[f] > 0 and (x < 0 or tree.ed_n[f] > tree.ed_n[x]):
+                    x = f
+            if x < 0:
+                break
+            pv.append(int(tree.ed_move[x]))
+            node = int(tree.ed_child[x])
+        return pv
+
+    def _make_result(self) -> SearchResult:
+        elapsed = time.perf_counter() - self._t0
+        move = self.choose_move()
+        tree = self.tree
+        if self._single_move or tree.nd_state[self.root] != EXPANDED:
+            return SearchResult(best_move=move, nodes=self._nodes, evals=self._evals, time=elapsed, pv=[move],
+                                depth=1, seldepth=self._seldepth)
+        e0 = int(tree.nd_edge0[self.root])
+        q = 0.0
+        for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
+            if tree.ed_move[e] == move:
+                q = tree.edge_q(e) if tree.ed_n[e] > 0 else tree.nd_value[self.root]
+        mate: int | None = None
+        pr = tree.nd_proven[self.root]
+        if pr == WIN and (self.config.solver or self.config.fix_checkmates):
+            mate = (int(tree.nd_plies[self.root]) + 1) // 2
+            q = 1.0
+        elif pr == LOSS and self.config.solver:
+            mate = -(int(tree.nd_plies[self.root]) // 2)
+            q = -1.0
+        elif pr == DRAW and self.config.solver:
+            q = 0.0
+        q = max(-1.0, min(1.0, q))
+        pv = self._principal_variation(move)
+        self._last_q = q
+        self._last_q_turn = self._pos.turn
+        return SearchResult(best_move=move, value=q, cp=value_to_cp(q), mate=mate, nodes=self._nodes,
+                            evals=self._evals, time=elapsed, depth=len(pv), seldepth=self._seldepth, pv=pv)
+
+    def result(self) -> SearchResult:
+        if self._best is None or not self._done:
+            if self.root < 0:
+                raise MCTSConfigError("MCTS.result called before start")
+            if self.tree.nd_state[self.root] != EXPANDED and not self._single_move:
+                raise MCTSConfigError("MCTS.result called before the root was evaluated")
+            return self._make_result()
+        return self._best
+
+
+__all__ = ["MCTS", "MCTSConfig", "MCTSConfigError", "cpuct", "u_divisor", "q_thresh", "value_to_cp",
+           "final_policy", "playout_depth_for_clock"]

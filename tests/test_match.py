@@ -1,0 +1,327 @@
+"""The match runner with fake engines: pairs and colours, pooling across games, forfeits,
+adjudication, the store (commit per game, resume, never twice), PGN, a killed run."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Sequence
+
+import chess.pgn
+import pytest
+
+from engines.base import EngineError
+from experiments import match as M
+from experiments.openings import Opening, default_suite, load_suite
+from experiments.store import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness_fakes import Factory, RandomEngine, SteppedEngine  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def openings(n: int = 3) -> list[Opening]:
+    return load_suite(default_suite("crazyhouse"), "crazyhouse")[:n]
+
+
+def tasks(a: str, b: str, games: int, nodes: int = 4, run: str = "t", **kw: object) -> list[M.GameTask]:
+    pa, pb = M.Player(a, a, nodes=nodes), M.Player(b, b, nodes=nodes)
+    return M.match_tasks(run, "crazyhouse", pa, pb, openings(), games, **kw)  # type: ignore[arg-type]
+
+
+def quick_adj() -> M.Adjudication:
+    return M.Adjudication(max_plies=40)
+
+
+def test_pairs_reverse_colours_and_share_openings() -> None:
+    ts = tasks("stepped", "random", 6)
+    assert [t.white.name for t in ts] == ["stepped", "random"] * 3
+    assert [t.pair for t in ts] == [0, 0, 1, 1, 2, 2]
+    for a, b in zip(ts[::2], ts[1::2]):
+        assert a.opening == b.opening and a.white == b.black and a.black == b.white
+    assert len({t.key for t in ts}) == 6
+    assert [t.key for t in ts] == [t.key for t in tasks("stepped", "random", 6)]  # deterministic
+    with pytest.raises(M.MatchError):
+        M.match_tasks("t", "crazyhouse", M.Player("x", "a", nodes=1), M.Player("x", "b", nodes=1), openings(), 2)
+    with pytest.raises(M.MatchError):
+        M.Player("x", "a")  # no limit
+
+
+def test_pooling_batches_leaves_of_concurrent_games(tmp_path: Path) -> None:
+    f = Factory()
+    with Store(tmp_path / "r.sqlite") as st:
+        stats = M.play(tasks("stepped", "stepped-own", 8), st, f, concurrency=4, adjudication=quick_adj(),
+                       progress=False)
+        assert stats.played == 8 and len(st) == 8
+    # 4 concurrent games, each asking 2 leaves: the shared evaluator saw batches of several games
+    assert max(f.evaluator.batches) > 2
+    assert stats.eval_leaves == sum(f.evaluator.batches) + sum(
+        sum(e.evaluator.batches) for e in f.made if isinstance(e, SteppedEngine) and e.evaluator is not f.evaluator)
+    assert stats.eval_calls < stats.eval_leaves / 2  # fewer calls than one per ask
+
+
+def test_games_stored_with_settings_stats_and_pgn(tmp_path: Path) -> None:
+    f = Factory()
+    pgn = tmp_path / "g.pgn"
+    with Store(tmp_path / "r.sqlite") as st:
+        M.play(tasks("stepped", "drawish", 4), st, f, concurrency=2, adjudication=quick_adj(), pgn_path=pgn,
+               progress=False)
+        games = st.games()
+    assert len(games) == 4
+    g = games[0]
+    assert g.result in ("1-0", "0-1", "1/2-1/2") and g.reason
+    settings = g.white_settings if g.white == "stepped" else g.black_settings
+    assert settings["spec"] == "counting+fake:k=v" and settings["limits"] == "nodes=4"
+    assert len(g.move_stats) == len(g.moves) and g.opening_moves
+    assert "git" in g.versions or "python" in g.versions
+    first_white = len(g.opening_moves) % 2 == 0  # who moves first after the opening
+    stepped_first = first_white == (g.white == "stepped")
+    assert all(s.nodes == 4 for s in g.move_stats[0 if stepped_first else 1::2])
+    assert all(s.nodes == 7 for s in g.move_stats[1 if stepped_first else 0::2])
+    # PGN: variant tag, book and engine comments, replayable
+    with open(pgn) as fh:
+        read = [chess.pgn.read_game(fh) for _ in range(4)]
+    assert all(r is not None and r.headers["Variant"] == "Crazyhouse" for r in read)
+    first = read[0]
+    assert first is not None
+    nodes = list(first.mainline())
+    assert nodes[0].comment == "book"
+    engine_comments = [n.comment for n in nodes[len(g.opening_moves):] if n.comment]
+    assert engine_comments and all("/" in c for c in engine_comments)
+    assert any(c.endswith(" 4") or c.endswith(" 7") for c in engine_comments)
+    assert first.headers["Result"] == games[0].result
+    assert first.end().board().fen() is not None
+
+
+def test_forfeits_are_recorded_and_run_goes_on(tmp_path: Path) -> None:
+    f = Factory()
+    with Store(tmp_path / "r.sqlite") as st:
+        M.play(tasks("crasher", "random", 2) + tasks("illegal", "random", 2), st, f, concurrency=2,
+               adjudication=quick_adj(), progress=False)
+        games = st.games()
+    assert len(games) == 4
+    for g in games:
+        bad = "crasher" if "crasher" in (g.white, g.black) else "illegal"
+        assert g.reason.startswith("forfeit"), g.reason
+        assert g.score_for(bad) == 0.0
+    crashers = [e for e in f.made if e.name == "crasher"]
+    assert crashers and all(isinstance(e, RandomEngine) and e.closed for e in crashers)
+
+
+def test_resign_and_draw_adjudication(tmp_path: Path) -> None:
+    f = Factory()
+    adj = M.Adjudication(resign_moves=5, resign_cp=600, draw_from_move=1, draw_moves=4, draw_cp=20, max_plies=0)
+    with Store(tmp_path / "r.sqlite") as st:
+        M.play(tasks("loser", "drawish", 2), st, f, adjudication=adj, progress=False)
+        games = st.games()
+    for g in games:
+        assert g.reason.startswith("adjudication: resign"), g.reason
+        assert g.score_for("loser") == 0.0
+        assert len(g.moves) in (9, 10)  # the loser's 5th move (White: ply 9, Black: ply 10)
+    # both sides within 20 cp for 4 moves each: a draw at the 8th move at the latest
+    with Store(tmp_path / "d.sqlite") as st:
+        M.play(tasks("drawish", "random", 2), st, f, adjudication=adj, progress=False)
+        # random reports no score: never a draw adjudication; max_plies=0 and rules end the game
+        assert all(not g.reason.startswith("adjudication: draw") for g in st.games())
+    with Store(tmp_path / "e.sqlite") as st:
+        M.play(M.match_tasks("t", "crazyhouse", M.Player("d1", "drawish", nodes=1), M.Player("d2", "drawish", nodes=1),
+                             openings(), 2), st, f, adjudication=adj, progress=False)
+        for g in st.games():
+            assert g.reason.startswith("adjudication: draw") and g.result == "1/2-1/2" and len(g.moves) == 8
+
+
+def test_max_plies(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as st:
+        M.play(tasks("random", "stepped", 2), st, Factory(), adjudication=M.Adjudication(0, 0, 0, 0, 0, 30),
+               progress=False)
+        for g in st.games():
+            assert len(g.opening_moves) + len(g.moves) <= 30
+            if len(g.opening_moves) + len(g.moves) == 30:
+                assert g.reason == "adjudication: max plies (30)"
+
+
+def test_resume_never_plays_a_game_twice(tmp_path: Path) -> None:
+    db, pgn = tmp_path / "r.sqlite", tmp_path / "r.pgn"
+    ts = tasks("stepped", "random", 6)
+    done: list[str] = []
+    with Store(db) as st:
+        s1 = M.play(ts, st, Factory(), adjudication=quick_adj(), pgn_path=pgn, progress=False,
+                    on_game=lambda g: done.append(g.key), stop=lambda: len(done) >= 3)
+    assert s1.stopped and len(done) == 3
+    with Store(db) as st:
+        s2 = M.play(ts, st, Factory(), adjudication=quick_adj(), pgn_path=pgn, progress=False,
+                    on_game=lambda g: done.append(g.key))
+        assert s2.skipped == 3 and s2.played == 3
+        assert sorted(g.key for g in st.games()) == sorted(t.key for t in ts)
+        s3 = M.play(ts, st, Factory(), adjudication=quick_adj(), progress=False)
+        assert s3.played == 0 and s3.skipped == 6 and len(st) == 6
+    assert len(set(done)) == 6
+    assert open(pgn).read().count("[Event ") == 6
+
+
+def test_bad_engine_fails_before_any_game(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as st:
+        with pytest.raises(EngineError, match="nosuch"):
+            M.play(tasks("stepped", "nosuch", 2), st, Factory(), progress=False)
+        assert len(st) == 0
+    with pytest.raises(ValueError, match="not writable|cannot create"):
+        Store("/proc/nonexistent/x.sqlite")
+
+
+def test_external_engines_play_concurrently_in_threads(tmp_path: Path) -> None:
+    RandomEngine.most_running = 0
+    with Store(tmp_path / "r.sqlite") as st:
+        M.play(tasks("slow", "stepped", 4), st, Factory(), concurrency=4, adjudication=M.Adjudication(max_plies=30),
+               progress=False)
+        assert len(st) == 4
+    # blocking engines of different games were thinking at the same time (in the thread pool)
+    assert RandomEngine.most_running >= 2
+
+
+def test_worker_processes(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as st:
+        s = M.play(tasks("stepped", "random", 4), st, Factory(), concurrency=2, workers=2,
+                   adjudication=quick_adj(), progress=False)
+        assert s.played == 4 and len(st) == 4
+
+
+def test_killed_run_keeps_finished_games_and_resumes(tmp_path: Path) -> None:
+    db = tmp_path / "k.sqlite"
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from harness_fakes import Factory
+        from test_match import tasks
+        from experiments import match as M
+        from experiments.store import Store
+        st = Store({str(db)!r})
+        M.play(tasks("slow", "random", 40), st, Factory(), concurrency=2,
+               adjudication=M.Adjudication(max_plies=30), progress=False)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=dict(os.environ))
+    deadline = time.time() + 60
+    n = 0
+    while time.time() < deadline:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with Store(db) as st:
+                    n = len(st)
+            except ValueError:
+                continue
+            if n >= 2:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert n >= 2
+    with Store(db) as st:
+        kept = len(st)
+        assert kept >= n
+        ts = tasks("slow", "random", 40)
+        todo = [t for t in ts if t.key not in st.done_keys()]
+        assert len(todo) == 40 - kept
+        s = M.play(ts[:kept + 2], st, Factory(), adjudication=M.Adjudication(max_plies=30), progress=False)
+        assert s.skipped == kept and s.played == 2
+        assert len({g.key for g in st.games()}) == len(st) == kept + 2
+
+
+# ---- the command line, with the real registry (classical engines: fast, no weights)
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from experiments import cli
+
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_match_stores_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "m.sqlite"
+    argv = ["match", "material-ab", "material-mcts", "--variant", "crazyhouse", "--games", "2", "--nodes", "16",
+            "--max-plies", "40", "--db", str(db), "--quiet"]
+    rc, out, err = _cli(argv, capsys)
+    assert rc == 0, err
+    assert "(2 played, 0 already stored)" in out
+    assert Path(str(db).replace(".sqlite", ".pgn")).read_text().count("[Variant \"Crazyhouse\"]") == 2
+    rc, out, _ = _cli(argv, capsys)
+    assert rc == 0 and "(0 played, 2 already stored)" in out
+    with Store(db) as st:
+        g = st.games()[0]
+        assert g.white_settings["engine"] in ("material-ab", "material-mcts")
+        assert g.white_settings["limits"] == "nodes=16" and "search" in g.white_settings
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["match", "nosuch-engine", "material-ab", "--nodes", "8", "--games", "2"], "nosuch-engine"),
+    (["match", "material-ab", "material-mcts", "--nodes", "8", "--games", "2", "--db", "/proc/no/x.sqlite"],
+     "/proc/no"),
+    (["match", "material-ab", "material-mcts", "--games", "2"], "give a limit"),
+    (["sprt", "material-ab", "material-mcts", "--nodes", "8", "--elo0", "5", "--elo1", "0"], "elo1"),
+    (["scale", "/nonexistent/c.toml"], "cannot read config"),
+    (["ratings", "/nonexistent/x.sqlite"], "no such database"),
+])
+def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                                   message: str) -> None:
+    if "--db" not in argv and argv[0] in ("match", "sprt"):
+        argv = argv + ["--db", str(tmp_path / "x.sqlite")]
+    rc, _, err = _cli(argv, capsys)
+    assert rc == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "x.sqlite").exists() or len(Store(tmp_path / "x.sqlite")) == 0
+
+
+# ---- opening suites and PGN details
+
+def test_shipped_suites_are_balanced_and_replayable() -> None:
+    from experiments.openings import load_suite
+
+    for variant, bound in (("chess", 60), ("crazyhouse", 150)):
+        suite = load_suite(default_suite(variant), variant)
+        assert len(suite) == 50
+        assert len({" ".join(o.position(variant).fen().split()[:4]) for o in suite}) == 50
+        assert all(o.score is not None and abs(o.score) <= bound for o in suite)
+        assert all(6 <= len(o.moves) <= 9 for o in suite)
+
+
+def test_bad_suites(tmp_path: Path) -> None:
+    from experiments.openings import OpeningError, order
+
+    p = tmp_path / "s.epd"
+    p.write_text("# comment\n\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - id \"a\";\nnot an epd\n")
+    with pytest.raises(OpeningError, match="s.epd:4"):
+        load_suite(p, "chess")
+    p.write_text('rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - id "a"; c0 "e2e4 e7e5";\n')
+    with pytest.raises(OpeningError, match="c0 moves reach"):
+        load_suite(p, "chess")
+    p.write_text('rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - id "a"; c0 "e2e5";\n')
+    with pytest.raises(OpeningError, match="opening 'a'"):
+        load_suite(p, "chess")
+    with pytest.raises(OpeningError, match="cannot read"):
+        load_suite(tmp_path / "none.epd", "chess")
+    ops = load_suite(default_suite("chess"), "chess")
+    assert order(ops, 3, None) == ops[:3] and len(order(ops, 120, 5)) == 120 and order(ops, 50, 5) != ops
+
+
+def test_generate_with_fairy_stockfish() -> None:
+    from experiments.openings import generate, parse_epd_line
+
+    lines = generate("crazyhouse", 2, seed=3, plies=(2, 3), depth=6)
+    assert len(lines) == 2
+    for line in lines:
+        op = parse_epd_line(line, "crazyhouse", "gen")
+        assert 2 <= len(op.moves) <= 3 and op.score is not None and abs(op.score) <= 150
+
+
+def test_pgn_comment_format() -> None:
+    from experiments.pgn import move_comment
+    from experiments.store import MoveStat
+
+    assert move_comment(MoveStat(1600, 0.1, 31, None, 9)) == "+0.31/9 1600"
+    assert move_comment(MoveStat(50, 0.1, -250, None, 3)) == "-2.50/3 50"
+    assert move_comment(MoveStat(80, 0.1, None, 3, 5)) == "+M3/5 80"
+    assert move_comment(MoveStat(80, 0.1, None, -2, 5)) == "-M2/5 80"
+    assert move_comment(MoveStat(80, 0.1)) == ""

@@ -1,0 +1,251 @@
+"""The engine registry: names and spec strings, options mapped onto config dataclasses, in-process
+engines (ask/tell, limits, forfeits) and the `searchbench engines` command."""
+from __future__ import annotations
+
+import enum
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Sequence
+
+import pytest
+
+import board
+from engines import registry
+from engines.base import EngineError, EngineSpec, InProcessEngine
+from engines.ours import OurEngine, build_config, config_options, hard_stop_after, merge_limits, presets
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
+from evaluators.classical import ClassicalEvaluator
+from search.base import Limits
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRED = ["material-ab", "material-mcts", "rise-mcts", "rise-ab", "sixtyfour-mcts", "deepchess-ab",
+            "fairy-stockfish", "stockfish", "sjeng"]
+
+
+def test_builtin_names_resolve() -> None:
+    names = [s.name for s in registry.list_engines()]
+    for name in REQUIRED:
+        assert name in names
+        spec = registry.resolve(name)
+        assert spec.name == name
+        assert spec.evaluator and spec.search
+    assert registry.resolve("material-ab").evaluator == "classical"
+    assert registry.resolve("material-ab").search == "alphabeta"
+    assert registry.resolve("deepchess-ab").search == "comparator"
+    assert registry.resolve("sjeng").search == "xboard"
+    assert registry.resolve("stockfish").search == "uci"
+
+
+def test_spec_string_options_are_canonical() -> None:
+    spec = registry.resolve("rise+mcts:nodes=800,qvalue=off")
+    assert (spec.evaluator, spec.search) == ("rise", "mcts")
+    assert spec.options == {"nodes": "800", "q_value_selection": "false"}
+    assert str(spec) == "rise+mcts:nodes=800,q_value_selection=false"
+    over = registry.resolve("rise-mcts:nodes=400")
+    assert over.name == "rise-mcts:nodes=400" and over.options["nodes"] == "400"
+    assert registry.resolve("material+ab").search == "alphabeta"
+    assert registry.resolve("material-mcts:Q_VALUE-selection=ON").options == {"q_value_selection": "true"}
+    assert registry.resolve("material-mcts:time.move_overhead=0.1").options == {"time.move_overhead": "0.1"}
+    assert registry.resolve("stockfish:elo=1500").options == {"elo": "1500"}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("no-such-engine", ["unknown engine", "material-ab", "sjeng"]),
+    ("material-ab:frobnicate=1", ["unknown option", "quiescence", "nodes"]),
+    ("material-ab:depth=deep", ["bad value", "depth"]),
+    ("material-mcts:q=1", ["ambiguous"]),
+    ("material-ab:nodes", ["expected key=value"]),
+    ("tofu+mcts", ["unknown evaluator", "classical"]),
+    ("classical+bfs", ["unknown search", "mcts", "alphabeta"]),
+    ("material-mcts:use_tt=maybe", ["unknown option"]),
+    ("material-ab:use_tt=maybe", ["bad value", "on/off"]),
+])
+def test_bad_specs_are_one_line_errors(text: str, words: list[str]) -> None:
+    with pytest.raises(EngineError) as err:
+        registry.resolve(text)
+    msg = str(err.value)
+    assert "\n" not in msg
+    for w in words:
+        assert w in msg
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+@dataclass
+class Inner:
+    margin: float = 0.5
+
+
+@dataclass
+class DemoConfig:
+    flag: bool = True
+    count: int = 3
+    ratio: float = 0.25
+    label: str = "x"
+    cap: int | None = None
+    style: Literal["a", "b"] = "a"
+    mode: Mode = Mode.FAST
+    inner: Inner = field(default_factory=Inner)
+    table: list[int] = field(default_factory=list)
+
+    @classmethod
+    def quick(cls) -> DemoConfig:
+        return cls(count=1, mode=Mode.SLOW)
+
+
+def test_config_fields_become_options_by_type() -> None:
+    infos = {o.name: o for o in config_options(DemoConfig)}
+    assert set(infos) == {"flag", "count", "ratio", "label", "cap", "style", "mode", "inner.margin"}
+    assert [infos[n].kind for n in ("flag", "count", "ratio", "label", "style", "mode")] == \
+        ["check", "spin", "string", "string", "combo", "combo"]
+    assert infos["style"].choices == ("a", "b") and infos["mode"].choices == ("FAST", "SLOW")
+    assert infos["flag"].uci_line() == "option name flag type check default true"
+    cfg = build_config(DemoConfig, {"flag": "off", "count": "7", "ratio": "0.5", "label": "y", "cap": "none",
+                                    "style": "b", "mode": "slow", "inner.margin": "2"})
+    assert cfg == DemoConfig(False, 7, 0.5, "y", None, "b", Mode.SLOW, Inner(2.0))
+    assert build_config(DemoConfig, {"cap": "12"}).cap == 12  # type: ignore[attr-defined]
+    assert set(presets(DemoConfig)) == {"quick"}
+    assert build_config(DemoConfig, {"count": "5"}, "quick") == DemoConfig(count=5, mode=Mode.SLOW)
+    with pytest.raises(EngineError, match="unknown preset"):
+        build_config(DemoConfig, {}, "slowest")
+    with pytest.raises(EngineError, match="bad value"):
+        infos["style"].check("c")
+
+
+def test_options_reach_the_search_config() -> None:
+    e = registry.create("material-mcts:batch_size=4,qvalue=off,time.move_overhead=0.1,seed=3", "chess")
+    assert isinstance(e, OurEngine)
+    cfg = e.search.config  # type: ignore[attr-defined]
+    assert cfg.batch_size == 4 and cfg.q_value_selection is False and cfg.time.move_overhead == 0.1
+    v = registry.create("material-mcts:preset=vanilla", "chess")
+    assert v.search.config.fpu == 0.0 and v.search.config.q_value_selection is False  # type: ignore[attr-defined]
+    ab = registry.create("material-ab:quiescence=off,tt_size=1024", "crazyhouse")
+    assert ab.search.config.quiescence is False and ab.search.config.tt_size == 1024  # type: ignore[attr-defined]
+    with pytest.raises(EngineError, match="tt_size"):
+        registry.create("material-ab:tt_size=1000", "chess")  # the config's own validate()
+
+
+@pytest.mark.parametrize("name, variant", [("material-ab", "chess"), ("material-ab", "crazyhouse"),
+                                           ("material-mcts", "chess"), ("material-mcts", "crazyhouse")])
+def test_in_process_engines_play_legal_moves(name: str, variant: str) -> None:
+    e = registry.create(name, variant)
+    pos = board.new_position(variant)
+    for uci in ("e2e4", "d7d5", "e4d5", "d8d5"):
+        pos.push_uci(uci)
+    r = e.play(pos, Limits(nodes=200))
+    assert r.forfeit is None and r.move in pos.legal_moves()
+    assert r.info is not None and r.info.best_move == r.move and r.info.nodes > 0
+    assert len(pos.move_stack) == 4  # the caller's position is untouched
+    e.new_game()
+    assert e.play(pos, Limits(depth=2)).move in pos.legal_moves()
+    e.close()
+
+
+def test_ask_tell_pools_leaves_of_two_games() -> None:
+    shared = ClassicalEvaluator()
+    a = registry.create("material-mcts", "crazyhouse", evaluator=shared)
+    b = registry.create("material-mcts:seed=1", "crazyhouse", evaluator=shared)
+    assert isinstance(a, InProcessEngine) and isinstance(b, InProcessEngine)
+    assert a.evaluator is b.evaluator is shared
+    pa = board.new_position("crazyhouse")
+    pb = board.new_position("crazyhouse")
+    pb.push_uci("e2e4")
+    a.start(pa, Limits(nodes=64))
+    b.start(pb, Limits(nodes=64))
+    pooled_calls = 0
+    while not (a.done() and b.done()):
+        engines = [e for e in (a, b) if not e.done()]
+        asks = [e.ask() for e in engines]
+        leaves = [leaf for batch in asks for leaf in batch]
+        answers = shared.evaluate(leaves) if leaves else []
+        pooled_calls += 1 if leaves else 0
+        i = 0
+        for e, batch in zip(engines, asks):
+            e.tell(answers[i:i + len(batch)])
+            i += len(batch)
+    ra, rb = a.finish(), b.finish()
+    assert ra.forfeit is None and ra.move in pa.legal_moves()
+    assert rb.forfeit is None and rb.move in pb.legal_moves()
+    assert pooled_calls > 0 and pa.ply() == 0 and pb.ply() == 1
+
+
+class BrokenEvaluator(Evaluator):
+    """Serves policy and value but fails on every batch (a network that blew up)."""
+
+    name = "broken"
+
+    def serves(self) -> frozenset[str]:
+        return frozenset({POLICY_VALUE})
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        raise RuntimeError("network exploded")
+
+
+def test_a_failing_evaluator_is_a_forfeit_not_an_exception() -> None:
+    e = registry.create("material-mcts", "chess", evaluator=BrokenEvaluator())
+    r = e.play(board.new_position("chess"), Limits(nodes=50))
+    assert r.move == 0 and r.forfeit is not None and r.forfeit.startswith("crash: RuntimeError: network exploded")
+    # the engine goes on with the next move once the evaluator works again
+    e.evaluator = ClassicalEvaluator()
+    e.search.evaluator = e.evaluator  # type: ignore[attr-defined]
+    assert e.play(board.new_position("chess"), Limits(nodes=50)).forfeit is None
+
+
+def test_limits_merge_and_hard_stop() -> None:
+    caller = Limits(nodes=400)
+    assert merge_limits(caller, 800, 5, None) == Limits(nodes=400, depth=5)
+    assert merge_limits(Limits(), 800, None, 1.5) == Limits(nodes=800, movetime=1.5)
+    assert merge_limits(Limits(wtime=10.0), 800, None, None).nodes == 800
+    assert hard_stop_after(Limits(movetime=2.0), 0) == 2.0
+    assert hard_stop_after(Limits(wtime=10.0, btime=4.0), 1) == 2.0
+    assert hard_stop_after(Limits(wtime=1.0, movestogo=1), 0) == pytest.approx(0.95)
+    assert hard_stop_after(Limits(nodes=5, infinite=True), 0) is None
+    assert hard_stop_after(Limits(nodes=5), 0) is None
+    e = registry.create("material-ab:nodes=300", "chess")
+    r = e.play(board.new_position("chess"), Limits())
+    assert r.info is not None and 300 <= r.info.nodes <= 400  # the spec's default node limit applies
+
+
+def test_creation_errors_are_engine_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EngineError, match="unknown variant"):
+        registry.create("material-ab", "bughouse-9000")
+    with pytest.raises(EngineError, match="not installed"):
+        registry.create("surely-not-an-engine-xyz+uci", "chess")
+    with pytest.raises(EngineError, match="takes no weights"):
+        registry.create("material-ab:weights=/tmp/x.pt", "chess")
+    with pytest.raises(EngineError) as err:
+        registry.create("rise-mcts:weights=/nonexistent/rise.pt", "crazyhouse")
+    assert "rise" in str(err.value)
+    monkeypatch.setitem(registry.SEARCHES, "mcts", registry.SearchEntry("search.no_such_module", "MCTS",
+                                                                         "MCTSConfig", True))
+    with pytest.raises(EngineError, match="cannot import search.no_such_module"):
+        registry.create("material-mcts", "chess")
+
+
+def test_spec_objects_are_accepted() -> None:
+    spec = EngineSpec("mine", "classical", "alphabeta", {"depth": "2"})
+    e = registry.create(spec, "chess")
+    assert e.name == "mine" and e.play(board.new_position("chess"), Limits()).info.depth == 2  # type: ignore[union-attr]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "experiments.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_engines_command_lists_and_explains() -> None:
+    out = _cli("engines")
+    assert out.returncode == 0, out.stderr
+    for name in REQUIRED:
+        assert name in out.stdout
+    assert "alphabeta" in out.stdout and "xboard" in out.stdout
+    opts = _cli("engines", "material-mcts:qvalue=off")
+    assert opts.returncode == 0 and "q_value_selection" in opts.stdout and "time.move_overhead" in opts.stdout
+    bad = _cli("engines", "nope")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1 and "unknown engine 'nope'" in bad.stderr

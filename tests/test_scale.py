@@ -1,0 +1,174 @@
+"""Elo versus nodes: config parsing (errors name key and line), connected scheduling, an end-to-end
+run with fake engines that writes the CSV, Markdown, PNG and SVG, then resumes."""
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import scale, tomlconfig, tournament
+from experiments.ratings import _components
+from experiments.tomlconfig import ConfigError
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness_fakes import Factory  # noqa: E402
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    return p
+
+
+BASE = """
+name = "tiny"
+variant = "crazyhouse"
+games = 2
+concurrency = 2
+db = "{db}"
+pgn = "{pgn}"
+report_dir = "{reports}"
+bootstrap = 20
+
+[adjudication]
+max_plies = 40
+
+[[families]]
+name = "stepped"
+engine = "stepped"
+ladder = {{ start = 4, factor = 2, steps = 3 }}
+
+[[families]]
+name = "rand"
+engine = "random"
+nodes = [4, 16]
+
+[[anchors]]
+name = "loser"
+engine = "loser"
+depth = 1
+games = 2
+"""
+
+
+def cfg(tmp_path: Path, extra: str = "", base: str = BASE) -> Path:
+    return write(tmp_path, base.format(db=tmp_path / "s.sqlite", pgn=tmp_path / "s.pgn",
+                                       reports=tmp_path / "reports") + extra)
+
+
+def test_ladders_and_connected_pairings(tmp_path: Path) -> None:
+    sc = scale.load(cfg(tmp_path))
+    assert [f.nodes for f in sc.families] == [[4, 8, 16], [4, 16]]
+    assert [p.name for p in sc.families[0].players] == ["stepped@4", "stepped@8", "stepped@16"]
+    assert sc.settings.anchor == "stepped@4"
+    pairs = sc.pairings()
+    names = sorted({p.name for p in sc.players})
+    idx = {n: i for i, n in enumerate(names)}
+    a = np.array([idx[x.name] for x, _, _ in pairs])
+    b = np.array([idx[y.name] for _, y, _ in pairs])
+    assert len(_components(len(names), a, b)) == 1
+    got = {frozenset((x.name, y.name)) for x, y, _ in pairs}
+    assert frozenset(("stepped@4", "stepped@8")) in got and frozenset(("rand@4", "rand@16")) in got
+    assert frozenset(("stepped@8", "rand@4")) in got or frozenset(("stepped@8", "rand@16")) in got
+    assert frozenset(("stepped@16", "rand@16")) in got and frozenset(("loser", "rand@16")) in got
+    ts = sc.tasks()
+    assert len(ts) == sum(g for _, _, g in pairs) and len({t.key for t in ts}) == len(ts)
+    # interleaved: the first round has one pair of every pairing
+    assert len({t.match for t in ts[:2 * len(pairs)]}) == len(pairs)
+
+
+@pytest.mark.parametrize("extra,where,key", [
+    ('\n[[families]]\nname = "x"\nengine = "random"\nnodes = [16, 4]\n', 33, "families[2].nodes"),
+    ('\n[[families]]\nname = "y"\nengine = "random"\nnodez = [4]\n', 33, "families[2].nodez"),
+    ('\n[[families]]\nname = "stepped"\nengine = "random"\nnodes = [4]\n', 31, "families[2].name"),
+])
+def test_config_errors_name_key_and_line(tmp_path: Path, extra: str, where: int, key: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        scale.load(cfg(tmp_path, extra))
+    assert f"c.toml:{where}:" in str(e.value) and repr(key) in str(e.value)
+
+
+def test_more_config_errors(tmp_path: Path) -> None:
+    bad_games = BASE.replace("games = 2\nconcurrency", "games = 3\nconcurrency")
+    with pytest.raises(ConfigError, match=r"c.toml:4: key 'games': must be even"):
+        scale.load(cfg(tmp_path, base=bad_games))
+    with pytest.raises(ConfigError, match="TOML syntax error.*line 3"):
+        scale.load(write(tmp_path, 'name = "x"\nvariant = "chess"\ngames = = 2\n'))
+    with pytest.raises(ConfigError, match="key 'variant': must be one of"):
+        scale.load(write(tmp_path, 'name = "x"\nvariant = "shogi"\n'))
+    with pytest.raises(ConfigError, match="anchor"):
+        scale.load(cfg(tmp_path, base=BASE.replace('bootstrap = 20', 'bootstrap = 20\nanchor = "nobody"')))
+    with pytest.raises(ConfigError, match="cannot read"):
+        scale.load(tmp_path / "missing.toml")
+    with pytest.raises(ConfigError, match="key 'families\\[0\\].ladder.factor'"):
+        scale.load(cfg(tmp_path, base=BASE.replace("factor = 2", "factor = 1")))
+
+
+def test_shipped_configs_parse() -> None:
+    cfgs = sorted(Path(__file__).resolve().parent.parent.glob("experiments/configs/*.toml"))
+    assert cfgs
+    for p in cfgs:
+        data = tomlconfig.load(p).data
+        loaded = scale.load(p) if "families" in data else tournament.load(p)
+        assert loaded.settings.name
+
+
+def test_end_to_end_with_fake_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sc = scale.load(cfg(tmp_path))
+    ratings, paths = scale.run(sc, "searchbench scale c.toml", factory=Factory(), progress=False)
+    out = tmp_path / "reports" / "tiny"
+    for suffix in ("csv", "md", "png", "svg"):
+        f = out / f"elo_vs_nodes.{suffix}"
+        assert f in paths and f.stat().st_size > 100
+    rows = list(csv.DictReader(open(out / "elo_vs_nodes.csv")))
+    assert {r["family"] for r in rows} == {"stepped", "rand", "anchor:loser"}
+    assert sorted(int(r["nodes"]) for r in rows if r["family"] == "stepped") == [4, 8, 16]
+    anchor = next(r for r in rows if r["family"] == "stepped" and r["nodes"] == "4")
+    assert float(anchor["elo"]) == 0.0
+    loser = next(r for r in rows if r["family"] == "anchor:loser")
+    assert float(loser["elo"]) < 0  # it resigns every game
+    md = (out / "elo_vs_nodes.md").read_text()
+    assert "searchbench scale c.toml" in md and "| stepped |" in md
+    n_games = sum(r.games for r in ratings) // 2
+    # a second run resumes: nothing left to play, same games rated
+    ratings2, _ = scale.run(scale.load(cfg(tmp_path)), "x", factory=Factory(), progress=False)
+    assert "0 games played" in capsys.readouterr().out
+    assert sum(r.games for r in ratings2) // 2 == n_games
+
+
+def test_tournament_round_robin_and_gauntlet(tmp_path: Path) -> None:
+    text = f"""
+name = "tt"
+variant = "crazyhouse"
+mode = "{{mode}}"
+games = 2
+db = "{tmp_path / 't.sqlite'}"
+pgn = false
+
+[[engines]]
+engine = "stepped"
+nodes = 4
+
+[[engines]]
+engine = "random"
+depth = 1
+
+[[engines]]
+name = "r2"
+engine = "random"
+movetime = 0.5
+"""
+    rr = tournament.load(write(tmp_path, text.replace("{mode}", "round-robin")))
+    assert rr.settings.pgn is None
+    assert {(a.name, b.name) for a, b in rr.pairings()} == {("stepped", "random"), ("stepped", "r2"), ("random", "r2")}
+    assert len(rr.tasks()) == 6
+    g = tournament.load(write(tmp_path, text.replace('{mode}"', 'gauntlet"\ngauntlet = "r2"')))
+    assert {(a.name, b.name) for a, b in g.pairings()} == {("r2", "stepped"), ("r2", "random")}
+    with pytest.raises(ConfigError, match=r":11: key 'engines\[0\].nodes': expected an integer"):
+        tournament.load(write(tmp_path, text.replace("{mode}", "gauntlet").replace("nodes = 4", 'nodes = "4"')))
+    with pytest.raises(ConfigError, match="duplicate player name"):
+        tournament.load(write(tmp_path, text.replace("{mode}", "gauntlet").replace('name = "r2"', 'name = "random"')))

@@ -1,0 +1,150 @@
+"""Training: each recipe runs end to end on a small synthetic data set, resumes, writes metrics;
+the data helpers (mate-in-one set, DeepChess sampling, captures, one-cycle schedule) are exact."""
+import csv
+import os
+import random
+
+import numpy as np
+import pytest
+
+import board
+from board import new_position
+from evaluators.deepchess import DeepChessEvaluator
+from evaluators.rise import RiseEvaluator
+from evaluators.sixtyfour import SixtyFourEvaluator
+from experiments import cli, datagen, train
+
+MATES = {  # games that end in mate: (moves, result)
+    "fool": (["f2f3", "e7e5", "g2g4", "d8h4"], -1),
+    "scholar": (["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"], 1),
+}
+
+
+def _game(variant: str, moves: list[str], result: int, uid: int) -> datagen.GameRecord:
+    pos = new_position(variant)
+    rec = datagen.GameRecord(uid, variant, pos.fen(), [], result=result)
+    for u in moves:
+        m = pos.parse_uci(u)
+        rec.raw.append(pos.raw_state())
+        rec.moves.append(m)
+        rec.scores.append(0)
+        pos.push(m)
+    return rec
+
+
+def make_dataset(directory: str, variant: str, games: int = 60, seed: int = 0) -> None:
+    """Random games (results drawn at random, 2/3 decisive) plus the two mates, repeated so that
+    both halves of the split have some."""
+    rng = random.Random(seed)
+    recs = []
+    for g in range(games):
+        if g % 10 < 2:
+            moves, res = MATES["fool" if g % 10 == 0 else "scholar"]
+        else:
+            pos = new_position(variant)
+            moves = []
+            for _ in range(rng.randint(24, 40)):
+                lm = pos.legal_moves()
+                if not lm or pos.is_game_over():
+                    break
+                m = rng.choice(lm)
+                moves.append(board.move_to_uci(m))
+                pos.push(m)
+            res = rng.choice([1, -1, 0])
+        recs.append(_game(variant, moves, res, rng.getrandbits(63)))
+    for s in range(0, len(recs), 20):
+        datagen.write_shard(directory, recs[s:s + 20])
+
+
+@pytest.fixture(scope="module")
+def zh_data(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("zh"))
+    make_dataset(d, "crazyhouse")
+    return d
+
+
+def _rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_mate_in_one_set(zh_data):
+    ds = datagen.load_dataset(zh_data)
+    idx, mates, legal = train.mate_in_one_set(ds, np.arange(len(ds)), "crazyhouse")
+    assert len(idx) == 12  # 6 fool's mates + 6 scholar's mates
+    for i, ms in zip(idx, mates):
+        assert int(ds.move[i]) in ms
+    # in crazyhouse Qxf7# is the only mate of the scholar position; Qh4# the only one of the fool's
+    assert all(len(ms) == 1 for ms in mates)
+
+
+def test_is_capture_and_deepchess_sampling(zh_data):
+    ds = datagen.load_dataset(zh_data)
+    pos = new_position("crazyhouse", "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR[] w KQkq f6 0 3")
+    raw = np.array([pos.raw_state()] * 3, dtype=np.int64)
+    mv = np.array([pos.parse_uci(u) for u in ("e5f6", "e5e6", "d1h5")])
+    assert train.is_capture(raw, mv).tolist() == [True, False, False]
+    rng = np.random.default_rng(0)
+    games = np.arange(len(ds.game_uid))
+    keep, res = train.deepchess_positions(ds, games, rng)
+    assert len(keep) > 0 and set(res.tolist()) <= {1, -1}
+    assert not train.is_capture(ds.raw[keep], ds.move[keep]).any()
+    per_game = np.bincount(ds.game[keep])
+    assert per_game.max() <= 10
+    assert (ds.raw[keep, 14] >= 6).all()  # full-move number: the first 5 moves are skipped
+
+
+def test_one_cycle_schedule():
+    lr0, m0 = train.one_cycle(0.0, 0.1)
+    lr_peak, m_peak = train.one_cycle(0.3, 0.1)
+    lr1, m1 = train.one_cycle(1.0, 0.1)
+    assert abs(lr0 - 0.004) < 1e-12 and abs(lr_peak - 0.1) < 1e-12 and abs(lr1 - 1e-5) < 1e-12
+    assert m0 == 0.95 and abs(m_peak - 0.85) < 1e-12 and abs(m1 - 0.95) < 1e-12
+
+
+def test_rise_training_resume_and_evaluator(zh_data, tmp_path):
+    out = str(tmp_path / "rise")
+    cfg = train.TrainConfig(model="rise", data=[zh_data], out=out, size="tiny", epochs=1, batch=64, val_fraction=0.3)
+    m1 = train.train(cfg, progress=False)
+    assert m1["steps"] >= 1 and 0 <= m1["val_policy_acc"] <= 1 and m1["mate1_positions"] > 0
+    # resume: one more epoch on top of the checkpoint
+    m2 = train.train(train.TrainConfig(**{**cfg.__dict__, "epochs": 2}), progress=False)
+    assert m2["steps"] == 2 * m1["steps"]
+    rows = _rows(os.path.join(out, "metrics.csv"))
+    assert [r["epoch"] for r in rows] == ["1", "2"]
+    for key in ("val_policy_acc", "val_value_sign_acc", "mate1_top1", "mate1_top5"):
+        assert 0 <= float(rows[-1][key]) <= 1
+    ev = RiseEvaluator.load(os.path.join(out, "model.pt"))
+    assert ev.meta["train_positions"] > 0 and ev.variants == {"crazyhouse"}
+    from experiments import modelcard
+
+    card = modelcard.render(out, "hand-written note")
+    assert f"| val_policy_acc | {m2['val_policy_acc']:.4f} |" in card and "hand-written note" in card
+    assert "| epoch | step |" in card
+
+
+def test_sixtyfour_training(zh_data, tmp_path):
+    out = str(tmp_path / "sf")
+    m = train.train(train.TrainConfig(model="sixtyfour", data=[zh_data], out=out, size="tiny", epochs=1, batch=64,
+                                      val_fraction=0.3, half=True), progress=False)
+    assert 0 <= m["val_policy_acc"] <= 1
+    SixtyFourEvaluator.load(os.path.join(out, "model.pt"))
+
+
+def test_deepchess_training(zh_data, tmp_path):
+    out = str(tmp_path / "dc")
+    m = train.train(train.TrainConfig(model="deepchess", data=[zh_data], out=out, size="tiny", epochs=2,
+                                      ae_epochs=1, val_fraction=0.3), progress=False)
+    assert 0 <= m["val_pair_acc"] <= 1
+    rows = _rows(os.path.join(out, "metrics.csv"))
+    assert [r["phase"] for r in rows] == ["ae0", "ae1", "comparator", "comparator"]
+    DeepChessEvaluator.load(os.path.join(out, "model.pt"))
+
+
+def test_train_cli_errors(zh_data, tmp_path, capsys):
+    assert cli.main(["train", "rise", "--data", zh_data, "--out", str(tmp_path / "o"), "--size", "huge"]) == 2
+    assert "unknown size" in capsys.readouterr().err
+    assert cli.main(["train", "rise", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "o")]) == 2
+    assert "no shards" in capsys.readouterr().err
+    assert cli.main(["train", "rise", "--data", zh_data, "--out", str(tmp_path / "o"),
+                     "--val-fraction", "1.5"]) == 2

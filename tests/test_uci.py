@@ -1,0 +1,241 @@
+"""The UCI front end: full games through python-chess ``SimpleEngine.popen_uci``, ``stop`` during
+``go infinite``, ``isready`` while searching, and random garbage that must never kill the loop."""
+from __future__ import annotations
+
+import io
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.variant
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engines import registry
+from engines.base import EngineSpec, InProcessEngine
+from engines.uci import UCIServer
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_PLIES = 400
+PROTOCOL_PREFIXES = ("id ", "option ", "uciok", "readyok", "info ", "bestmove ")
+
+
+def uci_command(engine: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "experiments.cli", "uci", "--engine", engine, *extra]
+
+
+def play_game(white: chess.engine.SimpleEngine, black: chess.engine.SimpleEngine, b: chess.Board,
+              limit: chess.engine.Limit) -> tuple[chess.Board, list[dict[str, object]]]:
+    """Self-play until the game ends (draws claimed); every move is checked legal by python-chess."""
+    infos = []
+    game = object()
+    while b.outcome(claim_draw=True) is None and len(b.move_stack) < MAX_PLIES:
+        engine = white if b.turn == chess.WHITE else black
+        r = engine.play(b, limit, game=game, info=chess.engine.INFO_ALL)
+        assert r.move is not None and r.move in b.legal_moves, (r.move, b.fen())
+        infos.append(dict(r.info))
+        b.push(r.move)
+    return b, infos
+
+
+@pytest.mark.parametrize("variant, white, black", [
+    ("chess", "material-ab", "material-ab"),
+    ("crazyhouse", "material-mcts", "material-ab"),
+])
+def test_full_game_through_popen_uci(variant: str, white: str, black: str) -> None:
+    w = chess.engine.SimpleEngine.popen_uci(uci_command(white), cwd=ROOT, timeout=60)
+    bl = chess.engine.SimpleEngine.popen_uci(uci_command(black), cwd=ROOT, timeout=60)
+    try:
+        assert w.id["name"] == f"searchbench {white}"
+        assert "UCI_Variant" in w.options and "crazyhouse" in w.options["UCI_Variant"].var
+        assert "Threads" in w.options and "Nodes" in w.options
+        if white == "material-mcts":
+            assert "q_value_selection" in w.options and w.options["q_value_selection"].type == "check"
+            w.configure({"q_value_selection": False, "batch_size": 4})
+        start = chess.variant.CrazyhouseBoard() if variant == "crazyhouse" else chess.Board()
+        b, infos = play_game(w, bl, start, chess.engine.Limit(nodes=150))
+        assert b.outcome(claim_draw=True) is not None, f"no result after {MAX_PLIES} plies: {b.fen()}"
+        if variant == "crazyhouse":
+            assert any(m.drop for m in b.move_stack)  # drops went through the protocol both ways
+        for info in infos:
+            for key in ("depth", "score", "nodes", "nps", "pv"):
+                assert key in info, (key, info)
+            assert int(info["nodes"]) > 0  # type: ignore[call-overload]
+    finally:
+        w.quit()
+        bl.quit()
+
+
+class Reader:
+    """Lines of a subprocess's stdout, with timeouts."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.q: queue.Queue[str] = queue.Queue()
+        assert proc.stdout is not None
+        out = proc.stdout
+        threading.Thread(target=lambda: [self.q.put(line.rstrip("\n")) for line in out], daemon=True).start()
+
+    def until(self, prefix: str, timeout: float = 30.0) -> list[str]:
+        """Lines up to and including the first that starts with ``prefix`` (fails after timeout)."""
+        lines = []
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                line = self.q.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            lines.append(line)
+            if line.startswith(prefix):
+                return lines
+        raise AssertionError(f"no {prefix!r} within {timeout}s; got {lines[-5:]}")
+
+
+@pytest.mark.parametrize("engine", ["material-ab", "material-mcts"])
+def test_stop_and_isready_during_infinite(engine: str) -> None:
+    proc = subprocess.Popen(uci_command(engine), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, bufsize=1)
+    assert proc.stdin is not None
+    r = Reader(proc)
+
+    def send(line: str) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line + "\n")
+        proc.stdin.flush()
+
+    try:
+        send("uci")
+        r.until("uciok")
+        send("setoption name UCI_Variant value crazyhouse")
+        send("isready")
+        r.until("readyok")
+        send("position startpos moves e2e4 d7d5 e4d5 d8d5 b1c3 d5a5")
+        send("go infinite")
+        time.sleep(1.5)
+        send("isready")
+        before = r.until("readyok")
+        assert not any(line.startswith("bestmove") for line in before)  # still searching
+        send("stop")
+        lines = r.until("bestmove")
+        move = lines[-1].split()[1]
+        b = chess.variant.CrazyhouseBoard()
+        for m in "e2e4 d7d5 e4d5 d8d5 b1c3 d5a5".split():
+            b.push_uci(m)
+        assert chess.Move.from_uci(move) in b.legal_moves
+        infos = [line for line in before + lines if line.startswith("info depth")]
+        assert infos and " pv " in infos[-1] and " nodes " in infos[-1]
+        send("quit")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_bad_engine_name_is_one_line_exit_2() -> None:
+    out = subprocess.run(uci_command("no-such"), cwd=ROOT, capture_output=True, text=True, timeout=60, input="")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and "unknown engine" in out.stderr
+    ext = subprocess.run(uci_command("stockfish"), cwd=ROOT, capture_output=True, text=True, timeout=60, input="")
+    assert ext.returncode == 2 and "external engine" in ext.stderr
+
+
+# ---- in-process server ---------------------------------------------------------------------------
+
+class LockedOut(io.StringIO):
+    """A StringIO written by two threads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+
+    def write(self, s: str) -> int:
+        with self.lock:
+            return super().write(s)
+
+    def lines(self) -> list[str]:
+        with self.lock:
+            return self.getvalue().splitlines()
+
+
+def make_server(name: str = "material-ab:depth=3") -> tuple[UCIServer, LockedOut]:
+    spec = registry.resolve(name)
+
+    def factory(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
+        e = registry.create(s, v)
+        assert isinstance(e, InProcessEngine)
+        return e
+
+    out = LockedOut()
+    return UCIServer(spec, out, factory, registry.option_infos(spec)), out
+
+
+def test_server_commands_in_process() -> None:
+    s, out = make_server()
+    for line in ["uci", "isready", "setoption name UCI_Variant value crazyhouse", "setoption name Quiescence value false",
+                 "setoption name Nodes value 500", "setoption name nonsense value 1", "ucinewgame",
+                 "position fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[Qq] w KQkq - 0 1 moves Q@d3 Q@d6",
+                 "go depth 2"]:
+        s.handle(line)
+    s.stop_search()
+    lines = out.lines()
+    assert "uciok" in lines and "readyok" in lines
+    assert any(line.startswith("info string setoption: unknown option 'nonsense'") for line in lines)
+    best = [line for line in lines if line.startswith("bestmove")]
+    assert len(best) == 1
+    b = chess.variant.CrazyhouseBoard("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[Qq] w KQkq - 0 1")
+    b.push_uci("Q@d3")
+    b.push_uci("Q@d6")
+    assert chess.Move.from_uci(best[0].split()[1]) in b.legal_moves
+    assert s._engine is not None and s._engine.search.config.quiescence is False  # type: ignore[attr-defined]
+    s.shutdown()
+
+
+def test_malformed_commands_get_info_strings() -> None:
+    s, out = make_server()
+    bad = ["position fen not/a/fen", "position startpos moves e2e5", "go nodes many", "go depth 0",
+           "setoption", "setoption name UCI_Variant value atomic", "setoption name Threads value -3",
+           "flibbertigibbet", "go movetime", "position"]
+    for line in bad:
+        s.handle(line)
+    s.stop_search()
+    lines = out.lines()
+    notes = [line for line in lines if line.startswith("info string")]
+    assert len(notes) >= len(bad) - 1
+    assert not any(line.startswith("bestmove") for line in lines)  # no go was valid
+    s.handle("isready")
+    assert out.lines()[-1] == "readyok"
+    s.shutdown()
+
+
+TOKENS = ["uci", "isready", "go", "position", "startpos", "fen", "moves", "setoption", "name", "value", "stop",
+          "ucinewgame", "nodes", "depth", "movetime", "wtime", "btime", "winc", "movestogo", "infinite",
+          "searchmoves", "ponder", "ponderhit", "e2e4", "e7e5", "P@e4", "UCI_Variant", "crazyhouse", "chess",
+          "Threads", "Nodes", "use_tt", "tt_size", "-5", "0", "1", "3", "99999999999999999999", "8/8/8/8/8/8/8/8",
+          "[Qq]", "debug", "on", "\x00", "é", "\t"]
+
+garbage_line = st.one_of(
+    st.lists(st.one_of(st.sampled_from(TOKENS), st.text(max_size=8)), max_size=8).map(" ".join),
+    st.text(max_size=40),
+).filter(lambda line: not line.strip().startswith("quit"))
+
+
+@settings(max_examples=60)
+@given(st.lists(garbage_line, max_size=12))
+def test_garbage_never_kills_the_loop(lines: list[str]) -> None:
+    s, out = make_server("material-ab:depth=2,tt_size=1024")
+    for line in lines:
+        for part in line.splitlines() or [""]:
+            s.run_one(part)
+    seen = len(out.lines())
+    s.run_one("isready")
+    assert "readyok" in out.lines()[seen:]  # answered at once, even if a search is running
+    s.run_one("stop")
+    s.shutdown()
+    for line in out.lines():
+        assert line.startswith(PROTOCOL_PREFIXES), repr(line)
+        assert line.isprintable()
