@@ -9,7 +9,7 @@ SOURCES := $(shell find board search evaluators -name '*.py' 2>/dev/null)
 .PHONY: run test test-pure test-compiled test-slow bench install build sysdeps clean
 
 run: install
-	$(BIN)/searchbench bench movegen
+	$(BIN)/searchbench scale experiments/configs/quick-crazyhouse.toml
 
 test: install
 	$(MAKE) test-compiled test-pure

@@ -16,6 +16,7 @@ MYPYC_MODULES = [
     "board/bughouse.py",
     "evaluators/classical.py",
     "search/timeman.py",
+    "search/checks.py",
     "search/alphabeta.py",
     "search/comparator.py",
     "search/mcts.py",

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import math
 import os
 import shlex
 import shutil
@@ -124,7 +125,7 @@ def find_program(name: str) -> str:
 
 
 def cp_to_value(cp: int) -> float:
-    return 2.0 / (1.0 + 10.0 ** (-cp / 400.0)) - 1.0
+    return 2.0 / (1.0 + math.pow(10.0, -cp / 400.0)) - 1.0
 
 
 def info_to_result(move: int, info: dict[str, Any], turn: chess.Color, elapsed: float) -> SearchResult:
@@ -237,7 +238,7 @@ class ExternalEngine(Engine):
             return
         if self.protocol == "uci":
             opt = eng.options.get("UCI_Variant")
-            ok = opt is not None and self.variant in [v.lower() for v in opt.var]
+            ok = opt is not None and self.variant in [v.lower() for v in (opt.var or [])]
         else:
             ok = self.variant in str(eng.protocol.features.get("variants", "")).split(",")  # type: ignore[attr-defined]
         if not ok:

@@ -251,7 +251,7 @@ def build_config(config_cls: type, settings: dict[str, str], preset: str | None 
     else:
         config = config_cls()
     try:
-        top: dict[str, object] = {}
+        top: dict[str, Any] = {}
         nested: dict[str, dict[str, object]] = {}
         for name, text in settings.items():
             value = infos[name].parse(text)
@@ -262,7 +262,7 @@ def build_config(config_cls: type, settings: dict[str, str], preset: str | None 
                 top[name] = value
         for outer, values in nested.items():
             top[outer] = dataclasses.replace(getattr(config, outer), **values)
-        config = dataclasses.replace(config, **top)
+        config = dataclasses.replace(config, **top)  # type: ignore[type-var]
         validate = getattr(config, "validate", None)
         if callable(validate):
             validate()

@@ -109,6 +109,12 @@ def _copy(spec: EngineSpec) -> EngineSpec:
     return EngineSpec(spec.name, spec.evaluator, spec.search, dict(spec.options))
 
 
+def default_variant(spec: EngineSpec) -> str:
+    """The first variant a built-in engine plays (chess for other specs)."""
+    info = builtins().get(spec.name.partition(":")[0])
+    return info.variants[0] if info and info.variants else "chess"
+
+
 def is_external(spec: EngineSpec) -> bool:
     return spec.search in PROTOCOLS
 
@@ -348,7 +354,7 @@ def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) ->
 
 def describe(spec: EngineSpec) -> dict[str, str]:
     """One row of ``searchbench engines``: name, evaluator, search, variants, defaults, status."""
-    info = builtins().get(spec.name)
+    info = builtins().get(spec.name.partition(":")[0])
     variants = ",".join(info.variants) if info else ",".join(board.VARIANTS)
     return {
         "name": spec.name,

@@ -69,6 +69,7 @@ class UCIServer:
         self._dirty = True
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._busy = False  # a search runs and has not written its bestmove (changed under _lock)
         self._stop_event = threading.Event()
         self._pos: Position = board.new_position(variant)
         self.quit = False
@@ -88,12 +89,12 @@ class UCIServer:
     # ---- engine (re)building ----
     def _uci_options(self) -> list[OptionInfo]:
         own = [o for o in self._infos if o.name not in ("threads", "nodes")]
+        threads = self._settings.get("threads", "1")
+        nodes = self._settings.get("nodes", "none")
         return [
             OptionInfo("UCI_Variant", "combo", self.variant, str, self.variants),
-            OptionInfo("Threads", "spin", int(self._settings.get("threads", "1")), parse_int, minimum=1, maximum=256),
-            OptionInfo("Nodes", "spin", int(self._settings.get("nodes", "0") or 0)
-                       if self._settings.get("nodes", "none") != "none" else 0, parse_int, minimum=0,
-                       maximum=10**9),
+            OptionInfo("Threads", "spin", int(threads) if threads.isdigit() else 1, parse_int, minimum=1, maximum=256),
+            OptionInfo("Nodes", "spin", int(nodes) if nodes.isdigit() else 0, parse_int, minimum=0, maximum=10**9),
         ] + [dataclasses.replace(o, default=o.parse(self._settings[o.name])) if o.name in self._settings else o
              for o in own]
 
@@ -112,6 +113,11 @@ class UCIServer:
         try:
             engine = self.factory(spec, self.variant, evaluator)
         except (EngineError, ValueError) as e:
+            old = self._engine
+            if old is not None and self._engine_key is not None and self._engine_key[0] == self.variant:
+                self.note(f"error: {e}; keeping the previous settings")
+                self._settings, self._dirty = dict(old.spec.options), False
+                return old
             self.note(f"error: {e}")
             return None
         if self._engine is not None and evaluator is None:
@@ -154,7 +160,9 @@ class UCIServer:
         handler(args)
 
     def searching(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """True from ``go`` until the search's ``bestmove`` is written (not until its thread exits:
+        a GUI may send the next ``go`` the moment it reads ``bestmove``)."""
+        return self._busy
 
     def cmd_uci(self, args: list[str]) -> None:
         self.send(f"id name searchbench {self.spec.name}")
@@ -309,10 +317,25 @@ class UCIServer:
             self.note("no engine" if engine is None else "no legal moves")
             self.send("bestmove 0000")
             return
+        if self._thread is not None:
+            self._thread.join()  # it has written its bestmove and is returning
         self._stop_event.clear()
+        self._busy = True
         self._thread = threading.Thread(target=self._search, args=(engine, pos, limits), name="uci-search",
                                         daemon=True)
         self._thread.start()
+
+    def _bestmove(self, move: str, info: str | None = None) -> None:
+        """Write the final info and ``bestmove`` and mark the search finished, atomically."""
+        with self._lock:
+            self._busy = False
+            try:
+                if info is not None:
+                    self.out.write(info + "\n")
+                self.out.write(f"bestmove {move}\n")
+                self.out.flush()
+            except (OSError, ValueError):
+                self.quit = True
 
     def stop_search(self) -> None:
         """Stop a running search and wait for its ``bestmove``."""
@@ -328,6 +351,15 @@ class UCIServer:
 
     # ---- the search thread ----
     def _search(self, engine: InProcessEngine, pos: Position, limits: Limits) -> None:
+        try:
+            self._search_steps(engine, pos, limits)
+        except Exception as e:  # noqa: BLE001 - never leave the GUI waiting
+            self.note(f"error: {type(e).__name__}: {e}")
+        finally:
+            if self._busy:
+                self._bestmove("0000")
+
+    def _search_steps(self, engine: InProcessEngine, pos: Position, limits: Limits) -> None:
         try:
             engine.start(pos, limits)
             t0 = time.perf_counter()
@@ -352,17 +384,16 @@ class UCIServer:
             self.note(f"error: {type(e).__name__}: {e}")
             if limits.infinite:
                 self._stop_event.wait()
-            self.send("bestmove 0000")
+            self._bestmove("0000")
             return
         if limits.infinite:
             self._stop_event.wait()  # UCI: no bestmove before `stop` in infinite mode
         if result.forfeit is not None:
             self.note(f"error: {result.forfeit}")
-            self.send("bestmove 0000")
+            self._bestmove("0000")
             return
-        if result.info is not None:
-            self.send(self.info_line(pos, result.info, best=result.move))
-        self.send(f"bestmove {move_to_uci(result.move)}")
+        info = self.info_line(pos, result.info, best=result.move) if result.info is not None else None
+        self._bestmove(move_to_uci(result.move), info)
 
     @staticmethod
     def info_line(pos: Position, r: SearchResult, best: int = 0) -> str:

@@ -28,7 +28,7 @@ import math
 from typing import Final, Sequence
 
 from librt.vecs import vec
-from mypy_extensions import i64
+from mypy_extensions import i64, mypyc_attr
 
 from board.bitboards import (
     BB_KING_ATTACKS, BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, bishop_attacks_mask, lsb,
@@ -301,6 +301,7 @@ def softmax(scores: list[float], temperature: float) -> list[float]:
     return [e / total for e in ex]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ClassicalEvaluator(Evaluator):
     """Material, piece-square tables, pockets and king safety; serves value/priors, score, compare."""
 

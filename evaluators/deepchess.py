@@ -43,6 +43,8 @@ class DeepChessEvaluator(Evaluator):
         self.meta = dict(meta or {})
         self.path = path
         self.max_batch = max_batch
+        self.cache_size = 100_000
+        self._cache: dict[tuple[int, ...], torch.Tensor] = {}
         torch.set_num_threads(threads)
         ref = new_position(self.variant).raw_state()
         with torch.inference_mode():
@@ -83,11 +85,24 @@ class DeepChessEvaluator(Evaluator):
                     j = index[st] = len(states)
                     states.append(st)
                 arr[k] = j
-        x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(states), self.variant))
+        f = self._features(states)
         with torch.inference_mode():
-            f = self.net.features(x)
             p = torch.softmax(self.net.compare_features(f[ia], f[ib]), dim=1)[:, 0]
         return [float(v) for v in p.tolist()]
+
+    def _features(self, states: list[tuple[int, ...]]) -> torch.Tensor:
+        """Pos2Vec features of the states, through a bounded cache (the comparator search
+        compares the same alpha/beta positions again and again)."""
+        missing = [st for st in states if st not in self._cache]
+        if missing:
+            if len(self._cache) + len(missing) > self.cache_size:
+                self._cache.clear()
+            x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(missing), self.variant))
+            with torch.inference_mode():
+                f = self.net.features(x)
+            for st, row in zip(missing, f):
+                self._cache[st] = row
+        return torch.stack([self._cache[st] for st in states])
 
     def white_probability(self, states: Sequence[tuple[int, ...]]) -> list[float]:
         """P(state is better for White than the starting position), symmetrised over both orders."""

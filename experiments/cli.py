@@ -28,7 +28,8 @@ def _cmd_bench_movegen(args: argparse.Namespace) -> int:
 
 # Modules that add subcommands: each has ``register(sub)`` (top level) and/or
 # ``register_bench(bench_sub)`` (under ``searchbench bench``).  Add yours here.
-COMMAND_MODULES: list[str] = ["experiments.cmd_data", "experiments.cmd_engines", "experiments.cmd_harness"]
+COMMAND_MODULES: list[str] = ["experiments.cmd_data", "experiments.cmd_engines", "experiments.cmd_harness",
+                               "experiments.cmd_bughouse", "experiments.cmd_search"]
 
 
 def build_parser() -> argparse.ArgumentParser:

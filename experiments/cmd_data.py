@@ -35,7 +35,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             epochs=args.epochs, batch=args.batch, lr=args.lr, val_fraction=args.val_fraction,
                             value_weight=args.value_weight, threads=args.threads, seed=args.seed,
                             minutes=args.minutes, max_positions=args.max_positions, resume=not args.no_resume,
-                            ae_epochs=args.ae_epochs, half=args.half)
+                            ae_epochs=args.ae_epochs, half=args.half,
+                            positions_per_game=args.positions_per_game)
     summary = train.train(cfg, progress=not args.quiet)
     print(json.dumps(summary))
     return 0
@@ -98,6 +99,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--threads", type=int, default=1)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
+    t.add_argument("--positions-per-game", type=int, default=10,
+                   help="DeepChess: training positions sampled per decisive game (paper: 10)")
     t.add_argument("--half", action="store_true", help="store model.pt in float16 (half the size)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)

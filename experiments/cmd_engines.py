@@ -18,8 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     pu = sub.add_parser("uci", help="speak UCI on stdin/stdout (for GUIs, cutechess-cli, lichess-bot)")
     pu.add_argument("--engine", required=True, help="an engine name or spec, e.g. material-ab or rise-mcts:nodes=800")
-    pu.add_argument("--variant", choices=board.VARIANTS, default="chess",
-                    help="variant until the GUI sets UCI_Variant (default chess)")
+    pu.add_argument("--variant", choices=board.VARIANTS, default=None,
+                    help="variant until the GUI sets UCI_Variant (default: the engine's first, e.g. "
+                         "crazyhouse for rise-mcts, else chess)")
     pu.set_defaults(func=_cmd_uci)
 
 
@@ -74,5 +75,5 @@ def _cmd_uci(args: argparse.Namespace) -> int:
     if registry.is_external(spec):
         raise EngineError(f"{spec.name} is an external engine; run the program itself as the UCI engine")
     inp = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
-    uci.serve(spec, inp, sys.stdout, variant=args.variant)
+    uci.serve(spec, inp, sys.stdout, variant=args.variant or registry.default_variant(spec))
     return 0

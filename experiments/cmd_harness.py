@@ -43,6 +43,12 @@ def _add_play_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-plies", type=int, default=400, help="adjudicate a draw after this many plies (0: off)")
     p.add_argument("--no-adjudication", action="store_true", help="no resign/draw adjudication")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_backend_options(p)
+
+
+def _add_backend_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=match_mod.BACKENDS, help="local processes (default) or Ray actors")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
 
 
 def _players(args: argparse.Namespace) -> tuple[match_mod.Player, match_mod.Player]:
@@ -68,7 +74,7 @@ def _adjudication(args: argparse.Namespace) -> match_mod.Adjudication:
 def _suite(args: argparse.Namespace, pairs: int) -> tuple[list[openings_mod.Opening], str]:
     path = args.openings or str(openings_mod.default_suite(args.variant))
     suite = openings_mod.load_suite(path, args.variant)
-    return openings_mod.order(suite, pairs, args.seed if args.random_openings else None), path
+    return openings_mod.order(suite, pairs, args.seed if args.random_openings else None), openings_mod.suite_id(path)
 
 
 def _paths(args: argparse.Namespace, kind: str) -> tuple[Path, Path]:
@@ -109,7 +115,8 @@ def cmd_match(args: argparse.Namespace) -> int:
                 score.add(g)
         st = match_mod.play(tasks, store, concurrency=args.concurrency, workers=args.workers,
                             adjudication=_adjudication(args), pgn_path=pgn, on_game=score.add,
-                            progress=not args.quiet, desc=f"{a.name} vs {b.name}", postfix=score.text)
+                            progress=not args.quiet, desc=f"{a.name} vs {b.name}", postfix=score.text,
+                            backend=args.backend or "local", ray_address=args.ray_address)
     print(f"{score.text()}  ({st.played} played, {st.skipped} already stored)")
     print(f"games: {db}  pgn: {pgn}")
     return 0
@@ -133,7 +140,8 @@ def cmd_sprt(args: argparse.Namespace) -> int:
             match_mod.play(tasks, store, concurrency=args.concurrency, workers=args.workers,
                            adjudication=_adjudication(args), pgn_path=pgn, on_game=test.add_game,
                            stop=lambda: test.state != "continue", progress=not args.quiet,
-                           desc=f"SPRT {a.name} vs {b.name}", postfix=test.summary)
+                           desc=f"SPRT {a.name} vs {b.name}", postfix=test.summary,
+                           backend=args.backend or "local", ray_address=args.ray_address)
     verdict = {"H1": f"H1 accepted: {a.name} is better (nElo >= {args.elo1:g})",
                "H0": f"H0 accepted: {a.name} is not better (nElo <= {args.elo0:g})",
                "continue": "no decision within --max-games"}[test.state]
@@ -166,7 +174,8 @@ def cmd_tournament(args: argparse.Namespace) -> int:
                 standings.add(g)
         st = match_mod.play(tasks, store, concurrency=s.concurrency, workers=s.workers,
                             adjudication=s.adjudication, pgn_path=s.pgn, progress=not args.quiet,
-                            desc=s.name, on_game=standings.add, postfix=standings.text)
+                            desc=s.name, on_game=standings.add, postfix=standings.text,
+                            backend=args.backend or s.backend, ray_address=args.ray_address or s.ray_address)
         print(f"{st.played} games played, {st.skipped} already stored; database {s.db}")
         _print_ratings(store, s.name, [p.name for p in t.players], s.anchor, s.anchor_elo, s.bootstrap, s.seed)
     return 0
@@ -178,6 +187,10 @@ def cmd_scale(args: argparse.Namespace) -> int:
     sc = scale.load(args.config)
     if args.report_dir:
         sc.report_dir = Path(args.report_dir)
+    if args.backend:
+        sc.settings.backend = args.backend
+    if args.ray_address:
+        sc.settings.ray_address = args.ray_address
     command = "searchbench scale " + shlex.quote(str(args.config))
     _, paths = scale.run(sc, command, progress=not args.quiet)
     print("figure: " + ", ".join(str(p) for p in paths))
@@ -234,12 +247,14 @@ def register(sub: Any) -> None:
     p = sub.add_parser("tournament", help="round robin or gauntlet from a TOML config")
     p.add_argument("config")
     p.add_argument("--quiet", action="store_true")
+    _add_backend_options(p)
     p.set_defaults(func=cmd_tournament)
 
     p = sub.add_parser("scale", help="Elo versus nodes from a TOML config (the main job)")
     p.add_argument("config")
     p.add_argument("--report-dir", help="override the config's report_dir")
     p.add_argument("--quiet", action="store_true")
+    _add_backend_options(p)
     p.set_defaults(func=cmd_scale)
 
     p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")

@@ -34,6 +34,7 @@ import os
 import queue
 import random
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -187,7 +188,11 @@ _ENGINE_ARGS: tuple[str, str] = ("", "")
 
 
 def _worker_init(engine_path: str, variant: str) -> None:
+    """Pool initializer: one engine per worker; Ctrl-C is left to the parent, which flushes the
+    finished games and stops the pool (so a worker never prints a traceback)."""
     global _ENGINE, _ENGINE_ARGS
+    if mp.parent_process() is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     _ENGINE_ARGS = (engine_path, variant)
     _ENGINE = UciProcess(engine_path, variant)
 

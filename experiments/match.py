@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from board import WHITE, Position, move_to_uci
-from engines.base import Engine, EngineError, InProcessEngine, MoveResult
+from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
 from evaluators.base import Evaluation, Leaf
 from experiments import pgn as pgn_out
 from experiments.openings import Opening
@@ -49,6 +49,7 @@ from experiments.store import GameRecord, MoveStat, Store, check_writable, versi
 from search.base import Limits
 
 MATE_CP = 100_000
+BACKENDS = ("local", "ray")
 
 
 class MatchError(ValueError):
@@ -336,6 +337,18 @@ def check_players(players: Sequence[Player], variant: str, factory: EngineFactor
 _IDLE, _THINKING, _WAITING = 0, 1, 2
 
 
+class _Absent(Engine):
+    """Stands for an engine that could not be started (its game is recorded as its forfeit)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.spec = EngineSpec(name, "-", "-")
+        self.variants = frozenset()
+
+    def play(self, pos: Position, limits: Limits) -> MoveResult:
+        return MoveResult(0, forfeit="not started")
+
+
 @dataclass
 class _Game:
     task: GameTask
@@ -430,9 +443,19 @@ class Runner:
 
     def _begin(self, t: GameTask) -> _Game | None:
         pos = t.opening.position(t.variant)
-        engines = [self.pool.get(t.white), self.pool.get(t.black)]
         tc = [t.white.tc, t.black.tc]
         clocks = [tc[0][0] if tc[0] else 0.0, tc[1][0] if tc[1] else 0.0]
+        engines: list[Engine] = []
+        for side, player in enumerate((t.white, t.black)):
+            try:
+                engines.append(self.pool.get(player))
+            except Exception as e:  # noqa: BLE001 - an engine that cannot start loses the game
+                g = _Game(t, pos, engines + [_Absent(player.name)] * (2 - len(engines)),
+                          _Adjudicator(self.adjudication), clocks, time.time())
+                g.broken[side] = True
+                self._end(g, "0-1" if side == 0 else "1-0",
+                          f"forfeit: cannot start: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                return None
         g = _Game(t, pos, engines, _Adjudicator(self.adjudication), clocks, time.time())
         over = pos.outcome(claim_draw=True)
         if over is not None:
@@ -577,6 +600,8 @@ class Runner:
             moves=g.moves, result=result, reason=reason, move_stats=g.stats, seed=t.seed,
             versions=self.versions, started=g.started, finished=time.time())
         for side, (player, eng) in enumerate(((t.white, g.engines[0]), (t.black, g.engines[1]))):
+            if isinstance(eng, _Absent):
+                continue
             if g.broken[side]:
                 self.pool.discard(eng)
             else:
@@ -630,13 +655,16 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
          concurrency: int = 1, workers: int = 1, adjudication: Adjudication | None = None,
          pgn_path: str | Path | None = None, on_game: Callable[[GameRecord], None] | None = None,
          stop: Callable[[], bool] | None = None, progress: bool = True, desc: str = "games",
-         postfix: Callable[[], str] | None = None, check: bool = True) -> RunStats:
+         postfix: Callable[[], str] | None = None, check: bool = True, backend: str = "local",
+         ray_address: str | None = None) -> RunStats:
     """Play every task not yet in ``store``; commit each game (and append it to the PGN) at once.
 
     With ``check`` every engine is created once before any game (see :func:`check_players`).
     """
     from tqdm import tqdm
 
+    if backend not in BACKENDS:
+        raise MatchError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if not tasks:
         return RunStats()
     if factory is None:
@@ -651,7 +679,7 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     todo = [t for t in tasks if t.key not in done]
     players = {p.name: p for t in todo for p in (t.white, t.black)}
     settings = check_players(list(players.values()), variant, factory) if check and todo else {}
-    if workers > 1:
+    if workers > 1 or backend == "ray":
         close = getattr(factory, "close", None)
         if callable(close):
             close()  # the workers load their own
@@ -679,7 +707,12 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
 
     stopper = stop or (lambda: False)
     try:
-        if workers <= 1:
+        if backend == "ray":
+            from experiments.raybackend import play_ray
+
+            play_ray(todo, factory, variant, concurrency, max(1, workers), adjudication or Adjudication(), settings,
+                     commit, stopper, stats, address=ray_address)
+        elif workers <= 1:
             runner = Runner(factory, variant, concurrency, adjudication, on_game=commit, stop=stopper,
                             settings=settings)
             runner.run(todo)

@@ -61,6 +61,19 @@ def default_suite(variant: str) -> Path:
     return SUITE_DIR / f"{variant}.epd"
 
 
+def suite_id(path: str | Path) -> str:
+    """The suite's identity for game keys: file name and content digest (not the path, so a run
+    resumes from another directory; a changed suite gives new keys)."""
+    import hashlib
+
+    p = Path(path)
+    try:
+        digest = hashlib.sha1(p.read_bytes()).hexdigest()[:10]
+    except OSError as e:
+        raise OpeningError(f"cannot read opening suite {str(p)!r}: {e.strerror}") from None
+    return f"{p.name}:{digest}"
+
+
 def _parse_ops(text: str, where: str) -> dict[str, str]:
     ops: dict[str, str] = {}
     for part in text.split(";"):

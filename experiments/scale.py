@@ -1,7 +1,8 @@
 """Elo versus nodes, the main job: node ladders per engine family, rated together, plotted.
 
 Config: everything of :mod:`experiments.tournament`'s run settings (name, variant, games,
-concurrency, workers, seed, db, pgn, openings, adjudication, anchor, anchor_elo, bootstrap), plus::
+concurrency, workers, seed, db, pgn, openings, adjudication, anchor, anchor_elo, bootstrap,
+backend, ray_address), plus::
 
     report_dir = "reports"          # figures go to <report_dir>/<name>/elo_vs_nodes.{png,svg,csv,md}
     cross_games = 6                 # games per pairing between families (default: games)
@@ -32,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from experiments import openings as openings_mod
 from experiments.match import GameTask, Player, match_tasks
 from experiments.ratings import Rating
 from experiments.tomlconfig import ConfigError, Section
@@ -100,7 +102,8 @@ class Scale:
         s = self.settings
         most = max(games for _, _, games in self.pairings())
         ops = s.opening_list(most // 2)
-        return interleave([match_tasks(s.name, s.variant, a, b, ops, games, s.seed, str(s.openings))
+        suite = openings_mod.suite_id(s.openings)
+        return interleave([match_tasks(s.name, s.variant, a, b, ops, games, s.seed, suite)
                            for a, b, games in self.pairings()])
 
 
@@ -173,7 +176,6 @@ def parse(cfg: Section) -> Scale:
 
 
 def load(path: str | Path) -> Scale:
-    from experiments import openings as openings_mod
     from experiments import tomlconfig
 
     try:
@@ -258,7 +260,8 @@ def run(sc: Scale, command: str, factory: object | None = None, progress: bool =
                 standings.add(g)
         st = match_mod.play(tasks, store, factory, concurrency=s.concurrency,  # type: ignore[arg-type]
                             workers=s.workers, adjudication=s.adjudication, pgn_path=s.pgn, progress=progress,
-                            desc=s.name, on_game=standings.add, postfix=standings.text)
+                            desc=s.name, on_game=standings.add, postfix=standings.text, backend=s.backend,
+                            ray_address=s.ray_address)
         print(f"{st.played} games played, {st.skipped} already stored ({st.seconds:.0f} s); database {s.db}")
         names = {p.name for p in sc.players}
         games = [g for g in store.games(run=s.name) if g.white in names and g.black in names]

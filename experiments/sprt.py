@@ -142,9 +142,15 @@ class Sprt:
         for g in games:
             self.add_game(g)
 
+    _cache: tuple[tuple[int, ...], float] | None = field(default=None, repr=False)
+
     @property
     def llr(self) -> float:
-        return llr(self.counts, self.elo0, self.elo1)
+        """The LLR of the counts so far (cached: the match runner polls :attr:`state` often)."""
+        key = tuple(self.counts)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, llr(self.counts, self.elo0, self.elo1))
+        return self._cache[1]
 
     @property
     def state(self) -> str:

@@ -16,6 +16,7 @@ Config (every key is checked; a bad one is reported with its line)::
     anchor = "material-ab"         # rating anchor (a player name) and its Elo
     anchor_elo = 0
     bootstrap = 200                # bootstrap samples for the error bars
+    backend = "local"              # or "ray" (Ray actors; ray_address = "..." for a cluster)
 
     [adjudication]                 # SPEC.md section 5 defaults; 0 disables a rule
     resign_moves = 5
@@ -38,7 +39,7 @@ from typing import Sequence
 
 import board
 from experiments import openings as openings_mod
-from experiments.match import Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
+from experiments.match import BACKENDS, Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
 from experiments.tomlconfig import ConfigError, Section
 
 RUNS_DIR = Path("runs")
@@ -61,6 +62,8 @@ class RunSettings:
     anchor: str | None = None
     anchor_elo: float = 0.0
     bootstrap: int = 200
+    backend: str = "local"
+    ray_address: str | None = None
     adjudication: Adjudication = field(default_factory=Adjudication)
 
     def opening_list(self, count: int) -> list[openings_mod.Opening]:
@@ -93,6 +96,8 @@ def run_settings(cfg: Section) -> RunSettings:
     s.anchor = cfg.get("anchor", str, None)
     s.anchor_elo = cfg.get("anchor_elo", float, 0.0)
     s.bootstrap = cfg.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be >= 0")
+    s.backend = cfg.choice("backend", BACKENDS, "local")
+    s.ray_address = cfg.get("ray_address", str, None)
     adj = cfg.table("adjudication")
     d = Adjudication()
     nonneg = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
@@ -139,7 +144,7 @@ class Tournament:
     def tasks(self) -> list[GameTask]:
         return interleave([match_tasks(self.settings.name, self.settings.variant, a, b,
                                        self.settings.opening_list(self.settings.games // 2), self.settings.games,
-                                       self.settings.seed, str(self.settings.openings))
+                                       self.settings.seed, openings_mod.suite_id(self.settings.openings))
                            for a, b in self.pairings()])
 
 

@@ -13,8 +13,8 @@ sixtyfour
     outcome-scaled one-hot target (winner's move 1, draw 0.5, loser's 0.1) plus MSE between
     (v + 1) / 2 and the 1 / 0.5 / 0 value target (value_weight 1).
 deepchess
-    Positions: up to 10 random positions per decisive game, skipping the first 5 moves and
-    positions whose played move is a capture.  Pos2Vec pretrained layer by layer as a stacked
+    Positions: up to 10 random positions per decisive game (``positions_per_game``; validation
+    always samples 10), skipping the first 5 moves and positions whose played move is a capture.  Pos2Vec pretrained layer by layer as a stacked
     autoencoder (SGD momentum 0.9, lr 0.005 x 0.98 per epoch, ``ae_epochs`` per layer), then the
     siamese comparator on fresh random (White-won, Black-won) pairs every epoch in both orders,
     cross-entropy, lr 0.01 x 0.99 per epoch (SGD momentum 0.9).
@@ -103,8 +103,9 @@ class TrainConfig:
     max_positions: int | None = None
     resume: bool = True
     ae_epochs: int | None = None
-    weight_decay: float = 1e-4
+    weight_decay: float = 1e-4  # RISE's SGD only (CrazyAra); SixtyFour's Adam and DeepChess use none
     half: bool = False  # save model.pt with float16 tensors (shipped weights)
+    positions_per_game: int = 10  # DeepChess training sampling (validation always uses the paper's 10)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> "TrainConfig":
@@ -479,8 +480,9 @@ def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str,
     assert isinstance(net, nets.DeepChessNet)
     rng = np.random.default_rng(cfg.seed)
     val_game = datagen.is_validation(ds.game_uid, cfg.val_fraction)
-    tr_pos, tr_res = deepchess_positions(ds, np.flatnonzero(~val_game), rng)
-    va_pos, va_res = deepchess_positions(ds, np.flatnonzero(val_game), rng)
+    tr_pos, tr_res = deepchess_positions(ds, np.flatnonzero(~val_game), rng, per_game=cfg.positions_per_game)
+    # a separate generator: the validation sample does not depend on the training sampling
+    va_pos, va_res = deepchess_positions(ds, np.flatnonzero(val_game), np.random.default_rng(cfg.seed + 7919))
     if cfg.max_positions is not None and len(tr_pos) > cfg.max_positions:
         sel = np.sort(rng.choice(len(tr_pos), cfg.max_positions, replace=False))
         tr_pos, tr_res = tr_pos[sel], tr_res[sel]

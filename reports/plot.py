@@ -2,7 +2,8 @@
 
 The CSV (written by ``searchbench scale``) has one row per player: family, engine, nodes (empty for
 an anchor), elo, lo, hi (95% bootstrap interval), games, score.  The figure has nodes on a log axis,
-one line with error bars per family, anchors as dotted horizontal lines; it is saved as PNG and
+one line with error bars per family (families nudged sideways by a few percent so that bars at the
+same budget do not hide each other), anchors as dotted horizontal lines; it is saved as PNG and
 SVG beside the CSV.
 """
 from __future__ import annotations
@@ -34,7 +35,9 @@ def plot(csv_path: str | Path, title: str | None = None) -> list[Path]:
     markers = "osD^v<>ph*"
     for k, (fam, rs) in enumerate(families.items()):
         rs.sort(key=lambda r: int(r["nodes"]))
-        x = [int(r["nodes"]) for r in rs]
+        # families share budgets: shift each a little sideways (log axis) so error bars stay apart
+        dodge = 1.0 + 0.025 * (k - (len(families) - 1) / 2)
+        x = [int(r["nodes"]) * dodge for r in rs]
         y = [float(r["elo"]) for r in rs]
         lo = [float(r["elo"]) - float(r["lo"]) for r in rs]
         hi = [float(r["hi"]) - float(r["elo"]) for r in rs]
@@ -50,7 +53,7 @@ def plot(csv_path: str | Path, title: str | None = None) -> list[Path]:
                 va="bottom", ha="left", fontsize=8, color=color)
     ax.set_xlabel("nodes per move (log scale)")
     ax.set_ylabel("Elo (95% bootstrap interval)")
-    ax.set_title(title or p.parent.name)
+    ax.set_title(title or f"Elo versus nodes: {p.parent.name}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="best", fontsize=9)
     fig.tight_layout()

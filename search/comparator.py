@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Final, Sequence
 
-from mypy_extensions import i64
+from mypy_extensions import i64, mypyc_attr
 from librt.vecs import vec
 
 from board.position import Position, new_position
@@ -210,6 +210,7 @@ class _Core:
         return v
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class ComparatorAlphaBeta(Search):
     """Alpha-beta over positions ordered by ``evaluator.compare`` (an evaluator serving ``COMPARE``)."""
 

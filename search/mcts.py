@@ -56,9 +56,13 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
   (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
   before reuses that value and prior without an evaluator call;
 - terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
-  inside the tree 0), "fix checkmates" (``fix_checkmates``: a node with a mating move is won and only
-  that move is explored) and the MCTS-solver (``solver``: proven wins/losses/draws propagate up;
-  proven-losing moves are never selected);
+  inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
+  moves are tested for mate (a king step out of check rules one out cheaply), a node with a mate in
+  one is won and only that move is explored; the MCTS-solver (``solver``): proven wins, losses and
+  draws propagate up with their distance in plies, moves proven to lose are never selected, the
+  visits below a node proven won go to its other moves (looking for a shorter mate), and the search
+  stops once the root is lost, drawn or won by a mate in one, or, when won by a longer mate, after
+  as many simulations again as it took to prove it (at least 1000);
 - Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
   variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
   (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
@@ -66,7 +70,7 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
   (``dirichlet_epsilon``, 0 in matches) and temperature (``temperature``), both drawn from the injected
   ``random.Random``;
 - time management (:mod:`search.timeman`): allocated time, stop with one legal move, early stop in
-  easy positions, extension in critical ones;
+  easy positions, extension in critical ones; ``Limits.depth`` caps the depth of a simulation;
 - the SixtyFour variant (:meth:`MCTSConfig.sixtyfour`): its score formula, uniform prior noise that
   decays with the move number, mates scored 1.5, and depth-limited playouts (a simulation stops
   descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
@@ -85,13 +89,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Final, Sequence
 
-from librt.vecs import append, vec
-from mypy_extensions import i64
+from librt.vecs import append, extend, vec
+from mypy_extensions import i64, mypyc_attr
 
-from board.bitboards import BB_KING_ATTACKS, BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, bishop_attacks_mask, lsb, rook_attacks_mask
 from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search.base import Limits, Search, SearchResult
+from search.checks import checking_moves, mates_in_one
 from search.timeman import TimeConfig, TimeControl, move_time
 
 NEW: Final = 0
@@ -104,8 +108,6 @@ WIN: Final = 1
 LOSS: Final = 2
 DRAW: Final = 3
 
-_DIAG_RAYS: Final = vec[i64]([bishop_attacks_mask(s, 0) for s in range(64)])
-_ORTH_RAYS: Final = vec[i64]([rook_attacks_mask(s, 0) for s in range(64)])
 
 # SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
 SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
@@ -257,13 +259,14 @@ class _Pending:
     """A leaf in flight: its node, the path of edges to it, its legal moves and zobrist key."""
 
     def __init__(self, node: int, path: list[int], nodes: list[int], moves: list[int], key: i64,
-                 gives_check: list[bool]) -> None:
+                 gives_check: list[bool], mates: list[int]) -> None:
         self.node = node
         self.path = path
         self.nodes = nodes
         self.moves = moves
         self.key = key
         self.gives_check = gives_check
+        self.mates = mates
 
 
 class _Tree:
@@ -271,6 +274,7 @@ class _Tree:
 
     def __init__(self, cfg: MCTSConfig) -> None:
         self.cfg = cfg
+        self.sixtyfour = cfg.score_formula == "sixtyfour"
         self.nd_edge0 = vec[i64]()
         self.nd_nedges = vec[i64]()
         self.nd_state = vec[i64]()
@@ -303,13 +307,13 @@ class _Tree:
     def expand(self, node: int, moves: list[int], priors: list[float], value: float) -> None:
         self.nd_edge0[node] = self.n_edges
         self.nd_nedges[node] = len(moves)
-        for i in range(len(moves)):
-            self.ed_move = append(self.ed_move, moves[i])
-            self.ed_prior = append(self.ed_prior, priors[i])
-            self.ed_child = append(self.ed_child, -1)
-            self.ed_n = append(self.ed_n, 0)
-            self.ed_w = append(self.ed_w, 0.0)
-            self.ed_vl = append(self.ed_vl, 0)
+        k = len(moves)
+        self.ed_move = extend(self.ed_move, moves)
+        self.ed_prior = extend(self.ed_prior, priors)
+        self.ed_child = extend(self.ed_child, [-1] * k)
+        self.ed_n = extend(self.ed_n, [0] * k)
+        self.ed_w = extend(self.ed_w, [0.0] * k)
+        self.ed_vl = extend(self.ed_vl, [0] * k)
         self.n_edges += len(moves)
         self.nd_value[node] = value
         self.nd_state[node] = EXPANDED
@@ -326,7 +330,7 @@ class _Tree:
         sum_n = self.nd_sum_n[node]
         vl = cfg.virtual_loss
         solver = cfg.solver or cfg.fix_checkmates
-        sixtyfour = cfg.score_formula == "sixtyfour"
+        sixtyfour = self.sixtyfour
         if sixtyfour:
             c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
             ud = 1.0
@@ -338,7 +342,16 @@ class _Tree:
         # Fallbacks when every edge is decided: the quickest proven win, else the longest loss.
         win_e = -1
         lose_e = -1
+        fpu = cfg.fpu
         for e in range(e0, e0 + k):
+            if not sixtyfour and self.ed_n[e] == 0 and self.ed_vl[e] == 0:
+                # Fast path: an unvisited edge (its child, if any, is a mate found at expansion,
+                # and such a node is settled and never selected from).
+                score = fpu + c * self.ed_prior[e] / ud
+                if score > best:
+                    best = score
+                    best_e = e
+                continue
             child = int(self.ed_child[e])
             if solver and child >= 0:
                 pr = self.nd_proven[child]
@@ -456,6 +469,7 @@ class _Tree:
             i -= 1
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class MCTS(Search):
     """PUCT MCTS with CrazyAra's modifications; evaluator (POLICY_VALUE) and random state injected."""
 
@@ -537,6 +551,10 @@ class MCTS(Search):
         moves = pos.legal_moves()
         if not moves:
             raise MCTSConfigError(f"no legal moves in {pos.fen()}")
+        if self._pending:
+            # The last search was abandoned with leaves in flight: its tree holds virtual losses.
+            self.tree = _Tree(cfg)
+            self.root = -1
         self._pos = pos
         self._pending = []
         self._nodes = 0
@@ -614,11 +632,11 @@ class MCTS(Search):
             if len(ev.priors) != len(p.moves):
                 raise EvaluatorError(f"evaluator returned {len(ev.priors)} priors for {len(p.moves)} moves")
             value = max(-1.0, min(1.0, float(ev.value)))
-            priors = list(ev.priors)
+            priors = ev.priors if isinstance(ev.priors, list) else list(ev.priors)
             if self.config.transposition_table:
                 self._tt[p.key] = (value, priors)
-            self._expand(p.node, p.moves, priors, value, p.gives_check)
-            self.tree.backup(p.path, p.nodes, p.node, value)
+            self._expand(p.node, p.moves, priors, value, p.gives_check, p.mates)
+            self.tree.backup(p.path, p.nodes, p.node, self._leaf_value(p.node, value))
             self._nodes += 1
             self._evals += 1
         self._pending = []
@@ -765,90 +783,58 @@ class MCTS(Search):
             tree.backup(path, nodes, node, value)
             self._nodes += 1
             return None
-        checks = self._checking_moves(moves) if cfg.check_enhancement else []
+        checks = checking_moves(pos, moves) if cfg.check_enhancement or cfg.fix_checkmates else []
+        # Mates in one among the checks: found now, so no node ever misses a mate it has.
+        mates = mates_in_one(pos, moves, checks) if cfg.fix_checkmates else []
         key = self._tt_key(pos)
         if cfg.transposition_table:
             hit = self._tt.get(key)
             if hit is not None:
-                self._expand(node, moves, list(hit[1]), hit[0], checks)
-                tree.backup(path, nodes, node, hit[0])
+                self._expand(node, moves, hit[1], hit[0], checks, mates)
+                tree.backup(path, nodes, node, self._leaf_value(node, hit[0]))
                 self._nodes += 1
                 return None
         tree.nd_state[node] = PENDING
-        self._pending.append(_Pending(node, list(path), list(nodes), moves, key, checks))
+        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates))  # path: fresh per walk
         return Leaf.of(pos, moves)
 
-    def _checking_moves(self, moves: list[int]) -> list[bool]:
-        """Which moves give check (direct or discovered), without making them."""
-        pos = self._pos
-        us = pos.turn
-        them = us ^ 1
-        kbb = pos.pieces[6] & pos.colors[them]
-        out: list[bool] = []
-        if not kbb:
-            return [False for _ in moves]
-        ek = lsb(kbb)
-        own = pos.colors[us]
-        occ = own | pos.colors[them]
-        diag = (pos.pieces[3] | pos.pieces[5]) & own
-        orth = (pos.pieces[4] | pos.pieces[5]) & own
-        # Own pieces that could uncover a slider's line to the king.
-        lines = (_DIAG_RAYS[ek] if diag else 0) | (_ORTH_RAYS[ek] if orth else 0)
-        kb = BB_SQUARES[ek]
-        for m in moves:
-            frm = m & 63
-            to = (m >> 6) & 63
-            drop = m >> 15
-            if drop:
-                pt = drop
-                fb: i64 = 0
-            else:
-                pt = int(pos.mailbox[frm] & 7)
-                fb = BB_SQUARES[frm]
-                if (pt == 6 and (to - frm == 2 or frm - to == 2)) or (pt == 1 and to == pos.ep_square):
-                    out.append(pos.gives_check(m))  # castling and en passant: make the move
-                    continue
-                promo = (m >> 12) & 7
-                if promo:
-                    pt = promo
-            new_occ = (occ & ~fb) | BB_SQUARES[to]
-            tb = BB_SQUARES[to]
-            if pt == 1:
-                check = (BB_PAWN_ATTACKS[us * 64 + to] & kb) != 0
-            elif pt == 2:
-                check = (BB_KNIGHT_ATTACKS[to] & kb) != 0
-            elif pt == 3:
-                check = (bishop_attacks_mask(to, new_occ) & kb) != 0
-            elif pt == 4:
-                check = (rook_attacks_mask(to, new_occ) & kb) != 0
-            elif pt == 5:
-                check = ((bishop_attacks_mask(to, new_occ) | rook_attacks_mask(to, new_occ)) & kb) != 0
-            else:
-                check = False
-            if not check and fb & lines:
-                check = ((bishop_attacks_mask(ek, new_occ) & diag & ~tb & ~fb) != 0
-                         or (rook_attacks_mask(ek, new_occ) & orth & ~tb & ~fb) != 0)
-            out.append(check)
-        return out
+    def _leaf_value(self, node: int, value: float) -> float:
+        """The value a new node backs up: exact once it is proven (a mate in one found)."""
+        return self.tree.proven_value(node) if self.tree.nd_proven[node] != UNKNOWN else value
 
-    def _expand(self, node: int, moves: list[int], priors: list[float], value: float, checks: list[bool]) -> None:
+    def _expand(self, node: int, moves: list[int], priors: list[float], value: float, checks: list[bool],
+                mates: list[int]) -> None:
         cfg = self.config
-        priors = list(priors)  # the transposition table keeps the evaluator's own priors
         if cfg.check_enhancement and checks:
             top = max(priors) if priors else 0.0
             bonus = min(0.1, cfg.check_factor * top) if cfg.check_cap else cfg.check_factor * top
+            boosted: list[float] = []
             changed = False
+            total = 0.0
             for i in range(len(priors)):
-                if checks[i] and priors[i] < cfg.check_prior_threshold:
-                    priors[i] += bonus
+                p = priors[i]
+                if checks[i] and p < cfg.check_prior_threshold:
+                    p += bonus
                     changed = True
+                boosted.append(p)
+                total += p
             if changed:
-                total = sum(priors)
-                priors = [p / total for p in priors]
-        self.tree.expand(node, moves, priors, value)
+                # A new list: the transposition table keeps the evaluator's own priors.
+                priors = [p / total for p in boosted]
+        tree = self.tree
+        tree.expand(node, moves, priors, value)
+        if mates:
+            # Fix checkmates: the mated children exist at once as terminal nodes, the node is won.
+            e0 = int(tree.nd_edge0[node])
+            for i in mates:
+                child = tree.new_node(0)
+                tree.nd_state[child] = TERMINAL
+                tree.nd_value[child] = -cfg.mate_value
+                tree.nd_proven[child] = LOSS
+                tree.ed_child[e0 + i] = child
+            tree.update_proven(node)
         if node == self.root:
             self._apply_root_noise()
-        # fix checkmates / solver: a terminal child is only known once visited; nothing to do here.
 
     def _apply_root_noise(self) -> None:
         """Dirichlet noise (AlphaZero) and SixtyFour's uniform prior noise on the root priors."""
@@ -882,6 +868,14 @@ class MCTS(Search):
         e0 = int(tree.nd_edge0[self.root])
         return [(int(tree.ed_move[e]), int(tree.ed_n[e]), tree.edge_q(e), tree.ed_prior[e])
                 for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
+
+    def root_q_pv(self) -> list[float]:
+        """Q of every root edge after the principal-variation rule (same order as root_stats)."""
+        tree = self.tree
+        if self.root < 0 or tree.nd_state[self.root] != EXPANDED:
+            return []
+        e0 = int(tree.nd_edge0[self.root])
+        return [self.q_with_pv(e) for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
 
     def q_with_pv(self, e: int) -> float:
         """Q of root edge e, lowered to the Q met ``q_pv_depth`` plies down its principal variation

@@ -132,6 +132,10 @@ class Factory:
             e = RandomEngine("illegal", illegal=True)
         elif name == "slow":
             e = RandomEngine("slow", sleep=0.05)
+        elif name == "dies-on-start":  # starts once (the check before the games), then never again
+            if any(m.name == "dies-on-start" for m in self.made):
+                raise RuntimeError("engine process exited at start-up")
+            e = RandomEngine("dies-on-start")
         else:
             raise EngineError(f"unknown engine {name!r}")
         self.made.append(e)

@@ -16,6 +16,7 @@ from search.base import Limits
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_uci.py"
 WATCHDOG = 1.5  # seconds: the fakes' timeout option
+pytestmark = pytest.mark.timeout(300)
 
 
 def fake(mode: str, *extra: str, timeout: float = WATCHDOG, startup: float = 10.0) -> ExternalEngine:

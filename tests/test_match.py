@@ -113,6 +113,16 @@ def test_forfeits_are_recorded_and_run_goes_on(tmp_path: Path) -> None:
     assert crashers and all(isinstance(e, RandomEngine) and e.closed for e in crashers)
 
 
+def test_engine_that_cannot_start_forfeits(tmp_path: Path) -> None:
+    with Store(tmp_path / "r.sqlite") as st:
+        M.play(tasks("dies-on-start", "random", 4), st, Factory(), concurrency=2, progress=False)
+        games = st.games()
+    assert len(games) == 4
+    for g in games:
+        assert g.reason.startswith("forfeit: cannot start: RuntimeError") and g.score_for("dies-on-start") == 0.0
+        assert g.moves == []
+
+
 def test_resign_and_draw_adjudication(tmp_path: Path) -> None:
     f = Factory()
     adj = M.Adjudication(resign_moves=5, resign_cp=600, draw_from_move=1, draw_moves=4, draw_cp=20, max_plies=0)
@@ -325,3 +335,14 @@ def test_pgn_comment_format() -> None:
     assert move_comment(MoveStat(80, 0.1, None, 3, 5)) == "+M3/5 80"
     assert move_comment(MoveStat(80, 0.1, None, -2, 5)) == "-M2/5 80"
     assert move_comment(MoveStat(80, 0.1)) == ""
+
+
+def test_ray_backend_local(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    with Store(tmp_path / "r.sqlite") as st:
+        s = M.play(tasks("stepped", "random", 4), st, Factory(), concurrency=2, workers=2, backend="ray",
+                   adjudication=quick_adj(), progress=False)
+        assert s.played == 4 and len(st) == 4
+        assert s.eval_calls > 0  # the stepped engines' evaluations happened in the actors
+        s2 = M.play(tasks("stepped", "random", 4), st, Factory(), backend="ray", progress=False)
+        assert s2.played == 0 and s2.skipped == 4

@@ -192,3 +192,16 @@ def test_shipped_weights_load_and_have_a_model_card(cls, name):
     assert ev.variants == {"crazyhouse"}
     pos = new_position("crazyhouse")
     assert abs(ev.score(pos)) < 9999
+
+
+def test_bench_encode_runs(capsys):
+    """``searchbench bench encode`` measures; here only that it runs and reports sane shares."""
+    from experiments import cli
+
+    assert cli.main(["bench", "encode", "--batches", "1,4", "--seconds", "0.01", "--json"]) == 0
+    import json
+
+    r = json.loads(capsys.readouterr().out)
+    assert [row["batch"] for row in r["rows"]] == [1, 4]
+    assert all(0 < row["encode_share"] < 1 and row["net_us"] > 0 for row in r["rows"])
+    assert cli.main(["bench", "encode", "--batches", "0"]) == 2

@@ -249,3 +249,31 @@ def test_engines_command_lists_and_explains() -> None:
     bad = _cli("engines", "nope")
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.strip().splitlines()) == 1 and "unknown engine 'nope'" in bad.stderr
+
+
+@pytest.mark.parametrize("name", [n for n in REQUIRED if n not in ("fairy-stockfish", "stockfish", "sjeng")])
+def test_every_in_process_builtin_plays(name: str) -> None:
+    spec = registry.resolve(name)
+    variant = registry.default_variant(spec)
+    try:
+        e = registry.create(spec, variant)
+    except EngineError as err:
+        if "weights file not found" in str(err):
+            pytest.skip(f"no shipped weights: {err}")
+        raise
+    pos = board.new_position(variant)
+    pos.push_uci("e2e4")
+    r = e.play(pos, Limits(nodes=40))
+    assert r.forfeit is None and r.move in pos.legal_moves()
+    assert r.info is not None and r.info.nodes >= 1
+    e.close()
+
+
+def test_spec_strings_round_trip() -> None:
+    for text in ["rise+mcts:nodes=800,qvalue=off", "material-ab:depth=3,quiescence=off", "stockfish:elo=1500",
+                 "material-mcts:preset=vanilla,time.move_overhead=0.1", "sjeng:depth=4,timeout=5"]:
+        spec = registry.resolve(text)
+        again = registry.resolve(spec.name)
+        assert (again.evaluator, again.search, again.options) == (spec.evaluator, spec.search, spec.options)
+        canon = registry.resolve(str(spec))
+        assert (canon.evaluator, canon.search, canon.options) == (spec.evaluator, spec.search, spec.options)

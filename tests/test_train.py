@@ -139,6 +139,10 @@ def test_deepchess_training(zh_data, tmp_path):
     rows = _rows(os.path.join(out, "metrics.csv"))
     assert [r["phase"] for r in rows] == ["ae0", "ae1", "comparator", "comparator"]
     DeepChessEvaluator.load(os.path.join(out, "model.pt"))
+    from experiments import eval_deepchess
+
+    (r,) = eval_deepchess.evaluate([zh_data], [os.path.join(out, "model.pt")], val_fraction=0.3)
+    assert 0 <= r["pair_acc"] <= 1 and 0 <= r["wrapper_sign_acc"] <= 1 and r["wrapper_positions"] > 0
 
 
 def test_train_cli_errors(zh_data, tmp_path, capsys):

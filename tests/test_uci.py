@@ -23,6 +23,17 @@ from engines.uci import UCIServer
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_PLIES = 400
+# python-chess never times out under node and clock limits: a broken front end fails, not hangs
+pytestmark = pytest.mark.timeout(300)
+
+
+def shut(*engines: chess.engine.SimpleEngine) -> None:
+    for e in engines:
+        try:
+            e.quit()
+        except Exception:  # noqa: BLE001 - already failed: make sure the process goes
+            pass
+        e.close()
 PROTOCOL_PREFIXES = ("id ", "option ", "uciok", "readyok", "info ", "bestmove ")
 
 
@@ -68,8 +79,7 @@ def test_full_game_through_popen_uci(variant: str, white: str, black: str) -> No
                 assert key in info, (key, info)
             assert int(info["nodes"]) > 0  # type: ignore[call-overload]
     finally:
-        w.quit()
-        bl.quit()
+        shut(w, bl)
 
 
 class Reader:
@@ -239,3 +249,70 @@ def test_garbage_never_kills_the_loop(lines: list[str]) -> None:
     for line in out.lines():
         assert line.startswith(PROTOCOL_PREFIXES), repr(line)
         assert line.isprintable()
+
+
+def test_undecodable_bytes_and_a_missing_network() -> None:
+    raw = b"\xff\xfe garbage \x00\x01\nisready\nquit\n"
+    out = subprocess.run(uci_command("material-ab"), cwd=ROOT, capture_output=True, input=raw, timeout=60)
+    assert out.returncode == 0
+    lines = out.stdout.decode().splitlines()
+    assert lines[0].startswith("info string unknown command") and lines[-1] == "readyok"
+    missing = subprocess.run(uci_command("rise-mcts:weights=/nonexistent/rise.pt"), cwd=ROOT, capture_output=True,
+                             text=True, input="uci\n", timeout=60)
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert len(missing.stderr.strip().splitlines()) == 1 and "rise" in missing.stderr
+
+
+def test_clock_limits_through_popen_uci() -> None:
+    """cutechess / lichess-bot style: ucinewgame, position ... moves, go wtime/btime/winc/binc."""
+    e = chess.engine.SimpleEngine.popen_uci(uci_command("material-mcts"), cwd=ROOT, timeout=60)
+    try:
+        e.configure({"Threads": 1})
+        b = chess.variant.CrazyhouseBoard()
+        clocks = {chess.WHITE: 3.0, chess.BLACK: 3.0}
+        game = object()
+        for _ in range(6):
+            limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK],
+                                       white_inc=0.05, black_inc=0.05)
+            r = e.play(b, limit, game=game, info=chess.engine.INFO_ALL)
+            assert r.move in b.legal_moves
+            assert "nodes" in r.info and "time" in r.info
+            clocks[b.turn] += 0.05 - float(r.info["time"])  # the engine's own account of its time
+            b.push(r.move)
+        r = e.play(b, chess.engine.Limit(time=0.2), game=game)
+        assert r.move in b.legal_moves
+        r = e.play(b, chess.engine.Limit(depth=2), game=game)
+        assert r.move in b.legal_moves
+    finally:
+        shut(e)
+
+
+def test_bad_option_combination_keeps_the_previous_engine() -> None:
+    s, out = make_server("material-ab:depth=2")
+    s.handle("isready")
+    s.handle("setoption name tt_size value 1000")  # parses, but ABConfig.validate() rejects it
+    s.handle("isready")
+    lines = out.lines()
+    assert any("tt_size" in line and "keeping the previous settings" in line for line in lines)
+    assert lines[-1] == "readyok"
+    s.handle("position startpos")
+    s.handle("go")
+    s.stop_search()
+    best = [line for line in out.lines() if line.startswith("bestmove")]
+    assert len(best) == 1 and best[0] != "bestmove 0000"
+    s.shutdown()
+
+
+def test_network_engine_defaults_to_its_variant() -> None:
+    if not (ROOT / "evaluators" / "weights" / "rise_crazyhouse.pt").exists():
+        pytest.skip("no shipped RISE weights")
+    e = chess.engine.SimpleEngine.popen_uci(uci_command("rise-mcts"), cwd=ROOT, timeout=120)
+    try:
+        assert e.options["UCI_Variant"].default == "crazyhouse"
+        b = chess.variant.CrazyhouseBoard()
+        for _ in range(4):
+            r = e.play(b, chess.engine.Limit(nodes=30), info=chess.engine.INFO_ALL)
+            assert r.move in b.legal_moves and int(r.info["nodes"]) >= 30
+            b.push(r.move)
+    finally:
+        shut(e)

@@ -55,6 +55,7 @@ def main() -> None:
                 sys.exit(3)
             elif mode == "illegal":
                 us, them = board.king(board.turn), board.king(not board.turn)
+                assert us is not None and them is not None
                 out.write(f"bestmove {chess.square_name(us)}{chess.square_name(them)}\n")
             elif mode == "garbage":
                 out.write("bestmove zz99\n")

@@ -1,0 +1,174 @@
+"""The classical bughouse evaluator: material on both boards and in all pockets, partner flows.
+
+Bughouse leaves (the format :mod:`search.bughouse_mcts` sends; ``Leaf.variant == "bughouse"``)
+--------------------------------------------------------------------------------------------
+``Leaf.state`` = ``raw_A + raw_B + (focus, clock_0, clock_1, clock_2, clock_3)``: the two boards'
+``Position.raw_state()`` (16 ints each, ``RAW_*`` indices of :mod:`board.position`), the *focus*
+board whose side to move's team the value is for, and the four seats' clocks in ms (-1 untimed;
+seats as :mod:`board.bughouse`: ``board_id * 2 + color``).
+
+``Leaf.moves`` are *two-board moves* ``board_id << BOARD_SHIFT | move`` (``move`` as
+:mod:`board.moves`; bits 0-17 hold from, to, promotion and drop), board A's first, then board B's.
+The null move on a board, ``board_id << BOARD_SHIFT`` (:func:`sit_move`), is that board's "sit"
+move: its side to move waits (for a piece from the partner, or for the opponents' clocks).
+
+Answer: ``Evaluation.value`` in [-1, 1] for the **team** of the focus board's side to move (team
+as :mod:`board.bughouse`: ``board_id ^ color``), and ``Evaluation.priors`` aligned with
+``Leaf.moves`` that sum to 1 **over each board's moves** (two independent distributions: the
+search picks a board first, then a move on it).
+
+Value
+-----
+Per board ``b`` with ``S_b`` the crazyhouse score for White of :func:`evaluators.classical.white_score_raw`
+(material on the board, pockets worth 20% more, piece-square tables, king safety with drop
+danger), the *flow* ``F_b``: the best immediate capture gain of the side to move on ``b``
+(``victim on the board + victim in the partner's pocket - (attacker + attacker in the opponent's
+partner's pocket if the square is defended)``, at least 0), the material that is about to flow to
+its partner's pocket. For team ``T`` (colour ``T ^ b`` on board ``b``)::
+
+    score_T(b) = ±S_b + FLOW_WEIGHT · (±F_b)         (+ when T plays White / moves on b)
+    v_T(b)     = 2 / (1 + e^(-score_T(b) / 400)) - 1  (the classical evaluator's logistic)
+    value_T    = (v_T(A) + v_T(B)) / 2                (LazyBug: mean of the two boards' values)
+
+Material in every pocket of both boards is counted (each board's ``S`` holds its own pockets),
+so a capture counts twice for the capturing team: the piece leaves the opponent's board and joins
+the partner's pocket.
+
+Priors
+------
+Per board: softmax at temperature 100 cp of :func:`evaluators.classical.move_scores` (capture gain,
+PST gain, promotions, en-prise loss, checks) over the legal moves; if the board's moves include
+its sit move, the sit move gets ``SIT_PRIOR`` (0.01, LazyBug) and the others share ``1 - SIT_PRIOR``.
+"""
+from __future__ import annotations
+
+from typing import Final, Sequence
+
+from board.bitboards import BB_SQUARES
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.classical import (
+    PRIOR_TEMPERATURE, VALUE_SCALE, ZH_POCKET_VALUES, ZH_VALUES, least_attacker, move_scores,
+    score_to_value, softmax, white_score_raw,
+)
+
+BOARD_SHIFT: Final = 18
+MOVE_MASK: Final = (1 << BOARD_SHIFT) - 1
+RAW_LEN: Final = 16
+STATE_LEN: Final = 2 * RAW_LEN + 5
+SIT_PRIOR: Final = 0.01
+FLOW_WEIGHT: Final = 0.5
+
+
+def two_board_move(board_id: int, m: int) -> int:
+    return (board_id << BOARD_SHIFT) | m
+
+
+def sit_move(board_id: int) -> int:
+    return board_id << BOARD_SHIFT
+
+
+def split_move(bm: int) -> tuple[int, int]:
+    """``(board_id, move)`` of a two-board move (move 0 = sit)."""
+    return bm >> BOARD_SHIFT, bm & MOVE_MASK
+
+
+def _piece_on(state: tuple[int, ...], sq: int) -> int:
+    bit = BB_SQUARES[sq]
+    for pt in range(1, 7):
+        if state[1 + pt] & bit:
+            return pt
+    return 0
+
+
+def capture_flow(state: tuple[int, ...], moves: Sequence[int]) -> int:
+    """``F``: the best immediate capture gain (centipawns, >= 0) of the side to move among ``moves``
+    (plain moves of this board), counting the captured piece twice (off the opponent's board, into
+    the partner's pocket) and a defended attacker's loss twice too."""
+    us = state[10]
+    them = us ^ 1
+    occ = state[0] | state[1]
+    best = 0
+    for m in moves:
+        if m >> 15:
+            continue
+        frm = m & 63
+        to = (m >> 6) & 63
+        if not state[them] & BB_SQUARES[to]:
+            continue
+        victim = _piece_on(state, to)
+        attacker = _piece_on(state, frm)
+        gain = int(ZH_VALUES[victim]) + int(ZH_POCKET_VALUES[victim])
+        new_occ = (occ & ~BB_SQUARES[frm]) | BB_SQUARES[to]
+        if attacker != 6 and least_attacker(state, them, to, new_occ):
+            gain -= int(ZH_VALUES[attacker]) + int(ZH_POCKET_VALUES[attacker])
+        if gain > best:
+            best = gain
+    return best
+
+
+def team_board_score(state: tuple[int, ...], board_id: int, team: int, flow: int,
+                     flow_weight: float = FLOW_WEIGHT) -> float:
+    """``score_T(b)`` in centipawns (see the module docstring)."""
+    s = white_score_raw(state, True)
+    color = team ^ board_id
+    if color != 0:
+        s = -s
+    mover_team = board_id ^ state[10]
+    return float(s) + flow_weight * (flow if mover_team == team else -flow)
+
+
+class BughouseClassicalEvaluator(Evaluator):
+    """Classical two-board value (team to move) and per-board priors with the sit move."""
+
+    def __init__(self, value_scale: float = VALUE_SCALE, prior_temperature: float = PRIOR_TEMPERATURE,
+                 sit_prior: float = SIT_PRIOR, flow_weight: float = FLOW_WEIGHT) -> None:
+        if value_scale <= 0 or prior_temperature <= 0 or not 0.0 < sit_prior < 1.0 or flow_weight < 0:
+            raise EvaluatorError("bughouse evaluator: scales must be positive and the sit prior in (0, 1)")
+        self.name = "bughouse-classical"
+        self.variants = frozenset({"bughouse"})
+        self.value_scale = value_scale
+        self.prior_temperature = prior_temperature
+        self.sit_prior = sit_prior
+        self.flow_weight = flow_weight
+
+    def serves(self) -> frozenset[str]:
+        return frozenset({POLICY_VALUE})
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        return [self.evaluate_one(leaf) for leaf in leaves]
+
+    def evaluate_one(self, leaf: Leaf) -> Evaluation:
+        st = leaf.state
+        if leaf.variant != "bughouse" or len(st) != STATE_LEN:
+            raise EvaluatorError(f"{self.name} evaluates two-board bughouse leaves "
+                                 f"(state of {STATE_LEN} ints), got a {leaf.variant} leaf of {len(st)}")
+        states = (st[:RAW_LEN], st[RAW_LEN:2 * RAW_LEN])
+        focus = st[2 * RAW_LEN]
+        per_board: list[list[int]] = [[], []]
+        for bm in leaf.moves:
+            per_board[bm >> BOARD_SHIFT].append(bm & MOVE_MASK)
+        team = focus ^ states[focus][10]
+        value = 0.0
+        for b in range(2):
+            flow = capture_flow(states[b], [m for m in per_board[b] if m])
+            cp = team_board_score(states[b], b, team, flow, self.flow_weight)
+            value += score_to_value(cp * (VALUE_SCALE / self.value_scale))
+        value /= 2.0
+        board_priors: list[list[float]] = []
+        for b in range(2):
+            real = [m for m in per_board[b] if m]
+            p = softmax(move_scores(states[b], real, True), self.prior_temperature)
+            has_sit = len(real) != len(per_board[b])
+            if has_sit:
+                p = [x * (1.0 - self.sit_prior) for x in p] if real else []
+            board_priors.append(p)
+        priors: list[float] = []
+        idx = [0, 0]
+        for bm in leaf.moves:
+            b = bm >> BOARD_SHIFT
+            if bm & MOVE_MASK == 0:
+                priors.append(self.sit_prior if per_board[b] != [0] else 1.0)
+            else:
+                priors.append(board_priors[b][idx[b]])
+                idx[b] += 1
+        return Evaluation(value, priors)

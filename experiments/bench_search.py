@@ -1,0 +1,256 @@
+"""``searchbench bench search``: our searches against their peers, side by side in one run.
+
+Three measurements, each on the same positions for both sides, in the same process:
+
+* MCTS overhead: simulations per second with a zero-cost evaluator (value 0, uniform priors), our
+  :class:`search.mcts.MCTS` (CrazyAra defaults, batch 8) against OpenSpiel's Python
+  ``open_spiel.python.algorithms.mcts.MCTSBot`` (C++ game states, Python tree) with the same
+  zero-cost evaluator.  Goal: ratio >= 10.
+* MCTS with a neural network (when ``evaluators.rise`` and its weights load): MCTS simulations per
+  second against the network's raw throughput (``evaluate`` of the very batches the search asked for,
+  replayed),
+  as a fraction, best of five runs each.  Goal: >= 90%.
+* Alpha-beta: positions per second of our :class:`search.alphabeta.AlphaBeta` with the classical
+  evaluator against a straightforward alpha-beta negamax over python-chess boards that scores its
+  leaves with the same evaluation function (material, PST, pockets, king safety), fixed depth,
+  captures first.  Goal: ratio >= 10.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Sequence
+
+import chess
+import chess.variant
+
+import board
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
+from evaluators.classical import ClassicalEvaluator, white_score_bb
+from search.alphabeta import AlphaBeta
+from search.base import Limits
+from search.mcts import MCTS, MCTSConfig
+
+POSITIONS: dict[str, list[str]] = {
+    "chess": [
+        board.STARTING_FEN,
+        "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+    ],
+    "crazyhouse": [
+        board.CRAZYHOUSE_STARTING_FEN,
+        "r1bqk2r/pppp1ppp/2n1p3/4P3/1b1Pn3/2NB1N2/PPP2PPP/R1BQK2R[] b KQkq - 0 1",
+        "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22",
+    ],
+}
+MATE: int = 30000
+
+
+class ZeroEvaluator(Evaluator):
+    """A zero-cost evaluator: value 0 and uniform priors (measures the search's own overhead)."""
+
+    name = "zero"
+
+    def serves(self) -> frozenset[str]:
+        return frozenset({POLICY_VALUE})
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        out = []
+        for leaf in leaves:
+            n = len(leaf.moves)
+            out.append(Evaluation(0.0, [1.0 / n] * n))
+        return out
+
+
+# ------------------------------------------------------------------ MCTS overhead
+
+def ours_mcts(variant: str, fens: list[str], sims: int, cfg: MCTSConfig | None = None) -> dict[str, float]:
+    ev = ZeroEvaluator()
+    total = 0
+    t = 0.0
+    for fen in fens:
+        m = MCTS(ev, cfg, random.Random(0))
+        pos = board.new_position(variant, fen)
+        t0 = time.perf_counter()
+        r = m.run(pos, Limits(nodes=sims))
+        t += time.perf_counter() - t0
+        total += r.nodes
+    return {"sims": total, "time": t, "sims_per_s": total / t if t > 0 else 0.0}
+
+
+def openspiel_mcts(variant: str, fens: list[str], sims: int) -> dict[str, float] | None:
+    try:
+        import numpy as np
+        import pyspiel
+        from open_spiel.python.algorithms import mcts as os_mcts
+    except ImportError:
+        return None
+
+    class Zero(os_mcts.Evaluator):  # type: ignore[misc]
+        def evaluate(self, state: Any) -> Any:
+            return np.zeros(2)
+
+        def prior(self, state: Any) -> list[tuple[int, float]]:
+            acts = state.legal_actions()
+            return [(a, 1.0 / len(acts)) for a in acts]
+
+    game = pyspiel.load_game(variant)
+    bot = os_mcts.MCTSBot(game, uct_c=2.5, max_simulations=sims, evaluator=Zero(), solve=False,
+                          random_state=np.random.RandomState(0))
+    t = 0.0
+    total = 0
+    for fen in fens:
+        state = game.new_initial_state(fen)
+        t0 = time.perf_counter()
+        bot.mcts_search(state)
+        t += time.perf_counter() - t0
+        total += sims
+    return {"sims": total, "time": t, "sims_per_s": total / t if t > 0 else 0.0}
+
+
+# ------------------------------------------------------------------ MCTS with a network
+
+def nn_fraction(sims: int, batch: int = 8, repeats: int = 5) -> dict[str, Any]:
+    """MCTS nodes/s with the RISE network against the network's raw throughput on the very batches
+    that search asked for (replayed; nearly all of ``batch`` leaves), best of ``repeats`` each (the
+    machine is shared: best-of filters out the time others take)."""
+    try:
+        from evaluators.rise import RiseEvaluator
+        ev = RiseEvaluator.load(threads=1)
+    except Exception as e:  # noqa: BLE001  (missing module or weights: the line is skipped)
+        return {"skipped": f"no RISE evaluator ({type(e).__name__}: {e})"}
+    variant = ev.variant
+    pos = board.new_position(variant, POSITIONS[variant][1] if variant in POSITIONS else None)
+    cfg = MCTSConfig(batch_size=batch)
+    best_nodes = best_evals = best_raw = 0.0
+    for _ in range(repeats):
+        m = MCTS(ev, cfg, random.Random(0))
+        batches: list[list[Leaf]] = []
+        t0 = time.perf_counter()
+        m.start(pos, Limits(nodes=sims))
+        while not m.done():
+            leaves = m.ask()
+            if leaves:
+                batches.append(leaves)
+                m.tell(ev.evaluate(leaves))
+        dt = time.perf_counter() - t0
+        r = m.result()
+        best_nodes = max(best_nodes, r.nodes / dt)
+        best_evals = max(best_evals, r.evals / dt)
+        t0 = time.perf_counter()
+        for b in batches:
+            ev.evaluate(b)
+        best_raw = max(best_raw, sum(len(b) for b in batches) / (time.perf_counter() - t0))
+    return {"variant": variant, "batch": batch, "raw_evals_per_s": best_raw, "mcts_nodes_per_s": best_nodes,
+            "mcts_evals_per_s": best_evals, "fraction_nodes": best_nodes / best_raw,
+            "fraction_evals": best_evals / best_raw}
+
+
+# ------------------------------------------------------------------ alpha-beta
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def pc_white_score(b: chess.Board, zh: bool) -> int:
+    """The classical evaluation of a python-chess board (same function, python-chess bitboards)."""
+    pockets = 0
+    if zh:
+        assert isinstance(b, chess.variant.CrazyhouseBoard)
+        for color in (0, 1):
+            pocket = b.pockets[chess.WHITE if color == 0 else chess.BLACK]
+            for pt in range(1, 6):
+                pockets |= pocket.count(pt) << ((color * 5 + pt - 1) * 6)
+    return white_score_bb(zh, _signed(b.occupied_co[chess.WHITE]), _signed(b.occupied_co[chess.BLACK]),
+                          _signed(b.pawns), _signed(b.knights), _signed(b.bishops), _signed(b.rooks),
+                          _signed(b.queens), _signed(b.kings), pockets)
+
+
+def pc_negamax(b: chess.Board, depth: int, alpha: int, beta: int, zh: bool, count: list[int]) -> int:
+    count[0] += 1
+    moves = list(b.legal_moves)
+    if not moves:
+        return -MATE if b.is_check() else 0
+    if depth == 0:
+        s = pc_white_score(b, zh)
+        return s if b.turn == chess.WHITE else -s
+    moves.sort(key=lambda m: not b.is_capture(m))
+    best = -MATE - 1
+    for m in moves:
+        b.push(m)
+        score = -pc_negamax(b, depth - 1, -beta, -alpha, zh, count)
+        b.pop()
+        if score > best:
+            best = score
+            if score > alpha:
+                alpha = score
+                if alpha >= beta:
+                    break
+    return best
+
+
+def pc_alphabeta(variant: str, fens: list[str], depth: int) -> dict[str, float]:
+    count = [0]
+    t0 = time.perf_counter()
+    for fen in fens:
+        b = chess.variant.CrazyhouseBoard(fen) if variant == "crazyhouse" else chess.Board(fen)
+        pc_negamax(b, depth, -MATE - 1, MATE + 1, variant == "crazyhouse", count)
+    t = time.perf_counter() - t0
+    return {"nodes": count[0], "time": t, "nodes_per_s": count[0] / t if t > 0 else 0.0}
+
+
+def ours_alphabeta(variant: str, fens: list[str], nodes: int) -> dict[str, float]:
+    ev = ClassicalEvaluator()
+    total = 0
+    t = 0.0
+    for fen in fens:
+        r = AlphaBeta(ev).run(board.new_position(variant, fen), Limits(nodes=nodes))
+        total += r.nodes
+        t += r.time
+    return {"nodes": total, "time": t, "nodes_per_s": total / t if t > 0 else 0.0}
+
+
+# ------------------------------------------------------------------ the whole run
+
+def run(variants: Sequence[str] = ("chess", "crazyhouse"), sims: int = 3000, ab_nodes: int = 100_000,
+        pc_depth: int = 3, nn_sims: int = 400) -> dict[str, Any]:
+    out: dict[str, Any] = {"mcts_overhead": {}, "alphabeta": {}, "nn": None}
+    for variant in variants:
+        fens = POSITIONS[variant]
+        ours = ours_mcts(variant, fens, sims)
+        vanilla = ours_mcts(variant, fens, sims, MCTSConfig.vanilla())
+        peer = openspiel_mcts(variant, fens, sims)
+        out["mcts_overhead"][variant] = {
+            "ours": ours, "ours_vanilla": vanilla, "openspiel": peer,
+            "ratio": ours["sims_per_s"] / peer["sims_per_s"] if peer and peer["sims_per_s"] > 0 else None,
+        }
+        ab = ours_alphabeta(variant, fens, ab_nodes)
+        pc = pc_alphabeta(variant, fens, pc_depth if variant == "chess" else max(1, pc_depth - 1))
+        out["alphabeta"][variant] = {"ours": ab, "python_chess": pc,
+                                     "ratio": ab["nodes_per_s"] / pc["nodes_per_s"] if pc["nodes_per_s"] else None}
+    out["nn"] = nn_fraction(nn_sims)
+    return out
+
+
+def format_table(r: dict[str, Any]) -> str:
+    lines = ["MCTS overhead, zero-cost evaluator (simulations/s; goal: ratio >= 10)"]
+    for variant, d in r["mcts_overhead"].items():
+        peer = d["openspiel"]
+        peer_txt = f"{peer['sims_per_s']:>10.0f}" if peer else "  (open-spiel not installed)"
+        ratio = f"{d['ratio']:.1f}x" if d["ratio"] else "-"
+        lines.append(f"  {variant:<11} ours {d['ours']['sims_per_s']:>9.0f}  (vanilla {d['ours_vanilla']['sims_per_s']:.0f})"
+                     f"  OpenSpiel MCTSBot {peer_txt}  ratio {ratio}")
+    lines.append("Alpha-beta, classical evaluator (positions/s; goal: ratio >= 10)")
+    for variant, d in r["alphabeta"].items():
+        ratio = f"{d['ratio']:.1f}x" if d["ratio"] else "-"
+        lines.append(f"  {variant:<11} ours {d['ours']['nodes_per_s']:>9.0f}  python-chess negamax "
+                     f"{d['python_chess']['nodes_per_s']:>9.0f}  ratio {ratio}")
+    nn = r["nn"]
+    lines.append("MCTS with a network (goal: >= 90% of the raw batched throughput)")
+    if nn is None or "skipped" in nn:
+        lines.append(f"  skipped: {nn['skipped'] if nn else 'not run'}")
+    else:
+        lines.append(f"  {nn['variant']} batch {nn['batch']}: raw {nn['raw_evals_per_s']:.0f} evals/s, MCTS "
+                     f"{nn['mcts_nodes_per_s']:.0f} nodes/s ({nn['mcts_evals_per_s']:.0f} evals/s): "
+                     f"{100 * nn['fraction_nodes']:.0f}% by nodes, {100 * nn['fraction_evals']:.0f}% by evals")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""The Ray backend of the match runner (``--backend ray [--ray-address ADDR]``).
+
+Each worker is a Ray actor holding one engine set (its own :class:`experiments.match.Runner`, so
+the games of an actor still pool their evaluations), requesting real CPUs (``num_cpus=1`` each, or
+``cpus_per_worker``).  Tasks are pulled from a Ray queue as slots free up; every finished game is
+pushed to a result queue at once and committed by the driver, the one process that writes the
+SQLite store, so resume and "never a game twice" work exactly as with local processes.  Without an
+address a local Ray instance is started with as many CPUs as workers, and stopped at the end.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+from experiments.match import Adjudication, EngineFactory, GameTask, MatchError, Runner, RunStats
+from experiments.store import GameRecord
+
+STOP_POLL_SECONDS = 0.5
+
+
+class _Worker:
+    """The body of a Ray actor: runs a pooled :class:`Runner` over tasks from a Ray queue."""
+
+    def run(self, task_q: Any, result_q: Any, stop_q: Any, factory: EngineFactory, variant: str, concurrency: int,
+            adjudication: Adjudication, settings: dict[str, dict[str, Any]]) -> tuple[int, int]:
+        from ray.util.queue import Empty
+
+        state = {"stopped": False, "last": 0.0}
+
+        def stop() -> bool:  # a remote call per step would be slow: look at most twice a second
+            now = time.monotonic()
+            if not state["stopped"] and now - float(state["last"]) >= STOP_POLL_SECONDS:
+                state["last"] = now
+                state["stopped"] = not stop_q.empty()
+            return bool(state["stopped"])
+
+        def tasks() -> Any:
+            while True:
+                try:
+                    yield task_q.get_nowait()
+                except Empty:
+                    return
+
+        runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
+                        settings=settings)
+        runner.run(tasks())
+        return runner.eval_calls, runner.eval_leaves
+
+
+def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
+             adjudication: Adjudication, settings: dict[str, dict[str, Any]], commit: Callable[[GameRecord], None],
+             stop: Callable[[], bool], stats: RunStats, address: str | None = None,
+             cpus_per_worker: float = 1.0) -> None:
+    try:
+        import ray
+        from ray.util.queue import Empty, Queue
+    except ImportError:
+        raise MatchError("the ray backend needs the 'ray' package (pip install ray)") from None
+    started = False
+    if not ray.is_initialized():
+        kw: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        if address:
+            kw["address"] = address
+        else:
+            kw["num_cpus"] = max(1, int(workers * cpus_per_worker + 0.999))
+            # local workers import this checkout (and the tests' helpers) like the driver
+            kw["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}}
+        try:
+            ray.init(**kw)
+        except Exception as e:  # noqa: BLE001 - e.g. no cluster at the address
+            raise MatchError(f"cannot start or reach Ray ({address or 'local'}): {e}") from None
+        started = True
+    try:
+        task_q, result_q, stop_q = Queue(), Queue(), Queue()
+        task_q.put_nowait_batch(list(todo))
+        actor_cls: Any = ray.remote(num_cpus=cpus_per_worker)(_Worker)
+        per = max(1, concurrency // workers)
+        actors: list[Any] = [actor_cls.remote() for _ in range(workers)]
+        refs = [a.run.remote(task_q, result_q, stop_q, factory, variant, per, adjudication, settings)
+                for a in actors]
+        pending = list(refs)
+        error: str | None = None
+        stopping = False
+        while True:
+            try:
+                rec = result_q.get(timeout=0.5)
+            except Empty:
+                rec = None
+            if rec is not None:
+                commit(rec)
+                continue
+            if not stopping and stop():
+                stop_q.put(True)
+                stopping = True
+            done, pending = ray.wait(pending, timeout=0) if pending else ([], [])
+            for ref in done:
+                try:
+                    calls, leaves = ray.get(ref)
+                    stats.eval_calls += calls
+                    stats.eval_leaves += leaves
+                except Exception as e:  # noqa: BLE001 - a failed actor: report once, stop the others
+                    error = error or f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    stop_q.put(True)
+            if not pending and result_q.empty():
+                break
+        if error is not None:
+            raise MatchError(f"a Ray worker failed: {error}")
+    finally:
+        if started:
+            ray.shutdown()
+

@@ -1,0 +1,545 @@
+"""LazyBug-style bughouse MCTS: one tree over both boards, the "sit" move, simulated clocks.
+
+Notation (as search/mcts.py and minigo; SPEC.md section 4, "Bughouse MCTS (LazyBug)")
+----------------------------------------------------------------------------------
+A node ``s`` is a two-board position (both boards, all pockets, the four seats' simulated clocks,
+and which board, if any, is *sitting*). Both boards always have a side to move; an edge ``(s, b, a)``
+is a move ``a`` on board ``b`` (a legal move, or ``sit``: board b's side to move waits).
+
+- Teams, seats, boards as :mod:`board.bughouse` (team = ``board_id ^ color``). Values are **team
+  values**: ``W(s, b, a)`` sums the backed-up values from the point of view of the team that moves
+  on board ``b`` at ``s``; ``Q(s, b, a) = W / N``, ``Q = fpu`` (-1, LazyBug) while ``N(s, b, a) = 0``.
+- ``N(s, b) = Σ_a N(s, b, a)`` per board (virtual visits included), ``P(s, b, a)`` the evaluator's
+  prior (a distribution per board, see :mod:`evaluators.bughouse_classical`).
+- Selection at ``s``: first the board. At the root our own board with probability ``root_own_p``
+  (0.9), below the root each board with 1/2; only boards with edges, and only board ``1 - b``
+  while board ``b`` sits. Then ``argmax_a Q(s, b, a) + U(s, b, a)`` with
+  ``U = cpuct(N(s, b)) · P(s, b, a) · sqrt(max(N(s, b), 1)) / (1 + N(s, b, a))`` and
+  ``cpuct(N) = 1.5 · ln((1 + N + 19652) / 19652) + 2.0`` (LazyBug).
+- Virtual loss: an edge with ``k`` leaves in flight below it counts ``virtual_loss · k`` extra
+  visits of value -1 each, so the leaves of one batch spread out.
+- Leaf value: the evaluator's team value (mean of the two boards' values); terminal nodes get the
+  exact +-1 (real checkmate, simulated flag) or 0 (blocked, untimed).
+- ``sit`` on board ``b`` (prior 0.01 from the evaluator) leads to the same position with board ``b``
+  sitting: only board ``1 - b`` moves there, and the sit edge's Q becomes the value of the best
+  move on the other board (LazyBug: "valued as the best move on the other board"). It is allowed when
+  the partner is to move on the other board and is not sitting, or when waiting wins on time (the
+  other board's mover is an opponent with less simulated time than ours); in both cases the other
+  board must have a legal move. A move on the other board ends the sit.
+- Clocks (timed games): each seat's clock in ms is an input of every node. Simulating a move by
+  seat ``x`` takes ``dt(x)`` = the average of ``x``'s last 5 move times (``default_move_ms`` before
+  any): ``x``'s clock loses ``dt`` and gains the increment, and the clock of the side to move on
+  the other board runs for the same ``dt``. A clock at or below 0 is a flag: a terminal loss.
+
+The final-move rule is :meth:`BughouseMCTS.choose_move` (the only place it is decided): sit when the
+other board got more than ``sit_ratio`` (1.4) times our board's visits (the visits through our
+sit edge count for the other board) and sitting is allowed, or when our board has no legal move;
+else our board's most visited move (ties: higher prior).
+
+Node accounting as :mod:`search.base`: ``nodes`` = simulations (leaves backed up, terminals
+included), ``evals`` = leaves sent to the evaluator. No transposition table (a two-board key with
+clocks and sit state rarely repeats within one search), no tree reuse: each move starts afresh.
+
+This module is plain Python (not in ``MYPYC_MODULES``): its cost is dominated by the evaluator
+and the compiled move generator.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Final, Sequence
+
+from board.bughouse import BughouseGame, seat_of, team_of
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
+
+# Two-board move encoding shared with the bughouse evaluators (evaluators/bughouse_classical.py):
+# board_id << BOARD_SHIFT | move; move 0 (the null move) on a board is that board's "sit".
+BOARD_SHIFT: Final = 18
+MOVE_MASK: Final = (1 << BOARD_SHIFT) - 1
+SIT: Final = 0
+
+NEW: Final = 0
+PENDING: Final = 1
+EXPANDED: Final = 2
+TERMINAL: Final = 3
+
+
+class BughouseSearchError(ValueError):
+    """A bad bughouse search setting or call (one-line message)."""
+
+
+@dataclass
+class BughouseMCTSConfig:
+    """LazyBug's parameters (SPEC.md section 4)."""
+
+    cpuct_init: float = 2.0
+    cpuct_factor: float = 1.5
+    cpuct_base: float = 19652.0
+    fpu: float = -1.0
+    virtual_loss: int = 3
+    batch_size: int = 8
+    root_own_p: float = 0.9
+    sit_ratio: float = 1.4
+    recent_moves: int = 5
+    default_move_ms: int = 1000
+    default_nodes: int = 800
+
+    def validate(self) -> None:
+        if not 0.0 <= self.root_own_p <= 1.0:
+            raise BughouseSearchError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
+        if self.batch_size < 1 or self.virtual_loss < 0 or self.recent_moves < 1:
+            raise BughouseSearchError("batch_size and recent_moves must be >= 1, virtual_loss >= 0")
+        if self.sit_ratio <= 0 or self.cpuct_base <= 0 or self.default_nodes < 1:
+            raise BughouseSearchError("sit_ratio, cpuct_base and default_nodes must be positive")
+
+
+@dataclass
+class BughouseLimits:
+    """When to stop: simulations and/or seconds (the server derives seconds from the clock)."""
+
+    nodes: int | None = None
+    movetime: float | None = None
+
+
+@dataclass
+class BughouseResult:
+    """The decision for our seat: ``move`` on ``board_id``, or ``move == SIT`` (wait)."""
+
+    board_id: int
+    move: int
+    value: float = 0.0  # our team's value of the root
+    nodes: int = 0
+    evals: int = 0
+    time: float = 0.0
+    own_visits: int = 0
+    other_visits: int = 0
+    pv: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def sit(self) -> bool:
+        return self.move == SIT
+
+
+def cpuct(cfg: BughouseMCTSConfig, n: float) -> float:
+    return cfg.cpuct_factor * math.log((1.0 + n + cfg.cpuct_base) / cfg.cpuct_base) + cfg.cpuct_init
+
+
+def recent_move_ms(game: BughouseGame, n: int = 5) -> list[list[int]]:
+    """Per seat, the thinking times (ms) of its last ``n`` moves in a timed game ([] if untimed)."""
+    out: list[list[int]] = [[], [], [], []]
+    if not game.timed:
+        return out
+    last = [0, 0]
+    replay = BughouseGame(game.root_fen)
+    for (bid, m), t in zip(game.move_stack, game._times):
+        seat = seat_of(bid, replay.boards[bid].turn)
+        if t >= 0:
+            out[seat].append(t - last[bid])
+            last[bid] = t
+        replay.push(bid, m)
+    return [v[-n:] for v in out]
+
+
+class _Node:
+    """A two-board node: per board its edges (moves, priors, N, W, virtual loss, children)."""
+
+    __slots__ = ("state", "value", "moves", "priors", "n", "w", "vl", "children", "sit_board", "clocks",
+                 "movers")
+
+    def __init__(self, sit_board: int, clocks: list[int] | None) -> None:
+        self.state = NEW
+        self.value = 0.0            # team-0 value (evaluator's or exact)
+        self.moves: list[list[int]] = [[], []]
+        self.priors: list[list[float]] = [[], []]
+        self.n: list[list[int]] = [[], []]
+        self.w: list[list[float]] = [[], []]
+        self.vl: list[list[int]] = [[], []]
+        self.children: list[list[_Node | None]] = [[], []]
+        self.sit_board = sit_board
+        self.clocks = clocks
+        self.movers = (0, 0)        # team of the side to move on each board
+
+    def board_visits(self, b: int) -> int:
+        return sum(self.n[b])
+
+
+class BughouseMCTS:
+    """LazyBug-style MCTS for one seat, ask/tell-steppable like :class:`search.base.Search`."""
+
+    def __init__(self, evaluator: Evaluator, config: BughouseMCTSConfig | None = None,
+                 rng: random.Random | None = None) -> None:
+        require(evaluator, POLICY_VALUE, "bughouse")
+        self.evaluator = evaluator
+        self.config = config or BughouseMCTSConfig()
+        self.config.validate()
+        self.rng = rng if rng is not None else random.Random(0)
+        self.game: BughouseGame | None = None
+        self.root: _Node | None = None
+        self.own_board = 0
+        self._pending: list[tuple[_Node, list[tuple[_Node, int, int]], list[int]]] = []
+        self._stopped = False
+        self._nodes = 0
+        self._evals = 0
+
+    # ------------------------------------------------------------------ setup
+
+    def start(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,
+              at_ms: int = -1, partner_sitting: bool = False,
+              move_ms: Sequence[Sequence[int]] | None = None) -> None:
+        """Search for the side to move on ``board_id`` of ``game`` (a private copy is taken).
+        ``at_ms``: the game time now (clocks of the sides to move are counted up to it);
+        ``partner_sitting``: our partner has declared a sit; ``move_ms``: recent thinking times per
+        seat (default: from the game's move times)."""
+        if board_id not in (0, 1):
+            raise BughouseSearchError(f"board_id must be 0 or 1, got {board_id}")
+        self.game = game.copy()
+        self.own_board = board_id
+        self.limits = limits or BughouseLimits()
+        self._t0 = time.perf_counter()
+        self._nodes = 0
+        self._evals = 0
+        self._stopped = False
+        self._pending = []
+        times = move_ms if move_ms is not None else recent_move_ms(game, self.config.recent_moves)
+        self._dt = [self._avg(times[s]) for s in range(4)]
+        clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
+        partner_board = 1 - board_id
+        own_team = team_of(board_id, game.boards[board_id].turn)
+        sit_board = partner_board if (partner_sitting and
+                                      team_of(partner_board, game.boards[partner_board].turn) == own_team) else -1
+        self.root = _Node(sit_board, clocks)
+
+    def _avg(self, times: Sequence[int]) -> int:
+        recent = list(times)[-self.config.recent_moves:]
+        return max(1, sum(recent) // len(recent)) if recent else self.config.default_move_ms
+
+    # ------------------------------------------------------------------ ask / tell
+
+    def ask(self) -> list[Leaf]:
+        """Up to ``batch_size`` leaves (terminals are backed up at once and not returned)."""
+        if self.root is None:
+            raise BughouseSearchError("ask() before start()")
+        leaves: list[Leaf] = []
+        if self.root.state == NEW:
+            self.root.state = PENDING
+            root_leaf = self._leaf(self.root)
+            self._pending.append((self.root, [], root_leaf.moves))
+            return [root_leaf]
+        for _ in range(self.config.batch_size):
+            if self._limit_reached() or self._nothing_to_choose():
+                break
+            leaf = self._collect()
+            if leaf is None:
+                if self._stuck:  # the walk met a leaf in flight: evaluate the batch first
+                    break
+                continue
+            leaves.append(leaf)
+        return leaves
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        if len(evaluations) != len(self._pending):
+            raise BughouseSearchError(f"tell() got {len(evaluations)} evaluations for {len(self._pending)} leaves")
+        for (node, path, leaf_moves), ev in zip(self._pending, evaluations):
+            self._expand(node, leaf_moves, ev)
+            self._remove_virtual_loss(path)
+            self._backup(path, node.value)
+            self._evals += 1
+        self._pending = []
+        self._check_done()
+
+    def done(self) -> bool:
+        return self._check_done()
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def run(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None, **kw: object) -> BughouseResult:
+        self.start(game, board_id, limits, **kw)  # type: ignore[arg-type]
+        while not self.done():
+            leaves = self.ask()
+            if leaves:
+                self.tell(self.evaluator.evaluate(leaves))
+        return self.result()
+
+    def _check_done(self) -> bool:
+        if self._pending:
+            return False
+        if self._stopped:
+            return True
+        root = self.root
+        if root is None:
+            return True
+        if root.state == TERMINAL:
+            return True
+        if root.state != EXPANDED:
+            return False
+        return self._nothing_to_choose() or self._limit_reached()
+
+    def _nothing_to_choose(self) -> bool:
+        root = self.root
+        if root is None or root.state == TERMINAL:
+            return True
+        return root.state == EXPANDED and (not root.moves[self.own_board] or root.moves[self.own_board] == [SIT])
+
+    def _limit_reached(self) -> bool:
+        """A limit is reached (leaves in flight count as simulations)."""
+        if self._stopped:
+            return True
+        nodes = self.limits.nodes
+        if nodes is None and self.limits.movetime is None:
+            nodes = self.config.default_nodes
+        if nodes is not None and self._nodes >= nodes:
+            return True
+        if self.limits.movetime is not None and time.perf_counter() - self._t0 >= self.limits.movetime:
+            return True
+        return False
+
+    # ------------------------------------------------------------------ tree walk
+
+    _stuck = False
+
+    def _choose_board(self, node: _Node, is_root: bool) -> int:
+        usable = [b for b in (0, 1) if node.moves[b] and node.sit_board != b]
+        if not usable:
+            return -1
+        if len(usable) == 1:
+            return usable[0]
+        p_own = self.config.root_own_p if is_root else 0.5
+        first = self.own_board if is_root else 0
+        return first if self.rng.random() < p_own else 1 - first
+
+    def _select(self, node: _Node, b: int) -> int:
+        cfg = self.config
+        ns = node.n[b]
+        vls = node.vl[b]
+        total = 0
+        for i in range(len(ns)):
+            total += ns[i] + vls[i] * cfg.virtual_loss
+        c = cpuct(cfg, total) * math.sqrt(max(total, 1))
+        best = -1
+        best_score = -1e18
+        for i in range(len(ns)):
+            n = ns[i] + vls[i] * cfg.virtual_loss
+            q = (node.w[b][i] - vls[i] * cfg.virtual_loss) / n if n > 0 else cfg.fpu
+            s = q + c * node.priors[b][i] / (1.0 + n)
+            if s > best_score:
+                best_score = s
+                best = i
+        return best
+
+    def _collect(self) -> Leaf | None:
+        """Walk from the root to a new node, making the moves on the private game; None when the
+        walk ends in a terminal (backed up now) or in a node already in flight."""
+        game = self.game
+        assert game is not None and self.root is not None
+        node = self.root
+        path: list[tuple[_Node, int, int]] = []
+        moves: list[tuple[int, int]] = []
+        self._stuck = False
+        try:
+            while True:
+                if node.state == TERMINAL:
+                    self._backup(path, node.value)
+                    self._nodes += 1
+                    return None
+                if node.state == PENDING:
+                    self._stuck = True
+                    return None
+                if node.state == NEW:
+                    node.state = PENDING
+                    if self._terminal(node):
+                        node.state = TERMINAL
+                        self._backup(path, node.value)
+                        self._nodes += 1
+                        return None
+                    for parent, b, i in path:
+                        parent.vl[b][i] += 1
+                    leaf = self._leaf(node)
+                    self._pending.append((node, list(path), leaf.moves))
+                    self._nodes += 1
+                    return leaf
+                b = self._choose_board(node, not path)
+                if b < 0:  # no board can move (both stuck): decided by the clocks, else a draw
+                    node.state = TERMINAL
+                    node.value = self._stuck_value(node)
+                    continue
+                i = self._select(node, b)
+                child = node.children[b][i]
+                m = node.moves[b][i]
+                if child is None:
+                    child = self._make_child(node, b, m)
+                    node.children[b][i] = child
+                path.append((node, b, i))
+                if m != SIT:
+                    game.push(b, m)
+                    moves.append((b, m))
+                node = child
+        finally:
+            for _ in moves:
+                game.pop()
+
+    def _make_child(self, node: _Node, b: int, m: int) -> _Node:
+        game = self.game
+        assert game is not None
+        if m == SIT:
+            return _Node(b, None if node.clocks is None else list(node.clocks))
+        clocks = None
+        if node.clocks is not None:
+            clocks = list(node.clocks)
+            mover = seat_of(b, game.boards[b].turn)
+            other = seat_of(1 - b, game.boards[1 - b].turn)
+            dt = self._dt[mover]
+            clocks[mover] -= dt
+            if clocks[mover] > 0:
+                clocks[mover] += game.inc_ms
+            clocks[other] -= dt
+        return _Node(-1, clocks)
+
+    def _terminal(self, node: _Node) -> bool:
+        """Set ``node.value`` (team 0) and return True if the game is over at ``node``."""
+        game = self.game
+        assert game is not None
+        for b in (0, 1):
+            if game.boards[b].is_checkmate():
+                loser = team_of(b, game.boards[b].turn)
+                node.value = -1.0 if loser == 0 else 1.0
+                return True
+        if node.clocks is not None:
+            # a simulated move longer than the mover's time left is a flag too (not only the
+            # clocks of the sides to move): the lowest clock at or below 0 lost
+            worst = -1
+            for s in range(4):
+                if node.clocks[s] <= 0 and (worst < 0 or node.clocks[s] < node.clocks[worst]):
+                    worst = s
+            if worst >= 0:
+                node.value = -1.0 if team_of(worst >> 1, worst & 1) == 0 else 1.0
+                return True
+        return False
+
+    def _stuck_value(self, node: _Node) -> float:
+        game = self.game
+        assert game is not None
+        if node.clocks is None:
+            return 0.0
+        s0 = seat_of(0, game.boards[0].turn)
+        s1 = seat_of(1, game.boards[1].turn)
+        loser = s0 if node.clocks[s0] <= node.clocks[s1] else s1
+        return -1.0 if team_of(loser >> 1, loser & 1) == 0 else 1.0
+
+    def _sit_allowed(self, node: _Node, b: int) -> bool:
+        """May board ``b``'s side to move sit at ``node`` (position of the private game)?"""
+        game = self.game
+        assert game is not None
+        o = 1 - b
+        if node.sit_board >= 0 or not game.boards[o].has_legal_moves():
+            return False
+        me = seat_of(b, game.boards[b].turn)
+        other = seat_of(o, game.boards[o].turn)
+        if team_of(o, game.boards[o].turn) == team_of(b, game.boards[b].turn):
+            return True  # the partner is to move and not sitting
+        # waiting wins on time: the opponent to move on the other board flags before us
+        return node.clocks is not None and node.clocks[me] > node.clocks[other]
+
+    def _leaf(self, node: _Node) -> Leaf:
+        game = self.game
+        assert game is not None
+        moves: list[int] = []
+        for b in (0, 1):
+            if node.sit_board == b:
+                continue
+            for m in game.boards[b].legal_moves():
+                moves.append((b << BOARD_SHIFT) | m)
+            if self._sit_allowed(node, b):
+                moves.append(b << BOARD_SHIFT)
+        node.movers = (team_of(0, game.boards[0].turn), team_of(1, game.boards[1].turn))
+        clocks = node.clocks if node.clocks is not None else [-1, -1, -1, -1]
+        state = (game.boards[0].raw_state() + game.boards[1].raw_state()
+                 + (self.own_board, clocks[0], clocks[1], clocks[2], clocks[3]))
+        return Leaf(state, moves, "bughouse")
+
+    def _expand(self, node: _Node, leaf_moves: list[int], ev: Evaluation) -> None:
+        if len(ev.priors) != len(leaf_moves):
+            raise BughouseSearchError(f"evaluator gave {len(ev.priors)} priors for {len(leaf_moves)} moves")
+        for bm, p in zip(leaf_moves, ev.priors):
+            b = bm >> BOARD_SHIFT
+            node.moves[b].append(bm & MOVE_MASK)
+            node.priors[b].append(p)
+            node.n[b].append(0)
+            node.w[b].append(0.0)
+            node.vl[b].append(0)
+            node.children[b].append(None)
+        for b in (0, 1):  # renormalise each board's priors
+            tot = sum(node.priors[b])
+            if tot > 0:
+                node.priors[b] = [p / tot for p in node.priors[b]]
+        focus_team = node.movers[self.own_board]
+        node.value = ev.value if focus_team == 0 else -ev.value
+        node.state = EXPANDED
+
+    def _remove_virtual_loss(self, path: list[tuple[_Node, int, int]]) -> None:
+        for parent, b, i in path:
+            parent.vl[b][i] -= 1
+
+    def _backup(self, path: list[tuple[_Node, int, int]], value0: float) -> None:
+        for parent, b, i in path:
+            parent.n[b][i] += 1
+            parent.w[b][i] += value0 if parent.movers[b] == 0 else -value0
+
+    # ------------------------------------------------------------------ decision
+
+    def choose_move(self) -> tuple[int, int, int]:
+        """``(move, own_visits, other_visits)``: the final-move rule (module docstring)."""
+        root = self.root
+        assert root is not None
+        b = self.own_board
+        own_visits = 0
+        sit_visits = 0
+        best = -1
+        for i, m in enumerate(root.moves[b]):
+            if m == SIT:
+                sit_visits += root.n[b][i]
+                continue
+            own_visits += root.n[b][i]
+            if best < 0 or (root.n[b][i], root.priors[b][i]) > (root.n[b][best], root.priors[b][best]):
+                best = i
+        other_visits = root.board_visits(1 - b) + sit_visits
+        if best < 0:
+            return SIT, own_visits, other_visits
+        if SIT in root.moves[b] and other_visits > self.config.sit_ratio * own_visits:
+            return SIT, own_visits, other_visits
+        return root.moves[b][best], own_visits, other_visits
+
+    def root_evaluated(self) -> bool:
+        return self.root is not None and self.root.state in (EXPANDED, TERMINAL)
+
+    def result(self) -> BughouseResult:
+        root = self.root
+        if root is None or root.state not in (EXPANDED, TERMINAL):
+            raise BughouseSearchError("result() before the root was evaluated")
+        b = self.own_board
+        own_team = root.movers[b] if root.state == EXPANDED else team_of(b, self.game.boards[b].turn)  # type: ignore[union-attr]
+        move, own_v, other_v = self.choose_move() if root.state == EXPANDED else (SIT, 0, 0)
+        value = root.value if own_team == 0 else -root.value
+        visited = own_v + other_v
+        if visited:
+            w = sum(root.w[b]) + sum(root.w[1 - b]) * (1 if root.movers[1 - b] == own_team else -1)
+            value = w / visited
+        return BughouseResult(b, move, value, self._nodes, self._evals, time.perf_counter() - self._t0,
+                              own_v, other_v, self._principal_variation())
+
+    def _principal_variation(self, depth: int = 8) -> list[tuple[int, int]]:
+        pv: list[tuple[int, int]] = []
+        node = self.root
+        while node is not None and node.state == EXPANDED and len(pv) < depth:
+            best: tuple[int, int, int] | None = None
+            for b in (0, 1):
+                for i, n in enumerate(node.n[b]):
+                    if n > 0 and (best is None or n > node.n[best[0]][best[1]]):
+                        best = (b, i, n)
+            if best is None:
+                break
+            pv.append((best[0], node.moves[best[0]][best[1]]))
+            node = node.children[best[0]][best[1]]
+        return pv

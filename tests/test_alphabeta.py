@@ -1,0 +1,174 @@
+"""Alpha-beta: agreement with brute-force minimax, mates (drop mates too), limits, determinism."""
+import os
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import board
+from evaluators.base import POLICY_VALUE, Evaluator, EvaluatorError
+from evaluators.classical import ClassicalEvaluator
+from search.alphabeta import MATE, ABConfig, AlphaBeta
+from search.base import Limits
+
+EV = ClassicalEvaluator()
+PURE = os.environ.get("SEARCHBENCH_PURE") == "1"
+
+# (variant, FEN, mate in N moves for the side to move); distances checked with Stockfish 15.1 and
+# Fairy-Stockfish 11.1 (`go depth 14`).
+MATES = [
+    ("chess", "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", 1),
+    ("chess", "r2qkb1r/pp2nppp/3p4/2pNN1B1/2BnP3/3P4/PPP2PPP/R2bK2R w KQkq - 1 1", 2),
+    ("chess", "7k/8/5K2/8/8/8/8/6R1 w - - 0 1", 2),
+    ("chess", "2r3k1/p4p2/3Rp2p/1p2P1pK/8/1P4P1/P3Q2P/1q6 b - - 0 1", 3),
+    ("crazyhouse", "6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1", 1),            # smothered knight drop
+    ("crazyhouse", "7k/5Kp1/8/8/8/8/8/8[Q] w - - 0 1", 1),              # queen drop
+    ("crazyhouse", "7k/6p1/8/8/8/8/8/7K[QR] w - - 0 1", 2),             # two drops
+    ("crazyhouse", "5rk1/5p1p/6p1/8/8/8/8/6K1[QB] w - - 0 1", 2),       # B@f6/B@h6 then Q@g7
+    ("crazyhouse", "2r3k1/p4p2/3Rp2p/1p2P1pK/8/1P4P1/P3Q2P/1q6[] b - - 0 1", 3),
+]
+DROP_MATE_IN_3 = ("crazyhouse", "8/6k1/8/8/8/8/8/7K[QR] w - - 0 1", 3)
+
+
+def random_position(variant: str, seed: int, plies: int) -> board.Position:
+    rng = random.Random(seed)
+    pos = board.new_position(variant)
+    for _ in range(plies):
+        moves = pos.legal_moves()
+        if not moves or pos.is_game_over():
+            break
+        pos.push(rng.choice(moves))
+    return pos
+
+
+def minimax(pos: board.Position, depth: int, ply: int) -> int:
+    """Plain negamax, no pruning, same terminal rules and leaf score as AlphaBeta."""
+    moves = pos.legal_moves()
+    if not moves:
+        return -MATE + ply if pos.is_check() else 0
+    if ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
+                    or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
+        return 0
+    if depth == 0:
+        return EV.score(pos)
+    best = -10**9
+    for m in moves:
+        pos.push(m)
+        best = max(best, -minimax(pos, depth - 1, ply + 1))
+        pos.pop()
+    return best
+
+
+EXACT = ABConfig(quiescence=False, check_extension=False)
+
+
+@settings(max_examples=12 if PURE else 40)
+@given(st.sampled_from(["chess", "crazyhouse"]), st.integers(0, 10**6), st.integers(0, 50), st.integers(1, 3))
+def test_agrees_with_minimax(variant: str, seed: int, plies: int, depth: int) -> None:
+    pos = random_position(variant, seed, plies)
+    if not pos.legal_moves():
+        return
+    if variant == "crazyhouse" or PURE:
+        depth = min(depth, 2)
+    fen, stack = pos.fen(), pos.move_stack
+    r = AlphaBeta(EV, EXACT).run(pos, Limits(depth=depth))
+    assert pos.fen() == fen and pos.move_stack == stack
+    expected = minimax(pos, depth, 0)
+    assert r.cp == expected
+    # The best move really reaches that score.
+    pos.push(r.best_move)
+    assert -minimax(pos, depth - 1, 1) == expected
+    pos.pop()
+
+
+@pytest.mark.parametrize("variant,fen,n", MATES)
+def test_finds_mates(variant: str, fen: str, n: int) -> None:
+    pos = board.new_position(variant, fen)
+    r = AlphaBeta(EV).run(pos, Limits(depth=2 * n))
+    assert pos.fen() == board.new_position(variant, fen).fen()
+    assert r.mate == n, (board.move_to_uci(r.best_move), r.cp)
+    assert r.cp == MATE - (2 * n - 1)
+    assert r.value == 1.0
+    assert_forced_mate(pos, r.best_move, n)
+
+
+def assert_forced_mate(pos: board.Position, move: int, n: int) -> None:
+    """After ``move`` the opponent is mated at once (n = 1) or gets mated in n - 1."""
+    pos.push(move)
+    try:
+        if n == 1:
+            assert pos.is_checkmate()
+        else:
+            reply = AlphaBeta(EV).run(pos, Limits(depth=2 * n - 2))
+            assert reply.mate == -(n - 1)
+    finally:
+        pos.pop()
+
+
+@pytest.mark.slow
+def test_finds_drop_mate_in_three() -> None:
+    variant, fen, n = DROP_MATE_IN_3
+    pos = board.new_position(variant, fen)
+    r = AlphaBeta(EV).run(pos, Limits(depth=2 * n))
+    assert r.mate == n
+
+
+def test_mated_side_reports_negative_mate() -> None:
+    pos = board.new_position("chess", "k7/8/1K6/8/8/8/8/7R b - - 0 1")  # Kb8 Rh8#
+    r = AlphaBeta(EV).run(pos, Limits(depth=3))
+    assert r.mate == -1 and r.value == -1.0
+
+
+def test_limits_restore_and_determinism() -> None:
+    pos = random_position("crazyhouse", 7, 20)
+    fen, stack = pos.fen(), pos.move_stack
+    a = AlphaBeta(EV).run(pos, Limits(nodes=3000))
+    assert pos.fen() == fen and pos.move_stack == stack
+    assert 3000 <= a.nodes <= 3001
+    assert a.best_move in pos.legal_moves()
+    b = AlphaBeta(EV).run(pos, Limits(nodes=3000))
+    assert (a.best_move, a.cp, a.nodes, a.evals, a.pv) == (b.best_move, b.cp, b.nodes, b.evals, b.pv)
+    assert a.pv[0] == a.best_move
+    c = AlphaBeta(EV).run(pos, Limits(depth=2))
+    assert c.depth == 2 and c.evals > 0 and c.seldepth >= 2
+    t = AlphaBeta(EV).run(pos, Limits(movetime=0.05))
+    assert t.best_move in pos.legal_moves() and t.pv[0] == t.best_move
+    assert pos.fen() == fen and pos.move_stack == stack
+
+
+def test_pv_is_legal_and_quiescence_sees_captures() -> None:
+    # White to move can take a hanging queen; a depth-1 search with quiescence keeps the
+    # recapture in mind (the queen is defended by a pawn: Rxd5 exd5 loses the exchange, not a queen).
+    pos = board.new_position("chess", "4k3/4p3/3p4/3q4/8/8/3R4/3RK3 w - - 0 1")
+    r = AlphaBeta(EV).run(pos, Limits(depth=1))
+    assert board.move_to_uci(r.best_move) == "d2d5"
+    check = pos.copy()
+    for m in r.pv:
+        assert m in check.legal_moves()
+        check.push(m)
+
+
+def test_options_change_nothing_but_speed() -> None:
+    pos = random_position("chess", 3, 12)
+    base = AlphaBeta(EV, EXACT).run(pos, Limits(depth=3))
+    for cfg in (ABConfig(quiescence=False, check_extension=False, use_tt=False),
+                ABConfig(quiescence=False, check_extension=False, pvs=False, killers=False, history=False),
+                ABConfig(quiescence=False, check_extension=False, order_checks=True, root_priors=True)):
+        r = AlphaBeta(EV, cfg).run(pos, Limits(depth=3))
+        assert r.cp == base.cp
+
+
+def test_errors() -> None:
+    class PolicyOnly(Evaluator):
+        def serves(self) -> frozenset[str]:
+            return frozenset({POLICY_VALUE})
+
+    with pytest.raises(EvaluatorError):
+        AlphaBeta(PolicyOnly())
+    with pytest.raises(ValueError):
+        AlphaBeta(EV, ABConfig(tt_size=1000))
+    with pytest.raises(ValueError):
+        AlphaBeta(EV).run(board.new_position("chess"), Limits(depth=0))
+    with pytest.raises(ValueError):
+        AlphaBeta(EV).run(board.new_position("chess", "7k/5QQ1/8/8/8/8/8/K7 b - - 0 1"), Limits(depth=1))

@@ -1,0 +1,325 @@
+"""The four-seat bughouse server (experiments/bughouse_match.py): our team against itself, the
+XBoard driver's command sequences (holding, clocks, restarts, ptell relay), misbehaving seats
+(crash, hang, illegal or malformed move, resignation, no handshake) forfeiting for their team,
+storage (SQLite rows + details, BPGN, resume), the CLI, and one short real game against Sjeng."""
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from board import move_to_uci
+from board.bughouse import BughouseGame, parse_bpgn_movetext
+from evaluators.bughouse_classical import BughouseClassicalEvaluator
+from experiments import cli
+from experiments.ratings import from_games, rate
+from experiments.bughouse_match import (
+    BughouseMatchError, BughouseStore, GameContext, OurSeat, Seat, XBoardSeat, fen_without_pockets, make_seat,
+    parse_team, play_game, rebuild_game, run_match,
+)
+from search.bughouse_mcts import BughouseMCTSConfig
+from tests.engines_path import find_engine
+
+SJENG = find_engine("sjeng")
+
+FAKE_XBOARD = textwrap.dedent(r'''
+    import re, sys, time
+    mode = sys.argv[1]
+    MOVE = re.compile(r"^([a-h][1-8][a-h][1-8][qrbn]?|[PNBRQ]@[a-h][1-8])$")
+    def out(s):
+        sys.stdout.write(s + "\n"); sys.stdout.flush()
+    for line in sys.stdin:
+        line = line.strip()
+        if line == "protover 2":
+            out("feature ping=1 setboard=1 san=0 usermove=0 time=1" + ("" if mode == "nodone" else " done=1"))
+        elif line.startswith("ping"):
+            out("pong " + line.split()[1])
+        elif line == "quit":
+            break
+        elif line == "go" or MOVE.match(line):
+            if mode == "crash":
+                sys.exit(3)
+            elif mode == "illegal":
+                out("move a1a8")
+            elif mode == "garbage":
+                out("move hello")
+            elif mode == "resign":
+                out("resign")
+            elif mode == "ptell":
+                out("tellics ptell Hello!")
+                out("tellics ptell sit")
+                out("tellics set f5 bughouse")
+''')
+
+
+class ShuffleSeat(Seat):
+    """A test double: after ``delay_ms`` on its turn it moves a knight out and back (no mates)."""
+
+    kind = "shuffle"
+
+    def __init__(self, name: str = "shuffle", delay_ms: int = 50) -> None:
+        self.name = name
+        self.delay_ms = delay_ms
+        self.turn_since = -1
+
+    def tick(self, ctx: GameContext) -> bool:
+        if not ctx.to_move(self.seat):
+            self.turn_since = -1
+            return False
+        now = ctx.now_ms()
+        if self.turn_since < 0:
+            self.turn_since = now
+        if now - self.turn_since < self.delay_ms:
+            return False
+        b = ctx.game.boards[self.seat >> 1]
+        ok = {"g1f3", "f3g1", "g8f6", "f6g8"}
+        moves = [move_to_uci(m) for m in b.legal_moves()]
+        ctx.submit(self.seat, next((u for u in moves if u in ok), moves[0]))
+        self.turn_since = -1
+        return False
+
+
+@pytest.fixture()
+def fake(tmp_path: Path) -> Path:
+    p = tmp_path / "fake_xboard.py"
+    p.write_text(FAKE_XBOARD)
+    return p
+
+
+def ours(nodes: int = 20, seed: int = 1) -> OurSeat:
+    return OurSeat(f"ours:{nodes}", BughouseClassicalEvaluator(), BughouseMCTSConfig(), nodes=nodes, seed=seed)
+
+
+def fake_seat(fake: Path, mode: str) -> XBoardSeat:
+    return XBoardSeat(f"fake-{mode}", [sys.executable, str(fake), mode], startup_s=5.0)
+
+
+# ------------------------------------------------------------------------------------ games
+
+def test_ours_against_ours_stored_with_bpgn_and_resumed(tmp_path: Path):
+    db = tmp_path / "m.sqlite"
+    s = run_match("bughouse-mcts:nodes=30", "bughouse-mcts:nodes=15,seed=5", 2, 8000, 0, db, seed=3,
+                  max_plies=160, progress=False)
+    assert s.played == 2 and s.wins + s.draws + s.losses == 2
+    store = BughouseStore(db)
+    try:
+        games = store.store.games()
+        assert [g.key.rsplit(":", 1)[1] for g in games] == ["0", "1"]
+        assert games[0].white == games[1].black == "bughouse-mcts:nodes=30"
+        for g in games:
+            assert g.variant == "bughouse" and g.result in ("1-0", "0-1", "1/2-1/2")
+            d = store.details(g.key)
+            assert d is not None and len(d["times"]) == len(g.moves) == len(g.move_stats) == g.plies
+            replay = rebuild_game(g, d)
+            if g.reason.startswith("checkmate"):
+                assert replay.outcome() is not None and replay.result() == g.result
+            elif g.reason.startswith("flag"):
+                assert replay.outcome(at_ms=d["times"][-1] + 10**6)[0] == g.result
+            else:
+                assert g.reason == "max_plies" and g.plies == 160
+            assert [s["seat"] for s in d["seats"]] == ["A-white", "A-black", "B-white", "B-black"]
+            moves = d["bpgn"].split("\n\n", 1)[1].rsplit(" ", 1)[0]
+            assert parse_bpgn_movetext(moves).move_stack == replay.move_stack
+            assert f'[Result "{g.result}"]' in d["bpgn"]
+    finally:
+        store.close()
+    bpgn = db.with_suffix(".bpgn").read_text()
+    assert bpgn.count("[WhiteA ") == 2
+    # the harness's ratings read the team rows like any other match
+    names = {r.name for r in rate(from_games(games), bootstrap=5)}
+    assert names == {"bughouse-mcts:nodes=30", "bughouse-mcts:nodes=15,seed=5"}
+    again = run_match("bughouse-mcts:nodes=30", "bughouse-mcts:nodes=15,seed=5", 2, 8000, 0, db, seed=3,
+                      max_plies=160, progress=False)
+    assert again.played == 0 and again.skipped == 2
+    assert (again.wins, again.draws, again.losses) == (s.wins, s.draws, s.losses)
+    assert db.with_suffix(".bpgn").read_text() == bpgn
+
+
+def test_sit_and_partner_state_in_the_server():
+    # Our A-white seat with root_own_p = 0 sits whenever its partner (B-black, who thinks 300 ms)
+    # is to move, and moves while an opponent (B-white, 200 ms) is to move on board B (no sit then).
+    sitter = OurSeat("sitter", BughouseClassicalEvaluator(), BughouseMCTSConfig(root_own_p=0.0), nodes=30)
+    seats = [sitter, ShuffleSeat("a-black", 100), ShuffleSeat("b-white", 200), ShuffleSeat("b-black", 300)]
+    r = play_game(seats, 4000, 0, max_plies=10)
+    assert r.reason == "max_plies"
+    assert sitter.sits > 0
+    ours_at = [p.at_ms for p in r.moves if p.seat == 0]
+    partner_at = [p.at_ms for p in r.moves if p.seat == 3]
+    assert len(ours_at) >= 3 and partner_at
+    # we never moved while our partner was thinking (between B-white's move and B-black's answer)
+    b_white_at = [p.at_ms for p in r.moves if p.seat == 2]
+    for start, end in zip(b_white_at, partner_at):
+        assert not any(start < t < end for t in ours_at)
+
+
+# ------------------------------------------------------------------------------------ failures
+
+@pytest.mark.parametrize("mode, words", [("crash", "crash"), ("illegal", "illegal move 'a1a8'"),
+                                         ("garbage", "illegal move 'hello'"), ("resign", "resigned")])
+def test_a_misbehaving_seat_forfeits_for_its_team(fake: Path, mode: str, words: str):
+    bad = fake_seat(fake, mode)
+    seats = [ours(), bad, ShuffleSeat(), ShuffleSeat()]
+    try:
+        r = play_game(seats, 5000, 0)
+        assert r.result == "1-0"  # A-black is team 1
+        assert r.reason.startswith("forfeit: A-black (fake-") and words in r.reason
+        if mode == "crash":  # the next game starts a fresh process
+            r = play_game(seats, 5000, 0)
+            assert r.result == "1-0" and "crash" in r.reason
+    finally:
+        bad.close()
+
+
+def test_a_hung_seat_loses_on_time(fake: Path):
+    hung = fake_seat(fake, "hang")
+    try:
+        r = play_game([ours(), hung, ShuffleSeat(), ShuffleSeat()], 1500, 0)
+        assert (r.result, r.reason) == ("1-0", "flag on board A")
+        assert 1.4 < r.duration_s < 10
+    finally:
+        hung.close()
+
+
+def test_no_handshake_is_a_clear_error(fake: Path):
+    with pytest.raises(BughouseMatchError, match="done=1"):
+        XBoardSeat("silent", [sys.executable, str(fake), "nodone"], startup_s=1.0)
+
+
+def test_ptell_commands_are_relayed_and_chatter_only_logged(fake: Path):
+    talker = fake_seat(fake, "ptell")
+    partner = fake_seat(fake, "hang")  # B-white is A-black's partner
+    try:
+        seats = [ours(), talker, partner, ShuffleSeat()]
+        r = play_game(seats, 1500, 0)
+        texts = [t for _, seat, t in r.ptells if seat == 1]
+        assert texts == ["Hello!", "sit"]
+        assert "> ptell sit" in partner.transcript and "> ptell Hello!" not in partner.transcript
+    finally:
+        talker.close()
+        partner.close()
+
+
+# ------------------------------------------------------------------------------------ XBoard commands
+
+class RecordingSeat(XBoardSeat):
+    """The XBoard driver without a process: what it would send is recorded."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.command = ["none"]
+        self.depth = None
+        self.options = {}
+        self.sent: list[str] = []
+        self.transcript = []
+        self.pings = 0
+        self.awaiting_pong = ""
+        import queue
+
+        self.lines = queue.Queue()
+        self.proc = None
+
+    def restart_process(self) -> None:
+        pass
+
+    def send(self, line: str) -> bool:
+        self.sent.append(line)
+        return True
+
+
+def test_xboard_command_sequences():
+    game = BughouseGame(base_ms=60000)
+    seats = [RecordingSeat(n) for n in ("aw", "ab", "bw", "bb")]
+    ctx = GameContext(game, seats, 0.0)
+    for s in range(4):
+        seats[s].start_game(ctx, s, seats[3 - s].name)
+    aw, ab, bw, bb = seats
+    assert aw.sent[:7] == ["new", "variant bughouse", "partner bb", "easy", "nopost", "level 0 1:00 0", "ping 1"]
+    assert "level 0 1:00 0" in aw.sent and aw.sent[-1] == "go" and aw.sent[-3].startswith("time ")
+    assert "go" not in ab.sent and not any(x.startswith("holding") for x in aw.sent)
+
+    def move(text: str) -> None:
+        bid, m = game.parse(text)
+        mover = game.to_move_seat(bid)
+        game.push(bid, m)
+        for s in seats:
+            s.on_move(ctx, bid, mover)
+
+    for s in seats:
+        s.sent.clear()
+    move("A:e2e4")
+    assert ab.sent[-1] == "e2e4" and ab.sent[-3].startswith("time ") and ab.sent[-2].startswith("otim ")
+    for text in ("A:d7d5", "A:e4d5"):  # a capture on A feeds B-black's pocket: holding on board B
+        move(text)
+    assert "holding [] [p]" in bb.sent and "holding [] [p]" in bw.sent
+    assert not any(x.startswith("holding [] [p]") for x in aw.sent + ab.sent)
+    # an opponent's move goes after the holding: holding, time, otim, move
+    for s in seats:
+        s.sent.clear()
+    move("B:g1f3")
+    assert bb.sent[-1] == "g1f3" and bb.sent[-2].startswith("otim") and bb.sent[-3].startswith("time")
+    move("B:P@e4")  # B-black drops its pawn: both B seats get the new (empty) holding
+    assert "holding [] []" in bw.sent and bw.sent.index("holding [] []") < bw.sent.index("P@e4")
+    # a seat that claimed a result (Sjeng after a "temporary" mate) is restarted on its turn
+    bw.dead = True
+    bw.sent.clear()
+    bw.tick(ctx)
+    i = bw.sent.index("force")
+    assert bw.sent[:i] == ["new", "variant bughouse", "partner ab", "easy", "nopost", "level 0 1:00 0", "ping 2"]
+    assert bw.sent[i + 1:i + 4] == ["black", "setboard " + fen_without_pockets(game.boards[1].fen()), "holding [] []"]
+    assert bw.sent[i + 4].startswith("time ") and bw.sent[i + 5].startswith("otim ") and bw.sent[i + 6:] == ["go"]
+    assert not bw.dead
+
+
+def test_fen_without_pockets():
+    assert fen_without_pockets("rnbqkb1r/pppppppp/5n2/8/4P3/8/PPPP1PPP/RNBQ~KBNR[Pn] b KQkq - 1 2") == \
+        "rnbqkb1r/pppppppp/5n2/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 1 2"
+
+
+# ------------------------------------------------------------------------------------ specs, CLI
+
+def test_team_specs_and_errors():
+    assert parse_team("bughouse-mcts:nodes=5/sjeng").seat_specs == ("bughouse-mcts:nodes=5", "sjeng")
+    assert parse_team("sjeng").seat_specs == ("sjeng", "sjeng")
+    with pytest.raises(BughouseMatchError, match="unknown bughouse engine"):
+        parse_team("stockfish")
+    with pytest.raises(BughouseMatchError, match="unknown option"):
+        make_seat("bughouse-mcts:bogus=1", 1, {})
+    with pytest.raises(BughouseMatchError, match="bad value"):
+        make_seat("bughouse-mcts:nodes=many", 1, {})
+    with pytest.raises(BughouseMatchError, match="not installed|not found"):
+        make_seat("no-such-engine-xyz+xboard", 1, {})
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert cli.main(["bughouse-match", "stockfish", "sjeng", "--db", str(tmp_path / "x.sqlite")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown bughouse engine" in err[0]
+    assert cli.main(["bughouse-match", "ours", "ours", "--tc", "fast", "--db", str(tmp_path / "x.sqlite")]) == 2
+    assert cli.main(["bughouse-match", "ours", "ours", "--games", "0", "--db", str(tmp_path / "x.sqlite")]) == 2
+
+
+def test_cli_plays_and_stores(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    db = tmp_path / "c.sqlite"
+    assert cli.main(["bughouse-match", "ours:nodes=10", "ours:nodes=10", "--games", "1", "--tc", "5+0",
+                     "--max-plies", "40", "--db", str(db), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "played 1" in out and db.exists() and db.with_suffix(".bpgn").exists()
+
+
+# ------------------------------------------------------------------------------------ Sjeng
+
+@pytest.mark.skipif(SJENG is None, reason="sjeng is not installed")
+def test_a_short_real_game_against_a_sjeng_team(tmp_path: Path):
+    db = tmp_path / "sjeng.sqlite"
+    s = run_match("bughouse-mcts:nodes=100", "sjeng", 1, 6000, 0, db, progress=False)
+    assert s.played == 1
+    store = BughouseStore(db)
+    try:
+        (g,) = store.store.games()
+        assert g.result in ("1-0", "0-1", "1/2-1/2") and g.plies > 0
+        assert not g.reason.startswith("forfeit"), g.reason  # Sjeng followed the protocol
+        d = store.details(g.key)
+        assert d is not None and [s["kind"] for s in d["seats"]] == ["ours", "xboard", "xboard", "ours"]
+        rebuild_game(g, d)
+    finally:
+        store.close()
