@@ -41,7 +41,7 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
+	SEARCHBENCH_PURE=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e .  # extensions: see build
 	touch $@
 
 # mypyc extensions, rebuilt whenever a compiled source changes (a stale .so would shadow edits).

@@ -24,10 +24,10 @@ def _safe(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@-]+", "_", s)[:80]
 
 
-def _add_play_options(p: argparse.ArgumentParser) -> None:
+def _add_play_options(p: argparse.ArgumentParser, variants: tuple[str, ...] = board.VARIANTS) -> None:
     p.add_argument("a", help="engine A (registry name or spec)")
     p.add_argument("b", help="engine B")
-    p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    p.add_argument("--variant", choices=variants, default="crazyhouse")
     p.add_argument("--nodes", type=int, help="node budget per move (both engines)")
     p.add_argument("--nodes-b", type=int, help="node budget of B if different")
     p.add_argument("--depth", type=int, help="depth limit per move")
@@ -100,9 +100,26 @@ class _Score:
         return f"{self.a} +{w}={d}-{l} Elo {elo:+.0f}+-{err:.0f}"
 
 
+def _bughouse_match(args: argparse.Namespace) -> int:
+    """``match --variant bughouse``: the four-seat server of experiments/bughouse_match.py (teams of
+    two seats; limits go in the team specs, e.g. ``bughouse-mcts:nodes=400``, and ``--tc``)."""
+    from experiments.cmd_bughouse import cmd_bughouse_match
+
+    unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_b", "depth", "movetime", "openings")
+                   if getattr(args, k) is not None]
+    if unsupported or args.backend == "ray" or args.random_openings:
+        raise match_mod.MatchError(f"bughouse matches take no {' '.join(unsupported) or 'such option'}: put limits in the "
+                                   "team specs (e.g. bughouse-mcts:nodes=400) and give --tc BASE+INC")
+    bug = argparse.Namespace(a=args.a, b=args.b, games=args.games, tc=args.tc or "60+0", seed=args.seed,
+                             db=args.db, bpgn=args.pgn, max_plies=args.max_plies or 600, quiet=args.quiet)
+    return cmd_bughouse_match(bug)
+
+
 def cmd_match(args: argparse.Namespace) -> int:
     if args.games < 1:
         raise match_mod.MatchError("--games must be at least 1")
+    if args.variant == "bughouse":
+        return _bughouse_match(args)
     a, b = _players(args)
     ops, suite_path = _suite(args, (args.games + 1) // 2)
     tasks = match_mod.match_tasks("match", args.variant, a, b, ops, args.games, args.seed, suite_path)
@@ -230,8 +247,9 @@ def cmd_bench_harness(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("match", help="play a match of two engines (resumable; SQLite + PGN)")
-    _add_play_options(p)
+    p = sub.add_parser("match", help="play a match of two engines (resumable; SQLite + PGN); "
+                                     "--variant bughouse plays two teams of two seats")
+    _add_play_options(p, variants=(*board.VARIANTS, "bughouse"))
     p.add_argument("--games", type=int, default=20, help="games (openings in colour-reversed pairs)")
     p.set_defaults(func=cmd_match)
 

@@ -323,3 +323,24 @@ def test_a_short_real_game_against_a_sjeng_team(tmp_path: Path):
         rebuild_game(g, d)
     finally:
         store.close()
+
+
+@pytest.mark.skipif(SJENG is None, reason="sjeng is not installed")
+def test_match_command_with_bughouse_variant_plays_a_sjeng_team(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    # The acceptance path: `searchbench match A B --variant bughouse` with every game stored.
+    db = tmp_path / "m.sqlite"
+    assert cli.main(["match", "bughouse-mcts:nodes=60", "sjeng", "--variant", "bughouse", "--games", "1",
+                     "--tc", "5+0", "--db", str(db), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "played 1" in out
+    store = BughouseStore(db)
+    try:
+        (g,) = store.store.games()
+        assert g.result in ("1-0", "0-1", "1/2-1/2") and g.plies > 0
+    finally:
+        store.close()
+    # Limits belong in the team specs: a node flag is a one-line error, exit 2.
+    assert cli.main(["match", "bughouse-mcts", "sjeng", "--variant", "bughouse", "--nodes", "5",
+                     "--db", str(tmp_path / "n.sqlite")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "team specs" in err[0]
