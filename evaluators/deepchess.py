@@ -21,48 +21,33 @@ import torch
 from board import Position, new_position
 from board.position import RAW_TURN
 from evaluators import encodings as enc
-from evaluators.base import COMPARE, SCORE, Evaluator, EvaluatorError
+from evaluators.base import COMPARE, SCORE, EvaluatorError
 from evaluators.nets import DeepChessNet
-from evaluators.neural import load_net
+from evaluators.neural import NeuralEvaluator
 
 DEFAULT_WEIGHTS = "deepchess_crazyhouse.pt"
 
 
-class DeepChessEvaluator(Evaluator):
+class DeepChessEvaluator(NeuralEvaluator):
     """A DeepChess siamese comparator behind the evaluator interface."""
 
     name = "deepchess"
+    family = "deepchess"
+    net_type = DeepChessNet
+    default_weights = DEFAULT_WEIGHTS
+    default_max_batch = 1024
 
     def __init__(self, net: DeepChessNet, threads: int = 1, meta: dict[str, Any] | None = None,
-                 path: str | None = None, max_batch: int = 1024) -> None:
-        net.eval()
-        self.net = net
-        self.variant = net.cfg.variant
-        self.variants = frozenset({self.variant})
-        self.threads = threads
-        self.meta = dict(meta or {})
-        self.path = path
-        self.max_batch = max_batch
+                 path: str | None = None, max_batch: int | None = None) -> None:
+        super().__init__(net, threads, meta, path, max_batch)
         self.cache_size = 100_000
         self._cache: dict[tuple[int, ...], torch.Tensor] = {}
-        torch.set_num_threads(threads)
         ref = new_position(self.variant).raw_state()
         with torch.inference_mode():
             self._ref_feat = self.net.features(torch.from_numpy(enc.deepchess_bits(enc.raw_array([ref]), self.variant)))
 
-    @classmethod
-    def load(cls, path: str | None = None, threads: int = 1) -> "DeepChessEvaluator":
-        """Load weights (None: the shipped ``evaluators/weights/deepchess_crazyhouse.pt``)."""
-        net, d, p = load_net(path, DEFAULT_WEIGHTS, "deepchess", threads)
-        assert isinstance(net, DeepChessNet)
-        return cls(net, threads, d.get("meta"), p)
-
     def serves(self) -> frozenset[str]:
         return frozenset({COMPARE, SCORE})
-
-    def _check_variant(self, variant: str) -> None:
-        if variant != self.variant:
-            raise EvaluatorError(f"evaluator {self.name!r} was trained for {self.variant}, not {variant}")
 
     def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
         self._check_variant(variant)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Self, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
+from board import Position
+from evaluators import encodings as enc
 from evaluators import nets
-from evaluators.base import EvaluatorError, Leaf
+from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
 #: CrazyAra's VALUE_TO_CENTI_PARAM: log base of the value -> centipawn conversion
@@ -74,3 +76,89 @@ def flatten_moves(leaves: list[Leaf] | tuple[Leaf, ...]) -> tuple[np.ndarray, np
     moves = np.fromiter((m for lf in leaves for m in lf.moves), dtype=np.int64, count=int(counts.sum()))
     seg = np.repeat(np.arange(len(leaves)), counts)
     return moves, seg, counts
+
+
+class NeuralEvaluator(Evaluator):
+    """Plumbing shared by the network evaluators: weights, threads, variant, batching limits.
+
+    Subclasses set ``family`` (the :mod:`evaluators.nets` family), ``net_type`` and
+    ``default_weights`` (a file in ``evaluators/weights/``)."""
+
+    family: ClassVar[str]
+    net_type: ClassVar[type[nn.Module]]
+    default_weights: ClassVar[str]
+    default_max_batch: ClassVar[int] = 256
+
+    def __init__(self, net: Any, threads: int = 1, meta: dict[str, Any] | None = None,
+                 path: str | None = None, max_batch: int | None = None) -> None:
+        net.eval()
+        self.net = net
+        self.variant: str = net.cfg.variant
+        self.variants = frozenset({self.variant})
+        self.threads = threads
+        self.meta = dict(meta or {})
+        self.path = path
+        self.max_batch = max_batch or self.default_max_batch
+        torch.set_num_threads(threads)
+
+    @classmethod
+    def load(cls, path: str | None = None, threads: int = 1) -> Self:
+        """Load weights (None: the shipped file ``evaluators/weights/<default_weights>``)."""
+        net, d, p = load_net(path, cls.default_weights, cls.family, threads)
+        assert isinstance(net, cls.net_type)
+        return cls(net, threads, d.get("meta"), p)
+
+    def _check_variant(self, variant: str) -> None:
+        if variant != self.variant:
+            raise EvaluatorError(f"evaluator {self.name!r} was trained for {self.variant}, not {variant}")
+
+
+class PolicyValueEvaluator(NeuralEvaluator):
+    """A value + policy network (RISE, SixtyFour): batched POLICY_VALUE, and SCORE from the value.
+
+    Subclasses give the input planes and the policy index of each move; ``policy_name`` names the
+    policy layout in errors."""
+
+    policy_name: ClassVar[str]
+
+    def _planes(self, raw: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _move_indices(self, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def serves(self) -> frozenset[str]:
+        return frozenset({POLICY_VALUE, SCORE})
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        out: list[Evaluation] = []
+        for s in range(0, len(leaves), self.max_batch):
+            out += self._evaluate(list(leaves[s:s + self.max_batch]))
+        return out
+
+    def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
+        if not leaves:
+            return []
+        for lf in leaves:
+            self._check_variant(lf.variant)
+        raw = enc.raw_array([lf.state for lf in leaves])
+        with torch.inference_mode():
+            v, logits = self.net(torch.from_numpy(self._planes(raw)))
+        moves, seg, counts = flatten_moves(leaves)
+        idx = self._move_indices(moves, raw, seg)
+        if (idx < 0).any():
+            bad = int(moves[np.flatnonzero(idx < 0)[0]])
+            raise EvaluatorError(f"move {bad} cannot be encoded in the {self.policy_name}")
+        priors = legal_softmax(logits.numpy(), seg, idx, counts)
+        return [Evaluation(float(val), pr) for val, pr in zip(v.tolist(), priors)]
+
+    def value(self, pos: Position) -> float:
+        """The network's value of ``pos`` for the side to move, in [-1, 1]."""
+        self._check_variant(pos.variant)
+        raw = enc.raw_array([pos.raw_state()])
+        with torch.inference_mode():
+            v, _ = self.net(torch.from_numpy(self._planes(raw)))
+        return float(v[0])
+
+    def score(self, pos: Position) -> int:
+        return value_to_centipawns(self.value(pos), self.variant)
