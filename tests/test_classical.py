@@ -11,17 +11,7 @@ import board
 from board.convert import from_python_chess, to_python_chess
 from evaluators.base import COMPARE, POLICY_VALUE, SCORE, Evaluator, EvaluatorError, Leaf, require
 from evaluators.classical import ClassicalEvaluator, score_to_value, stm_score, white_score, white_score_raw
-
-
-def random_position(variant: str, seed: int, plies: int) -> board.Position:
-    rng = random.Random(seed)
-    pos = board.new_position(variant)
-    for _ in range(plies):
-        moves = pos.legal_moves()
-        if not moves or pos.is_game_over():
-            break
-        pos.push(rng.choice(moves))
-    return pos
+from tests.positions import random_position
 
 
 def mirrored(pos: board.Position) -> board.Position:

@@ -17,31 +17,11 @@ from search.mcts import (
     MCTS, _Tree, MCTSConfig, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor, value_to_cp,
 )
 from search.timeman import TimeConfig, TimeControl, move_time
+from tests.positions import MATES, random_position
 
 EV = ClassicalEvaluator()
 PURE = os.environ.get("SEARCHBENCH_PURE") == "1"
 
-MATES = [
-    ("chess", "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", 1),
-    ("chess", "r2qkb1r/pp2nppp/3p4/2pNN1B1/2BnP3/3P4/PPP2PPP/R2bK2R w KQkq - 1 1", 2),
-    ("chess", "7k/8/5K2/8/8/8/8/6R1 w - - 0 1", 2),
-    ("chess", "2r3k1/p4p2/3Rp2p/1p2P1pK/8/1P4P1/P3Q2P/1q6 b - - 0 1", 3),
-    ("crazyhouse", "6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1", 1),
-    ("crazyhouse", "7k/5Kp1/8/8/8/8/8/8[Q] w - - 0 1", 1),
-    ("crazyhouse", "7k/6p1/8/8/8/8/8/7K[QR] w - - 0 1", 2),
-    ("crazyhouse", "2r3k1/p4p2/3Rp2p/1p2P1pK/8/1P4P1/P3Q2P/1q6[] b - - 0 1", 3),
-]
-
-
-def random_position(variant: str, seed: int, plies: int) -> board.Position:
-    rng = random.Random(seed)
-    pos = board.new_position(variant)
-    for _ in range(plies):
-        moves = pos.legal_moves()
-        if not moves or pos.is_game_over():
-            break
-        pos.push(rng.choice(moves))
-    return pos
 
 
 class FixedEvaluator(Evaluator):
