@@ -109,6 +109,12 @@ LOSS: Final = 2
 DRAW: Final = 3
 
 
+# Default values of fresh edges, copied in slices by _Tree.expand (more moves than this: built on the fly).
+_EDGE_DEFAULTS: Final = 512
+_MINUS_ONES: Final = vec[i64]([-1] * _EDGE_DEFAULTS)
+_ZEROS_I64: Final = vec[i64]([0] * _EDGE_DEFAULTS)
+_ZEROS_F64: Final = vec[float]([0.0] * _EDGE_DEFAULTS)
+
 # SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
 SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
 
@@ -223,6 +229,24 @@ def value_to_cp(v: float) -> int:
     return int(round(cp if v > 0 else -cp))
 
 
+def counters_hash(halfmove_clock: int, fullmove_number: int, reps: int) -> i64:
+    """``(halfmove_clock · C1 + fullmove_number · C2 + reps · C3) mod 2^63`` (C1..C3 odd 64-bit
+    constants), mixed into the transposition-table key.  Speed: for counters below 2^20 it is
+    computed from the constants' 32-bit halves, every step inside i64 (no big-int arithmetic)."""
+    h = halfmove_clock
+    f = fullmove_number
+    r = reps
+    if 0 <= h < 1048576 and 0 <= f < 1048576 and 0 <= r < 1048576:
+        hb: i64 = h
+        fb: i64 = f
+        rb: i64 = r
+        lo: i64 = hb * 0x7F4A7C15 + fb * 0x27D4EB4F + rb * 0x9E3779F9  # each term < 2^52
+        hi: i64 = hb * 0x9E3779B9 + fb * 0xC2B2AE3D + rb * 0x165667B1
+        top: i64 = (hi + (lo >> 32)) & 0x7FFFFFFF  # bits 32..62 of the sum
+        return (top << 32) | (lo & 0xFFFFFFFF)
+    return (h * 0x9E3779B97F4A7C15 + f * 0xC2B2AE3D27D4EB4F + r * 0x165667B19E3779F9) & 0x7FFFFFFFFFFFFFFF
+
+
 def final_policy(cfg: MCTSConfig, visits: list[int], qs: list[float]) -> list[float]:
     """The move-selection distribution over root moves (before temperature).
 
@@ -258,7 +282,7 @@ def playout_depth_for_clock(seconds_left: float) -> int:
 class _Pending:
     """A leaf in flight: its node, the path of edges to it, its legal moves and zobrist key."""
 
-    def __init__(self, node: int, path: list[int], nodes: list[int], moves: list[int], key: i64,
+    def __init__(self, node: int, path: vec[i64], nodes: vec[i64], moves: list[int], key: i64,
                  gives_check: list[bool], mates: list[int]) -> None:
         self.node = node
         self.path = path
@@ -305,15 +329,27 @@ class _Tree:
         return self.n_nodes - 1
 
     def expand(self, node: int, moves: list[int], priors: list[float], value: float) -> None:
+        self.expand_vec(node, moves, vec[float](priors), value)
+
+    def expand_vec(self, node: int, moves: list[int], priors: vec[float], value: float) -> None:
+        """:meth:`expand` with the priors in a vec."""
         self.nd_edge0[node] = self.n_edges
         self.nd_nedges[node] = len(moves)
-        k = len(moves)
-        self.ed_move = extend(self.ed_move, moves)
+        k: i64 = len(moves)
+        # Speed: extending a vec from a vec is a copy, from a list an element-by-element conversion
+        # (~20 ns each); the fresh edges' N, W, virtual loss and child come from constant vecs.
+        self.ed_move = extend(self.ed_move, vec[i64](moves))
         self.ed_prior = extend(self.ed_prior, priors)
-        self.ed_child = extend(self.ed_child, [-1] * k)
-        self.ed_n = extend(self.ed_n, [0] * k)
-        self.ed_w = extend(self.ed_w, [0.0] * k)
-        self.ed_vl = extend(self.ed_vl, [0] * k)
+        if k <= _EDGE_DEFAULTS:
+            self.ed_child = extend(self.ed_child, _MINUS_ONES[0:k])
+            self.ed_n = extend(self.ed_n, _ZEROS_I64[0:k])
+            self.ed_w = extend(self.ed_w, _ZEROS_F64[0:k])
+            self.ed_vl = extend(self.ed_vl, _ZEROS_I64[0:k])
+        else:
+            self.ed_child = extend(self.ed_child, vec[i64]([-1] * k))
+            self.ed_n = extend(self.ed_n, vec[i64]([0] * k))
+            self.ed_w = extend(self.ed_w, vec[float]([0.0] * k))
+            self.ed_vl = extend(self.ed_vl, vec[i64]([0] * k))
         self.n_edges += len(moves)
         self.nd_value[node] = value
         self.nd_state[node] = EXPANDED
@@ -325,11 +361,20 @@ class _Tree:
     def select(self, node: int) -> int:
         """The edge to follow from an expanded node (see the notation in the module docstring)."""
         cfg = self.cfg
-        e0 = int(self.nd_edge0[node])
-        k = int(self.nd_nedges[node])
+        # Speed: native (i64) indices and the arrays in locals keep the loop free of boxed ints.
+        ed_n = self.ed_n
+        ed_vl = self.ed_vl
+        ed_prior = self.ed_prior
+        ed_child = self.ed_child
+        ed_w = self.ed_w
+        nd_proven = self.nd_proven
+        nd_plies = self.nd_plies
+        e0: i64 = self.nd_edge0[node]
+        end: i64 = e0 + self.nd_nedges[node]
         sum_n = self.nd_sum_n[node]
         vl = cfg.virtual_loss
         solver = cfg.solver or cfg.fix_checkmates
+        full_solver = cfg.solver
         sixtyfour = self.sixtyfour
         if sixtyfour:
             c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
@@ -338,54 +383,71 @@ class _Tree:
             c = cpuct(cfg, sum_n) * math.sqrt(max(sum_n, 1.0))
             ud = u_divisor(cfg, sum_n)
         best = -1e30
-        best_e = -1
+        best_e: i64 = -1
         # Fallbacks when every edge is decided: the quickest proven win, else the longest loss.
-        win_e = -1
-        lose_e = -1
+        win_e: i64 = -1
+        lose_e: i64 = -1
         fpu = cfg.fpu
-        for e in range(e0, e0 + k):
-            if not sixtyfour and self.ed_n[e] == 0 and self.ed_vl[e] == 0:
+        # Speed: an unvisited edge scores fpu + c·P/udiv, non-decreasing in P when 0 <= c < inf
+        # and udiv > 0 (IEEE rounding is monotone), so once an unvisited edge with prior pu has
+        # been scored (and its score is <= best), a later unvisited edge with P <= pu cannot beat
+        # best: it is skipped without the division.  The edge chosen is exactly the same.
+        monotone = 0.0 <= c < math.inf and ud > 0.0
+        pu = -math.inf
+        e: i64 = e0
+        while e < end:
+            if not sixtyfour and ed_n[e] == 0 and ed_vl[e] == 0:
                 # Fast path: an unvisited edge (its child, if any, is a mate found at expansion,
                 # and such a node is settled and never selected from).
-                score = fpu + c * self.ed_prior[e] / ud
+                p = ed_prior[e]
+                if monotone and p <= pu:
+                    e += 1
+                    continue
+                score = fpu + c * p / ud
                 if score > best:
                     best = score
                     best_e = e
+                if score <= best:  # false only for a NaN score
+                    pu = p
+                e += 1
                 continue
-            child = int(self.ed_child[e])
+            child: i64 = ed_child[e]
             if solver and child >= 0:
-                pr = self.nd_proven[child]
+                pr = nd_proven[child]
                 if pr == LOSS:
-                    if self.nd_plies[child] == 0:
-                        return e  # fix checkmates: a move that mates at once ends the exploration
+                    if nd_plies[child] == 0:
+                        return int(e)  # fix checkmates: a move that mates at once ends the exploration
                     # A proven win is known; the visits go to the other moves (a shorter mate?).
-                    if win_e < 0 or self.nd_plies[child] < self.nd_plies[int(self.ed_child[win_e])]:
+                    if win_e < 0 or nd_plies[child] < nd_plies[ed_child[win_e]]:
                         win_e = e
+                    e += 1
                     continue
-                if pr == WIN and cfg.solver:
+                if pr == WIN and full_solver:
                     # Never walk into a proven loss while something else is open.
-                    if lose_e < 0 or self.nd_plies[child] > self.nd_plies[int(self.ed_child[lose_e])]:
+                    if lose_e < 0 or nd_plies[child] > nd_plies[ed_child[lose_e]]:
                         lose_e = e
+                    e += 1
                     continue
-            inflight = float(self.ed_vl[e]) * vl
-            n = float(self.ed_n[e]) + inflight
+            inflight = float(ed_vl[e]) * vl
+            n = float(ed_n[e]) + inflight
             if sixtyfour:
                 if n > 0.0 and child >= 0:
-                    q = 0.5 * (-self.nd_value[child] + (self.ed_w[e] - inflight) / n)
+                    q = 0.5 * (-self.nd_value[child] + (ed_w[e] - inflight) / n)
                 else:
-                    q = cfg.fpu
-                score = q + c * self.ed_prior[e] / (1.0 + n)
+                    q = fpu
+                score = q + c * ed_prior[e] / (1.0 + n)
             else:
-                q = (self.ed_w[e] - inflight) / n if n > 0.0 else cfg.fpu
-                score = q + c * self.ed_prior[e] / (ud + n)
+                q = (ed_w[e] - inflight) / n if n > 0.0 else fpu
+                score = q + c * ed_prior[e] / (ud + n)
             if score > best:
                 best = score
                 best_e = e
+            e += 1
         if best_e >= 0:
-            return best_e
+            return int(best_e)
         if win_e >= 0:
-            return win_e
-        return lose_e if lose_e >= 0 else e0
+            return int(win_e)
+        return int(lose_e) if lose_e >= 0 else int(e0)
 
     def update_proven(self, node: int) -> bool:
         """Solver: decide a node from its children; True if its status or distance changed."""
@@ -444,12 +506,12 @@ class _Tree:
         self.ed_vl[e] += 1
         self.nd_sum_n[parent] += self.cfg.virtual_loss
 
-    def remove_virtual_loss(self, path: list[int], nodes: list[int]) -> None:
+    def remove_virtual_loss(self, path: vec[i64], nodes: vec[i64]) -> None:
         for i in range(len(path)):
             self.ed_vl[path[i]] -= 1
             self.nd_sum_n[nodes[i]] -= self.cfg.virtual_loss
 
-    def backup(self, path: list[int], nodes: list[int], leaf: int, value: float) -> None:
+    def backup(self, path: vec[i64], nodes: vec[i64], leaf: int, value: float) -> None:
         """Back ``value`` (for the side to move at ``leaf``) up the path, removing virtual loss;
         with the solver (or fix-checkmates, one level), settle proven statuses on the way."""
         v = value
@@ -514,10 +576,12 @@ class MCTS(Search):
         self._tt = {}
         self._last_q = None
 
-    def _tt_key(self, pos: Position) -> int:
-        reps = 2 if pos.is_repetition(3) else (1 if pos.is_repetition(2) else 0)
-        return int(pos.zobrist) ^ (pos.halfmove_clock * 0x9E3779B97F4A7C15 + pos.fullmove_number * 0xC2B2AE3D27D4EB4F
-                                   + reps * 0x165667B19E3779F9) & 0x7FFFFFFFFFFFFFFF
+    def _tt_key(self, pos: Position, reps: int = -1) -> int:
+        """The transposition-table key: zobrist hash and the counters; ``reps`` (earlier
+        occurrences: 0, 1 or 2+) when the caller knows it, else -1 (counted here)."""
+        if reps < 0:
+            reps = 2 if pos.is_repetition(3) else (1 if pos.is_repetition(2) else 0)
+        return int(pos.zobrist ^ counters_hash(pos.halfmove_clock, pos.fullmove_number, reps))
 
     def _reuse_root(self, pos: Position) -> int:
         """The node of ``pos`` in the previous tree (the moves since its root followed), or -1."""
@@ -712,8 +776,9 @@ class MCTS(Search):
         tree = self.tree
         pos = self._pos
         node = self.root
-        path: list[int] = []
-        nodes: list[int] = []
+        # The edges walked and the nodes they leave (native vecs: no boxed ints per step).
+        path = vec[i64]()
+        nodes = vec[i64]()
         depth = 0
         limit = self._playout_depth
         leaf: Leaf | None = None
@@ -730,8 +795,8 @@ class MCTS(Search):
                     break
                 e = tree.select(node)
                 tree.add_virtual_loss(node, e)
-                path.append(e)
-                nodes.append(node)
+                path = append(path, e)
+                nodes = append(nodes, node)
                 pos.push(int(tree.ed_move[e]))
                 depth += 1
                 child = int(tree.ed_child[e])
@@ -756,7 +821,7 @@ class MCTS(Search):
             pos.pop()
         return leaf
 
-    def _visit_new(self, node: int, path: list[int], nodes: list[int]) -> Leaf | None:
+    def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
         """A node reached for the first time: terminal, transposition, or a leaf to evaluate."""
         tree = self.tree
         pos = self._pos
@@ -776,6 +841,8 @@ class MCTS(Search):
                               or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
             terminal = True
             tree.nd_proven[node] = DRAW
+        # Speed: below the root a repeated position ended above, so it has no earlier occurrence.
+        reps = -1 if is_root else 0
         if terminal:
             tree.nd_state[node] = TERMINAL
             tree.nd_value[node] = value
@@ -786,7 +853,7 @@ class MCTS(Search):
         checks = checking_moves(pos, moves) if cfg.check_enhancement or cfg.fix_checkmates else []
         # Mates in one among the checks: found now, so no node ever misses a mate it has.
         mates = mates_in_one(pos, moves, checks) if cfg.fix_checkmates else []
-        key = self._tt_key(pos)
+        key = self._tt_key(pos, reps)
         if cfg.transposition_table:
             hit = self._tt.get(key)
             if hit is not None:
@@ -805,24 +872,40 @@ class MCTS(Search):
     def _expand(self, node: int, moves: list[int], priors: list[float], value: float, checks: list[bool],
                 mates: list[int]) -> None:
         cfg = self.config
+        boost = False
         if cfg.check_enhancement and checks:
-            top = max(priors) if priors else 0.0
+            # Speed: the boosted list is built only when some check gets the bonus.
+            thresh = cfg.check_prior_threshold
+            for i in range(len(priors)):
+                if checks[i] and priors[i] < thresh:
+                    boost = True
+                    break
+        if boost:
+            top = priors[0]
+            for i in range(1, len(priors)):
+                if priors[i] > top:
+                    top = priors[i]
             bonus = min(0.1, cfg.check_factor * top) if cfg.check_cap else cfg.check_factor * top
-            boosted: list[float] = []
-            changed = False
+            # Two passes (the sum, then the normalised priors) with the same arithmetic, straight
+            # into a new vec: the transposition table keeps the evaluator's own priors.
+            thresh = cfg.check_prior_threshold
             total = 0.0
             for i in range(len(priors)):
                 p = priors[i]
-                if checks[i] and p < cfg.check_prior_threshold:
+                if checks[i] and p < thresh:
                     p += bonus
-                    changed = True
-                boosted.append(p)
                 total += p
-            if changed:
-                # A new list: the transposition table keeps the evaluator's own priors.
-                priors = [p / total for p in boosted]
+            boosted = vec[float](capacity=len(priors))
+            for i in range(len(priors)):
+                p = priors[i]
+                if checks[i] and p < thresh:
+                    p += bonus
+                boosted = append(boosted, p / total)
+            pv = boosted
+        else:
+            pv = vec[float](priors)
         tree = self.tree
-        tree.expand(node, moves, priors, value)
+        tree.expand_vec(node, moves, pv, value)
         if mates:
             # Fix checkmates: the mated children exist at once as terminal nodes, the node is won.
             e0 = int(tree.nd_edge0[node])

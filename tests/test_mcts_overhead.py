@@ -1,0 +1,147 @@
+"""The MCTS's speed shortcuts give exactly the results of the plain formulas they replace.
+
+``counters_hash`` (transposition-table key without big-int arithmetic) against the formula, and
+``_Tree.select`` (skips the division for unvisited edges that cannot win) against a plain
+implementation of the selection rule of the module docstring, on random trees with tied priors,
+virtual losses, proven children and odd settings.
+"""
+from __future__ import annotations
+
+import math
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from search.mcts import LOSS, UNKNOWN, WIN, MCTSConfig, _Tree, counters_hash, cpuct, u_divisor
+
+C1 = 0x9E3779B97F4A7C15
+C2 = 0xC2B2AE3D27D4EB4F
+C3 = 0x165667B19E3779F9
+
+
+def formula(h: int, f: int, r: int) -> int:
+    return (h * C1 + f * C2 + r * C3) & 0x7FFFFFFFFFFFFFFF
+
+
+@given(st.integers(-10, 1 << 22), st.integers(-10, 1 << 22), st.integers(0, 2))
+def test_counters_hash_is_the_formula(h: int, f: int, r: int) -> None:
+    assert counters_hash(h, f, r) == formula(h, f, r)
+
+
+def test_counters_hash_at_the_fast_path_edges() -> None:
+    for h in (0, 1, 99, 100, (1 << 20) - 1, 1 << 20):
+        for f in (1, 2, (1 << 20) - 1, 1 << 20, 1 << 40):
+            for r in (0, 1, 2):
+                assert counters_hash(h, f, r) == formula(h, f, r)
+
+
+def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
+    """The selection rule as written before the speed-up (every edge scored)."""
+    e0 = int(tree.nd_edge0[node])
+    k = int(tree.nd_nedges[node])
+    sum_n = tree.nd_sum_n[node]
+    solver = cfg.solver or cfg.fix_checkmates
+    sixtyfour = cfg.score_formula == "sixtyfour"
+    if sixtyfour:
+        c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
+        ud = 1.0
+    else:
+        c = cpuct(cfg, sum_n) * math.sqrt(max(sum_n, 1.0))
+        ud = u_divisor(cfg, sum_n)
+    best, best_e, win_e, lose_e = -1e30, -1, -1, -1
+    for e in range(e0, e0 + k):
+        if not sixtyfour and tree.ed_n[e] == 0 and tree.ed_vl[e] == 0:
+            score = cfg.fpu + c * tree.ed_prior[e] / ud
+            if score > best:
+                best, best_e = score, e
+            continue
+        child = int(tree.ed_child[e])
+        if solver and child >= 0:
+            pr = tree.nd_proven[child]
+            if pr == LOSS:
+                if tree.nd_plies[child] == 0:
+                    return e
+                if win_e < 0 or tree.nd_plies[child] < tree.nd_plies[int(tree.ed_child[win_e])]:
+                    win_e = e
+                continue
+            if pr == WIN and cfg.solver:
+                if lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[int(tree.ed_child[lose_e])]:
+                    lose_e = e
+                continue
+        inflight = float(tree.ed_vl[e]) * cfg.virtual_loss
+        n = float(tree.ed_n[e]) + inflight
+        if sixtyfour:
+            q = 0.5 * (-tree.nd_value[child] + (tree.ed_w[e] - inflight) / n) if n > 0.0 and child >= 0 else cfg.fpu
+            score = q + c * tree.ed_prior[e] / (1.0 + n)
+        else:
+            q = (tree.ed_w[e] - inflight) / n if n > 0.0 else cfg.fpu
+            score = q + c * tree.ed_prior[e] / (ud + n)
+        if score > best:
+            best, best_e = score, e
+    if best_e >= 0:
+        return best_e
+    if win_e >= 0:
+        return win_e
+    return lose_e if lose_e >= 0 else e0
+
+
+CONFIGS = [MCTSConfig(), MCTSConfig.vanilla(), MCTSConfig.sixtyfour(), MCTSConfig(cpuct_init=0.0, cpuct_schedule=False),
+           MCTSConfig(cpuct_init=-1.0, cpuct_schedule=False), MCTSConfig(u_divisor=True, u_init=-0.5, u_final=-0.25),
+           MCTSConfig(fpu=0.0, solver=False)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(range(len(CONFIGS))))
+def test_select_is_the_plain_rule(seed: int, which: int) -> None:
+    rng = random.Random(seed)
+    cfg = CONFIGS[which]
+    tree = _Tree(cfg)
+    root = tree.new_node(0)
+    k = rng.randint(1, 60)
+    pool = [0.0, 1.0 / k, 0.5, rng.random(), rng.random() * 1e-9, 1.0]
+    style = rng.randrange(4)
+    if style == 0:
+        priors = [1.0 / k] * k
+    elif style == 1:
+        priors = [rng.choice(pool) for _ in range(k)]  # many ties
+    elif style == 2:
+        priors = [rng.random() for _ in range(k)]
+    else:
+        priors = [(1.0 / k) * (1.0 + 1e-16 * rng.randint(0, 3)) for _ in range(k)]  # near-ties
+    tree.expand(root, list(range(1, k + 1)), priors, rng.uniform(-1, 1))
+    visited = 0
+    for e in range(k):
+        kind = rng.randrange(6)
+        if kind == 1:
+            tree.ed_vl[e] = rng.randint(1, 3)
+        elif kind >= 2:
+            n = rng.randint(1, 50)
+            tree.ed_n[e] = n
+            tree.ed_w[e] = rng.uniform(-n, n)
+            visited += n
+            child = tree.new_node(0)
+            tree.ed_child[e] = child
+            tree.nd_value[child] = rng.uniform(-1, 1)
+            if kind == 5:
+                tree.nd_proven[child] = rng.choice([LOSS, WIN, UNKNOWN])
+                tree.nd_plies[child] = rng.randint(0, 6)
+    tree.nd_sum_n[root] = float(visited) + rng.choice([0.0, 3.0, 6.0])
+    assert tree.select(root) == reference_select(tree, cfg, root)
+
+
+def test_expand_gives_fresh_edges_their_defaults_beyond_the_constant_slices() -> None:
+    tree = _Tree(MCTSConfig())
+    for k in (1, 37, 512, 513, 700):
+        node = tree.new_node(0)
+        priors = [1.0 / k] * k
+        tree.expand(node, list(range(k)), priors, 0.25)
+        e0 = int(tree.nd_edge0[node])
+        assert int(tree.nd_nedges[node]) == k and tree.n_edges == e0 + k == len(tree.ed_move)
+        for arr in (tree.ed_prior, tree.ed_child, tree.ed_n, tree.ed_w, tree.ed_vl):
+            assert len(arr) == tree.n_edges
+        assert [int(tree.ed_move[e]) for e in range(e0, e0 + k)] == list(range(k))
+        assert [tree.ed_prior[e] for e in range(e0, e0 + k)] == priors
+        assert all(tree.ed_child[e] == -1 and tree.ed_n[e] == 0 and tree.ed_w[e] == 0.0 and tree.ed_vl[e] == 0
+                   for e in range(e0, e0 + k))
+        assert tree.nd_value[node] == 0.25
