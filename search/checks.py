@@ -37,13 +37,21 @@ def checking_moves(pos: Position, moves: list[int]) -> list[bool]:
     # Own pieces that could uncover a slider's line to the king.
     lines = (_DIAG_RAYS[ek] if diag else 0) | (_ORTH_RAYS[ek] if orth else 0)
     kb = BB_SQUARES[ek]
+    # Squares from which a dropped piece checks (drops never uncover a line).
+    drop_bb = vec[i64]([0, BB_PAWN_ATTACKS[them * 64 + ek], BB_KNIGHT_ATTACKS[ek], 0, 0, 0, 0])
+    if pos.pockets:
+        kd = bishop_attacks_mask(ek, occ)
+        ko = rook_attacks_mask(ek, occ)
+        drop_bb[3] = kd
+        drop_bb[4] = ko
+        drop_bb[5] = kd | ko
     for m in moves:
         frm = m & 63
         to = (m >> 6) & 63
         drop = m >> 15
         if drop:
-            pt = drop
-            fb: i64 = 0
+            out.append((drop_bb[drop] & BB_SQUARES[to]) != 0)
+            continue
         else:
             pt = int(pos.mailbox[frm] & 7)
             fb = BB_SQUARES[frm]
@@ -60,11 +68,12 @@ def checking_moves(pos: Position, moves: list[int]) -> list[bool]:
         elif pt == 2:
             check = (BB_KNIGHT_ATTACKS[to] & kb) != 0
         elif pt == 3:
-            check = (bishop_attacks_mask(to, new_occ) & kb) != 0
+            check = (_DIAG_RAYS[to] & kb) != 0 and (bishop_attacks_mask(to, new_occ) & kb) != 0
         elif pt == 4:
-            check = (rook_attacks_mask(to, new_occ) & kb) != 0
+            check = (_ORTH_RAYS[to] & kb) != 0 and (rook_attacks_mask(to, new_occ) & kb) != 0
         elif pt == 5:
-            check = ((bishop_attacks_mask(to, new_occ) | rook_attacks_mask(to, new_occ)) & kb) != 0
+            check = (((_DIAG_RAYS[to] & kb) != 0 and (bishop_attacks_mask(to, new_occ) & kb) != 0)
+                     or ((_ORTH_RAYS[to] & kb) != 0 and (rook_attacks_mask(to, new_occ) & kb) != 0))
         else:
             check = False
         if not check and fb & lines:
