@@ -172,6 +172,11 @@ class _Core:
     # ---------------------------------------------------------------- limits
 
     def check_limits(self) -> None:
+        if self.nodes % self.cfg.time_check_interval == 0:
+            # Compiled search + compiled evaluator never re-enter the interpreter, so CPython would
+            # never hand the GIL to other threads (UCI input, watchdogs, external engines of the
+            # same match): sleep(0) releases it for a moment.
+            time.sleep(0)
         if self.stop_requested:
             self.aborted = True
         elif self.node_limit > 0 and self.nodes >= self.node_limit:
