@@ -14,12 +14,14 @@ MYPYC_MODULES = [
     "board/position.py",
     "board/perft.py",
     "board/bughouse.py",
+    "evaluators/leaf.py",
     "evaluators/classical.py",
     "search/timeman.py",
     "search/checks.py",
     "search/alphabeta.py",
     "search/comparator.py",
     "search/mcts.py",
+    "search/bughouse_mcts.py",
 ]
 
 ext_modules = []

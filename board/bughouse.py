@@ -49,7 +49,7 @@ Formats:
   ``str(move)`` is ``"B1 e2e4"`` / ``"B2 N@f7"`` (board_id + 1, then UCI): :func:`to_bugchess_str`,
   :func:`from_bugchess_str`. Its colours are python-chess's (``WHITE = True``), ours are ints with
   WHITE = 0. Its BPGN move text is ``1A. e4 1a. e5 1B. d4 1b. Nf6``: move number, board letter
-  upper-case for White's move and lower-case for Black's, ``". "``, SAN (drops ``N@f7``);
+  upper-case for White's move and lower-case for Black's, ``". "``, SAN (drops ``N@f7``, pawn drops ``P@d5``; ``@d5`` is read too);
   ``BughouseBoards.parse_san("A. e4")`` reads the part after the number: :func:`bpgn_token`,
   :func:`parse_bpgn_token`.
 
@@ -493,8 +493,10 @@ class BughouseGame:
     # ------------------------------------------------------------------ BPGN / python-chess-bughouse
 
     def san(self, board_id: int, m: int) -> str:
-        """SAN of a legal move on a board (drops ``N@f7``), from python-chess."""
-        return to_python_chess(self.boards[board_id]).san(chess.Move.from_uci(move_to_uci(m)))
+        """SAN of a legal move on a board, from python-chess; drops ``N@f7`` and, for pawns, the
+        standard ``P@d5`` (python-chess writes ``@d5``; both are read back)."""
+        s = to_python_chess(self.boards[board_id]).san(chess.Move.from_uci(move_to_uci(m)))
+        return "P" + s if s.startswith("@") else s
 
     def __repr__(self) -> str:
         return f"BughouseGame({self.fen()!r})"

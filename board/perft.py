@@ -1,6 +1,8 @@
 """Perft: count the leaf nodes of the legal move tree, making and unmaking every move."""
 from __future__ import annotations
 
+from mypy_extensions import i64
+
 from board.position import Position
 
 
@@ -8,17 +10,18 @@ def perft(pos: Position, depth: int) -> int:
     """Leaves at ``depth`` plies; every node, leaves included, is made and unmade."""
     if depth <= 0:
         return 1
-    moves = pos.legal_moves()
+    moves = pos.legal_moves_vec()  # (speed: native ints, no boxing)
+    k: i64 = len(moves)
     if depth == 1:
         n = 0
-        for m in moves:
-            pos.push(m)
+        for i in range(k):
+            pos.push(int(moves[i]))
             n += 1
             pos.pop()
         return n
     total = 0
-    for m in moves:
-        pos.push(m)
+    for i in range(k):
+        pos.push(int(moves[i]))
         total += perft(pos, depth - 1)
         pos.pop()
     return total
@@ -28,12 +31,13 @@ def perft_bulk(pos: Position, depth: int) -> int:
     """Leaves at ``depth`` plies, counting the last ply from the move list (no make/unmake)."""
     if depth <= 0:
         return 1
-    moves = pos.legal_moves()
+    moves = pos.legal_moves_vec()
+    k: i64 = len(moves)
     if depth == 1:
-        return len(moves)
+        return int(k)
     total = 0
-    for m in moves:
-        pos.push(m)
+    for i in range(k):
+        pos.push(int(moves[i]))
         total += perft_bulk(pos, depth - 1)
         pos.pop()
     return total

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from librt.vecs import vec
+from librt.vecs import append, vec
 from mypy_extensions import i64, trait
 
 from board.bitboards import (
@@ -297,11 +297,21 @@ class Position:
 
     def legal_moves(self) -> list[int]:
         """All legal moves (drops included in crazyhouse), as ints (see :mod:`board.moves`)."""
-        moves: list[int] = []
-        self.generate_legal(moves)
-        return moves
+        v = self.legal_moves_vec()
+        return [int(v[i]) for i in range(len(v))]
+
+    def legal_moves_vec(self) -> vec[i64]:
+        """:meth:`legal_moves` as a native ``vec[i64]`` (same order; no boxed ints: for searches)."""
+        return self.generate_legal_vec(vec[i64](capacity=64))  # room for most positions at once
 
     def generate_legal(self, moves: list[int]) -> None:
+        """Append the legal moves to ``moves``."""
+        v = self.generate_legal_vec(vec[i64]())
+        for i in range(len(v)):
+            moves.append(int(v[i]))
+
+    def generate_legal_vec(self, moves: vec[i64]) -> vec[i64]:
+        """Append the legal moves to ``moves`` and return it (a vec is a value: use the result)."""
         us = self.turn
         them = us ^ 1
         colors = self.colors
@@ -311,7 +321,7 @@ class Position:
         occ = own | opp
         kbb = pieces[KING] & own
         if not kbb:
-            return
+            return moves
         ksq = lsb(kbb)
         checkers = self.attackers_mask(them, ksq, occ)
 
@@ -322,17 +332,17 @@ class Position:
             to = lsb(t)
             t ^= BB_SQUARES[to]
             if not self.attackers_mask(them, to, occ_nok):
-                moves.append(ksq | (to << 6))
+                moves = append(moves, ksq | (to << 6))
         if checkers:
             if more_than_one(checkers):
-                return
+                return moves
             c = lsb(checkers)
             block = BB_BETWEEN[ksq * 64 + c]
             target = block | checkers
         else:
             block = ~occ
             target = ~own
-            self._gen_castling(moves, us, ksq, occ)
+            moves = self._gen_castling(moves, us, ksq, occ)
         pinned = self._pinned_mask(us, ksq)
 
         # Knights (a pinned knight never moves).
@@ -344,7 +354,7 @@ class Position:
             while t:
                 to = lsb(t)
                 t ^= BB_SQUARES[to]
-                moves.append(s | (to << 6))
+                moves = append(moves, s | (to << 6))
 
         # Sliders.
         bb = (pieces[BISHOP] | pieces[QUEEN] | pieces[ROOK]) & own
@@ -364,7 +374,7 @@ class Position:
             while t:
                 to = lsb(t)
                 t ^= BB_SQUARES[to]
-                moves.append(s | (to << 6))
+                moves = append(moves, s | (to << 6))
 
         # Pawns.
         empty = ~occ
@@ -388,12 +398,12 @@ class Position:
                 t ^= BB_SQUARES[to]
                 m = s | (to << 6)
                 if BB_SQUARES[to] & BB_BACKRANKS:
-                    moves.append(m | (5 << 12))
-                    moves.append(m | (4 << 12))
-                    moves.append(m | (3 << 12))
-                    moves.append(m | (2 << 12))
+                    moves = append(moves, m | (5 << 12))
+                    moves = append(moves, m | (4 << 12))
+                    moves = append(moves, m | (3 << 12))
+                    moves = append(moves, m | (2 << 12))
                 else:
-                    moves.append(m)
+                    moves = append(moves, m)
         ep = self.ep_square
         if ep >= 0:
             cands = BB_PAWN_ATTACKS[them * 64 + ep] & pieces[PAWN] & own
@@ -401,25 +411,27 @@ class Position:
                 s = lsb(cands)
                 cands ^= BB_SQUARES[s]
                 if self._ep_is_legal(s, ep):
-                    moves.append(s | (ep << 6))
+                    moves = append(moves, s | (ep << 6))
 
         if self.has_pockets and self.pockets:
-            self._gen_drops(moves, us, block)
+            moves = self._gen_drops(moves, us, block)
+        return moves
 
-    def _gen_castling(self, moves: list[int], us: int, ksq: int, occ: i64) -> None:
+    def _gen_castling(self, moves: vec[i64], us: int, ksq: int, occ: i64) -> vec[i64]:
         cr = self.castling >> (2 * us)
         if not cr & 3:
-            return
+            return moves
         them = us ^ 1
         base = 56 * us
         if cr & 1 and not (_CASTLE_EMPTY[2 * us] & occ):
             if not self.attackers_mask(them, base + 5, occ) and not self.attackers_mask(them, base + 6, occ):
-                moves.append(ksq | ((base + 6) << 6))
+                moves = append(moves, ksq | ((base + 6) << 6))
         if cr & 2 and not (_CASTLE_EMPTY[2 * us + 1] & occ):
             if not self.attackers_mask(them, base + 3, occ) and not self.attackers_mask(them, base + 2, occ):
-                moves.append(ksq | ((base + 2) << 6))
+                moves = append(moves, ksq | ((base + 2) << 6))
+        return moves
 
-    def _gen_drops(self, moves: list[int], us: int, squares: i64) -> None:
+    def _gen_drops(self, moves: vec[i64], us: int, squares: i64) -> vec[i64]:
         """Drops onto ``squares`` (all empty squares, or the blocking squares when in check)."""
         for pt in range(1, 6):
             if not (self.pockets >> _pocket_shift(us, pt)) & 63:
@@ -429,12 +441,11 @@ class Position:
             while t:
                 to = lsb(t)
                 t ^= BB_SQUARES[to]
-                moves.append(code | to | (to << 6))
+                moves = append(moves, code | to | (to << 6))
+        return moves
 
     def has_legal_moves(self) -> bool:
-        moves: list[int] = []
-        self.generate_legal(moves)
-        return len(moves) > 0
+        return len(self.generate_legal_vec(vec[i64]())) > 0
 
     def is_legal(self, m: int) -> bool:
         return m in self.legal_moves()
@@ -913,6 +924,8 @@ class CrazyhousePosition(Position):
 
     def has_insufficient_material(self, color: int) -> bool:
         p = self.pieces
+        if p[PAWN] | p[ROOK] | p[QUEEN]:
+            return False  # (speed: the usual case, before counting pockets)
         n_pocket = 0
         for c in range(2):
             for pt in range(1, 6):

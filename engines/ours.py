@@ -6,7 +6,8 @@ Settings come from the engine spec as text (``nodes=800,q_value_selection=off``)
     ``nodes``, ``depth``, ``movetime`` (seconds) fill the fields of the caller's :class:`Limits` that
     the caller left unset (a caller's ``Limits(nodes=400)`` wins over a spec's ``nodes=800``; a
     spec's ``nodes`` also caps a clock-limited search); ``seed`` seeds the search's random state;
-    ``threads`` and ``weights`` go to the evaluator's loader.
+    ``threads``, ``weights`` and ``inference`` (``frozen`` or ``eager``, see :mod:`evaluators.neural`)
+    go to the evaluator's loader (evaluators without a network ignore them).
 *config options*
     every field of the search's config dataclass (``MCTSConfig``, ``ABConfig``,
     ``ComparatorConfig``), found generically by :func:`config_options` from the field's name and
@@ -279,6 +280,8 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("movetime", "string", None, _optional(parse_float), help="default seconds per move"),
     OptionInfo("threads", "spin", 1, parse_int, help="evaluator threads (neural evaluators)", minimum=1, maximum=256),
     OptionInfo("weights", "string", None, _optional(parse_str), help="weights file for the evaluator"),
+    OptionInfo("inference", "combo", "frozen", _choice(("frozen", "eager")), choices=("frozen", "eager"),
+               help="how a network runs: frozen TorchScript (default, faster) or eager (evaluators.neural)"),
     OptionInfo("seed", "spin", 0, parse_int, help="seed of the search's random state", minimum=0, maximum=2**31 - 1),
     OptionInfo("preset", "string", None, _optional(parse_str), help="a named config of the search (e.g. vanilla)"),
 )

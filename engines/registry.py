@@ -219,15 +219,17 @@ def search_config_class(search: str) -> type:
     return cls
 
 
-def load_evaluator(name: str, weights: str | None = None, threads: int = 1) -> Evaluator:
-    """A fresh evaluator by registry name (share one between engines to pool their leaves)."""
+def load_evaluator(name: str, weights: str | None = None, threads: int = 1, inference: str | None = None) -> Evaluator:
+    """A fresh evaluator by registry name (share one between engines to pool their leaves);
+    ``inference`` (``frozen``/``eager``, None: the evaluator's default) applies to networks only."""
     entry = EVALUATORS.get(ALIASES.get(name, name))
     if entry is None:
         raise EngineError(f"unknown evaluator {name!r}; known: {', '.join(EVALUATORS)}")
     cls = _import(entry.module, entry.cls, f"evaluator {name!r}")
     try:
         if entry.loads_weights:
-            ev: Evaluator = cls.load(path=weights, threads=threads)
+            ev: Evaluator = (cls.load(path=weights, threads=threads) if inference is None
+                             else cls.load(path=weights, threads=threads, inference=inference))
         else:
             if weights is not None:
                 raise EngineError(f"evaluator {name!r} takes no weights")
@@ -240,11 +242,18 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1) -> E
 
 
 def evaluator_for(spec: EngineSpec) -> Evaluator:
-    """A fresh evaluator for an in-process spec (its ``weights`` and ``threads`` options applied)."""
+    """A fresh evaluator for an in-process spec (its ``weights``, ``threads`` and ``inference``
+    options applied)."""
+    return load_evaluator(spec.evaluator, *evaluator_settings(spec))
+
+
+def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None]:
+    """(weights, threads, inference) of an in-process spec: what its evaluator is loaded with."""
     from engines import ours
 
     weights: str | None = None
     threads = 1
+    inference: str | None = None
     for key, text in spec.options.items():
         try:
             o = ours.find_option(ours.ENGINE_OPTIONS, key, prefix=False)
@@ -255,7 +264,9 @@ def evaluator_for(spec: EngineSpec) -> Evaluator:
             weights = w if isinstance(w, str) else None
         elif o.name == "threads":
             threads = int(o.check(text))
-    return load_evaluator(spec.evaluator, weights, threads)
+        elif o.name == "inference":
+            inference = o.check(text)
+    return weights, threads, inference
 
 
 def option_infos(spec: EngineSpec) -> list[Any]:

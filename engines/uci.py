@@ -10,11 +10,12 @@ Commands: ``uci``, ``debug``, ``isready``, ``setoption name N [value V]``, ``uci
 ``infinite``; ``stop``, ``ponderhit`` (no pondering: ignored), ``quit``.  Anything malformed or
 unknown is answered with ``info string`` and otherwise ignored; the loop never dies of input.
 
-Options: ``UCI_Variant`` (chess, crazyhouse), ``Threads`` (evaluator threads), ``Nodes`` (node limit
+Options: ``UCI_Variant`` (chess, crazyhouse), ``Threads`` (evaluator threads: torch intra-op threads
+of a network evaluator; default 1), ``inference`` (``frozen`` TorchScript or ``eager``), ``Nodes`` (node limit
 for a ``go`` without one; 0 = the search's default), and every option of the engine (its engine
 options and every field of its search config, see :mod:`engines.ours`) under its own name.
 Option changes take effect at the next ``isready``, ``ucinewgame`` or ``go`` (the engine is rebuilt;
-the evaluator is kept unless the variant, weights or threads changed).
+the evaluator is kept unless the variant, weights, threads or inference mode changed).
 
 Search output: ``info depth D seldepth S score cp X|mate M nodes N nps R time T pv ...`` about once
 a second and once at the end, then ``bestmove``; with ``go infinite`` the bestmove waits for ``stop``.
@@ -43,7 +44,7 @@ _GO_INT = ("nodes", "depth", "movestogo", "mate")
 _GO_MS = ("movetime", "wtime", "btime", "winc", "binc")
 _GO_FLAGS = ("infinite", "ponder")
 _GO_WORDS = frozenset(_GO_INT + _GO_MS + _GO_FLAGS + ("searchmoves",))
-_EVALUATOR_KEYS = frozenset({"threads", "weights"})
+_EVALUATOR_KEYS = frozenset({"threads", "weights", "inference"})
 
 
 def printable(text: str, limit: int = 80) -> str:
@@ -65,7 +66,7 @@ class UCIServer:
         self._infos = option_infos
         self._settings: dict[str, str] = dict(spec.options)
         self._engine: InProcessEngine | None = None
-        self._engine_key: tuple[str, str, str] | None = None
+        self._engine_key: tuple[str, ...] | None = None
         self._dirty = True
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -98,17 +99,21 @@ class UCIServer:
         ] + [dataclasses.replace(o, default=o.parse(self._settings[o.name])) if o.name in self._settings else o
              for o in own]
 
+    def _evaluator_key(self) -> tuple[str, ...]:
+        """What the evaluator depends on: a change rebuilds it (other options keep it)."""
+        return (self.variant,) + tuple(self._settings.get(k, "") for k in sorted(_EVALUATOR_KEYS))
+
     def set_engine(self, engine: InProcessEngine) -> None:
         """Use ``engine`` (built by the caller for the current settings and variant)."""
         self._engine, self._dirty = engine, False
-        self._engine_key = (self.variant, self._settings.get("weights", ""), self._settings.get("threads", ""))
+        self._engine_key = self._evaluator_key()
 
     def ensure_engine(self) -> InProcessEngine | None:
         """Build the engine if options changed; errors become an ``info string`` (None returned)."""
         if not self._dirty and self._engine is not None:
             return self._engine
         spec = EngineSpec(self.spec.name, self.spec.evaluator, self.spec.search, dict(self._settings))
-        key = (self.variant, self._settings.get("weights", ""), self._settings.get("threads", ""))
+        key = self._evaluator_key()
         evaluator = self._engine.evaluator if self._engine is not None and key == self._engine_key else None
         try:
             engine = self.factory(spec, self.variant, evaluator)

@@ -15,16 +15,19 @@ An evaluator serves some of three kinds of question (``Evaluator.serves``):
     probability that a is better than b **for White** (the DeepChess convention).
 
 A ``Leaf`` carries ``Position.raw_state()`` (bitboards as ints) so that neural evaluators encode a
-whole batch at once with numpy instead of square by square.  Pairing a search with an evaluator
-that does not serve what it needs is an :class:`EvaluatorError` raised by :func:`require`.
+whole batch at once with numpy instead of square by square; ``Leaf.n_moves`` and ``Leaf.move_vec``
+serve evaluators that need no Python list of the moves.  ``Leaf`` and ``Evaluation`` are compiled
+records defined in :mod:`evaluators.leaf` (see there for why) and imported from here.  Pairing a
+search with an evaluator that does not serve what it needs is an :class:`EvaluatorError` raised by
+:func:`require`.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Final, Sequence
 
 from board import Position
+from evaluators.leaf import Evaluation as Evaluation, Leaf as Leaf  # re-exported: part of this interface
 
 POLICY_VALUE: Final = "policy_value"
 SCORE: Final = "score"
@@ -34,27 +37,6 @@ CAPABILITIES: Final = (POLICY_VALUE, SCORE, COMPARE)
 
 class EvaluatorError(ValueError):
     """A search was paired with an evaluator that cannot serve it, or weights are unusable."""
-
-
-@dataclass(frozen=True, slots=True)
-class Leaf:
-    """One position to evaluate: its raw state (``Position.raw_state()``), legal moves, variant."""
-
-    state: tuple[int, ...]
-    moves: list[int]
-    variant: str
-
-    @staticmethod
-    def of(pos: Position, moves: list[int] | None = None) -> "Leaf":
-        return Leaf(pos.raw_state(), pos.legal_moves() if moves is None else moves, pos.variant)
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """Answer to a :class:`Leaf`: value for the side to move and priors aligned with its moves."""
-
-    value: float
-    priors: list[float]
 
 
 class Evaluator(ABC):

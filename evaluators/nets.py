@@ -16,7 +16,10 @@ DeepChess
     :class:`Pos2Vec`: an MLP 773(897)-600-400-200-100 with ReLU, pretrained layer by layer as a
     stacked autoencoder (:meth:`Pos2Vec.autoencoder_layer`); :class:`DeepChessNet`: two tied
     Pos2Vec towers, concatenated (200) -> 400-200-100 -> 2 logits: softmax[0] = P(first position is
-    better for White).  Distilled size: Pos2Vec 100-100-100, comparator 100-100-2.
+    better for White).  Distilled size: Pos2Vec 100-100-100, comparator 100-100-2.  Extensions
+    (defaults off = the paper): ``dropout`` (training only) on the comparator's input features and
+    hidden layers, ``input_dropout`` (training only) on the input bits, ``antisymmetric``: the
+    logits of (a, b) are averaged with the swapped logits of (b, a), so P(a > b) = 1 - P(b > a).
 
 Saved models are plain dicts ``{"family", "config", "variant", "state_dict", "meta"}`` loaded with
 ``torch.load(weights_only=True)`` (no pickled code).
@@ -27,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from evaluators.encodings import CRAZYARA_PLANES, DEEPCHESS_BITS, POLICY_PLANES, SIXTYFOUR_MOVES, SIXTYFOUR_PLANES
@@ -172,6 +176,9 @@ class DeepChessConfig:
     pos2vec: list[int] = field(default_factory=lambda: [600, 400, 200, 100])
     comparator: list[int] = field(default_factory=lambda: [400, 200, 100])
     variant: str = "chess"
+    dropout: float = 0.0  # training only: on the comparator's input features and hidden layers
+    input_dropout: float = 0.0  # training only: on the input bits of both towers
+    antisymmetric: bool = False  # logits(a, b) averaged with the swapped logits(b, a)
 
 
 class Pos2Vec(nn.Module):
@@ -215,10 +222,27 @@ class DeepChessNet(nn.Module):
         return out
 
     def compare_features(self, fa: torch.Tensor, fb: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = self.head(torch.cat([fa, fb], dim=1))
-        return out
+        if self.cfg.antisymmetric:  # P(a > b) = 1 - P(b > a) exactly, whatever the weights
+            return 0.5 * (self._head(fa, fb) + self._head(fb, fa).flip(1))
+        return self._head(fa, fb)
+
+    def _head(self, fa: torch.Tensor, fb: torch.Tensor) -> torch.Tensor:
+        h = torch.cat([fa, fb], dim=1)
+        if not (self.training and self.cfg.dropout > 0.0):
+            out: torch.Tensor = self.head(h)
+            return out
+        # dropout (training only) on the concatenated features and after every hidden ReLU
+        h = F.dropout(h, self.cfg.dropout, training=True)
+        for m in self.head:
+            h = m(h)
+            if isinstance(m, nn.ReLU):
+                h = F.dropout(h, self.cfg.dropout, training=True)
+        return h
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.training and self.cfg.input_dropout > 0.0:
+            a = F.dropout(a, self.cfg.input_dropout, training=True)
+            b = F.dropout(b, self.cfg.input_dropout, training=True)
         return self.compare_features(self.features(a), self.features(b))
 
 

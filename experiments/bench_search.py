@@ -3,9 +3,14 @@
 Three measurements, each on the same positions for both sides, in the same process:
 
 * MCTS overhead: simulations per second with a zero-cost evaluator (value 0, uniform priors), our
-  :class:`search.mcts.MCTS` (CrazyAra defaults, batch 8) against OpenSpiel's Python
-  ``open_spiel.python.algorithms.mcts.MCTSBot`` (C++ game states, Python tree) with the same
-  zero-cost evaluator.  Goal: ratio >= 10.
+  :class:`search.mcts.MCTS` (default :class:`search.mcts.MCTSConfig`: CrazyAra's switches, batch 8,
+  solver, check urgency) against OpenSpiel's Python ``open_spiel.python.algorithms.mcts.MCTSBot``
+  (C++ game states, Python tree) with the same zero-cost evaluator.  Our side does the whole search:
+  legal moves, checks and mates in one at every expansion, terminal detection, transposition
+  table, and the evaluator called through the interface once per batch (it reads ``Leaf.n_moves``:
+  a leaf's state and move list are built only when an evaluator reads them).  Each side runs
+  three times, interleaved, and its fastest run counts (the machine may be shared).  Goal: ratio
+  >= 10.
 * MCTS with a neural network (when ``evaluators.rise`` and its weights load): MCTS simulations per
   second against the network's raw throughput (``evaluate`` of the very batches the search asked for,
   replayed),
@@ -57,7 +62,7 @@ class ZeroEvaluator(Evaluator):
     def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
         out = []
         for leaf in leaves:
-            n = len(leaf.moves)
+            n = leaf.n_moves  # the count is all it needs (no list of the moves is built)
             out.append(Evaluation(0.0, [1.0 / n] * n))
         return out
 
@@ -212,14 +217,28 @@ def ours_alphabeta(variant: str, fens: list[str], nodes: int) -> dict[str, float
 
 # ------------------------------------------------------------------ the whole run
 
+OVERHEAD_REPEATS = 3
+
+
+def _faster(best: dict[str, float] | None, new: dict[str, float] | None) -> dict[str, float] | None:
+    if best is None or (new is not None and new["sims_per_s"] > best["sims_per_s"]):
+        return new
+    return best
+
+
 def run(variants: Sequence[str] = ("chess", "crazyhouse"), sims: int = 3000, ab_nodes: int = 100_000,
         pc_depth: int = 3, nn_sims: int = 400) -> dict[str, Any]:
     out: dict[str, Any] = {"mcts_overhead": {}, "alphabeta": {}, "nn": None}
     for variant in variants:
         fens = POSITIONS[variant]
-        ours = ours_mcts(variant, fens, sims)
-        vanilla = ours_mcts(variant, fens, sims, MCTSConfig.vanilla())
-        peer = openspiel_mcts(variant, fens, sims)
+        # Best of OVERHEAD_REPEATS runs per side, the sides interleaved: the machine may be shared,
+        # and the best run is the one least slowed by others (as for the network line below).
+        ours = vanilla = peer = None
+        for _ in range(OVERHEAD_REPEATS):
+            ours = _faster(ours, ours_mcts(variant, fens, sims))
+            vanilla = _faster(vanilla, ours_mcts(variant, fens, sims, MCTSConfig.vanilla()))
+            peer = _faster(peer, openspiel_mcts(variant, fens, sims))
+        assert ours is not None and vanilla is not None
         out["mcts_overhead"][variant] = {
             "ours": ours, "ours_vanilla": vanilla, "openspiel": peer,
             "ratio": ours["sims_per_s"] / peer["sims_per_s"] if peer and peer["sims_per_s"] > 0 else None,

@@ -20,7 +20,8 @@ Game time is real time (ms since the game started, ``time.monotonic``). The loop
 Seats
 -----
 :class:`OurSeat` (in-process): :class:`search.bughouse_mcts.BughouseMCTS` with the classical
-bughouse evaluator, stepped cooperatively by the loop (no threads: the two cores are shared). When
+bughouse evaluator (``bughouse-mcts``) or the LazyBug-style network (``rise-bughouse-mcts``, or
+``bughouse-mcts:evaluator=net[,weights=PATH]``; seats with the same weights share one evaluator), stepped cooperatively by the loop (no threads: the two cores are shared). When
 it is to move it searches with ``movetime = min(spec movetime, left / 30 + 0.7 · increment)`` (and
 the spec's node cap); any move on either board restarts the search from the new position (pockets
 changed) within the same time allocation. A "sit" decision makes it wait: it searches again after
@@ -666,11 +667,31 @@ class TeamSpec:
         return self.text
 
 
-OURS_NAMES = ("bughouse-mcts", "ours")
+OURS_NAMES = ("bughouse-mcts", "ours", "rise-bughouse-mcts")
+#: our bughouse engines' evaluators: ``bughouse-mcts`` uses the classical one by default,
+#: ``rise-bughouse-mcts`` the LazyBug-style network (evaluators/bughouse_net.py, shipped weights)
+OURS_EVALUATORS = ("classical", "net")
+
+
+def _engine_head(text: str) -> bool:
+    head = text.partition(":")[0].strip()
+    return head in OURS_NAMES or head == "sjeng"
 
 
 def parse_team(text: str) -> TeamSpec:
-    parts = [p.strip() for p in text.split("/")] if "+xboard" not in text else [text.strip()]
+    """A team spec; ``/`` separates the two seats' specs only before a known engine name, so that
+    option values may be paths (``rise-bughouse-mcts:weights=runs/x/model.pt``)."""
+    if "+xboard" in text:
+        parts = [text.strip()]
+    else:
+        pieces = text.split("/")
+        parts = [pieces[0]]
+        for piece in pieces[1:]:
+            if _engine_head(piece) or not piece.strip():
+                parts.append(piece)
+            else:
+                parts[-1] += "/" + piece
+        parts = [p.strip() for p in parts]
     if not parts or any(not p for p in parts) or len(parts) > 2:
         raise BughouseMatchError(f"a team is 'SPEC' or 'SPEC_A/SPEC_B', got {text!r}")
     specs = (parts[0], parts[-1])
@@ -690,8 +711,8 @@ def _split_spec(text: str) -> tuple[str, dict[str, str]]:
             opts[k.strip().lower().replace("-", "_")] = v.strip()
     head = head.strip()
     if head not in OURS_NAMES and head != "sjeng" and not head.endswith("+xboard"):
-        raise BughouseMatchError(f"unknown bughouse engine {head!r}: use bughouse-mcts[:opts], sjeng[:opts] "
-                                 f"or PROGRAM+xboard")
+        raise BughouseMatchError(f"unknown bughouse engine {head!r}: use bughouse-mcts[:opts], "
+                                 f"rise-bughouse-mcts[:opts], sjeng[:opts] or PROGRAM+xboard")
     return head, opts
 
 
@@ -706,9 +727,21 @@ def make_seat(spec: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Se
         fields = {f.name: f for f in dataclasses.fields(cfg)}
         nodes: int | None = None
         movetime: float | None = None
+        evaluator = "net" if head == "rise-bughouse-mcts" else "classical"
+        weights: str | None = None
+        threads = 1
         for k, v in opts.items():
             try:
-                if k == "nodes":
+                if k == "evaluator":
+                    if v not in OURS_EVALUATORS:
+                        raise BughouseMatchError(f"unknown evaluator {v!r} in {spec!r}; known: "
+                                                 + ", ".join(OURS_EVALUATORS))
+                    evaluator = v
+                elif k == "weights":
+                    weights = v
+                elif k == "threads":
+                    threads = int(v)
+                elif k == "nodes":
                     nodes = int(v)
                 elif k == "movetime":
                     movetime = float(v)
@@ -719,15 +752,26 @@ def make_seat(spec: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Se
                     setattr(cfg, k, type(cur)(float(v)) if isinstance(cur, int) else float(v))
                 else:
                     raise BughouseMatchError(f"unknown option {k!r} of {head}; known: nodes, movetime, seed, "
-                                             + ", ".join(fields))
+                                             "evaluator, weights, threads, " + ", ".join(fields))
             except ValueError as e:
                 if isinstance(e, BughouseMatchError):
                     raise
                 raise BughouseMatchError(f"bad value {v!r} for {k} in {spec!r}") from None
         cfg.validate()
-        if "classical" not in evaluator_cache:
-            evaluator_cache["classical"] = BughouseClassicalEvaluator()
-        return OurSeat(spec, evaluator_cache["classical"], cfg, nodes, movetime, seed, opts)
+        if evaluator == "classical" and weights is not None:
+            raise BughouseMatchError(f"the classical bughouse evaluator takes no weights ({spec!r})")
+        key = evaluator if weights is None else f"{evaluator}:{weights}"
+        if key not in evaluator_cache:
+            if evaluator == "classical":
+                evaluator_cache[key] = BughouseClassicalEvaluator()
+            else:
+                from evaluators.bughouse_net import BughouseNetEvaluator
+
+                try:
+                    evaluator_cache[key] = BughouseNetEvaluator.load(weights, threads)
+                except ValueError as e:
+                    raise BughouseMatchError(f"{spec}: {e}") from None
+        return OurSeat(spec, evaluator_cache[key], cfg, nodes, movetime, seed, opts)
     from engines.external import find_program
     from engines.base import EngineError
 
@@ -863,8 +907,9 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
         with open(bpgn_path, "w") as f:
             for text in store.bpgn_of(stored_keys):
                 f.write(text)
+        stored = {r.key: r for r in store.store.games(match=match)} if stored_keys else {}
         for k in stored_keys:
-            rec = next(r for r in store.store.games(match=match) if r.key == k)
+            rec = stored[k]
             _count(summary, rec.result, rec.white == a.name, rec.reason)
         summary.skipped = len(stored_keys)
         todo = [i for i in range(games) if keys[i] not in done]

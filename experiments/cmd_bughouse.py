@@ -1,6 +1,9 @@
-"""``searchbench bughouse-match TEAM_A TEAM_B``: four-seat bughouse matches (experiments/bughouse_match.py).
+"""Bughouse commands: ``bughouse-match`` (four-seat matches, experiments/bughouse_match.py),
+``bughouse-datagen`` and ``bughouse-train`` (the two-board network's data and training,
+experiments/bughouse_data.py and experiments/bughouse_train.py).
 
-A team is an engine spec for both of its seats (``bughouse-mcts:nodes=400``, ``sjeng``,
+A team is an engine spec for both of its seats (``bughouse-mcts:nodes=400`` with the classical
+evaluator, ``rise-bughouse-mcts:nodes=400`` with the two-board network, ``sjeng``,
 ``sjeng:depth=4``, ``PROGRAM+xboard``) or two specs ``SPEC_A/SPEC_B`` (first on board A). Games are
 played under real clocks (``--tc BASE+INC`` seconds), stored in SQLite (``--db``) and BPGN
 (``--bpgn``, default beside the database); running the command again resumes the match.
@@ -34,11 +37,73 @@ def cmd_bughouse_match(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pairs(items: list[list[str]] | None) -> list[tuple[str, str]]:
+    from experiments.bughouse_data import DEFAULT_PAIRS
+
+    return [(a, b) for a, b in items] if items else list(DEFAULT_PAIRS)
+
+
+def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
+    from experiments import bughouse_data as bd
+    from experiments.match import parse_tc
+
+    base_s, inc_s = parse_tc(args.tc)
+    pairs = _pairs(args.pair)
+    n = bd.generate(args.db, pairs, args.games, int(round(base_s * 1000)), int(round(inc_s * 1000)),
+                    minutes=args.minutes, chunk=args.chunk, seed=args.seed, progress=not args.quiet)
+    print(f"{n} games in {args.db} (pairs: {'; '.join(a + ' vs ' + b for a, b in pairs)}, tc {args.tc})")
+    return 0
+
+
+def cmd_bughouse_train(args: argparse.Namespace) -> int:
+    from experiments import bughouse_train as bt
+
+    cfg = bt.TrainConfig(size=args.size, epochs=args.epochs, minutes=args.minutes, batch=args.batch, lr=args.lr,
+                         value_weight=args.value_weight, policy_weight=args.policy_weight,
+                         val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)
+    meta = bt.train(args.db, args.out, cfg, progress=not args.quiet)
+    print(f"model: {args.out}/model.pt  val policy acc {meta['val_policy_acc']:.3f}  "
+          f"value sign acc {meta['val_value_sign_acc']:.3f}  ({meta['train_positions']} training samples, "
+          f"{meta['training_seconds']:.0f} s)")
+    return 0
+
+
 def register(sub: Any) -> None:
+    d = sub.add_parser("bughouse-datagen", help="bughouse training games through the four-seat server "
+                                                "(default Sjeng teams; resumable SQLite + BPGN)")
+    d.add_argument("--db", default="data/bughouse-sjeng.sqlite", help="game database (resumes)")
+    d.add_argument("--games", type=int, default=400, help="stop when this many games are stored")
+    d.add_argument("--minutes", type=float, help="stop starting games after this many minutes")
+    d.add_argument("--pair", nargs=2, action="append", metavar=("TEAM_A", "TEAM_B"),
+                   help="a pairing of teams (repeatable; default sjeng:depth=3 vs sjeng:depth=4 and "
+                        "sjeng:depth=4 vs sjeng:depth=4)")
+    d.add_argument("--tc", default="30+0", help="time control BASE+INC seconds per seat (default 30+0)")
+    d.add_argument("--chunk", type=int, default=4, help="games per pairing before switching to the next")
+    d.add_argument("--seed", type=int, default=1)
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.set_defaults(func=cmd_bughouse_datagen)
+
+    t = sub.add_parser("bughouse-train", help="train the LazyBug-style two-board network on stored games")
+    t.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"], help="game database(s)")
+    t.add_argument("--out", default="runs/bughouse-net", help="run directory (model.pt, metrics.csv)")
+    t.add_argument("--size", default="small", help="network size (tiny, small, lazybug)")
+    t.add_argument("--epochs", type=int, default=20)
+    t.add_argument("--minutes", type=float, default=15.0, help="wall-time budget")
+    t.add_argument("--batch", type=int, default=256)
+    t.add_argument("--lr", type=float, default=0.02, help="SGD learning rate (LazyBug: 0.02, static)")
+    t.add_argument("--value-weight", type=float, default=1.0, help="weight of the value MSE (LazyBug 1)")
+    t.add_argument("--policy-weight", type=float, default=0.01, help="weight of the policy CE (LazyBug 0.01)")
+    t.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out")
+    t.add_argument("--threads", type=int, default=1, help="torch threads")
+    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_bughouse_train)
+
     p = sub.add_parser("bughouse-match", help="four-seat bughouse match of two teams under real clocks "
                                               "(resumable; SQLite + BPGN)")
     p.add_argument("a", help="team A: engine spec for both seats, or SPEC_A/SPEC_B "
-                             "(bughouse-mcts[:nodes=N,movetime=S,...], sjeng[:depth=N], PROGRAM+xboard)")
+                             "(bughouse-mcts[:nodes=N,movetime=S,...], rise-bughouse-mcts[:weights=PATH,...], "
+                             "sjeng[:depth=N], PROGRAM+xboard)")
     p.add_argument("b", help="team B")
     p.add_argument("--games", type=int, default=2, help="games (team colours alternate per game)")
     p.add_argument("--tc", default="60+0", help="time control BASE+INC in seconds per seat (default 60+0)")

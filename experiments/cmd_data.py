@@ -36,7 +36,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             value_weight=args.value_weight, threads=args.threads, seed=args.seed,
                             minutes=args.minutes, max_positions=args.max_positions, resume=not args.no_resume,
                             ae_epochs=args.ae_epochs, half=args.half,
-                            positions_per_game=args.positions_per_game)
+                            positions_per_game=args.positions_per_game, select_fraction=args.select_fraction,
+                            patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
+                            bf16=args.bf16, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
+                            score_weight=args.score_weight, optimizer=args.optimizer)
     summary = train.train(cfg, progress=not args.quiet)
     print(json.dumps(summary))
     return 0
@@ -102,5 +105,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--positions-per-game", type=int, default=10,
                    help="DeepChess: training positions sampled per decisive game (paper: 10)")
     t.add_argument("--half", action="store_true", help="store model.pt in float16 (half the size)")
+    t.add_argument("--select-fraction", type=float, default=0.05,
+                   help="share of games (besides validation) used only to pick the best epoch")
+    t.add_argument("--patience", type=int, default=None, help="early stopping: epochs without a better selection score")
+    t.add_argument("--weight-decay", type=float, default=1e-4, help="SGD weight decay (rise, deepchess comparator)")
+    t.add_argument("--dropout", type=float, default=0.0, help="DeepChess: comparator dropout (training only)")
+    t.add_argument("--input-dropout", type=float, default=0.0, help="DeepChess: input-bit dropout (training only)")
+    t.add_argument("--antisymmetric", action="store_true", help="DeepChess: P(a>b) = 1 - P(b>a) by construction")
+    t.add_argument("--score-weight", type=float, default=0.0,
+                   help="DeepChess: weight of the engine-score ordering in the pair target (0 = outcome only)")
+    t.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
+                   help="DeepChess comparator optimizer (sgd: the paper; adam: the seeds' report, lr 0.0005)")
+    t.add_argument("--bf16", action="store_true", help="rise/sixtyfour: bfloat16 autocast training (CPU speed)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)

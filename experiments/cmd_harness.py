@@ -241,7 +241,8 @@ def cmd_bench_harness(args: argparse.Namespace) -> int:
     from experiments import bench_harness
 
     r = bench_harness.run(args.engine, args.variant, args.games, args.nodes, args.concurrency, args.seed,
-                          args.max_plies, args.workers)
+                          args.max_plies, args.workers, args.pool_threads, args.pool_batch, args.uci_threads,
+                          not args.no_single, not args.no_table, args.table_seconds, args.rounds)
     print(json.dumps(r) if args.json else bench_harness.format_table(r))
     return 0
 
@@ -300,8 +301,15 @@ def register_bench(bsub: Any) -> None:
     p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
     p.add_argument("--games", type=int, default=8)
     p.add_argument("--nodes", type=int, default=200)
-    p.add_argument("--concurrency", type=int, default=8, help="games at once on the pooled side")
-    p.add_argument("--workers", type=int, default=1, help="processes on the pooled side")
+    p.add_argument("--concurrency", default="auto", help="games at once per pooled process (auto: from the batch)")
+    p.add_argument("--workers", default="auto", help="processes on the pooled side (auto: measured)")
+    p.add_argument("--pool-threads", default="auto", help="torch threads per pooled process (auto: measured)")
+    p.add_argument("--pool-batch", default="auto", help="largest network batch on the pooled side (auto: measured)")
+    p.add_argument("--uci-threads", default="1,2", help="UCI baselines to run, by Threads (1 is the default)")
+    p.add_argument("--no-single", action="store_true", help="skip the in-process one-game-at-a-time row")
+    p.add_argument("--no-table", action="store_true", help="skip the raw-network table (then no auto-tuning)")
+    p.add_argument("--table-seconds", type=float, default=0.25, help="seconds per network-table trial")
+    p.add_argument("--rounds", type=int, default=1, help="play every row this often, alternating; best round kept")
     p.add_argument("--max-plies", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -2,7 +2,8 @@
 
 A *data set* is a directory of shards ``shard-00000.npz``, ``shard-00001.npz``, ... Each shard
 holds whole games (a game never spans two shards), so a train/validation split by game is a split
-by ``game_uid`` (:func:`is_validation`), never by position.  Arrays of a shard (N positions,
+by ``game_uid`` (:func:`is_validation`; :func:`is_selection` carves a model-selection split out of
+the remaining games), never by position.  Arrays of a shard (N positions,
 G games)::
 
     raw          int64 [N, 16]  Position.raw_state() before the move (indices RAW_* in board.position)
@@ -337,11 +338,27 @@ def load_dataset(directories: list[str] | str) -> DataSet:
     )
 
 
+def split_hash(game_uid: np.ndarray) -> np.ndarray:
+    """A uniform number in [0, 1) per game, from a hash of its uid (the split key)."""
+    h = (game_uid.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
+    out: np.ndarray = h.astype(np.float64) / float(1 << 24)
+    return out
+
+
 def is_validation(game_uid: np.ndarray, fraction: float) -> np.ndarray:
     """Deterministic split by game: a game is in the validation set iff a hash of its uid falls
     below ``fraction`` (the same game is always on the same side, whatever the shard order)."""
-    h = (game_uid.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
-    return (h.astype(np.float64) / float(1 << 24)) < fraction
+    out: np.ndarray = split_hash(game_uid) < fraction
+    return out
+
+
+def is_selection(game_uid: np.ndarray, val_fraction: float, fraction: float) -> np.ndarray:
+    """The model-selection split (early stopping, best epoch): the games whose hash falls in
+    ``[val_fraction, val_fraction + fraction)``, so disjoint from the validation games; training
+    uses neither, and the validation games are only used to report."""
+    h = split_hash(game_uid)
+    out: np.ndarray = (h >= val_fraction) & (h < val_fraction + fraction)
+    return out
 
 
 def _used_openings(directory: str, variant: str) -> tuple[set[int], int]:

@@ -222,31 +222,32 @@ class RegistryFactory:
 
     The shared evaluators belong to the factory: engines that use one are dropped, not closed, and
     :meth:`close` closes each evaluator once at the end.
+
+    Pooled-side tuning (None: as the engine's spec says): ``threads`` replaces the spec's evaluator
+    threads and ``max_batch`` is the largest batch one network call gets (a pooled call of more
+    leaves is split into calls of at most ``max_batch``).  :func:`experiments.bench_harness.tune`
+    picks both from measured network throughput.
     """
 
     shares_evaluators = True
 
-    def __init__(self) -> None:
-        self.evaluators: dict[tuple[str, str | None, int], Any] = {}
+    def __init__(self, threads: int | None = None, max_batch: int | None = None) -> None:
+        if threads is not None and threads < 1:
+            raise MatchError(f"evaluator threads must be at least 1, got {threads}")
+        if max_batch is not None and max_batch < 1:
+            raise MatchError(f"max batch must be at least 1, got {max_batch}")
+        self.threads = threads
+        self.max_batch = max_batch
+        self.evaluators: dict[tuple[str, str | None, int, str | None], Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"evaluators": {}}  # a worker process loads its own
+        return {"evaluators": {}, "threads": self.threads, "max_batch": self.max_batch}  # a worker loads its own
 
-    def _evaluator_key(self, spec: Any) -> tuple[str, str | None, int]:
-        from engines import ours
+    def _evaluator_key(self, spec: Any) -> tuple[str, str | None, int, str | None]:
+        from engines import registry
 
-        weights: str | None = None
-        threads = 1
-        for k, v in spec.options.items():
-            try:
-                o = ours.find_option(list(ours.ENGINE_OPTIONS), k)
-            except EngineError:
-                continue  # an option of the search, not of the evaluator
-            if o.name == "weights":
-                weights = v
-            elif o.name == "threads":
-                threads = int(v)
-        return (spec.evaluator, weights, threads)
+        weights, threads, inference = registry.evaluator_settings(spec)
+        return (spec.evaluator, weights, self.threads or threads, inference)
 
     def __call__(self, player: Player, variant: str) -> Engine:
         from engines import registry
@@ -258,6 +259,8 @@ class RegistryFactory:
         ev = self.evaluators.get(key)
         if ev is None:
             ev = self.evaluators[key] = registry.load_evaluator(*key)
+            if self.max_batch is not None and hasattr(ev, "max_batch"):
+                ev.max_batch = self.max_batch
         return registry.create(spec, variant, evaluator=ev)
 
     def close(self) -> None:

@@ -1,7 +1,8 @@
 """Model cards from a training run: ``python -m experiments.modelcard RUN_DIR CARD.md [--notes FILE]``.
 
 The card is filled from what the run recorded, never typed by hand: ``RUN_DIR/model.pt`` (family,
-configuration, metadata: data, positions, recipe, training time, final validation metrics),
+configuration, metadata: data, positions, recipe, training time, validation metrics of the shipped
+epoch, its number and selection score),
 ``RUN_DIR/metrics.csv`` (one row per epoch or phase) and ``RUN_DIR/command.txt`` (the command that
 was run, when present).  ``--notes`` adds a hand-written section (how the data was generated, caveats).
 """
@@ -26,7 +27,12 @@ def render(run_dir: str, notes: str = "") -> str:
               f"- {params:,} trainable parameters, stored as {', '.join(sorted(dtype))}", ""]
     lines += ["## Data", "", f"- data: {', '.join(meta.get('data', []))} ({meta.get('games', '?')} games)",
               f"- training positions: {meta.get('train_positions', '?')}, validation positions: "
-              f"{int(meta.get('val_positions', 0))} (split by game)", ""]
+              f"{int(meta.get('val_positions', 0))}"
+              + (f", selection positions: {int(meta['sel_positions'])}" if "sel_positions" in meta else "")
+              + " (split by game)"]
+    if "positions" in meta:
+        lines.append(f"- positions in the data: {int(meta['positions'])}")
+    lines.append("")
     cmd_path = os.path.join(run_dir, "command.txt")
     if os.path.exists(cmd_path):
         with open(cmd_path) as f:
@@ -34,9 +40,12 @@ def render(run_dir: str, notes: str = "") -> str:
     lines += ["## Training", "", f"- recipe: `{json.dumps(meta.get('recipe', {}))}`",
               f"- training time: {meta.get('training_seconds', '?')} s of wall time", ""]
     keys = [k for k in ("val_policy_acc", "val_value_sign_acc", "val_pair_acc", "mate1_top1", "mate1_top5",
-                        "mate1_positions", "val_policy_loss", "val_value_loss") if k in meta]
+                        "mate1_positions", "val_policy_loss", "val_value_loss", "best_epoch", "sel_policy_acc",
+                        "sel_pair_acc") if k in meta]
     if keys:
-        lines += ["## Validation metrics (final model)", "", "| metric | value |", "|---|---|"]
+        title = ("## Validation metrics (shipped model: the best epoch on the selection games)" if "best_epoch" in meta
+                 else "## Validation metrics (final model)")
+        lines += [title, "", "| metric | value |", "|---|---|"]
         lines += [f"| {k} | {meta[k]:.4f} |" if isinstance(meta[k], float) and k != "mate1_positions"
                   else f"| {k} | {meta[k]} |" for k in keys]
         lines.append("")

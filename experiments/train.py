@@ -17,14 +17,23 @@ deepchess
     always samples 10), skipping the first 5 moves and positions whose played move is a capture.  Pos2Vec pretrained layer by layer as a stacked
     autoencoder (SGD momentum 0.9, lr 0.005 x 0.98 per epoch, ``ae_epochs`` per layer), then the
     siamese comparator on fresh random (White-won, Black-won) pairs every epoch in both orders,
-    cross-entropy, lr 0.01 x 0.99 per epoch (SGD momentum 0.9).
+    cross-entropy, lr 0.01 x 0.99 per epoch (SGD momentum 0.9, ``weight_decay``; ``optimizer="adam"``:
+    Adam as the reimplementation report in the seeds, which used lr 0.0005), optional
+    ``dropout`` in the comparator head and ``input_dropout`` on the input bits (training only),
+    ``antisymmetric`` comparator (evaluators/nets.py).  Extension: ``score_weight`` blends the
+    outcome label with the engine's score ordering of the pair (:func:`pair_target`); 0 = the paper.
 
-The split is by game (``datagen.is_validation``).  A time budget (``minutes``) shortens the
+The split is by game: validation games (``datagen.is_validation``, ``val_fraction``) are only
+reported on; selection games (``datagen.is_selection``, ``select_fraction``, disjoint) pick the best
+epoch (policy accuracy for rise/sixtyfour, pair accuracy for DeepChess), which is what ``model.pt``
+holds (``meta["best_epoch"]``); ``patience`` stops early after that many epochs without a better
+selection score.  ``bf16`` runs the training forward pass of rise/sixtyfour under bfloat16 autocast
+with channels-last tensors (about twice the CPU speed; the weights and metrics stay float32).  A time budget (``minutes``) shortens the
 schedule: the one-cycle progress is ``max(step / total_steps, elapsed / budget)``, so the schedule
 completes when the budget runs out.  ``out/checkpoint.pt`` is written every epoch and every few
 minutes (model, optimizer, epoch, step in epoch, elapsed time) and a rerun resumes from it;
-``out/metrics.csv`` gets one row per epoch; ``out/model.pt`` is the final model with its metadata
-(the validation metrics of the last epoch).
+``out/metrics.csv`` gets one row per epoch; ``out/model.pt`` is the best-epoch model with its metadata
+(the validation metrics of that epoch).
 
 Metrics: policy accuracy (top-1 among the legal moves = the played move), value sign accuracy
 (sign of v = sign of z on decisive games), comparator pair accuracy (DeepChess), and mate-in-one
@@ -79,6 +88,7 @@ DEFAULTS: dict[str, dict[str, float]] = {
     "deepchess": dict(epochs=100, batch=256, lr=0.01, value_weight=0.0, ae_epochs=10),
 }
 MAX_VALIDATION = 20000
+MAX_SELECTION = 5000
 CHECKPOINT_SECONDS = 120.0
 
 
@@ -103,9 +113,17 @@ class TrainConfig:
     max_positions: int | None = None
     resume: bool = True
     ae_epochs: int | None = None
-    weight_decay: float = 1e-4  # RISE's SGD only (CrazyAra); SixtyFour's Adam and DeepChess use none
+    weight_decay: float = 1e-4  # RISE's SGD (CrazyAra) and DeepChess's comparator SGD; SixtyFour's Adam uses none
     half: bool = False  # save model.pt with float16 tensors (shipped weights)
     positions_per_game: int = 10  # DeepChess training sampling (validation always uses the paper's 10)
+    select_fraction: float = 0.05  # share of games held out (besides validation) to pick the best epoch
+    dropout: float = 0.0  # DeepChess comparator dropout (training only)
+    input_dropout: float = 0.0  # DeepChess input-bit dropout (training only)
+    antisymmetric: bool = False  # DeepChess: P(a > b) = 1 - P(b > a) by construction
+    score_weight: float = 0.0  # DeepChess: share of the engine-score ordering in the pair target
+    optimizer: str = "sgd"  # DeepChess comparator: "sgd" (momentum 0.9, the paper) or "adam" (the seeds' report)
+    patience: int | None = None  # stop after this many epochs without a better selection score
+    bf16: bool = False  # rise/sixtyfour: bfloat16 autocast for the training forward pass (CPU speed)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> "TrainConfig":
@@ -115,6 +133,14 @@ class TrainConfig:
             raise TrainError(f"unknown size {self.size!r} for {self.model}; known: {', '.join(SIZES[self.model])}")
         if not 0.0 < self.val_fraction < 1.0:
             raise TrainError("--val-fraction must be in (0, 1)")
+        if not 0.0 < self.select_fraction < 1.0 - self.val_fraction:
+            raise TrainError("--select-fraction must be in (0, 1 - val_fraction)")
+        if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.input_dropout < 1.0):
+            raise TrainError("--dropout and --input-dropout must be in [0, 1)")
+        if self.optimizer not in ("sgd", "adam"):
+            raise TrainError(f"unknown optimizer {self.optimizer!r}; known: sgd, adam")
+        if not 0.0 <= self.score_weight <= 1.0:
+            raise TrainError("--score-weight must be in [0, 1]")
         d = DEFAULTS[self.model]
         c = TrainConfig(**{**asdict(self)})
         c.epochs = int(d["epochs"]) if self.epochs is None else self.epochs
@@ -292,20 +318,27 @@ def _write_metrics(path: str, row: dict[str, Any]) -> None:
         w.writerow(row)
 
 
-def _split(ds: DataSet, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray]:
+def _split(ds: DataSet, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Position indices (training, validation, selection), split by game: validation games are
+    only reported on, selection games only pick the best epoch, training uses neither."""
     val_game = datagen.is_validation(ds.game_uid, cfg.val_fraction)
+    sel_game = datagen.is_selection(ds.game_uid, cfg.val_fraction, cfg.select_fraction)
     val_pos = val_game[ds.game]
-    tr = np.flatnonzero(~val_pos)
+    sel_pos = sel_game[ds.game]
+    tr = np.flatnonzero(~val_pos & ~sel_pos)
     va = np.flatnonzero(val_pos)
-    if len(tr) == 0 or len(va) == 0:
-        raise TrainError(f"the split left {len(tr)} training and {len(va)} validation positions; "
-                         "need more games or another --val-fraction")
+    se = np.flatnonzero(sel_pos)
+    if len(tr) == 0 or len(va) == 0 or len(se) == 0:
+        raise TrainError(f"the split left {len(tr)} training, {len(va)} validation and {len(se)} selection "
+                         "positions; need more games or other --val-fraction/--select-fraction")
     rng = np.random.default_rng(cfg.seed)
     if cfg.max_positions is not None and len(tr) > cfg.max_positions:
         tr = np.sort(rng.choice(tr, cfg.max_positions, replace=False))
     if len(va) > MAX_VALIDATION:
         va = np.sort(rng.choice(va, MAX_VALIDATION, replace=False))
-    return tr, va
+    if len(se) > MAX_SELECTION:
+        se = np.sort(rng.choice(se, MAX_SELECTION, replace=False))
+    return tr, va, se
 
 
 def _load_checkpoint(path: str) -> dict[str, Any]:
@@ -335,7 +368,9 @@ def _train_policy_value(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[s
     variant = ds.variant
     net = nets.build(cfg.model, {**SIZES[cfg.model][cfg.size], "variant": variant})
     task = PolicyValueTask(cfg.model, variant, cfg.value_weight)
-    tr, va = _split(ds, cfg)
+    tr, va, se = _split(ds, cfg)
+    if cfg.bf16:
+        net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
     if cfg.model == "rise":
         opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.95, nesterov=True,
                                                      weight_decay=cfg.weight_decay)
@@ -347,20 +382,30 @@ def _train_policy_value(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[s
     ck_path = os.path.join(cfg.out, "checkpoint.pt")
     metrics_path = os.path.join(cfg.out, "metrics.csv")
     epoch, step_in_epoch, step, elapsed = 0, 0, 0, 0.0
+    # the best epoch by policy accuracy on the selection games (validation games are only reported)
+    best_score, best_epoch = -1.0, 0
+    best_state: dict[str, torch.Tensor] = {}
+    best_metrics: dict[str, float] = {}
     if cfg.resume and os.path.exists(ck_path):
         ck = _load_checkpoint(ck_path)
         net.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         epoch, step_in_epoch, step, elapsed = ck["epoch"], ck["step_in_epoch"], ck["step"], ck["elapsed"]
+        best_score, best_epoch = ck.get("best_score", -1.0), ck.get("best_epoch", 0)
+        best_state, best_metrics = ck.get("best_state", {}), ck.get("best_metrics", {})
     elif os.path.exists(metrics_path):
         os.remove(metrics_path)
     legal_va = legal_moves_of(ds, va, variant)
     mates = mate_in_one_set(ds, va, variant)
+    legal_se = legal_moves_of(ds, se, variant)
+    no_mates: tuple[np.ndarray, list[set[int]], list[list[int]]] = (np.zeros(0, dtype=np.int64), [], [])
     last: dict[str, float] = {}
 
     def save_ck() -> None:
         torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-                    "step_in_epoch": step_in_epoch, "step": step, "elapsed": elapsed}, ck_path + ".tmp")
+                    "step_in_epoch": step_in_epoch, "step": step, "elapsed": elapsed,
+                    "best_score": best_score, "best_epoch": best_epoch, "best_state": best_state,
+                    "best_metrics": best_metrics}, ck_path + ".tmp")
         os.replace(ck_path + ".tmp", ck_path)
 
     t0 = time.monotonic() - elapsed
@@ -384,7 +429,12 @@ def _train_policy_value(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[s
                     for g in opt.param_groups:
                         g["lr"], g["momentum"] = lr, mom
                 b = np.sort(perm[step_in_epoch * cfg.batch:(step_in_epoch + 1) * cfg.batch])
-                loss, parts = task.loss(net, ds, b)
+                if cfg.bf16:
+                    with torch.autocast("cpu", dtype=torch.bfloat16):
+                        v, p = net(task.inputs(ds, b).contiguous(memory_format=torch.channels_last))
+                    loss, parts = task.loss_of(v.float(), p.float(), ds, b)
+                else:
+                    loss, parts = task.loss(net, ds, b)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()  # type: ignore[no-untyped-call]
                 opt.step()
@@ -399,22 +449,37 @@ def _train_policy_value(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[s
                     last_ck = time.monotonic()
             elapsed = time.monotonic() - t0
             last = task.metrics(net, ds, va, legal_va, mates, 512)
+            sel = task.metrics(net, ds, se, legal_se, no_mates, 512)
+            if sel["val_policy_acc"] > best_score:
+                best_score, best_epoch, best_metrics = sel["val_policy_acc"], epoch + 1, dict(last)
+                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
             row = {"epoch": epoch + 1, "step": step, "elapsed_s": round(elapsed, 1),
-                   "train_loss": run_loss / max(1, n_loss), **{k: round(v, 5) for k, v in last.items()}}
+                   "train_loss": round(run_loss / max(1, n_loss), 5),
+                   "sel_policy_acc": round(sel["val_policy_acc"], 5),
+                   "sel_value_sign_acc": round(sel["val_value_sign_acc"], 5),
+                   **{k: round(v, 5) for k, v in last.items()}}
             _write_metrics(metrics_path, row)
             bar.write(" ".join(f"{k}={v}" for k, v in row.items()))
             if not done:
                 epoch += 1
                 step_in_epoch = 0
             save_ck()
+            if cfg.patience is not None and epoch - best_epoch >= cfg.patience:
+                break  # early stopping: no better selection policy accuracy for `patience` epochs
     except KeyboardInterrupt:
         elapsed = time.monotonic() - t0
         save_ck()
         raise
     finally:
         bar.close()
-    meta = {"train_positions": int(len(tr)), "val_positions": int(len(va)), "games": int(len(ds.game_uid)),
+    if best_state:  # the shipped model is the best epoch on the selection games
+        net.load_state_dict(best_state)
+        last = best_metrics
+    net = net.to(memory_format=torch.contiguous_format)  # type: ignore[call-overload]
+    meta = {"train_positions": int(len(tr)), "val_positions": int(len(va)), "sel_positions": int(len(se)),
+            "games": int(len(ds.game_uid)), "positions": int(len(ds)),
             "variant": variant, "size": cfg.size, "steps": step, "training_seconds": round(elapsed, 1),
+            "best_epoch": best_epoch, "sel_policy_acc": float(best_score),
             "recipe": {k: v for k, v in asdict(cfg).items() if k not in ("data", "out", "extra")},
             "data": list(cfg.data), **{k: float(v) for k, v in last.items()}}
     nets.save_model(os.path.join(cfg.out, "model.pt"), cfg.model, net, meta, half=cfg.half)
@@ -449,6 +514,31 @@ def deepchess_positions(ds: DataSet, idx_games: np.ndarray, rng: np.random.Gener
     return keep_arr, res[keep_arr].astype(np.int64)
 
 
+SCORE_CLIP = 2000  # centipawns: mate scores and won positions are clipped to this
+SCORE_SCALE = 400.0  # logistic scale of the score target (the Elo scale)
+
+
+def white_scores(ds: DataSet, idx: np.ndarray) -> np.ndarray:
+    """Engine score of positions idx from White's view in centipawns, clipped to +-SCORE_CLIP."""
+    sc = ds.score[idx].astype(np.float64)
+    if (sc == datagen.SCORE_UNKNOWN).any():
+        raise TrainError("--score-weight needs engine scores; imported games have none")
+    sc = np.clip(sc, -SCORE_CLIP, SCORE_CLIP)
+    out: np.ndarray = np.where(ds.raw[idx, RAW_TURN] == 0, sc, -sc)
+    return out
+
+
+def pair_target(y: np.ndarray, score_first: np.ndarray, score_second: np.ndarray, score_weight: float) -> np.ndarray:
+    """P(first position is better for White) to train on: the outcome label (1 - y, the paper) blended
+    with the engine-score ordering ``1 / (1 + 10^(-(s_first - s_second) / 400))`` (weight ``score_weight``)."""
+    t = 1.0 - y.astype(np.float64)
+    if score_weight > 0.0:
+        by_score = 1.0 / (1.0 + np.power(10.0, -(score_first - score_second) / SCORE_SCALE))
+        t = (1.0 - score_weight) * t + score_weight * by_score
+    out: np.ndarray = t.astype(np.float32)
+    return out
+
+
 def _pairs(win_w: np.ndarray, win_b: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """n random pairs in both orders: (first, second, label) with label 0 if first is the White-won one."""
     a = rng.choice(win_w, n)
@@ -476,31 +566,43 @@ def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str,
 
     assert cfg.epochs is not None and cfg.batch is not None and cfg.lr is not None and cfg.ae_epochs is not None
     variant = ds.variant
-    net = nets.build("deepchess", {**SIZES["deepchess"][cfg.size], "variant": variant})
+    net = nets.build("deepchess", {**SIZES["deepchess"][cfg.size], "variant": variant, "dropout": cfg.dropout,
+                                     "input_dropout": cfg.input_dropout, "antisymmetric": cfg.antisymmetric})
     assert isinstance(net, nets.DeepChessNet)
     rng = np.random.default_rng(cfg.seed)
     val_game = datagen.is_validation(ds.game_uid, cfg.val_fraction)
-    tr_pos, tr_res = deepchess_positions(ds, np.flatnonzero(~val_game), rng, per_game=cfg.positions_per_game)
-    # a separate generator: the validation sample does not depend on the training sampling
+    sel_game = datagen.is_selection(ds.game_uid, cfg.val_fraction, cfg.select_fraction)
+    tr_pos, tr_res = deepchess_positions(ds, np.flatnonzero(~val_game & ~sel_game), rng,
+                                         per_game=cfg.positions_per_game)
+    # separate generators: the validation and selection samples do not depend on the training sampling
     va_pos, va_res = deepchess_positions(ds, np.flatnonzero(val_game), np.random.default_rng(cfg.seed + 7919))
+    se_pos, se_res = deepchess_positions(ds, np.flatnonzero(sel_game), np.random.default_rng(cfg.seed + 104729))
     if cfg.max_positions is not None and len(tr_pos) > cfg.max_positions:
         sel = np.sort(rng.choice(len(tr_pos), cfg.max_positions, replace=False))
         tr_pos, tr_res = tr_pos[sel], tr_res[sel]
-    if min((tr_res == 1).sum(), (tr_res == -1).sum(), (va_res == 1).sum(), (va_res == -1).sum()) == 0:
-        raise TrainError("DeepChess needs White-won and Black-won games in both training and validation data")
+    if min(int((r == w).sum()) for r in (tr_res, va_res, se_res) for w in (1, -1)) == 0:
+        raise TrainError("DeepChess needs White-won and Black-won games in the training, validation "
+                         "and selection data")
     x_tr = enc.deepchess_bits(ds.raw[tr_pos], variant)
     x_va = enc.deepchess_bits(ds.raw[va_pos], variant)
+    x_se = enc.deepchess_bits(ds.raw[se_pos], variant)
     tw, tb = np.flatnonzero(tr_res == 1), np.flatnonzero(tr_res == -1)
+    tr_score = white_scores(ds, tr_pos) if cfg.score_weight > 0 else np.zeros(len(tr_pos))
     vw, vb = np.flatnonzero(va_res == 1), np.flatnonzero(va_res == -1)
+    sw, sb = np.flatnonzero(se_res == 1), np.flatnonzero(se_res == -1)
     budget = None if cfg.minutes is None else 60.0 * cfg.minutes
     ck_path = os.path.join(cfg.out, "checkpoint.pt")
     metrics_path = os.path.join(cfg.out, "metrics.csv")
     n_layers = len(net.pos2vec.layers)
     phase, epoch, elapsed = 0, 0, 0.0  # phase i < n_layers: autoencoder layer i; n_layers: comparator
+    # the best comparator epoch by pair accuracy on the selection games (validation is only reported)
+    best_score, best_epoch = -1.0, 0
+    best_state: dict[str, torch.Tensor] = {}
     if cfg.resume and os.path.exists(ck_path):
         ck = _load_checkpoint(ck_path)
         net.load_state_dict(ck["model"])
         phase, epoch, elapsed = ck["phase"], ck["epoch"], ck["elapsed"]
+        best_score, best_epoch, best_state = ck.get("best_score", -1.0), ck.get("best_epoch", 0), ck.get("best_state", {})
     elif os.path.exists(metrics_path):
         os.remove(metrics_path)
     t0 = time.monotonic() - elapsed
@@ -513,7 +615,8 @@ def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str,
                desc="train deepchess", unit="epoch", disable=not progress)
 
     def save_ck() -> None:
-        torch.save({"model": net.state_dict(), "phase": phase, "epoch": epoch, "elapsed": elapsed}, ck_path + ".tmp")
+        torch.save({"model": net.state_dict(), "phase": phase, "epoch": epoch, "elapsed": elapsed,
+                    "best_score": best_score, "best_epoch": best_epoch, "best_state": best_state}, ck_path + ".tmp")
         os.replace(ck_path + ".tmp", ck_path)
 
     try:
@@ -539,8 +642,8 @@ def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str,
                 epoch = e + 1
                 elapsed = time.monotonic() - t0
                 _write_metrics(metrics_path, {"phase": f"ae{phase}", "epoch": epoch, "elapsed_s": round(elapsed, 1),
-                                              "train_loss": round(tot / len(perm), 5), "val_pair_acc": "",
-                                              "train_pair_acc": ""})
+                                              "train_loss": round(tot / len(perm), 5), "sel_pair_acc": "",
+                                              "val_pair_acc": "", "train_pair_acc": ""})
                 bar.update(1)
                 if ae_budget is not None and time.monotonic() - phase_start > ae_budget:
                     break
@@ -548,29 +651,43 @@ def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str,
             phase += 1
             epoch = 0
             save_ck()
-        opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9)
+        copt: torch.optim.Optimizer
+        if cfg.optimizer == "adam":  # the reimplementation report in the seeds: Adam, lr 0.0005
+            copt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        else:
+            copt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9, weight_decay=cfg.weight_decay)
         pairs_per_epoch = max(cfg.batch, min(200000, 2 * len(tr_pos)))
         while epoch < cfg.epochs:
             if budget is not None and time.monotonic() - t0 > budget:
                 break
-            for g in opt.param_groups:
+            if cfg.patience is not None and best_epoch > 0 and epoch - best_epoch >= cfg.patience:
+                break  # early stopping: no better selection pair accuracy for `patience` epochs
+            for g in copt.param_groups:
                 g["lr"] = cfg.lr * 0.99 ** epoch
             net.train()
             f, s2, y = _pairs(tw, tb, pairs_per_epoch, rng)
+            target = torch.from_numpy(pair_target(y, tr_score[f], tr_score[s2], cfg.score_weight))
             tot = 0.0
             for s in range(0, pairs_per_epoch, cfg.batch):
                 logits = net(xt[f[s:s + cfg.batch]], xt[s2[s:s + cfg.batch]])
-                loss = F.cross_entropy(logits, torch.from_numpy(y[s:s + cfg.batch]))
-                opt.zero_grad(set_to_none=True)
+                t = target[s:s + cfg.batch]
+                lsm = F.log_softmax(logits, dim=1)  # soft cross-entropy; = cross_entropy(y) when score_weight 0
+                loss = -(t * lsm[:, 0] + (1 - t) * lsm[:, 1]).mean()
+                copt.zero_grad(set_to_none=True)
                 loss.backward()  # type: ignore[no-untyped-call]
-                opt.step()
+                copt.step()
                 tot += float(loss.detach()) * len(logits)
             epoch += 1
             elapsed = time.monotonic() - t0
+            sel_acc = pair_accuracy(net, x_se, sw, sb, 20000, cfg.seed + 3)
             last_acc = pair_accuracy(net, x_va, vw, vb, 20000, cfg.seed + 1)
             train_acc = pair_accuracy(net, x_tr, tw, tb, 20000, cfg.seed + 2)
+            if sel_acc > best_score:
+                best_score, best_epoch = sel_acc, epoch
+                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
             _write_metrics(metrics_path, {"phase": "comparator", "epoch": epoch, "elapsed_s": round(elapsed, 1),
                                           "train_loss": round(tot / pairs_per_epoch, 5),
+                                          "sel_pair_acc": round(sel_acc, 5),
                                           "val_pair_acc": round(last_acc, 5), "train_pair_acc": round(train_acc, 5)})
             bar.update(1)
             bar.set_postfix(val_pair_acc=f"{last_acc:.3f}")
@@ -581,9 +698,12 @@ def _train_deepchess(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[str,
         raise
     finally:
         bar.close()
+    if best_state:  # the shipped model is the best comparator epoch on the selection games
+        net.load_state_dict(best_state)
     last_acc = pair_accuracy(net, x_va, vw, vb, 20000, cfg.seed + 1)
     meta = {"train_positions": int(len(tr_pos)), "val_positions": int(len(va_pos)),
-            "games": int(len(ds.game_uid)), "variant": variant, "size": cfg.size,
+            "sel_positions": int(len(se_pos)), "games": int(len(ds.game_uid)), "positions": int(len(ds)),
+            "variant": variant, "size": cfg.size, "best_epoch": best_epoch, "sel_pair_acc": float(best_score),
             "training_seconds": round(time.monotonic() - t0, 1), "val_pair_acc": last_acc,
             "recipe": {k: v for k, v in asdict(cfg).items() if k not in ("data", "out", "extra")},
             "data": list(cfg.data)}

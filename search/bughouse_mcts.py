@@ -38,10 +38,18 @@ else our board's most visited move (ties: higher prior).
 
 Node accounting as :mod:`search.base`: ``nodes`` = simulations (leaves backed up, terminals
 included), ``evals`` = leaves sent to the evaluator. No transposition table (a two-board key with
-clocks and sit state rarely repeats within one search), no tree reuse: each move starts afresh.
+clocks and sit state rarely repeats within one search).
 
-This module is plain Python (not in ``MYPYC_MODULES``): its cost is dominated by the evaluator
-and the compiled move generator.
+Tree reuse (``reuse_tree``, on by default): :meth:`BughouseMCTS.start` keeps the subtree of the
+previous search when the new game continues the previous one (same start, the previous moves
+are a prefix of the new ones, same board searched, no leaves in flight): it follows the edges of
+the moves made since (on either board, in play order) and, if they all lead to expanded nodes,
+that node becomes the root (through the partner board's sit edge when the partner now sits).
+Its visits and values are kept; the new root gets the real clocks, the nodes below keep the
+clocks simulated when they were made. The node limit counts the new simulations only.
+
+This module is compiled with mypyc (``MYPYC_MODULES`` in setup.py, one group with the rules core);
+``SEARCHBENCH_PURE=1`` runs the same source uncompiled.
 """
 from __future__ import annotations
 
@@ -85,6 +93,7 @@ class BughouseMCTSConfig:
     recent_moves: int = 5
     default_move_ms: int = 1000
     default_nodes: int = 800
+    reuse_tree: bool = True
 
     def validate(self) -> None:
         if not 0.0 <= self.root_own_p <= 1.0:
@@ -182,6 +191,7 @@ class BughouseMCTS:
         self._stopped = False
         self._nodes = 0
         self._evals = 0
+        self.reused_visits = 0  # root visits kept from the previous search (tree reuse)
 
     # ------------------------------------------------------------------ setup
 
@@ -194,6 +204,12 @@ class BughouseMCTS:
         seat (default: from the game's move times)."""
         if board_id not in (0, 1):
             raise BughouseSearchError(f"board_id must be 0 or 1, got {board_id}")
+        partner_board = 1 - board_id
+        own_team = team_of(board_id, game.boards[board_id].turn)
+        sit_board = partner_board if (partner_sitting and
+                                      team_of(partner_board, game.boards[partner_board].turn) == own_team) else -1
+        reused = self._reusable(game, board_id, sit_board) if self.config.reuse_tree else None
+        self.reused_visits = 0 if reused is None else reused.board_visits(0) + reused.board_visits(1)
         self.game = game.copy()
         self.own_board = board_id
         self.limits = limits or BughouseLimits()
@@ -205,11 +221,44 @@ class BughouseMCTS:
         times = move_ms if move_ms is not None else recent_move_ms(game, self.config.recent_moves)
         self._dt = [self._avg(times[s]) for s in range(4)]
         clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
-        partner_board = 1 - board_id
-        own_team = team_of(board_id, game.boards[board_id].turn)
-        sit_board = partner_board if (partner_sitting and
-                                      team_of(partner_board, game.boards[partner_board].turn) == own_team) else -1
-        self.root = _Node(sit_board, clocks)
+        if reused is not None:
+            reused.clocks = clocks
+            self.root = reused
+        else:
+            self.root = _Node(sit_board, clocks)
+
+    def _reusable(self, game: BughouseGame, board_id: int, sit_board: int) -> _Node | None:
+        """The node of the previous search's tree at ``game``'s position, or None (module docstring)."""
+        old_game = self.game
+        node = self.root
+        if (old_game is None or node is None or self._pending or board_id != self.own_board
+                or old_game.root_fen != game.root_fen or old_game.base_ms != game.base_ms
+                or old_game.inc_ms != game.inc_ms):
+            return None
+        old_moves = old_game.move_stack
+        new_moves = game.move_stack
+        if len(new_moves) < len(old_moves) or new_moves[:len(old_moves)] != old_moves:
+            return None
+        for b, m in new_moves[len(old_moves):]:
+            node = self._child_of(node, b, m)
+            if node is None:
+                return None
+        if node.sit_board != sit_board:
+            if node.sit_board >= 0 or sit_board < 0:
+                return None
+            node = self._child_of(node, sit_board, SIT)
+            if node is None or node.sit_board != sit_board:
+                return None
+        return node if node.state == EXPANDED else None
+
+    @staticmethod
+    def _child_of(node: _Node, b: int, m: int) -> _Node | None:
+        if node.state != EXPANDED:
+            return None
+        for i, mv in enumerate(node.moves[b]):
+            if mv == m:
+                return node.children[b][i]
+        return None
 
     def _avg(self, times: Sequence[int]) -> int:
         recent = list(times)[-self.config.recent_moves:]

@@ -7,7 +7,8 @@ Notation (as minigo's mcts.py; CrazyAra paper section 9; SPEC.md section 4)
 - ``N(s, a)``: visits of edge a; ``N(s) = Σ_b N(s, b)`` (virtual visits included while in flight).
 - ``W(s, a)``: sum of the values backed up through a, **from the point of view of the side to move
   at s**; ``Q(s, a) = W(s, a) / N(s, a)``, and ``Q = fpu`` (first-play urgency, default -1 as
-  CrazyAra) while ``N(s, a) = 0``.
+  CrazyAra) while ``N(s, a) = 0``; with check urgency an unvisited move that gives check starts at
+  ``Q = check_q_init`` (default 0) instead.
 - ``P(s, a)``: prior of a (the evaluator's policy, with check enhancement and root noise applied).
 - ``U(s, a) = cpuct(s) · P(s, a) · sqrt(max(N(s), 1)) / (udiv(s) + N(s, a))``; the ``max(., 1)``
   makes the first visit go to the highest prior instead of the first move generated.
@@ -37,6 +38,13 @@ Node ``i``::
     nd_proven[i]  solver status for the side to move: UNKNOWN, WIN, LOSS, DRAW
     nd_plies[i]   plies to the end of the game when proven
     nd_hash[i]    zobrist hash (checks tree reuse)
+    nd_touched[i] one past the last of its edges ever given a virtual loss (visited or in flight);
+                  the edges after it are all untouched (N = 0, no virtual loss)
+    nd_tail_best[i]  the first edge with the largest prior among nd_touched[i] .. its last edge
+                  (non-checks only when check urgency is on; -1: none), nd_tail_best_check[i] the
+    nd_tail_from[i]  same among its checks; valid while nd_tail_from[i] == nd_touched[i] (-1: to be
+                  found again): the selection scores these edges of the untouched tail, not all
+    nd_pmax[i]    the largest prior of its edges (NaN until needed; bounds the tail's scores)
 
 Edge ``e``::
 
@@ -44,6 +52,7 @@ Edge ``e``::
     ed_child[e]   index of the child node, -1 until first visited (children are created lazily)
     ed_n[e]       N(s, a) of finished visits;         ed_w[e]      W(s, a)
     ed_vl[e]      leaves in flight below a (virtual loss count)
+    ed_check[e]   1 if the move gives check and check urgency is on, else 0 (a u8)
 
 A node's edges are allocated together when it is expanded; a child node only when its edge is
 first selected.  Tree reuse keeps the arrays and moves the root; a tree is dropped when it grows
@@ -54,7 +63,8 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
 - batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
 - transposition table sharing evaluations (``transposition_table``): a new node whose position
   (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
-  before reuses that value and prior without an evaluator call;
+  before reuses that value and prior without an evaluator call (the table: a dict from key to slot,
+  the slots' values and priors in flat vecs);
 - terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
   inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
   moves are tested for mate (a king step out of check rules one out cheaply), a node with a mate in
@@ -66,6 +76,15 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
 - Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
   variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
   (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
+- check urgency (``check_urgency``, ``check_q_init``; our addition, not in CrazyAra 0.6.0, so off
+  by default to keep the default search CrazyAra's; an A/B candidate for ``searchbench sprt``): an unvisited checking move starts
+  from ``Q = 0`` instead of the fpu of -1.  With fpu -1 a node whose first move came back with a
+  good Q tries a second move only after about ``((1 + Q) / (cpuct · P))²`` visits: with a flat
+  prior (the classical evaluator) a side that is winning keeps deepening one line and the solver
+  never sees the forcing moves that would prove a mate (a crazyhouse mate in 3 with Q and R in
+  hand was not found in a million simulations).  Checks are the moves that keep the opponent's
+  replies few, so a proof needs them tried; this is the purpose of check enhancement, which
+  raises their prior but cannot overcome the fpu gap of 1 + Q;
 - tree reuse between moves of one game (``tree_reuse``), Dirichlet noise at the root
   (``dirichlet_epsilon``, 0 in matches) and temperature (``temperature``), both drawn from the injected
   ``random.Random``;
@@ -90,12 +109,12 @@ from dataclasses import dataclass, field
 from typing import Final, Sequence
 
 from librt.vecs import append, extend, vec
-from mypy_extensions import i64, mypyc_attr
+from mypy_extensions import i64, mypyc_attr, u8
 
 from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search.base import Limits, Search, SearchResult
-from search.checks import checking_moves, mates_in_one
+from search.checks import checking_moves_vec, mates_in_one_vec
 from search.timeman import TimeConfig, TimeControl, move_time
 
 NEW: Final = 0
@@ -114,6 +133,15 @@ _EDGE_DEFAULTS: Final = 512
 _MINUS_ONES: Final = vec[i64]([-1] * _EDGE_DEFAULTS)
 _ZEROS_I64: Final = vec[i64]([0] * _EDGE_DEFAULTS)
 _ZEROS_F64: Final = vec[float]([0.0] * _EDGE_DEFAULTS)
+_ZEROS_U8: Final = vec[u8]([0] * _EDGE_DEFAULTS)
+# The same runs cut to each length k (filled on first use; index k holds length k once set).
+_FRESH_CHILD: Final[list[vec[i64]]] = [vec[i64]() for _ in range(_EDGE_DEFAULTS + 1)]
+_FRESH_ZERO_I64: Final[list[vec[i64]]] = [vec[i64]() for _ in range(_EDGE_DEFAULTS + 1)]
+_FRESH_ZERO_F64: Final[list[vec[float]]] = [vec[float]() for _ in range(_EDGE_DEFAULTS + 1)]
+_FRESH_ZERO_U8: Final[list[vec[u8]]] = [vec[u8]() for _ in range(_EDGE_DEFAULTS + 1)]
+# Node visit counts up to which cpuct(N) and udiv(N) are tabulated per tree (see _Tree.select).
+_SCHEDULE_SIZE: Final = 4096
+_NANS: Final = vec[float]([math.nan] * _SCHEDULE_SIZE)
 
 # SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
 SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
@@ -148,6 +176,8 @@ class MCTSConfig:
     check_prior_threshold: float = 0.1
     check_factor: float = 0.5
     check_cap: bool = False  # newer CrazyAra: add min(0.1, 0.5 max P) instead of 0.5 max P
+    check_urgency: bool = False  # not in CrazyAra 0.6.0: unvisited checks start at check_q_init
+    check_q_init: float = 0.0
     transposition_table: bool = True
     fix_checkmates: bool = True
     solver: bool = True
@@ -175,13 +205,13 @@ class MCTSConfig:
         return cls(score_formula="sixtyfour", sixtyfour_c=0.5, mate_value=1.5, fpu=0.0,
                    prior_noise=0.3, prior_noise_decay=6.0, playout_depth_from_clock=True,
                    q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
-                   cpuct_schedule=False, batch_size=1, virtual_loss=1.0)
+                   cpuct_schedule=False, batch_size=1, virtual_loss=1.0, check_urgency=False)
 
     @classmethod
     def vanilla(cls) -> MCTSConfig:
         """Plain PUCT (AlphaZero-like): every CrazyAra modification off, Q init 0."""
         return cls(q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
-                   fix_checkmates=False, solver=False, fpu=0.0)
+                   fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
 
     def validate(self) -> None:
         if self.batch_size < 1:
@@ -196,6 +226,8 @@ class MCTSConfig:
             raise MCTSConfigError("dirichlet_alpha and default_nodes must be positive, temperature >= 0")
         if not 0.0 <= self.q_factor <= 1.0:
             raise MCTSConfigError("q_factor must be in [0, 1]")
+        if not -1.0 <= self.check_q_init <= 1.0:
+            raise MCTSConfigError("check_q_init must be in [-1, 1]")
 
 
 def cpuct(cfg: MCTSConfig, n: float) -> float:
@@ -271,6 +303,17 @@ def final_policy(cfg: MCTSConfig, visits: list[int], qs: list[float]) -> list[fl
     return out
 
 
+def _float_vec(xs: list[float]) -> vec[float]:
+    """``vec[float](xs)`` by a native loop (the generic conversion costs about 10 ns an element)."""
+    n: i64 = len(xs)
+    out = _ZEROS_F64[0:n] if n <= _EDGE_DEFAULTS else vec[float]([0.0] * n)
+    i: i64 = 0
+    while i < n:
+        out[i] = xs[i]
+        i += 1
+    return out
+
+
 def playout_depth_for_clock(seconds_left: float) -> int:
     """SixtyFour's playout depth for the seconds left on the clock (0 = no search below 10 s)."""
     for limit, depth in SIXTYFOUR_DEPTHS:
@@ -280,10 +323,11 @@ def playout_depth_for_clock(seconds_left: float) -> int:
 
 
 class _Pending:
-    """A leaf in flight: its node, the path of edges to it, its legal moves and zobrist key."""
+    """A leaf in flight: its node, the path of edges to it, its legal moves, transposition key, which
+    moves give check (1/0) and which of them mate (indices)."""
 
-    def __init__(self, node: int, path: vec[i64], nodes: vec[i64], moves: list[int], key: i64,
-                 gives_check: list[bool], mates: list[int]) -> None:
+    def __init__(self, node: int, path: vec[i64], nodes: vec[i64], moves: vec[i64], key: i64,
+                 gives_check: vec[i64], mates: vec[i64]) -> None:
         self.node = node
         self.path = path
         self.nodes = nodes
@@ -299,6 +343,9 @@ class _Tree:
     def __init__(self, cfg: MCTSConfig) -> None:
         self.cfg = cfg
         self.sixtyfour = cfg.score_formula == "sixtyfour"
+        self.check_urgency = cfg.check_urgency and not self.sixtyfour
+        self.cpuct_table = _NANS[0:_SCHEDULE_SIZE]
+        self.udiv_table = _NANS[0:_SCHEDULE_SIZE]
         self.nd_edge0 = vec[i64]()
         self.nd_nedges = vec[i64]()
         self.nd_state = vec[i64]()
@@ -307,12 +354,18 @@ class _Tree:
         self.nd_proven = vec[i64]()
         self.nd_plies = vec[i64]()
         self.nd_hash = vec[i64]()
+        self.nd_touched = vec[i64]()
+        self.nd_tail_from = vec[i64]()
+        self.nd_tail_best = vec[i64]()
+        self.nd_tail_best_check = vec[i64]()
+        self.nd_pmax = vec[float]()
         self.ed_move = vec[i64]()
         self.ed_prior = vec[float]()
         self.ed_child = vec[i64]()
         self.ed_n = vec[i64]()
         self.ed_w = vec[float]()
         self.ed_vl = vec[i64]()
+        self.ed_check = vec[u8]()
         self.n_nodes = 0
         self.n_edges = 0
 
@@ -325,32 +378,50 @@ class _Tree:
         self.nd_proven = append(self.nd_proven, UNKNOWN)
         self.nd_plies = append(self.nd_plies, 0)
         self.nd_hash = append(self.nd_hash, key)
+        self.nd_touched = append(self.nd_touched, 0)
+        self.nd_tail_from = append(self.nd_tail_from, -1)
+        self.nd_tail_best = append(self.nd_tail_best, -1)
+        self.nd_tail_best_check = append(self.nd_tail_best_check, -1)
+        self.nd_pmax = append(self.nd_pmax, math.nan)
         self.n_nodes += 1
         return self.n_nodes - 1
 
     def expand(self, node: int, moves: list[int], priors: list[float], value: float) -> None:
-        self.expand_vec(node, moves, vec[float](priors), value)
+        self.expand_vec(node, vec[i64](moves), vec[float](priors), value)
 
-    def expand_vec(self, node: int, moves: list[int], priors: vec[float], value: float) -> None:
-        """:meth:`expand` with the priors in a vec."""
+    def expand_vec(self, node: int, moves: vec[i64], priors: vec[float], value: float) -> None:
+        """:meth:`expand` with the moves and priors in vecs."""
         self.nd_edge0[node] = self.n_edges
         self.nd_nedges[node] = len(moves)
         k: i64 = len(moves)
         # Speed: extending a vec from a vec is a copy, from a list an element-by-element conversion
         # (~20 ns each); the fresh edges' N, W, virtual loss and child come from constant vecs.
-        self.ed_move = extend(self.ed_move, vec[i64](moves))
+        self.ed_move = extend(self.ed_move, moves)
         self.ed_prior = extend(self.ed_prior, priors)
         if k <= _EDGE_DEFAULTS:
-            self.ed_child = extend(self.ed_child, _MINUS_ONES[0:k])
-            self.ed_n = extend(self.ed_n, _ZEROS_I64[0:k])
-            self.ed_w = extend(self.ed_w, _ZEROS_F64[0:k])
-            self.ed_vl = extend(self.ed_vl, _ZEROS_I64[0:k])
+            # Speed: the constant runs of length k are cut once and kept (a slice per expansion
+            # costs an allocation and a copy each).
+            if len(_FRESH_CHILD[k]) != k:
+                _FRESH_CHILD[k] = _MINUS_ONES[0:k]
+                _FRESH_ZERO_I64[k] = _ZEROS_I64[0:k]
+                _FRESH_ZERO_F64[k] = _ZEROS_F64[0:k]
+                _FRESH_ZERO_U8[k] = _ZEROS_U8[0:k]
+            zeros = _FRESH_ZERO_I64[k]
+            self.ed_child = extend(self.ed_child, _FRESH_CHILD[k])
+            self.ed_n = extend(self.ed_n, zeros)
+            self.ed_w = extend(self.ed_w, _FRESH_ZERO_F64[k])
+            self.ed_vl = extend(self.ed_vl, zeros)
+            self.ed_check = extend(self.ed_check, _FRESH_ZERO_U8[k])
         else:
             self.ed_child = extend(self.ed_child, vec[i64]([-1] * k))
             self.ed_n = extend(self.ed_n, vec[i64]([0] * k))
             self.ed_w = extend(self.ed_w, vec[float]([0.0] * k))
             self.ed_vl = extend(self.ed_vl, vec[i64]([0] * k))
+            self.ed_check = extend(self.ed_check, vec[u8]([0] * k))
         self.n_edges += len(moves)
+        self.nd_touched[node] = self.nd_edge0[node]
+        self.nd_tail_from[node] = -1
+        self.nd_pmax[node] = math.nan
         self.nd_value[node] = value
         self.nd_state[node] = EXPANDED
 
@@ -367,6 +438,7 @@ class _Tree:
         ed_prior = self.ed_prior
         ed_child = self.ed_child
         ed_w = self.ed_w
+        ed_check = self.ed_check
         nd_proven = self.nd_proven
         nd_plies = self.nd_plies
         e0: i64 = self.nd_edge0[node]
@@ -380,26 +452,60 @@ class _Tree:
             c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
             ud = 1.0
         else:
-            c = cpuct(cfg, sum_n) * math.sqrt(max(sum_n, 1.0))
-            ud = u_divisor(cfg, sum_n)
+            # Speed: cpuct and udiv of a node with an integral N below _SCHEDULE_SIZE come from
+            # tables filled on first use by the same functions (the same values, no log or exp).
+            if 0.0 <= sum_n < _SCHEDULE_SIZE and sum_n == math.floor(sum_n):
+                idx = int(sum_n)
+                cp = self.cpuct_table[idx]
+                if cp != cp:  # NaN: not yet computed
+                    cp = cpuct(cfg, sum_n)
+                    self.cpuct_table[idx] = cp
+                    self.udiv_table[idx] = u_divisor(cfg, sum_n)
+                ud = self.udiv_table[idx]
+            else:
+                cp = cpuct(cfg, sum_n)
+                ud = u_divisor(cfg, sum_n)
+            c = cp * math.sqrt(max(sum_n, 1.0))
         best = -1e30
         best_e: i64 = -1
         # Fallbacks when every edge is decided: the quickest proven win, else the longest loss.
         win_e: i64 = -1
         lose_e: i64 = -1
         fpu = cfg.fpu
-        # Speed: an unvisited edge scores fpu + c·P/udiv, non-decreasing in P when 0 <= c < inf
-        # and udiv > 0 (IEEE rounding is monotone), so once an unvisited edge with prior pu has
-        # been scored (and its score is <= best), a later unvisited edge with P <= pu cannot beat
-        # best: it is skipped without the division.  The edge chosen is exactly the same.
+        # Check urgency: an unvisited checking move starts from Q = check_q_init instead of fpu.
+        urgent = self.check_urgency
+        fpu_check = cfg.check_q_init if urgent else fpu
+        # Speed: an unvisited edge scores q0 + c·P/udiv (q0: fpu, or check_q_init for a check),
+        # non-decreasing in P when 0 <= c < inf and udiv > 0 (IEEE rounding is monotone), so once
+        # an unvisited edge of one kind with prior pu has been scored (and its score is <= best),
+        # a later unvisited edge of that kind with P <= pu cannot beat best: it is skipped without
+        # the division.  The edge chosen is exactly the same.
         monotone = 0.0 <= c < math.inf and ud > 0.0
         pu = -math.inf
+        pu_check = -math.inf
+        # Speed: edges from nd_touched on were never visited nor are in flight, so one of each kind
+        # (the first with the largest prior, nd_tail_best/_check) stands for all: see the tail below.
+        scan_end: i64 = end
+        if monotone and not sixtyfour:
+            scan_end = self.nd_touched[node]
         e: i64 = e0
-        while e < end:
+        while e < scan_end:
             if not sixtyfour and ed_n[e] == 0 and ed_vl[e] == 0:
                 # Fast path: an unvisited edge (its child, if any, is a mate found at expansion,
                 # and such a node is settled and never selected from).
                 p = ed_prior[e]
+                if urgent and ed_check[e] != 0:
+                    if monotone and p <= pu_check:
+                        e += 1
+                        continue
+                    score = fpu_check + c * p / ud
+                    if score > best:
+                        best = score
+                        best_e = e
+                    if score <= best:  # false only for a NaN score
+                        pu_check = p
+                    e += 1
+                    continue
                 if monotone and p <= pu:
                     e += 1
                     continue
@@ -443,11 +549,93 @@ class _Tree:
                 best = score
                 best_e = e
             e += 1
+        pmax = 0.0
+        if scan_end < end:
+            pmax = self.nd_pmax[node]
+            if pmax != pmax:  # NaN: not known yet
+                pmax = ed_prior[e0]
+                f0: i64 = e0 + 1
+                while f0 < end:
+                    if ed_prior[f0] > pmax:
+                        pmax = ed_prior[f0]
+                    f0 += 1
+                self.nd_pmax[node] = pmax
+        # The untouched tail cannot beat best if even the largest prior of the node cannot.
+        if scan_end < end and max(fpu, fpu_check) + c * pmax / ud > best:
+            # The untouched tail: for each kind its best score is that of its largest prior
+            # (monotone), and the loop above would pick the first tail edge reaching the larger.
+            tail_from = self.nd_tail_from[node]
+            if tail_from != scan_end:
+                # Edges left the tail since its best ones were found: those found stay the first
+                # largest of what is left unless they left too.
+                if (tail_from < 0 or tail_from > scan_end or 0 <= self.nd_tail_best[node] < scan_end
+                        or 0 <= self.nd_tail_best_check[node] < scan_end):
+                    self._find_tail_best(node, scan_end, end, urgent)
+                else:
+                    self.nd_tail_from[node] = scan_end
+            j = self.nd_tail_best[node]
+            jc = self.nd_tail_best_check[node]
+            pick: i64 = -1
+            top = best
+            if j >= 0 and ed_prior[j] > pu:
+                s = fpu + c * ed_prior[j] / ud
+                if s > top:
+                    top = s
+                    pick = self._first_in_tail(scan_end, j, False, urgent, fpu, c, ud, s)
+            if jc >= 0 and ed_prior[jc] > pu_check:
+                s = fpu_check + c * ed_prior[jc] / ud
+                if s > top:
+                    pick = self._first_in_tail(scan_end, jc, True, urgent, fpu_check, c, ud, s)
+                    top = s
+                elif s == top and pick >= 0:  # both kinds reach the top: the first edge wins
+                    first = self._first_in_tail(scan_end, jc, True, urgent, fpu_check, c, ud, s)
+                    if first < pick:
+                        pick = first
+            if pick >= 0:
+                return int(pick)
         if best_e >= 0:
             return int(best_e)
         if win_e >= 0:
             return int(win_e)
         return int(lose_e) if lose_e >= 0 else int(e0)
+
+    def _find_tail_best(self, node: int, start: i64, end: i64, urgent: bool) -> None:
+        """The first edge with the largest prior among start .. end - 1, per kind (checks apart
+        when ``urgent``; -1 where there is none of a kind)."""
+        ed_prior = self.ed_prior
+        ed_check = self.ed_check
+        j: i64 = -1
+        jc: i64 = -1
+        f: i64 = start
+        while f < end:
+            p = ed_prior[f]
+            if urgent and ed_check[f] != 0:
+                if jc < 0 or p > ed_prior[jc]:
+                    jc = f
+            elif j < 0 or p > ed_prior[j]:
+                j = f
+            f += 1
+        self.nd_tail_from[node] = start
+        self.nd_tail_best[node] = j
+        self.nd_tail_best_check[node] = jc
+
+    def _first_in_tail(self, start: i64, j: i64, check: bool, urgent: bool, q0: float, c: float, ud: float,
+                       top: float) -> i64:
+        """The first tail edge of one kind before j whose score ``q0 + c·P/udiv`` equals ``top``
+        (edge j's): a smaller prior rounds to the same score only within a relative 1e-15 or so,
+        so only edges with a prior that close are scored; j if there is none."""
+        ed_prior = self.ed_prior
+        ed_check = self.ed_check
+        p = ed_prior[j]
+        x = c * p / ud
+        plo = p - 1e-12 * (abs(top) + abs(x)) * ud / c if c > 0.0 else -math.inf
+        f: i64 = start
+        while f < j:
+            q = ed_prior[f]
+            if q >= plo and (urgent and ed_check[f] != 0) == check and q0 + c * q / ud == top:
+                return f
+            f += 1
+        return j
 
     def update_proven(self, node: int) -> bool:
         """Solver: decide a node from its children; True if its status or distance changed."""
@@ -503,6 +691,8 @@ class _Tree:
         return 0.0
 
     def add_virtual_loss(self, parent: int, e: int) -> None:
+        if e >= self.nd_touched[parent]:
+            self.nd_touched[parent] = e + 1
         self.ed_vl[e] += 1
         self.nd_sum_n[parent] += self.cfg.virtual_loss
 
@@ -546,9 +736,19 @@ class MCTS(Search):
         self.root = -1
         self._root_ply = -1
         self._root_hash: i64 = 0
-        self._tt: dict[int, tuple[float, list[float]]] = {}
+        # Transposition table: key -> slot; a slot's value, move count and priors (the evaluator's
+        # own, before check enhancement and noise) live in flat vecs (no per-entry Python objects).
+        self._tt: dict[int, int] = {}
+        self._tt_value = vec[float]()
+        self._tt_off = vec[i64]()
+        self._tt_len = vec[i64]()
+        self._tt_priors = vec[float]()
         self._pos: Position = Position()
         self._pending: list[_Pending] = []
+        # The edges made on the position beyond the root during an ask (the walks of one batch
+        # share their first steps: see _collect); _on[0:_made] holds them.
+        self._on = vec[i64]()
+        self._made = 0
         self._done = True
         self._stopped = False
         self._nodes = 0
@@ -574,14 +774,32 @@ class MCTS(Search):
         self.root = -1
         self._root_ply = -1
         self._tt = {}
+        self._tt_value = vec[float]()
+        self._tt_off = vec[i64]()
+        self._tt_len = vec[i64]()
+        self._tt_priors = vec[float]()
         self._last_q = None
 
-    def _tt_key(self, pos: Position, reps: int = -1) -> int:
+    def _tt_store(self, key: i64, value: float, priors: vec[float]) -> None:
+        slot = self._tt.get(key)
+        if slot is None:
+            self._tt[key] = len(self._tt_value)
+            self._tt_value = append(self._tt_value, value)
+            self._tt_off = append(self._tt_off, len(self._tt_priors))
+            self._tt_len = append(self._tt_len, len(priors))
+            self._tt_priors = extend(self._tt_priors, priors)
+        else:  # the same position evaluated twice (in one batch): the later answer wins, as before
+            self._tt_value[slot] = value
+            self._tt_off[slot] = len(self._tt_priors)
+            self._tt_len[slot] = len(priors)
+            self._tt_priors = extend(self._tt_priors, priors)
+
+    def _tt_key(self, pos: Position, reps: int = -1) -> i64:
         """The transposition-table key: zobrist hash and the counters; ``reps`` (earlier
         occurrences: 0, 1 or 2+) when the caller knows it, else -1 (counted here)."""
         if reps < 0:
             reps = 2 if pos.is_repetition(3) else (1 if pos.is_repetition(2) else 0)
-        return int(pos.zobrist ^ counters_hash(pos.halfmove_clock, pos.fullmove_number, reps))
+        return pos.zobrist ^ counters_hash(pos.halfmove_clock, pos.fullmove_number, reps)
 
     def _reuse_root(self, pos: Position) -> int:
         """The node of ``pos`` in the previous tree (the moves since its root followed), or -1."""
@@ -621,6 +839,7 @@ class MCTS(Search):
             self.root = -1
         self._pos = pos
         self._pending = []
+        self._made = 0
         self._nodes = 0
         self._evals = 0
         self._seldepth = 0
@@ -683,6 +902,7 @@ class MCTS(Search):
                 break
             if self._node_limit > 0 and self._nodes + len(self._pending) >= self._node_limit:
                 break
+        self._unmake_to(0)  # the position is back at the root between ask and tell
         if not leaves:
             self._check_done()
         return leaves
@@ -693,12 +913,13 @@ class MCTS(Search):
         for i in range(len(evaluations)):
             p = self._pending[i]
             ev = evaluations[i]
-            if len(ev.priors) != len(p.moves):
-                raise EvaluatorError(f"evaluator returned {len(ev.priors)} priors for {len(p.moves)} moves")
+            raw = ev.priors
+            priors = _float_vec(raw) if isinstance(raw, list) else vec[float]([float(x) for x in raw])
+            if len(priors) != len(p.moves):
+                raise EvaluatorError(f"evaluator returned {len(priors)} priors for {len(p.moves)} moves")
             value = max(-1.0, min(1.0, float(ev.value)))
-            priors = ev.priors if isinstance(ev.priors, list) else list(ev.priors)
             if self.config.transposition_table:
-                self._tt[p.key] = (value, priors)
+                self._tt_store(p.key, value, priors)
             self._expand(p.node, p.moves, priors, value, p.gives_check, p.mates)
             self.tree.backup(p.path, p.nodes, p.node, self._leaf_value(p.node, value))
             self._nodes += 1
@@ -777,8 +998,8 @@ class MCTS(Search):
         pos = self._pos
         node = self.root
         # The edges walked and the nodes they leave (native vecs: no boxed ints per step).
-        path = vec[i64]()
-        nodes = vec[i64]()
+        path = vec[i64](capacity=16)
+        nodes = vec[i64](capacity=16)
         depth = 0
         limit = self._playout_depth
         leaf: Leaf | None = None
@@ -797,11 +1018,20 @@ class MCTS(Search):
                 tree.add_virtual_loss(node, e)
                 path = append(path, e)
                 nodes = append(nodes, node)
-                pos.push(int(tree.ed_move[e]))
+                # Speed: the move is made only if the last walk did not already make it at this
+                # depth (then the position may be deeper still: _unmake_to before using it).
+                if depth >= self._made or self._on[depth] != e:
+                    self._unmake_to(depth)
+                    pos.push(int(tree.ed_move[e]))
+                    if depth < len(self._on):
+                        self._on[depth] = e
+                    else:
+                        self._on = append(self._on, e)
+                    self._made = depth + 1
                 depth += 1
                 child = int(tree.ed_child[e])
                 if child < 0:
-                    child = tree.new_node(pos.zobrist)
+                    child = tree.new_node(pos.zobrist)  # (just made: a new edge was never made before)
                     tree.ed_child[e] = child
                 node = child
             elif state == TERMINAL:
@@ -813,20 +1043,26 @@ class MCTS(Search):
                 self._collisions += 1
                 break
             else:
+                self._unmake_to(depth)
                 leaf = self._visit_new(node, path, nodes)
                 break
         if depth > self._seldepth:
             self._seldepth = depth
-        for _ in range(depth):
-            pos.pop()
         return leaf
+
+    def _unmake_to(self, depth: int) -> None:
+        """Take back the moves made beyond ``depth`` plies below the root."""
+        pos = self._pos
+        while self._made > depth:
+            pos.pop()
+            self._made -= 1
 
     def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
         """A node reached for the first time: terminal, transposition, or a leaf to evaluate."""
         tree = self.tree
         pos = self._pos
         cfg = self.config
-        moves = pos.legal_moves()
+        moves = pos.legal_moves_vec()
         is_root = node == self.root
         value = 0.0
         terminal = False
@@ -850,66 +1086,73 @@ class MCTS(Search):
             tree.backup(path, nodes, node, value)
             self._nodes += 1
             return None
-        checks = checking_moves(pos, moves) if cfg.check_enhancement or cfg.fix_checkmates else []
+        need_checks = cfg.check_enhancement or cfg.fix_checkmates or self.tree.check_urgency
+        checks = checking_moves_vec(pos, moves) if need_checks else vec[i64]()
         # Mates in one among the checks: found now, so no node ever misses a mate it has.
-        mates = mates_in_one(pos, moves, checks) if cfg.fix_checkmates else []
-        key = self._tt_key(pos, reps)
+        mates = mates_in_one_vec(pos, moves, checks) if cfg.fix_checkmates else vec[i64]()
+        key: i64 = self._tt_key(pos, reps)
         if cfg.transposition_table:
-            hit = self._tt.get(key)
-            if hit is not None:
-                self._expand(node, moves, hit[1], hit[0], checks, mates)
-                tree.backup(path, nodes, node, self._leaf_value(node, hit[0]))
+            slot = self._tt.get(key)
+            if slot is not None and self._tt_len[slot] == len(moves):
+                off: i64 = self._tt_off[slot]
+                value = self._tt_value[slot]
+                self._expand(node, moves, self._tt_priors[off:off + len(moves)], value, checks, mates)
+                tree.backup(path, nodes, node, self._leaf_value(node, value))
                 self._nodes += 1
                 return None
         tree.nd_state[node] = PENDING
         self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates))  # path: fresh per walk
-        return Leaf.of(pos, moves)
+        return Leaf.snapshot(pos, moves, reps)
 
     def _leaf_value(self, node: int, value: float) -> float:
         """The value a new node backs up: exact once it is proven (a mate in one found)."""
         return self.tree.proven_value(node) if self.tree.nd_proven[node] != UNKNOWN else value
 
-    def _expand(self, node: int, moves: list[int], priors: list[float], value: float, checks: list[bool],
-                mates: list[int]) -> None:
+    def _expand(self, node: int, moves: vec[i64], priors: vec[float], value: float, checks: vec[i64],
+                mates: vec[i64]) -> None:
         cfg = self.config
         boost = False
-        if cfg.check_enhancement and checks:
+        if cfg.check_enhancement and len(checks) > 0:
             # Speed: the boosted list is built only when some check gets the bonus.
             thresh = cfg.check_prior_threshold
             for i in range(len(priors)):
                 if checks[i] and priors[i] < thresh:
                     boost = True
                     break
+        bonus = 0.0
+        total = 0.0
+        thresh = cfg.check_prior_threshold
         if boost:
             top = priors[0]
             for i in range(1, len(priors)):
                 if priors[i] > top:
                     top = priors[i]
             bonus = min(0.1, cfg.check_factor * top) if cfg.check_cap else cfg.check_factor * top
-            # Two passes (the sum, then the normalised priors) with the same arithmetic, straight
-            # into a new vec: the transposition table keeps the evaluator's own priors.
-            thresh = cfg.check_prior_threshold
-            total = 0.0
+            # Two passes (the sum, then the normalised priors) with the same arithmetic; the
+            # second writes into the new edges (the transposition table keeps the evaluator's own).
             for i in range(len(priors)):
                 p = priors[i]
                 if checks[i] and p < thresh:
                     p += bonus
                 total += p
-            boosted = vec[float](capacity=len(priors))
+        tree = self.tree
+        tree.expand_vec(node, moves, priors, value)
+        e0c: i64 = tree.nd_edge0[node]
+        if boost:
             for i in range(len(priors)):
                 p = priors[i]
                 if checks[i] and p < thresh:
                     p += bonus
-                boosted = append(boosted, p / total)
-            pv = boosted
-        else:
-            pv = vec[float](priors)
-        tree = self.tree
-        tree.expand_vec(node, moves, pv, value)
-        if mates:
+                tree.ed_prior[e0c + i] = p / total
+        if tree.check_urgency and len(checks) > 0:
+            for i in range(len(checks)):
+                if checks[i]:
+                    tree.ed_check[e0c + i] = 1
+        if len(mates) > 0:
             # Fix checkmates: the mated children exist at once as terminal nodes, the node is won.
             e0 = int(tree.nd_edge0[node])
-            for i in mates:
+            for j in range(len(mates)):
+                i = int(mates[j])
                 child = tree.new_node(0)
                 tree.nd_state[child] = TERMINAL
                 tree.nd_value[child] = -cfg.mate_value
@@ -940,6 +1183,9 @@ class MCTS(Search):
             if total > 0:
                 for i in range(k):
                     tree.ed_prior[e0 + i] = ps[i] / total
+        if k > 0:
+            tree.nd_tail_from[self.root] = -1  # the tail's best edges are found again
+            tree.nd_pmax[self.root] = math.nan
 
     # ------------------------------------------------------------------ the move and the report
 

@@ -471,3 +471,14 @@ def test_sjeng_plays_bughouse_over_xboard_as_documented() -> None:
         assert kind(BughouseBoard(fen)) == "temporary"
     finally:
         sj.close()
+
+
+def test_bpgn_writes_standard_pawn_drops_and_reads_both():
+    g = BughouseGame("4k3/8/8/8/8/8/8/4K3[P] w - - 0 1 | 4k3/8/8/8/8/8/8/4K3[] w - - 0 1")
+    m = move_from_uci("P@d5")
+    assert g.san(0, m) == "P@d5" and bpgn_token(g, 0, m) == "1A. P@d5"
+    assert parse_bpgn_token(g, "1A. P@d5") == (0, m) == parse_bpgn_token(g, "1A. @d5")
+    g.push(0, m)
+    assert bpgn_movetext(g) == "1A. P@d5"
+    fen = g.root_fen
+    assert parse_bpgn_movetext("1A. @d5", fen).fen() == parse_bpgn_movetext("1A. P@d5", fen).fen() == g.fen()

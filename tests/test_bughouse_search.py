@@ -206,3 +206,55 @@ def test_bad_settings_are_errors():
         s.start(BughouseGame(), 2)
     with pytest.raises(BughouseSearchError):
         s.ask()
+
+
+# ------------------------------------------------------------------------------------ tree reuse
+
+def test_tree_reuse_follows_moves_on_both_boards():
+    g = BughouseGame()
+    s = BughouseMCTS(BughouseClassicalEvaluator(), BughouseMCTSConfig(), random.Random(2))
+    r = s.run(g, 1, BughouseLimits(nodes=300))     # B-white; board A (white to move) is explored too
+    old_root = s.root
+    assert s.reused_visits == 0
+    # a visited move on the other board, then our chosen move and a visited reply
+    a_moves, a_n = old_root.moves[0], old_root.n[0]
+    a_best = a_moves[max(range(len(a_n)), key=a_n.__getitem__)]
+    g.push(0, a_best)
+    s.start(g, 1, BughouseLimits(nodes=50))
+    assert s.root is old_root.children[0][a_moves.index(a_best)]
+    kept = s.reused_visits
+    assert kept > 0 and kept == s.root.board_visits(0) + s.root.board_visits(1)
+    r2 = s.run(g, 1, BughouseLimits(nodes=50))
+    assert r2.nodes >= 50 and r2.move in g.legal_moves(1)
+    assert r2.own_visits + r2.other_visits >= kept        # the kept visits still count for the decision
+    # an unrelated game (a move the tree never saw as a prefix): a fresh root
+    h = BughouseGame()
+    h.push(1, move_from_uci("a2a3"))
+    s.start(h, 1, BughouseLimits(nodes=10))
+    assert s.reused_visits == 0 and s.root.state == 0
+    # switched off
+    t = BughouseMCTS(BughouseClassicalEvaluator(), BughouseMCTSConfig(reuse_tree=False), random.Random(2))
+    t.run(BughouseGame(), 1, BughouseLimits(nodes=100))
+    g2 = BughouseGame()
+    g2.push(0, t.root.moves[0][0])
+    t.start(g2, 1, BughouseLimits(nodes=10))
+    assert t.reused_visits == 0
+
+
+def test_tree_reuse_enters_the_partner_sit_edge():
+    # A-white to move (our partner), B-black (us): our search may go through A's moves; when the
+    # partner declares a sit, the new root is the node below A's sit edge if it was expanded.
+    g = BughouseGame()
+    g.push_str("B:e2e4")
+    # an optimistic first-play value visits every root edge, the sit edge included
+    s = BughouseMCTS(BughouseClassicalEvaluator(), BughouseMCTSConfig(root_own_p=0.5, fpu=1.0), random.Random(4))
+    s.run(g, 1, BughouseLimits(nodes=400))
+    root = s.root
+    sit = root.moves[0].index(SIT)
+    assert root.n[0][sit] > 0 and root.children[0][sit].state == 2
+    s.start(g, 1, BughouseLimits(nodes=10), partner_sitting=True)
+    child = root.children[0][sit]
+    assert s.root is child and s.root.sit_board == 0
+    assert s.reused_visits == child.board_visits(1) and child.board_visits(0) == 0  # only board B moves
+    r = s.run(g, 1, BughouseLimits(nodes=30), partner_sitting=True)
+    assert r.move in g.legal_moves(1) and s.root.sit_board == 0

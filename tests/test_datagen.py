@@ -84,6 +84,9 @@ def test_split_is_by_game_and_deterministic():
     assert 0.08 < v.mean() < 0.12
     assert np.array_equal(v, datagen.is_validation(uids.copy(), 0.1))
     assert np.array_equal(v[::-1], datagen.is_validation(uids[::-1], 0.1))
+    sel = datagen.is_selection(uids, 0.1, 0.05)
+    assert 0.04 < sel.mean() < 0.06 and not (sel & v).any()  # selection games are never validation games
+    assert np.array_equal(sel[::-1], datagen.is_selection(uids[::-1], 0.1, 0.05))
 
 
 def _pgn_game(moves: list[str], white_elo: int, black_elo: int, result: str) -> str:

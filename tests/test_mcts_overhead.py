@@ -1,9 +1,10 @@
 """The MCTS's speed shortcuts give exactly the results of the plain formulas they replace.
 
 ``counters_hash`` (transposition-table key without big-int arithmetic) against the formula, and
-``_Tree.select`` (skips the division for unvisited edges that cannot win) against a plain
-implementation of the selection rule of the module docstring, on random trees with tied priors,
-virtual losses, proven children and odd settings.
+``_Tree.select`` (skips the division for unvisited edges that cannot win, and scores only one
+edge of the never-touched tail) against a plain implementation of the selection rule of the module
+docstring, on random trees with tied and near-tied priors, virtual losses, proven children and odd
+settings.
 """
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
     best, best_e, win_e, lose_e = -1e30, -1, -1, -1
     for e in range(e0, e0 + k):
         if not sixtyfour and tree.ed_n[e] == 0 and tree.ed_vl[e] == 0:
-            score = cfg.fpu + c * tree.ed_prior[e] / ud
+            q0 = cfg.check_q_init if cfg.check_urgency and tree.ed_check[e] else cfg.fpu
+            score = q0 + c * tree.ed_prior[e] / ud
             if score > best:
                 best, best_e = score, e
             continue
@@ -88,7 +90,8 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
 
 CONFIGS = [MCTSConfig(), MCTSConfig.vanilla(), MCTSConfig.sixtyfour(), MCTSConfig(cpuct_init=0.0, cpuct_schedule=False),
            MCTSConfig(cpuct_init=-1.0, cpuct_schedule=False), MCTSConfig(u_divisor=True, u_init=-0.5, u_final=-0.25),
-           MCTSConfig(fpu=0.0, solver=False)]
+           MCTSConfig(fpu=0.0, solver=False), MCTSConfig(check_urgency=True), MCTSConfig(check_urgency=True, check_q_init=-1.0),
+           MCTSConfig(check_urgency=True, fpu=0.0, check_q_init=0.0)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -110,6 +113,10 @@ def test_select_is_the_plain_rule(seed: int, which: int) -> None:
     else:
         priors = [(1.0 / k) * (1.0 + 1e-16 * rng.randint(0, 3)) for _ in range(k)]  # near-ties
     tree.expand(root, list(range(1, k + 1)), priors, rng.uniform(-1, 1))
+    checks_style = rng.randrange(3)  # no checks, some, all
+    for e in range(k):
+        if checks_style == 2 or (checks_style == 1 and rng.random() < 0.3):
+            tree.ed_check[e] = 1
     visited = 0
     for e in range(k):
         kind = rng.randrange(6)
@@ -127,6 +134,11 @@ def test_select_is_the_plain_rule(seed: int, which: int) -> None:
                 tree.nd_proven[child] = rng.choice([LOSS, WIN, UNKNOWN])
                 tree.nd_plies[child] = rng.randint(0, 6)
     tree.nd_sum_n[root] = float(visited) + rng.choice([0.0, 3.0, 6.0])
+    # The search marks an edge touched when it first gets a virtual loss (add_virtual_loss); this
+    # tree was filled by hand, so it sets the same invariant: nd_touched is one past the last edge
+    # with N > 0 or a virtual loss.
+    touched = [e for e in range(k) if tree.ed_n[e] > 0 or tree.ed_vl[e] > 0]
+    tree.nd_touched[root] = touched[-1] + 1 if touched else 0
     assert tree.select(root) == reference_select(tree, cfg, root)
 
 
@@ -145,3 +157,33 @@ def test_expand_gives_fresh_edges_their_defaults_beyond_the_constant_slices() ->
         assert all(tree.ed_child[e] == -1 and tree.ed_n[e] == 0 and tree.ed_w[e] == 0.0 and tree.ed_vl[e] == 0
                    for e in range(e0, e0 + k))
         assert tree.nd_value[node] == 0.25
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(range(len(CONFIGS))))
+def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int) -> None:
+    """The cached best edges of the untouched tail (nd_tail_best) follow the visits: each selected
+    edge is visited as the search does (virtual loss, then a backed-up value), and the next
+    selection is checked against the plain rule again."""
+    rng = random.Random(seed)
+    cfg = CONFIGS[which]
+    tree = _Tree(cfg)
+    root = tree.new_node(0)
+    k = rng.randint(1, 50)
+    pool = [1.0 / k, 0.5 / k, 2.0 / k, (1.0 / k) * (1.0 + 1e-16)]
+    priors = [rng.choice(pool) if rng.random() < 0.5 else rng.random() / k for _ in range(k)]
+    tree.expand(root, list(range(1, k + 1)), priors, 0.0)
+    for e in range(k):
+        if rng.random() < 0.3:
+            tree.ed_check[e] = 1
+    for _ in range(3 * k):
+        e = tree.select(root)
+        assert e == reference_select(tree, cfg, root)
+        tree.add_virtual_loss(root, e)
+        if rng.random() < 0.2:
+            continue  # left in flight
+        tree.ed_vl[e] -= 1
+        tree.nd_sum_n[root] -= cfg.virtual_loss
+        tree.ed_n[e] += 1
+        tree.ed_w[e] += rng.uniform(-1, 1)
+        tree.nd_sum_n[root] += 1.0

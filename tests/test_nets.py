@@ -82,6 +82,45 @@ def test_deepchess_towers_are_tied():
     assert enc_layer.in_features == 32 and dec.out_features == 32
 
 
+def test_deepchess_antisymmetric_comparator():
+    torch.manual_seed(0)
+    net = nets.build("deepchess", {**TINY["deepchess"], "variant": "crazyhouse", "antisymmetric": True,
+                                   "input_dropout": 0.2})
+    net.eval()
+    a, b = torch.rand(16, 897).round(), torch.rand(16, 897).round()
+    pab = torch.softmax(net(a, b), dim=1)[:, 0]
+    pba = torch.softmax(net(b, a), dim=1)[:, 0]
+    assert torch.allclose(pab + pba, torch.ones(16), atol=1e-6)
+    assert torch.allclose(torch.softmax(net(a, a), dim=1)[:, 0], torch.full((16,), 0.5), atol=1e-6)
+    # input dropout changes nothing at inference, something in training
+    plain = nets.build("deepchess", {**TINY["deepchess"], "variant": "crazyhouse", "antisymmetric": True})
+    plain.load_state_dict(net.state_dict())
+    plain.eval()
+    assert torch.equal(net(a, b), plain(a, b))
+    net.train()
+    assert not torch.allclose(net(a, b), plain(a, b))
+
+
+def test_deepchess_dropout_acts_only_in_training(tmp_path):
+    torch.manual_seed(0)
+    net = nets.build("deepchess", {**TINY["deepchess"], "variant": "chess", "dropout": 0.5})
+    plain = nets.build("deepchess", {**TINY["deepchess"], "variant": "chess"})
+    plain.load_state_dict(net.state_dict())  # dropout adds no parameters: the same state dict fits
+    a, b = torch.rand(64, 773).round(), torch.rand(64, 773).round()
+    net.eval()
+    plain.eval()
+    assert torch.equal(net(a, b), plain(a, b))
+    net.train()
+    torch.manual_seed(1)
+    assert not torch.allclose(net(a, b), plain(a, b))
+    # the saved configuration keeps the dropout rate and loads back into an eval-mode net
+    path = str(tmp_path / "dc.pt")
+    nets.save_model(path, "deepchess", net)
+    loaded, d = nets.load_model(path, "deepchess")
+    assert d["config"]["dropout"] == 0.5 and not loaded.training
+    assert torch.equal(loaded(a, b), plain(a, b))
+
+
 @pytest.mark.parametrize("family", ["rise", "sixtyfour", "deepchess"])
 @pytest.mark.parametrize("half", [False, True])
 def test_save_load_round_trip(tmp_path, family, half):

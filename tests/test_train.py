@@ -6,9 +6,11 @@ import random
 
 import numpy as np
 import pytest
+import torch
 
 import board
 from board import new_position
+from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
 from evaluators.rise import RiseEvaluator
 from evaluators.sixtyfour import SixtyFourEvaluator
@@ -94,6 +96,27 @@ def test_is_capture_and_deepchess_sampling(zh_data):
     assert (ds.raw[keep, 14] >= 6).all()  # full-move number: the first 5 moves are skipped
 
 
+def test_pair_target_blends_outcome_and_score():
+    y = np.array([0, 1, 0])
+    first, second = np.array([100.0, 0.0, -400.0]), np.array([-300.0, 0.0, 0.0])
+    assert train.pair_target(y, first, second, 0.0).tolist() == [1.0, 0.0, 1.0]
+    by_score = [1 / (1 + 10 ** -1.0), 0.5, 1 / (1 + 10 ** 1.0)]
+    assert np.allclose(train.pair_target(y, first, second, 1.0), by_score)
+    assert np.allclose(train.pair_target(y, first, second, 0.25), [0.75 * o + 0.25 * b for o, b in zip([1, 0, 1], by_score)])
+
+
+def test_white_scores_are_clipped_and_from_whites_view(zh_data):
+    ds = datagen.load_dataset(zh_data)
+    ds.score[:4] = np.array([50, 50, 31990, -31990], dtype=np.int16)
+    got = train.white_scores(ds, np.arange(4))
+    turn = ds.raw[:4, 10]
+    want = np.where(turn == 0, 1, -1) * np.array([50, 50, train.SCORE_CLIP, -train.SCORE_CLIP])
+    assert got.tolist() == want.tolist()
+    ds.score[0] = datagen.SCORE_UNKNOWN
+    with pytest.raises(train.TrainError, match="engine scores"):
+        train.white_scores(ds, np.arange(4))
+
+
 def test_one_cycle_schedule():
     lr0, m0 = train.one_cycle(0.0, 0.1)
     lr_peak, m_peak = train.one_cycle(0.3, 0.1)
@@ -123,6 +146,52 @@ def test_rise_training_resume_and_evaluator(zh_data, tmp_path):
     assert "| epoch | step |" in card
 
 
+def test_best_epoch_is_kept_and_selection_games_are_held_out(zh_data, tmp_path):
+    """model.pt holds the epoch with the best selection-set policy accuracy (not the last one); the
+    three splits are disjoint by game."""
+    out = str(tmp_path / "rise-best")
+    cfg = train.TrainConfig(model="rise", data=[zh_data], out=out, size="tiny", epochs=4, batch=32, lr=0.5,
+                            val_fraction=0.3, select_fraction=0.2, seed=3)
+    m = train.train(cfg, progress=False)
+    rows = _rows(os.path.join(out, "metrics.csv"))
+    assert [r["epoch"] for r in rows] == ["1", "2", "3", "4"]
+    accs = [float(r["sel_policy_acc"]) for r in rows]
+    best = accs.index(max(accs))
+    assert m["best_epoch"] == best + 1
+    assert abs(m["val_policy_acc"] - float(rows[best]["val_policy_acc"])) < 1e-5
+    # the saved weights reproduce the best epoch's selection accuracy
+    ds = datagen.load_dataset(zh_data)
+    tr, va, se = train._split(ds, cfg.resolved())
+    g_tr, g_va, g_se = (set(ds.game[i].tolist()) for i in (tr, va, se))
+    assert not (g_tr & g_va) and not (g_tr & g_se) and not (g_va & g_se)
+    net, _ = nets.load_model(os.path.join(out, "model.pt"), "rise")
+    task = train.PolicyValueTask("rise", "crazyhouse", 0.01)
+    legal = train.legal_moves_of(ds, se, "crazyhouse")
+    got = task.metrics(net, ds, se, legal, (np.zeros(0, dtype=np.int64), [], []), 512)
+    assert abs(got["val_policy_acc"] - accs[best]) < 1e-5
+
+
+def test_bf16_training_saves_float32_contiguous_weights(zh_data, tmp_path):
+    out = str(tmp_path / "rise-bf16")
+    m = train.train(train.TrainConfig(model="rise", data=[zh_data], out=out, size="tiny", epochs=1, batch=64,
+                                      val_fraction=0.3, select_fraction=0.2, bf16=True), progress=False)
+    assert m["steps"] >= 1 and 0 <= m["val_policy_acc"] <= 1 and np.isfinite(m["val_policy_loss"])
+    net, d = nets.load_model(os.path.join(out, "model.pt"), "rise")
+    assert all(v.dtype == torch.float32 for v in d["state_dict"].values() if v.is_floating_point())
+    assert all(v.is_contiguous() for v in d["state_dict"].values())
+
+
+def test_deepchess_early_stopping(zh_data, tmp_path):
+    out = str(tmp_path / "dc-patience")
+    m = train.train(train.TrainConfig(model="deepchess", data=[zh_data], out=out, size="tiny", epochs=60,
+                                      ae_epochs=1, val_fraction=0.3, select_fraction=0.2, patience=2,
+                                      dropout=0.3, lr=0.001, score_weight=0.5, antisymmetric=True,
+                                      input_dropout=0.1, optimizer="adam"), progress=False)
+    comp = [r for r in _rows(os.path.join(out, "metrics.csv")) if r["phase"] == "comparator"]
+    assert len(comp) == min(60, m["best_epoch"] + 2)
+    assert max(float(r["sel_pair_acc"]) for r in comp) == pytest.approx(m["sel_pair_acc"], abs=1e-5)
+
+
 def test_sixtyfour_training(zh_data, tmp_path):
     out = str(tmp_path / "sf")
     m = train.train(train.TrainConfig(model="sixtyfour", data=[zh_data], out=out, size="tiny", epochs=1, batch=64,
@@ -134,10 +203,13 @@ def test_sixtyfour_training(zh_data, tmp_path):
 def test_deepchess_training(zh_data, tmp_path):
     out = str(tmp_path / "dc")
     m = train.train(train.TrainConfig(model="deepchess", data=[zh_data], out=out, size="tiny", epochs=2,
-                                      ae_epochs=1, val_fraction=0.3), progress=False)
+                                      ae_epochs=1, val_fraction=0.3, select_fraction=0.2), progress=False)
     assert 0 <= m["val_pair_acc"] <= 1
     rows = _rows(os.path.join(out, "metrics.csv"))
     assert [r["phase"] for r in rows] == ["ae0", "ae1", "comparator", "comparator"]
+    comp = [r for r in rows if r["phase"] == "comparator"]
+    best = max(range(len(comp)), key=lambda i: (float(comp[i]["sel_pair_acc"]), -i))
+    assert m["best_epoch"] == best + 1 and abs(m["sel_pair_acc"] - float(comp[best]["sel_pair_acc"])) < 1e-5
     DeepChessEvaluator.load(os.path.join(out, "model.pt"))
     from experiments import eval_deepchess
 
@@ -152,3 +224,8 @@ def test_train_cli_errors(zh_data, tmp_path, capsys):
     assert "no shards" in capsys.readouterr().err
     assert cli.main(["train", "rise", "--data", zh_data, "--out", str(tmp_path / "o"),
                      "--val-fraction", "1.5"]) == 2
+    assert cli.main(["train", "deepchess", "--data", zh_data, "--out", str(tmp_path / "o"),
+                     "--select-fraction", "0.95"]) == 2
+    assert "--select-fraction" in capsys.readouterr().err
+    with pytest.raises(train.TrainError, match="unknown optimizer"):
+        train.TrainConfig(model="deepchess", data=[zh_data], out="x", optimizer="rmsprop").resolved()

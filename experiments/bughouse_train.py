@@ -1,0 +1,203 @@
+"""``searchbench bughouse-train``: supervised training of the LazyBug-style two-board network.
+
+Recipe (LazyBug report section 2.3; every number is a default the command line can change):
+loss ``value_weight * (z - v)^2 + policy_weight * CE(policy logits, played move)`` with
+value_weight 1 and policy_weight 0.01, batch 256, a static learning rate of 0.02 (SGD with Nesterov
+momentum 0.9 and weight decay 1e-4: the report does not name its optimizer). The cross-entropy is
+over all 11,136 logits (the played move is the target); the evaluator's priors are a softmax over
+the legal moves only.
+
+Data: :func:`experiments.bughouse_data.samples_from_db` (both views of every ply). The split is by
+game: a game is held out when ``hash(seed, game number)`` falls under ``val_fraction``. Training
+stops after ``epochs`` or when the ``minutes`` budget is spent (checked every batch).
+
+Metrics (on the held-out games, at most ``val_max`` samples, a fixed random subset):
+``val_policy_acc`` top-1 among the legal moves = the played move, for the mover's own view (what the
+search uses for its own moves), ``val_partner_policy_acc`` the same for the other board's view,
+``val_value_sign_acc`` sign(v) = sign(z) (every usable game is decisive), ``val_value_mse``,
+``val_policy_ce``. ``out/metrics.csv`` has one row per epoch; ``out/checkpoint.pt`` is written every
+epoch and a rerun with the same settings resumes from it; ``out/model.pt`` is the final model with
+its metadata (float16 with ``half``), ``out/command.txt`` the command.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from evaluators import bughouse_net as bn
+from experiments.bughouse_data import BughouseDataError, Samples, samples_from_db
+
+
+@dataclass
+class TrainConfig:
+    size: str = "small"
+    epochs: int = 20
+    minutes: float | None = 15.0
+    batch: int = 256
+    lr: float = 0.02
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    value_weight: float = 1.0
+    policy_weight: float = 0.01
+    val_fraction: float = 0.1
+    val_max: int = 4000
+    seed: int = 1
+    threads: int = 1
+    half: bool = True
+
+    def validate(self) -> None:
+        if self.size not in bn.SIZES:
+            raise BughouseDataError(f"unknown size {self.size!r}; known: {', '.join(bn.SIZES)}")
+        if self.epochs < 1 or self.batch < 1 or self.lr <= 0 or self.threads < 1:
+            raise BughouseDataError("epochs, batch, threads must be >= 1 and lr > 0")
+        if not 0.0 < self.val_fraction < 1.0:
+            raise BughouseDataError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        if self.value_weight < 0 or self.policy_weight < 0 or self.value_weight + self.policy_weight == 0:
+            raise BughouseDataError("loss weights must be >= 0 and not both 0")
+
+
+def split_by_game(samples: Samples, fraction: float, seed: int) -> tuple[Samples, Samples]:
+    """(training, validation) samples; a game goes wholly to one side."""
+    rng = np.random.default_rng(seed)
+    held = rng.random(samples.games) < fraction
+    if samples.games >= 2 and (held.all() or not held.any()):
+        held[:] = False
+        held[rng.integers(samples.games)] = True
+    mask = held[samples.game]
+    return samples.subset(~mask), samples.subset(mask)
+
+
+def _batch(samples: Samples, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    planes, scal = bn.encode(samples.states[rows])
+    return (torch.from_numpy(planes), torch.from_numpy(scal), torch.from_numpy(samples.policy[rows]),
+            torch.from_numpy(samples.value[rows]))
+
+
+def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[str, float]:
+    """Validation metrics (module docstring) over all of ``samples``."""
+    net.eval()
+    n = len(samples)
+    hit = np.zeros(n, dtype=bool)
+    vals = np.zeros(n, dtype=np.float32)
+    ce_sum = 0.0
+    with torch.inference_mode():
+        for s in range(0, n, batch):
+            rows = np.arange(s, min(n, s + batch))
+            planes, scal, pol, _ = _batch(samples, rows)
+            v, logits = net(planes, scal)
+            ce_sum += float(F.cross_entropy(logits, pol, reduction="sum"))
+            vals[rows] = v.numpy()
+            lg = logits.numpy()
+            for j, r in enumerate(rows):
+                legal = samples.legal[samples.legal_start[r]:samples.legal_start[r + 1]]
+                hit[r] = legal[int(np.argmax(lg[j, legal]))] == samples.policy[r]
+    own = samples.own
+    z = samples.value
+    decisive = z != 0
+    return {
+        "val_policy_acc": float(hit[own].mean()) if own.any() else 0.0,
+        "val_partner_policy_acc": float(hit[~own].mean()) if (~own).any() else 0.0,
+        "val_value_sign_acc": float((np.sign(vals[decisive]) == np.sign(z[decisive])).mean()) if decisive.any() else 0.0,
+        "val_value_mse": float(((vals - z) ** 2).mean()) if n else 0.0,
+        "val_policy_ce": ce_sum / n if n else 0.0,
+        "val_samples": float(n),
+    }
+
+
+def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
+          command: str | None = None) -> dict[str, Any]:
+    """Train, write ``out/model.pt`` (+ metrics.csv, checkpoint.pt, command.txt); returns the metadata."""
+    from tqdm import tqdm
+
+    cfg.validate()
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "command.txt"), "w") as f:
+        f.write((command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")
+    samples = samples_from_db(list(dbs))
+    train_s, val_s = split_by_game(samples, cfg.val_fraction, cfg.seed)
+    if len(train_s) == 0 or len(val_s) == 0:
+        raise BughouseDataError(f"need games on both sides of the split; have {samples.games} games")
+    rng = np.random.default_rng(cfg.seed + 1)
+    if len(val_s) > cfg.val_max:
+        keep = np.zeros(len(val_s), dtype=bool)
+        keep[rng.choice(len(val_s), cfg.val_max, replace=False)] = True
+        val_s = val_s.subset(keep)
+    net = bn.build(cfg.size)
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0,
+                          weight_decay=cfg.weight_decay)
+    ckpt_path = os.path.join(out, "checkpoint.pt")
+    metrics_path = os.path.join(out, "metrics.csv")
+    epoch0, elapsed0 = 0, 0.0
+    recipe = asdict(cfg)
+    if os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        if ck.get("recipe") == recipe:
+            net.load_state_dict(ck["model"])
+            opt.load_state_dict(ck["optimizer"])
+            epoch0, elapsed0 = int(ck["epoch"]), float(ck["elapsed"])
+    elif os.path.exists(metrics_path):
+        os.remove(metrics_path)
+    t0 = time.monotonic() - elapsed0
+    budget = None if cfg.minutes is None else cfg.minutes * 60.0
+    n = len(train_s)
+    steps = (n + cfg.batch - 1) // cfg.batch
+    bar = tqdm(total=cfg.epochs * steps, initial=epoch0 * steps, desc="bughouse train", disable=not progress,
+               dynamic_ncols=True)
+    last: dict[str, float] = {}
+    epoch = epoch0
+    out_of_time = False
+    while epoch < cfg.epochs and not out_of_time:
+        net.train()
+        order = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(n)
+        tot_v = tot_p = 0.0
+        seen = 0
+        for s in range(0, n, cfg.batch):
+            rows = order[s:s + cfg.batch]
+            planes, scal, pol, z = _batch(train_s, rows)
+            v, logits = net(planes, scal)
+            lv = F.mse_loss(v, z)
+            lp = F.cross_entropy(logits, pol)
+            loss = cfg.value_weight * lv + cfg.policy_weight * lp
+            opt.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            opt.step()
+            tot_v += float(lv.detach()) * len(rows)
+            tot_p += float(lp.detach()) * len(rows)
+            seen += len(rows)
+            bar.update(1)
+            bar.set_postfix_str(f"mse {tot_v / seen:.3f} ce {tot_p / seen:.2f}")
+            if budget is not None and time.monotonic() - t0 >= budget:
+                out_of_time = True
+                break
+        epoch += 1
+        last = evaluate(net, val_s)
+        row = {"epoch": epoch, "train_samples": seen, "train_value_mse": tot_v / max(1, seen),
+               "train_policy_ce": tot_p / max(1, seen), **last, "seconds": time.monotonic() - t0}
+        new = not os.path.exists(metrics_path)
+        with open(metrics_path, "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(row))
+            if new:
+                w.writeheader()
+            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
+        torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
+                    "elapsed": time.monotonic() - t0, "recipe": recipe}, ckpt_path)
+    bar.close()
+    if not last:  # resumed after the last epoch
+        last = evaluate(net, val_s)
+    meta: dict[str, Any] = {
+        "variant": "bughouse", "size": cfg.size, "data": [str(d) for d in dbs], "games": samples.games,
+        "train_positions": len(train_s), "val_positions": len(val_s), "val_games": val_s.games,
+        "recipe": recipe, "training_seconds": round(time.monotonic() - t0, 1), "epochs_done": epoch,
+        **last}
+    bn.save(os.path.join(out, "model.pt"), net, meta, half=cfg.half)
+    return meta

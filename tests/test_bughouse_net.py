@@ -1,0 +1,338 @@
+"""The LazyBug-style two-board network (evaluators/bughouse_net.py): hand-worked input planes,
+scalars and policy indices (mirroring for Black, the partner board on files 8-15, drops,
+under-promotions in both directions), the batched evaluator (per-board priors, the sit move),
+weights errors, and the data/training pipeline (experiments/bughouse_data.py, bughouse_train.py)."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from board import move_from_uci
+from board.bughouse import BughouseGame, format_move
+from evaluators.base import Leaf
+from evaluators.bughouse_classical import sit_move, two_board_move
+from evaluators import bughouse_net as bn
+from experiments.bughouse_data import BughouseDataError, samples_from_db
+from experiments.bughouse_match import BughouseStore
+from experiments.store import GameRecord, MoveStat
+from search.bughouse_mcts import BughouseLimits, BughouseMCTS
+
+START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
+
+
+def idx(game: BughouseGame, focus: int, board_id: int, uci: str) -> int:
+    return bn.policy_index(game, focus, board_id, move_from_uci(uci))
+
+
+def planes_of(game: BughouseGame, focus: int, clocks=None) -> tuple[np.ndarray, np.ndarray]:
+    p, s = bn.encode(np.array([bn.leaf_state(game, focus, clocks)], dtype=np.int64))
+    return p[0], s[0]
+
+
+# ------------------------------------------------------------------------------------ encoding
+
+def test_start_position_planes_both_boards_from_our_team_side():
+    g = BughouseGame()
+    p, s = planes_of(g, 0)  # A-white to move: own board A as is, partner (B-black) board mirrored
+    assert p.shape == (14, 8, 16)
+    row1 = np.zeros(16)
+    row1[:] = 1
+    assert (p[0, 1] == row1).all() and p[0].sum() == 16          # our pawns and the partner's, row 1
+    assert (p[6, 6] == 1).all() and p[6].sum() == 16             # opponents' pawns on row 6
+    assert p[5, 0, 4] == 1 and p[5, 0, 12] == 1 and p[5].sum() == 2  # e1 (ours) and e8 (partner's)
+    assert p[4, 0, 3] == 1 and p[4, 0, 11] == 1                  # queens on d-file, back row
+    assert p[12].sum() == 0 and p[13].sum() == 0
+    assert s.shape == (34,)
+    assert (s[0:20] == 0).all() and (s[20:24] == bn.UNTIMED_CLOCK).all()
+    assert s[24] == 0 and s[25] == 1 and (s[26:34] == 1).all()  # partner (B-black) not to move
+
+
+def test_colour_mirror_gives_the_same_input():
+    # X: A after 1.e4, Black (team 1) to move on A; its partner plays White on B, to move.
+    x = BughouseGame("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR[] b KQkq - 0 1 | " + START)
+    # Y: the colour-mirrored position: White to move on A facing ...e5, partner Black to move on B.
+    y = BughouseGame("rnbqkbnr/pppp1ppp/8/4p3/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1 | "
+                     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] b KQkq - 0 1")
+    px, sx = planes_of(x, 0)
+    py, sy = planes_of(y, 0)
+    assert (px == py).all()
+    assert sx[25] == 0 and sy[25] == 1 and sx[24] == sy[24] == 1
+    assert (np.delete(sx, 25) == np.delete(sy, 25)).all()
+    # and the policy indices of mirrored moves agree
+    assert idx(x, 0, 0, "e7e5") == idx(y, 0, 0, "e2e4")
+    assert idx(x, 0, 1, "g1f3") == idx(y, 0, 1, "g8f6")
+
+
+def test_pockets_clocks_promoted_and_en_passant():
+    g = BughouseGame("4k3/8/8/3pP3/8/8/8/4K2Q~[QNppp] w - d6 0 1 | 4k3/8/8/8/8/8/8/4K3[Rbb] b - - 0 1")
+    p, s = planes_of(g, 0, [60000, 120000, 300000, -1])
+    assert s[0] == 0 and s[1] == pytest.approx(1 / 16) and s[4] == pytest.approx(1 / 16)  # own Q, N
+    assert s[5] == pytest.approx(3 / 16)           # opponent (A-black) pawns
+    # partner = B-black: pocket bb; partner's opponent = B-white: R
+    assert s[10 + 2] == pytest.approx(2 / 16) and s[15 + 3] == pytest.approx(1 / 16)
+    assert s[20] == pytest.approx(0.2) and s[21] == pytest.approx(0.4)   # 1 min, 2 min / 5
+    assert s[22] == bn.UNTIMED_CLOCK and s[23] == pytest.approx(1.0)     # B-black untimed, B-white 5 min
+    assert s[24] == 1                               # the partner (B-black) is to move
+    assert p[12, 0, 7] == 1 and p[4, 0, 7] == 1     # promoted queen on h1
+    assert p[13, 5, 3] == 1 and p[13].sum() == 1    # en-passant square d6
+
+
+# ------------------------------------------------------------------------------------ policy map
+
+def test_hand_worked_policy_indices():
+    g = BughouseGame()
+    # e2e4 for A-white: queen-like N (dir 0), length 2 -> plane 1, from e2 = row 1, col 4
+    assert idx(g, 0, 0, "e2e4") == 1 * 128 + 1 * 16 + 4
+    # g1f3: knight (dx, dy) = (-1, 2) = KNIGHT_DIRS[7] -> plane 63, from g1 = row 0, col 6
+    assert idx(g, 0, 0, "g1f3") == 63 * 128 + 0 * 16 + 6
+    # B-white's e2e4 seen from A-white (partner B-black, mirrored board): e2 -> row 6, moving down
+    # (dir S = 4, length 2 -> plane 29), files 8-15
+    assert idx(g, 0, 1, "e2e4") == 29 * 128 + 6 * 16 + 12
+    h = BughouseGame("4k3/8/8/8/8/8/8/4K3[PN] w - - 0 1 | 4k3/P7/8/8/8/8/8/4K3[n] w - - 0 1")
+    # own pawn drop P@d5 (plane 82) at the to-square d5 = row 4, col 3
+    assert idx(h, 0, 0, "P@d5") == 82 * 128 + 4 * 16 + 3
+    # a knight drop on the partner board (mirrored: e4 -> row 4), plane 83, col 4 + 8
+    assert idx(h, 1, 0, "N@e4") == 83 * 128 + 4 * 16 + 12    # focus B-white: partner A-black, mirrored
+    assert idx(h, 0, 1, "a7a8r") == (73 + 2 * 3 + 1) * 128 + 1 * 16 + 8  # B-white promotes, seen mirrored (down)
+    assert idx(h, 1, 1, "a7b8n") == (64 + 0 * 3 + 2) * 128 + 6 * 16 + 0  # the same board as own (up)
+    assert idx(h, 1, 1, "a7a8q") == (0 * 7 + 0) * 128 + 6 * 16 + 0      # queen promotion = pawn's N move
+    # sit moves have no policy entry
+    st = np.array([bn.leaf_state(h, 0)], dtype=np.int64)
+    assert bn.policy_indices_np(st, np.array([sit_move(1)]))[0] == -1
+
+
+def test_every_legal_move_of_random_games_has_a_distinct_index():
+    rng = np.random.default_rng(3)
+    g = BughouseGame()
+    for _ in range(120):
+        if g.outcome() is not None:
+            break
+        for focus in (0, 1):
+            st = np.array([bn.leaf_state(g, focus)], dtype=np.int64)
+            for b in (0, 1):
+                moves = np.array([two_board_move(b, m) for m in g.legal_moves(b)], dtype=np.int64)
+                if len(moves):
+                    ix = bn.policy_indices_np(st, moves, np.zeros(len(moves), dtype=np.int64))
+                    assert (ix >= 0).all() and (ix < bn.POLICY_SIZE).all() and len(set(ix.tolist())) == len(ix)
+                    assert (((ix % 16) >= 8) == (b != focus)).all()
+        b = int(rng.integers(2))
+        if not g.legal_moves(b):
+            b = 1 - b
+        ms = g.legal_moves(b)
+        if not ms:
+            break
+        g.push(b, ms[int(rng.integers(len(ms)))])
+
+
+# ------------------------------------------------------------------------------------ evaluator
+
+def tiny_eval(seed: int = 0) -> bn.BughouseNetEvaluator:
+    torch.manual_seed(seed)
+    return bn.BughouseNetEvaluator(bn.build("tiny"))
+
+
+def test_priors_per_board_with_sit_and_batching():
+    ev = tiny_eval()
+    g = BughouseGame()
+    g.push_str("A:e2e4")
+    moves = [two_board_move(b, m) for b in (0, 1) for m in g.legal_moves(b)] + [sit_move(1)]
+    leaf = Leaf(bn.leaf_state(g, 0), moves, "bughouse")
+    only_sit = Leaf(bn.leaf_state(g, 1), [two_board_move(0, m) for m in g.legal_moves(0)] + [sit_move(1)],
+                    "bughouse")
+    out = ev.evaluate([leaf, only_sit])
+    assert len(out) == 2
+    e = out[0]
+    assert -1.0 <= e.value <= 1.0 and len(e.priors) == len(moves)
+    pa = sum(p for m, p in zip(moves, e.priors) if m >> 18 == 0)
+    pb = sum(p for m, p in zip(moves, e.priors) if m >> 18 == 1)
+    assert pa == pytest.approx(1.0) and pb == pytest.approx(1.0)
+    assert e.priors[-1] == pytest.approx(bn.SIT_PRIOR)
+    assert only_sit.moves[-1] == sit_move(1) and out[1].priors[-1] == pytest.approx(1.0)
+    # batched evaluation = one by one
+    alone = ev.evaluate([leaf])[0]
+    assert alone.value == pytest.approx(e.value, abs=1e-5)
+    assert np.allclose(alone.priors, e.priors, atol=1e-5)
+    ev.max_batch = 1
+    assert np.allclose(ev.evaluate([leaf, only_sit])[1].priors, out[1].priors, atol=1e-6)
+
+
+def test_evaluator_rejects_other_leaves():
+    ev = tiny_eval()
+    with pytest.raises(bn.BughouseNetError, match="two-board bughouse leaves"):
+        ev.evaluate([Leaf((0,) * 16, [], "crazyhouse")])
+
+
+def test_weights_errors_name_the_file(tmp_path: Path):
+    missing = tmp_path / "nope.pt"
+    with pytest.raises(bn.BughouseNetError, match=str(missing)):
+        bn.BughouseNetEvaluator.load(str(missing))
+    bad = tmp_path / "corrupt.pt"
+    bad.write_bytes(b"not a torch file at all")
+    with pytest.raises(bn.BughouseNetError, match="cannot read bughouse weights file .*corrupt.pt"):
+        bn.BughouseNetEvaluator.load(str(bad))
+    other = tmp_path / "other.pt"
+    torch.save({"family": "rise", "state_dict": {}}, other)
+    with pytest.raises(bn.BughouseNetError, match="other.pt is not a bughouse network"):
+        bn.BughouseNetEvaluator.load(str(other))
+    mismatch = tmp_path / "mismatch.pt"
+    net = bn.build("tiny")
+    bn.save(str(mismatch), net)
+    d = torch.load(mismatch, weights_only=True)
+    d["config"]["channels"] = 32
+    torch.save(d, mismatch)
+    with pytest.raises(bn.BughouseNetError, match="mismatch.pt does not match"):
+        bn.BughouseNetEvaluator.load(str(mismatch))
+
+
+def test_save_load_round_trip_and_search(tmp_path: Path):
+    ev = tiny_eval(1)
+    path = tmp_path / "w.pt"
+    bn.save(str(path), ev.net, {"note": "x"})
+    again = bn.BughouseNetEvaluator.load(str(path))
+    g = BughouseGame()
+    leaf = Leaf(bn.leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")
+    assert again.evaluate([leaf])[0].value == pytest.approx(ev.evaluate([leaf])[0].value, abs=1e-6)
+    assert again.meta == {"note": "x"}
+    r = BughouseMCTS(again).run(g, 0, BughouseLimits(nodes=40))
+    assert r.nodes >= 40 and r.move in g.legal_moves(0)
+
+
+def test_shipped_weights_load_if_present():
+    import os
+
+    path = os.path.join(bn.WEIGHTS_DIR, bn.DEFAULT_WEIGHTS)
+    if not os.path.exists(path):
+        pytest.skip("no shipped bughouse weights")
+    ev = bn.BughouseNetEvaluator.load()
+    g = BughouseGame()
+    e = ev.evaluate([Leaf(bn.leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")])[0]
+    assert -1 <= e.value <= 1 and sum(e.priors) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------------------------ data, training
+
+def store_game(db: Path, key: str, moves: list[str], result: str, reason: str) -> None:
+    g = BughouseGame(None, 60000, 0)
+    times = []
+    for i, text in enumerate(moves):
+        times.append(500 * (i + 1))
+        g.push_str(text, times[-1])
+    seats = [{"seat": s, "base_ms": 60000, "inc_ms": 0} for s in ("A-white", "A-black", "B-white", "B-black")]
+    rec = GameRecord(key=key, run="t", match="m", pair=0, variant="bughouse", white="x", black="y",
+                     white_settings={}, black_settings={}, opening="startpos", opening_fen=g.root_fen,
+                     opening_moves=[], moves=moves, result=result, reason=reason,
+                     move_stats=[MoveStat() for _ in moves])
+    s = BughouseStore(db)
+    try:
+        s.add(rec, seats, times, [], g.root_fen, "")
+    finally:
+        s.close()
+
+
+def test_samples_from_stored_games(tmp_path: Path):
+    db = tmp_path / "g.sqlite"
+    store_game(db, "m:0", ["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5"], "0-1", "flag on board A")
+    store_game(db, "m:1", ["A:g1f3"], "1/2-1/2", "max_plies")        # skipped
+    store_game(db, "m:2", ["B:e2e4"], "1-0", "forfeit: B-black crashed")  # skipped
+    s = samples_from_db([db])
+    assert s.games == 1 and len(s) == 8          # 4 plies x 2 views
+    assert s.own.tolist() == [True, False] * 4
+    # ply 1 (A:e2e4 by A-white, team 0, who lost): own view z = -1; the B view (B-white, team 1) z = +1
+    assert s.value[:2].tolist() == [-1.0, 1.0]
+    g = BughouseGame()
+    assert s.policy[0] == idx(g, 0, 0, "e2e4") and s.policy[1] == idx(g, 1, 0, "e2e4")
+    # the legal moves of the moving board, with the played one among them
+    for i in range(len(s)):
+        legal = s.legal[s.legal_start[i]:s.legal_start[i + 1]]
+        assert s.policy[i] in legal
+    assert s.legal_start[1] - s.legal_start[0] == 20
+    # clocks at the moment of the move: B-white's first move at 1000 ms has used 1 s
+    st = s.states[2]
+    assert st[2 * 16] == 1 and st[2 * 16 + 1 + 2] == 59000
+    sub = s.subset(np.array([False, False, True, True, False, False, False, False]))
+    assert len(sub) == 2 and (sub.legal == s.legal[s.legal_start[2]:s.legal_start[4]]).all()
+    with pytest.raises(BughouseDataError, match="no such game database"):
+        samples_from_db([tmp_path / "none.sqlite"])
+
+
+def test_train_tiny_and_load(tmp_path: Path):
+    from experiments.bughouse_train import TrainConfig, train
+
+    db = tmp_path / "g.sqlite"
+    lines = [["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"], ["A:d2d4", "B:e2e4", "B:e7e5", "A:g8f6"],
+             ["B:g1f3", "A:b1c3", "B:b8c6"], ["A:c2c4", "B:c2c4", "A:c7c5", "B:c7c5"]]
+    for i, ms in enumerate(lines):
+        store_game(db, f"m:{i}", ms, "1-0" if i % 2 else "0-1", "checkmate on board A")
+    out = tmp_path / "run"
+    meta = train([str(db)], str(out), TrainConfig(size="tiny", epochs=2, minutes=None, batch=8, val_fraction=0.3),
+                 progress=False, command="test")
+    assert meta["epochs_done"] == 2 and meta["train_positions"] + meta["val_positions"] == 32
+    for k in ("val_policy_acc", "val_value_sign_acc", "val_value_mse", "val_partner_policy_acc"):
+        assert 0.0 <= meta[k] <= 4.0
+    assert (out / "metrics.csv").read_text().count("\n") == 3
+    ev = bn.BughouseNetEvaluator.load(str(out / "model.pt"))
+    assert ev.meta["size"] == "tiny"
+    # resumed after the last epoch: nothing more to train, same model metadata
+    again = train([str(db)], str(out), TrainConfig(size="tiny", epochs=2, minutes=None, batch=8, val_fraction=0.3),
+                  progress=False, command="test")
+    assert again["epochs_done"] == 2 and again["val_policy_acc"] == pytest.approx(meta["val_policy_acc"])
+
+
+# ------------------------------------------------------------------------------------ engine specs
+
+def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
+    from experiments.bughouse_match import BughouseMatchError, OurSeat, make_seat, parse_team
+
+    w = tmp_path / "sub" / "w.pt"
+    w.parent.mkdir()
+    bn.save(str(w), bn.build("tiny"))
+    team = parse_team(f"rise-bughouse-mcts:weights={w},nodes=20/bughouse-mcts:nodes=10")
+    assert team.seat_specs == (f"rise-bughouse-mcts:weights={w},nodes=20", "bughouse-mcts:nodes=10")
+    cache: dict = {}
+    a = make_seat(team.seat_specs[0], 1, cache)
+    b = make_seat(f"bughouse-mcts:evaluator=net,weights={w}", 2, cache)
+    c = make_seat(team.seat_specs[1], 3, cache)
+    assert isinstance(a, OurSeat) and a.evaluator is b.evaluator and a.evaluator.name == "bughouse-net"
+    assert c.evaluator.name == "bughouse-classical"
+    with pytest.raises(BughouseMatchError, match="nope.pt"):
+        make_seat(f"rise-bughouse-mcts:weights={tmp_path / 'nope.pt'}", 1, {})
+    with pytest.raises(BughouseMatchError, match="unknown evaluator"):
+        make_seat("bughouse-mcts:evaluator=magic", 1, {})
+    with pytest.raises(BughouseMatchError, match="takes no weights"):
+        make_seat(f"bughouse-mcts:weights={w}", 1, {})
+
+
+# ------------------------------------------------------------------------------------ generation, CLI
+
+@pytest.mark.skipif(__import__("tests.engines_path", fromlist=["find_engine"]).find_engine("sjeng") is None,
+                    reason="sjeng not installed")
+def test_generate_sjeng_games_resumes_and_gives_samples(tmp_path: Path):
+    from experiments.bughouse_data import count_games, generate
+
+    db = tmp_path / "d" / "g.sqlite"
+    n = generate(db, [("sjeng:depth=1", "sjeng:depth=1")], 2, 30000, 0, chunk=2, progress=False, max_plies=300)
+    assert n == count_games(db) == 2
+    assert generate(db, [("sjeng:depth=1", "sjeng:depth=1")], 2, 30000, 0, chunk=2, progress=False) == 2
+    # more games: the pairing resumes after its stored games (indices 2 and 3, none replayed)
+    assert generate(db, [("sjeng:depth=1", "sjeng:depth=1")], 4, 30000, 0, chunk=2, progress=False,
+                    max_plies=300) == 4
+    from experiments.bughouse_data import _done_keys
+
+    assert sorted(k.rsplit(":", 1)[1] for k in _done_keys(db)) == ["0", "1", "2", "3"]
+    assert db.with_suffix(".bpgn").exists()
+    try:
+        s = samples_from_db([db])
+    except BughouseDataError:  # both games ended by max_plies or a forfeit: nothing usable
+        return
+    assert len(s) > 0 and s.games <= 4 and set(np.unique(s.value).tolist()) <= {-1.0, 1.0}
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from experiments import cli
+
+    assert cli.main(["bughouse-train", "--db", str(tmp_path / "none.sqlite"), "--out", str(tmp_path / "o")]) == 2
+    assert cli.main(["bughouse-train", "--size", "huge", "--db", "x", "--out", str(tmp_path / "o")]) == 2
+    assert cli.main(["bughouse-datagen", "--games", "0", "--db", str(tmp_path / "g.sqlite")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "no such game database" in err[0] and "unknown size" in err[1]
