@@ -71,6 +71,9 @@ def load_net(path: str | None, default_name: str, family: str, threads: int) -> 
     if threads < 1:
         raise EvaluatorError(f"threads must be >= 1, got {threads}")
     p = path if path is not None else os.path.join(WEIGHTS_DIR, default_name)
+    if path is not None and not os.path.exists(path) and os.path.basename(path) == path:
+        # A bare file name is a shipped file (evaluators/weights/), from any working directory.
+        p = os.path.join(WEIGHTS_DIR, path)
     try:
         net, d = nets.load_model(p, family)
     except ValueError as e:

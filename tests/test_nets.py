@@ -244,3 +244,11 @@ def test_bench_encode_runs(capsys):
     assert [row["batch"] for row in r["rows"]] == [1, 4]
     assert all(0 < row["encode_share"] < 1 and row["net_us"] > 0 for row in r["rows"])
     assert cli.main(["bench", "encode", "--batches", "0"]) == 2
+
+
+def test_bare_weights_name_is_a_shipped_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # any working directory
+    ev = RiseEvaluator.load("rise_crazyhouse.pt")
+    assert ev.path.endswith(os.path.join("evaluators", "weights", "rise_crazyhouse.pt"))
+    with pytest.raises(EvaluatorError, match="no_such_net.pt"):
+        RiseEvaluator.load("no_such_net.pt")
