@@ -42,6 +42,9 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	SEARCHBENCH_PURE=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e .  # extensions: see build
+	@# The repository root on sys.path: the shared mypyc library (searchbench_native__mypyc) is a
+	@# top-level module built after the editable install, which therefore does not map it.
+	$(PY) -c "import os, site; open(os.path.join(site.getsitepackages()[0], 'searchbench-root.pth'), 'w').write(os.getcwd() + '\n')"
 	touch $@
 
 # mypyc extensions, rebuilt whenever a compiled source changes (a stale .so would shadow edits).
