@@ -58,7 +58,7 @@ from torch import nn
 
 from board.bughouse import BughouseGame
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
-from evaluators.encodings import KNIGHT_DIRS, MOVE_TABLE_SIZE, QUEEN_DIRS, bitboard_planes, pocket_counts
+from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
 FAMILY: Final = "bughouse"
@@ -166,13 +166,7 @@ def _local_index(frm: int, to: int, promo: int, drop: int) -> int:
             return -1
         base = 64 if dy > 0 else 73
         return (base + (promo - 2) * 3 + dx + 1) * 64 + frm
-    if (abs(dx), abs(dy)) in ((1, 2), (2, 1)):
-        return (56 + KNIGHT_DIRS.index((dx, dy))) * 64 + frm
-    if (dx == 0 and dy == 0) or not (dx == 0 or dy == 0 or abs(dx) == abs(dy)):
-        return -1
-    length = max(abs(dx), abs(dy))
-    d = QUEEN_DIRS.index((int(np.sign(dx)), int(np.sign(dy))))
-    return (d * 7 + length - 1) * 64 + frm
+    return queen_knight_index(frm, dx, dy)
 
 
 _TABLE: np.ndarray | None = None

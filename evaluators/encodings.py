@@ -156,6 +156,19 @@ def crazyara_planes(raw: np.ndarray, variant: str = "crazyhouse") -> np.ndarray:
     return out.reshape(n, nplanes, 8, 8)
 
 
+def queen_knight_index(frm: int, dx: int, dy: int) -> int:
+    """Policy-map index of a queen-like (planes 0-55: direction x 7 + length - 1) or knight move
+    (planes 56-63) from ``frm`` by ``(dx, dy)``; -1 for neither.  Shared by the CrazyAra and the
+    LazyBug maps."""
+    if (abs(dx), abs(dy)) in ((1, 2), (2, 1)):
+        return (56 + KNIGHT_DIRS.index((dx, dy))) * 64 + frm
+    if (dx == 0 and dy == 0) or not (dx == 0 or dy == 0 or abs(dx) == abs(dy)):
+        return -1
+    length = max(abs(dx), abs(dy))
+    d = QUEEN_DIRS.index((int(np.sign(dx)), int(np.sign(dy))))
+    return (d * 7 + length - 1) * 64 + frm
+
+
 def _crazyara_index(frm: int, to: int, promo: int, drop: int) -> int:
     """Policy-map index (from the mover's side, squares already mirrored for Black)."""
     if drop:
@@ -166,13 +179,7 @@ def _crazyara_index(frm: int, to: int, promo: int, drop: int) -> int:
         if abs(dx) > 1 or abs(dy) != 1:
             return -1
         return (64 + (promo - 2) * 3 + dx + 1) * 64 + frm
-    if (abs(dx), abs(dy)) in ((1, 2), (2, 1)):
-        return (56 + KNIGHT_DIRS.index((dx, dy))) * 64 + frm
-    if (dx == 0 and dy == 0) or not (dx == 0 or dy == 0 or abs(dx) == abs(dy)):
-        return -1
-    length = max(abs(dx), abs(dy))
-    d = QUEEN_DIRS.index((int(np.sign(dx)), int(np.sign(dy))))
-    return (d * 7 + length - 1) * 64 + frm
+    return queen_knight_index(frm, dx, dy)
 
 
 def _move_int(frm: int, to: int, promo: int = 0, drop: int = 0) -> int:
