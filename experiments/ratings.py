@@ -124,11 +124,12 @@ class _Data:
         self.i = self.pairs // len(names)
         self.j = self.pairs % len(names)
         self.s_lo = s_lo
-        unit_ids: dict[Hashable, int] = {}
-        for k, r in enumerate(results):
-            unit_ids.setdefault(("unit", r.unit) if r.unit is not None else ("game", k), len(unit_ids))
-        self.unit_of = np.array([unit_ids[("unit", r.unit) if r.unit is not None else ("game", k)]
-                                 for k, r in enumerate(results)], dtype=np.int64)
+        # Units are numbered in a canonical order (not the order the games were stored in, which
+        # depends on which concurrent game finished first), so a seeded bootstrap draws the same
+        # resamples from the same games in any order.
+        keys: list[Hashable] = [("unit", r.unit) if r.unit is not None else ("game", k) for k, r in enumerate(results)]
+        unit_ids: dict[Hashable, int] = {u: n for n, u in enumerate(sorted(set(keys), key=repr))}
+        self.unit_of = np.array([unit_ids[u] for u in keys], dtype=np.int64)
         self.n_units = len(unit_ids)
 
     def aggregate(self, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -45,15 +45,21 @@ Node ``i``::
     nd_tail_from[i]  same among its checks; valid while nd_tail_from[i] == nd_touched[i] (-1: to be
                   found again): the selection scores these edges of the untouched tail, not all
     nd_pmax[i]    the largest prior of its edges (NaN until needed; bounds the tail's scores)
+    nd_n[i]       N(s, a) of the edge a into it (finished visits);   nd_w[i]  W(s, a) of that edge
+    nd_vl[i]      leaves in flight below that edge (virtual loss count)
 
 Edge ``e``::
 
     ed_move[e]    the move (int, see board.moves);   ed_prior[e]  P(s, a)
-    ed_child[e]   index of the child node, -1 until first visited (children are created lazily)
-    ed_n[e]       N(s, a) of finished visits;         ed_w[e]      W(s, a)
-    ed_vl[e]      leaves in flight below a (virtual loss count)
+    ed_child[e]   index of the child node, -1 until first selected (children are created lazily)
     ed_check[e]   1 if the move gives check and check urgency is on, else 0 (a u8)
 
+An edge is what every legal move needs (25 bytes); the statistics of an edge, N, W and the virtual
+loss, live in its child node (as lc0's Node holds n and wl), created when the edge is first
+selected: the average node has some 30 edges and most are never selected, so a tree takes half
+the memory it would with the statistics on the edges, and each expansion copies 4 arrays, not 7
+(the page faults of fresh memory were a fifth of a search's time).  An edge without a child has
+N = W = 0 and no virtual loss (:meth:`_Tree.edge_n`, :meth:`_Tree.edge_w`).
 A node's edges are allocated together when it is expanded; a child node only when its edge is
 first selected.  Tree reuse keeps the arrays and moves the root; a tree is dropped when it grows
 beyond ``max_tree_nodes``.
@@ -131,13 +137,10 @@ DRAW: Final = 3
 # Default values of fresh edges, copied in slices by _Tree.expand (more moves than this: built on the fly).
 _EDGE_DEFAULTS: Final = 512
 _MINUS_ONES: Final = vec[i64]([-1] * _EDGE_DEFAULTS)
-_ZEROS_I64: Final = vec[i64]([0] * _EDGE_DEFAULTS)
 _ZEROS_F64: Final = vec[float]([0.0] * _EDGE_DEFAULTS)
 _ZEROS_U8: Final = vec[u8]([0] * _EDGE_DEFAULTS)
 # The same runs cut to each length k (filled on first use; index k holds length k once set).
 _FRESH_CHILD: Final[list[vec[i64]]] = [vec[i64]() for _ in range(_EDGE_DEFAULTS + 1)]
-_FRESH_ZERO_I64: Final[list[vec[i64]]] = [vec[i64]() for _ in range(_EDGE_DEFAULTS + 1)]
-_FRESH_ZERO_F64: Final[list[vec[float]]] = [vec[float]() for _ in range(_EDGE_DEFAULTS + 1)]
 _FRESH_ZERO_U8: Final[list[vec[u8]]] = [vec[u8]() for _ in range(_EDGE_DEFAULTS + 1)]
 # Node visit counts up to which cpuct(N) and udiv(N) are tabulated per tree (see _Tree.select).
 _SCHEDULE_SIZE: Final = 4096
@@ -359,12 +362,12 @@ class _Tree:
         self.nd_tail_best = vec[i64]()
         self.nd_tail_best_check = vec[i64]()
         self.nd_pmax = vec[float]()
+        self.nd_n = vec[i64]()
+        self.nd_w = vec[float]()
+        self.nd_vl = vec[i64]()
         self.ed_move = vec[i64]()
         self.ed_prior = vec[float]()
         self.ed_child = vec[i64]()
-        self.ed_n = vec[i64]()
-        self.ed_w = vec[float]()
-        self.ed_vl = vec[i64]()
         self.ed_check = vec[u8]()
         self.n_nodes = 0
         self.n_edges = 0
@@ -383,6 +386,9 @@ class _Tree:
         self.nd_tail_best = append(self.nd_tail_best, -1)
         self.nd_tail_best_check = append(self.nd_tail_best_check, -1)
         self.nd_pmax = append(self.nd_pmax, math.nan)
+        self.nd_n = append(self.nd_n, 0)
+        self.nd_w = append(self.nd_w, 0.0)
+        self.nd_vl = append(self.nd_vl, 0)
         self.n_nodes += 1
         return self.n_nodes - 1
 
@@ -395,7 +401,7 @@ class _Tree:
         self.nd_nedges[node] = len(moves)
         k: i64 = len(moves)
         # Speed: extending a vec from a vec is a copy, from a list an element-by-element conversion
-        # (~20 ns each); the fresh edges' N, W, virtual loss and child come from constant vecs.
+        # (~20 ns each); the fresh edges' child and check flag come from constant vecs.
         self.ed_move = extend(self.ed_move, moves)
         self.ed_prior = extend(self.ed_prior, priors)
         if k <= _EDGE_DEFAULTS:
@@ -403,20 +409,11 @@ class _Tree:
             # costs an allocation and a copy each).
             if len(_FRESH_CHILD[k]) != k:
                 _FRESH_CHILD[k] = _MINUS_ONES[0:k]
-                _FRESH_ZERO_I64[k] = _ZEROS_I64[0:k]
-                _FRESH_ZERO_F64[k] = _ZEROS_F64[0:k]
                 _FRESH_ZERO_U8[k] = _ZEROS_U8[0:k]
-            zeros = _FRESH_ZERO_I64[k]
             self.ed_child = extend(self.ed_child, _FRESH_CHILD[k])
-            self.ed_n = extend(self.ed_n, zeros)
-            self.ed_w = extend(self.ed_w, _FRESH_ZERO_F64[k])
-            self.ed_vl = extend(self.ed_vl, zeros)
             self.ed_check = extend(self.ed_check, _FRESH_ZERO_U8[k])
         else:
             self.ed_child = extend(self.ed_child, vec[i64]([-1] * k))
-            self.ed_n = extend(self.ed_n, vec[i64]([0] * k))
-            self.ed_w = extend(self.ed_w, vec[float]([0.0] * k))
-            self.ed_vl = extend(self.ed_vl, vec[i64]([0] * k))
             self.ed_check = extend(self.ed_check, vec[u8]([0] * k))
         self.n_edges += len(moves)
         self.nd_touched[node] = self.nd_edge0[node]
@@ -425,19 +422,43 @@ class _Tree:
         self.nd_value[node] = value
         self.nd_state[node] = EXPANDED
 
+    def edge_n(self, e: int) -> int:
+        """N(s, a) of edge e (finished visits; 0 while it has no child)."""
+        child = self.ed_child[e]
+        return int(self.nd_n[child]) if child >= 0 else 0
+
+    def edge_w(self, e: int) -> float:
+        """W(s, a) of edge e."""
+        child = self.ed_child[e]
+        return self.nd_w[child] if child >= 0 else 0.0
+
+    def edge_vl(self, e: int) -> int:
+        """The leaves in flight below edge e."""
+        child = self.ed_child[e]
+        return int(self.nd_vl[child]) if child >= 0 else 0
+
+    def child_of(self, e: int) -> int:
+        """The child node of edge e, created (NEW, hash 0) if it has none: the holder of the edge's
+        statistics (for trees built by hand; the search creates children in _collect)."""
+        child = self.ed_child[e]
+        if child < 0:
+            child = self.new_node(0)
+            self.ed_child[e] = child
+        return int(child)
+
     def edge_q(self, e: int) -> float:
-        n = self.ed_n[e]
-        return self.ed_w[e] / float(n) if n > 0 else self.cfg.fpu
+        n = self.edge_n(e)
+        return self.edge_w(e) / float(n) if n > 0 else self.cfg.fpu
 
     def select(self, node: int) -> int:
         """The edge to follow from an expanded node (see the notation in the module docstring)."""
         cfg = self.cfg
         # Speed: native (i64) indices and the arrays in locals keep the loop free of boxed ints.
-        ed_n = self.ed_n
-        ed_vl = self.ed_vl
+        nd_n = self.nd_n
+        nd_vl = self.nd_vl
+        nd_w = self.nd_w
         ed_prior = self.ed_prior
         ed_child = self.ed_child
-        ed_w = self.ed_w
         ed_check = self.ed_check
         nd_proven = self.nd_proven
         nd_plies = self.nd_plies
@@ -490,7 +511,8 @@ class _Tree:
             scan_end = self.nd_touched[node]
         e: i64 = e0
         while e < scan_end:
-            if not sixtyfour and ed_n[e] == 0 and ed_vl[e] == 0:
+            child: i64 = ed_child[e]
+            if not sixtyfour and (child < 0 or (nd_n[child] == 0 and nd_vl[child] == 0)):
                 # Fast path: an unvisited edge (its child, if any, is a mate found at expansion,
                 # and such a node is settled and never selected from).
                 p = ed_prior[e]
@@ -517,7 +539,6 @@ class _Tree:
                     pu = p
                 e += 1
                 continue
-            child: i64 = ed_child[e]
             if solver and child >= 0:
                 pr = nd_proven[child]
                 if pr == LOSS:
@@ -534,16 +555,23 @@ class _Tree:
                         lose_e = e
                     e += 1
                     continue
-            inflight = float(ed_vl[e]) * vl
-            n = float(ed_n[e]) + inflight
+            if child < 0:  # SixtyFour only: the other formula has taken it above
+                score = fpu + c * ed_prior[e]
+                if score > best:
+                    best = score
+                    best_e = e
+                e += 1
+                continue
+            inflight = float(nd_vl[child]) * vl
+            n = float(nd_n[child]) + inflight
             if sixtyfour:
-                if n > 0.0 and child >= 0:
-                    q = 0.5 * (-self.nd_value[child] + (ed_w[e] - inflight) / n)
+                if n > 0.0:
+                    q = 0.5 * (-self.nd_value[child] + (nd_w[child] - inflight) / n)
                 else:
                     q = fpu
                 score = q + c * ed_prior[e] / (1.0 + n)
             else:
-                q = (ed_w[e] - inflight) / n if n > 0.0 else fpu
+                q = (nd_w[child] - inflight) / n if n > 0.0 else fpu
                 score = q + c * ed_prior[e] / (ud + n)
             if score > best:
                 best = score
@@ -691,14 +719,15 @@ class _Tree:
         return 0.0
 
     def add_virtual_loss(self, parent: int, e: int) -> None:
+        """A leaf goes in flight below edge e of parent (its child must exist: see child_of)."""
         if e >= self.nd_touched[parent]:
             self.nd_touched[parent] = e + 1
-        self.ed_vl[e] += 1
+        self.nd_vl[self.ed_child[e]] += 1
         self.nd_sum_n[parent] += self.cfg.virtual_loss
 
     def remove_virtual_loss(self, path: vec[i64], nodes: vec[i64]) -> None:
         for i in range(len(path)):
-            self.ed_vl[path[i]] -= 1
+            self.nd_vl[self.ed_child[path[i]]] -= 1
             self.nd_sum_n[nodes[i]] -= self.cfg.virtual_loss
 
     def backup(self, path: vec[i64], nodes: vec[i64], leaf: int, value: float) -> None:
@@ -709,12 +738,12 @@ class _Tree:
         settle = (self.cfg.solver or self.cfg.fix_checkmates) and self.nd_proven[leaf] != UNKNOWN
         i = len(path) - 1
         while i >= 0:
-            e = path[i]
+            child = self.ed_child[path[i]]
             parent = nodes[i]
             v = -v
-            self.ed_vl[e] -= 1
-            self.ed_n[e] += 1
-            self.ed_w[e] += v
+            self.nd_vl[child] -= 1
+            self.nd_n[child] += 1
+            self.nd_w[child] += v
             self.nd_sum_n[parent] += 1.0 - vl
             if settle:
                 settle = self.update_proven(parent) and self.cfg.solver
@@ -971,7 +1000,7 @@ class MCTS(Search):
         for e in range(e0, e0 + k):
             if tree.ed_prior[e] > tree.ed_prior[top_e]:
                 top_e = e
-            if tree.ed_n[e] > 0 and (tree.ed_n[best_q_e] == 0 or tree.edge_q(e) > tree.edge_q(best_q_e)):
+            if tree.edge_n(e) > 0 and (tree.edge_n(best_q_e) == 0 or tree.edge_q(e) > tree.edge_q(best_q_e)):
                 best_q_e = e
         return tree.ed_prior[top_e] > self.config.time.easy_prior and top_e == best_q_e
 
@@ -986,7 +1015,7 @@ class MCTS(Search):
         e0 = int(tree.nd_edge0[self.root])
         best = e0
         for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
-            if tree.ed_n[e] > tree.ed_n[best]:
+            if tree.edge_n(e) > tree.edge_n(best):
                 best = e
         return best
 
@@ -1015,6 +1044,12 @@ class MCTS(Search):
                     self._nodes += 1
                     break
                 e = tree.select(node)
+                child = int(tree.ed_child[e])
+                new_child = child < 0
+                if new_child:
+                    # The position is made below; its hash is set then (a new edge was never made).
+                    child = tree.new_node(0)
+                    tree.ed_child[e] = child
                 tree.add_virtual_loss(node, e)
                 path = append(path, e)
                 nodes = append(nodes, node)
@@ -1029,10 +1064,8 @@ class MCTS(Search):
                         self._on = append(self._on, e)
                     self._made = depth + 1
                 depth += 1
-                child = int(tree.ed_child[e])
-                if child < 0:
-                    child = tree.new_node(pos.zobrist)  # (just made: a new edge was never made before)
-                    tree.ed_child[e] = child
+                if new_child:
+                    tree.nd_hash[child] = pos.zobrist
                 node = child
             elif state == TERMINAL:
                 tree.backup(path, nodes, node, tree.nd_value[node])
@@ -1195,7 +1228,7 @@ class MCTS(Search):
         if self.root < 0 or tree.nd_state[self.root] != EXPANDED:
             return []
         e0 = int(tree.nd_edge0[self.root])
-        return [(int(tree.ed_move[e]), int(tree.ed_n[e]), tree.edge_q(e), tree.ed_prior[e])
+        return [(int(tree.ed_move[e]), tree.edge_n(e), tree.edge_q(e), tree.ed_prior[e])
                 for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
 
     def root_q_pv(self) -> list[float]:
@@ -1211,7 +1244,7 @@ class MCTS(Search):
         (``Q(s0, a) = min(Q(s0, a), Q(st, x))``, Q(st, x) seen from the root's side)."""
         tree = self.tree
         q = tree.edge_q(e)
-        if not self.config.q_pv or tree.ed_n[e] == 0:
+        if not self.config.q_pv or tree.edge_n(e) == 0:
             return q
         node = int(tree.ed_child[e])
         sign = -1.0
@@ -1222,7 +1255,7 @@ class MCTS(Search):
             x = -1
             e0 = int(tree.nd_edge0[node])
             for f in range(e0, e0 + int(tree.nd_nedges[node])):
-                if tree.ed_n[f] > 0 and (x < 0 or tree.ed_n[f] > tree.ed_n[x]):
+                if tree.edge_n(f) > 0 and (x < 0 or tree.edge_n(f) > tree.edge_n(x)):
                     x = f
             if x < 0:
                 break
@@ -1269,7 +1302,7 @@ class MCTS(Search):
             return int(tree.ed_move[best_win])
         if not candidates:
             return int(tree.ed_move[longest])
-        visits = [int(tree.ed_n[e]) for e in candidates]
+        visits = [tree.edge_n(e) for e in candidates]
         qs = [self.q_with_pv(e) for e in candidates]
         pi = final_policy(cfg, visits, qs)
         tau = cfg.temperature
@@ -1305,7 +1338,7 @@ class MCTS(Search):
                 if child >= 0 and tree.nd_proven[child] == LOSS and (self.config.solver or self.config.fix_checkmates):
                     x = f
                     break
-                if tree.ed_n[f] > 0 and (x < 0 or tree.ed_n[f] > tree.ed_n[x]):
+                if tree.edge_n(f) > 0 and (x < 0 or tree.edge_n(f) > tree.edge_n(x)):
                     x = f
             if x < 0:
                 break
@@ -1324,7 +1357,7 @@ class MCTS(Search):
         q = 0.0
         for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
             if tree.ed_move[e] == move:
-                q = tree.edge_q(e) if tree.ed_n[e] > 0 else tree.nd_value[self.root]
+                q = tree.edge_q(e) if tree.edge_n(e) > 0 else tree.nd_value[self.root]
         mate: int | None = None
         pr = tree.nd_proven[self.root]
         if pr == WIN and (self.config.solver or self.config.fix_checkmates):

@@ -113,8 +113,9 @@ def test_check_urgency_explores_checks_first() -> None:
         root = tree.new_node(0)
         tree.expand(root, [1, 2, 3], [0.85, 0.05, 0.1], 0.0)
         tree.ed_check[2] = 1  # move 3 gives check
-        tree.ed_n[0] = 20
-        tree.ed_w[0] = 0.3 * 20
+        child = tree.child_of(0)  # an edge's N and W live in its child node (made first: a vec
+        tree.nd_n[child] = 20     # attribute read before child_of grew it would be a stale copy)
+        tree.nd_w[child] = 0.3 * 20
         tree.nd_sum_n[root] = 20
         tree.nd_touched[root] = 1
         return tree.select(root)
@@ -273,10 +274,11 @@ def select_in(cfg: MCTSConfig, edges: list[tuple[float, int, float]]) -> int:
     root = tree.new_node(0)
     tree.expand(root, list(range(1, len(edges) + 1)), [p for p, _, _ in edges], 0.0)
     for i, (_, n, q) in enumerate(edges):
-        tree.ed_n[i] = n
-        tree.ed_w[i] = q * n
         tree.nd_sum_n[root] += n
         if n > 0:
+            child = tree.child_of(i)  # an edge's N and W live in its child node
+            tree.nd_n[child] = n
+            tree.nd_w[child] = q * n
             tree.nd_touched[root] = i + 1  # as add_virtual_loss marks an edge the search visits
     return tree.select(root)
 

@@ -52,7 +52,7 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
         ud = u_divisor(cfg, sum_n)
     best, best_e, win_e, lose_e = -1e30, -1, -1, -1
     for e in range(e0, e0 + k):
-        if not sixtyfour and tree.ed_n[e] == 0 and tree.ed_vl[e] == 0:
+        if not sixtyfour and tree.edge_n(e) == 0 and tree.edge_vl(e) == 0:
             q0 = cfg.check_q_init if cfg.check_urgency and tree.ed_check[e] else cfg.fpu
             score = q0 + c * tree.ed_prior[e] / ud
             if score > best:
@@ -71,13 +71,13 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
                 if lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[int(tree.ed_child[lose_e])]:
                     lose_e = e
                 continue
-        inflight = float(tree.ed_vl[e]) * cfg.virtual_loss
-        n = float(tree.ed_n[e]) + inflight
+        inflight = float(tree.edge_vl(e)) * cfg.virtual_loss
+        n = float(tree.edge_n(e)) + inflight
         if sixtyfour:
-            q = 0.5 * (-tree.nd_value[child] + (tree.ed_w[e] - inflight) / n) if n > 0.0 and child >= 0 else cfg.fpu
+            q = 0.5 * (-tree.nd_value[child] + (tree.edge_w(e) - inflight) / n) if n > 0.0 and child >= 0 else cfg.fpu
             score = q + c * tree.ed_prior[e] / (1.0 + n)
         else:
-            q = (tree.ed_w[e] - inflight) / n if n > 0.0 else cfg.fpu
+            q = (tree.edge_w(e) - inflight) / n if n > 0.0 else cfg.fpu
             score = q + c * tree.ed_prior[e] / (ud + n)
         if score > best:
             best, best_e = score, e
@@ -121,14 +121,14 @@ def test_select_is_the_plain_rule(seed: int, which: int) -> None:
     for e in range(k):
         kind = rng.randrange(6)
         if kind == 1:
-            tree.ed_vl[e] = rng.randint(1, 3)
+            child = tree.child_of(e)  # an edge's statistics live in its child (made before reading
+            tree.nd_vl[child] = rng.randint(1, 3)  # tree.nd_vl: child_of grows the node vecs)
         elif kind >= 2:
             n = rng.randint(1, 50)
-            tree.ed_n[e] = n
-            tree.ed_w[e] = rng.uniform(-n, n)
+            child = tree.child_of(e)
+            tree.nd_n[child] = n
+            tree.nd_w[child] = rng.uniform(-n, n)
             visited += n
-            child = tree.new_node(0)
-            tree.ed_child[e] = child
             tree.nd_value[child] = rng.uniform(-1, 1)
             if kind == 5:
                 tree.nd_proven[child] = rng.choice([LOSS, WIN, UNKNOWN])
@@ -137,7 +137,7 @@ def test_select_is_the_plain_rule(seed: int, which: int) -> None:
     # The search marks an edge touched when it first gets a virtual loss (add_virtual_loss); this
     # tree was filled by hand, so it sets the same invariant: nd_touched is one past the last edge
     # with N > 0 or a virtual loss.
-    touched = [e for e in range(k) if tree.ed_n[e] > 0 or tree.ed_vl[e] > 0]
+    touched = [e for e in range(k) if tree.edge_n(e) > 0 or tree.edge_vl(e) > 0]
     tree.nd_touched[root] = touched[-1] + 1 if touched else 0
     assert tree.select(root) == reference_select(tree, cfg, root)
 
@@ -150,12 +150,12 @@ def test_expand_gives_fresh_edges_their_defaults_beyond_the_constant_slices() ->
         tree.expand(node, list(range(k)), priors, 0.25)
         e0 = int(tree.nd_edge0[node])
         assert int(tree.nd_nedges[node]) == k and tree.n_edges == e0 + k == len(tree.ed_move)
-        for arr in (tree.ed_prior, tree.ed_child, tree.ed_n, tree.ed_w, tree.ed_vl):
+        for arr in (tree.ed_prior, tree.ed_child, tree.ed_check):
             assert len(arr) == tree.n_edges
         assert [int(tree.ed_move[e]) for e in range(e0, e0 + k)] == list(range(k))
         assert [tree.ed_prior[e] for e in range(e0, e0 + k)] == priors
-        assert all(tree.ed_child[e] == -1 and tree.ed_n[e] == 0 and tree.ed_w[e] == 0.0 and tree.ed_vl[e] == 0
-                   for e in range(e0, e0 + k))
+        assert all(tree.ed_child[e] == -1 and tree.ed_check[e] == 0 and tree.edge_n(e) == 0
+                   and tree.edge_w(e) == 0.0 and tree.edge_vl(e) == 0 for e in range(e0, e0 + k))
         assert tree.nd_value[node] == 0.25
 
 
@@ -179,11 +179,12 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
     for _ in range(3 * k):
         e = tree.select(root)
         assert e == reference_select(tree, cfg, root)
+        child = tree.child_of(e)  # as the search does before the virtual loss
         tree.add_virtual_loss(root, e)
         if rng.random() < 0.2:
             continue  # left in flight
-        tree.ed_vl[e] -= 1
+        tree.nd_vl[child] -= 1
         tree.nd_sum_n[root] -= cfg.virtual_loss
-        tree.ed_n[e] += 1
-        tree.ed_w[e] += rng.uniform(-1, 1)
+        tree.nd_n[child] += 1
+        tree.nd_w[child] += rng.uniform(-1, 1)
         tree.nd_sum_n[root] += 1.0

@@ -92,3 +92,19 @@ def test_standings_for_progress_bars() -> None:
         st.add(game("c", "b", "1-0"))
     st.add(game("b", "c", "1-0"))
     assert st.text().startswith("leader c 9/10")
+
+
+def test_bootstrap_intervals_do_not_depend_on_the_order_games_were_stored() -> None:
+    # Concurrent games finish in any order; the same games must give the same intervals.
+    rng = np.random.default_rng(3)
+    results = []
+    for k in range(60):
+        a, b = ("A", "B") if k % 3 else ("B", "C")
+        score = float(rng.choice([0.0, 0.5, 1.0]))
+        results += [R.Result(a, b, score, unit=("pair", k)), R.Result(b, a, float(rng.choice([0.0, 0.5, 1.0])), unit=("pair", k))]
+    first = R.rate(results, anchor="A", bootstrap=50)
+    shuffled = [results[i] for i in rng.permutation(len(results))]
+    again = R.rate(shuffled, anchor="A", bootstrap=50)
+    assert [(r.name, round(r.elo, 6), round(r.lo, 6), round(r.hi, 6)) for r in first] == \
+        [(r.name, round(r.elo, 6), round(r.lo, 6), round(r.hi, 6)) for r in again]
+    assert any(r.hi - r.lo > 1.0 for r in first)  # the intervals are real, not collapsed
