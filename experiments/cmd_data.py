@@ -38,7 +38,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             ae_epochs=args.ae_epochs, half=args.half,
                             positions_per_game=args.positions_per_game, select_fraction=args.select_fraction,
                             patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
-                            bf16=args.bf16, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
+                            bf16=args.bf16, mirror=args.mirror, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
                             score_weight=args.score_weight, optimizer=args.optimizer)
     summary = train.train(cfg, progress=not args.quiet)
     print(json.dumps(summary))
@@ -117,5 +117,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
                    help="DeepChess comparator optimizer (sgd: the paper; adam: the seeds' report, lr 0.0005)")
     t.add_argument("--bf16", action="store_true", help="rise/sixtyfour: bfloat16 autocast training (CPU speed)")
+    t.add_argument("--mirror", action="store_true",
+                   help="rise/sixtyfour: mirror half of the castling-free training positions a<->h (augmentation)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)

@@ -28,7 +28,12 @@ reported on; selection games (``datagen.is_selection``, ``select_fraction``, dis
 epoch (policy accuracy for rise/sixtyfour, pair accuracy for DeepChess), which is what ``model.pt``
 holds (``meta["best_epoch"]``); ``patience`` stops early after that many epochs without a better
 selection score.  ``bf16`` runs the training forward pass of rise/sixtyfour under bfloat16 autocast
-with channels-last tensors (about twice the CPU speed; the weights and metrics stay float32).  A time budget (``minutes``) shortens the
+with channels-last tensors (about twice the CPU speed; the weights and metrics stay float32).
+``mirror`` (rise/sixtyfour, our extension, off by default) mirrors half of the training positions
+that have no castling rights left from the a-file to the h-file (:func:`mirror_files`): without
+castling the rules of chess and crazyhouse are symmetric under that mirror, so a mirrored position
+with its mirrored move is as good a sample as the original (AlphaZero used no augmentation for
+chess because of castling; positions with castling rights are left as they are).  A time budget (``minutes``) shortens the
 schedule: the one-cycle progress is ``max(step / total_steps, elapsed / budget)``, so the schedule
 completes when the budget runs out.  ``out/checkpoint.pt`` is written every epoch and every few
 minutes (model, optimizer, epoch, step in epoch, elapsed time) and a rerun resumes from it;
@@ -55,7 +60,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import board
-from board.position import RAW_EP, RAW_TURN
+from board.position import RAW_CASTLING, RAW_EP, RAW_PROMOTED, RAW_TURN
 from evaluators import encodings as enc
 from evaluators import nets
 from experiments import datagen
@@ -124,6 +129,7 @@ class TrainConfig:
     optimizer: str = "sgd"  # DeepChess comparator: "sgd" (momentum 0.9, the paper) or "adam" (the seeds' report)
     patience: int | None = None  # stop after this many epochs without a better selection score
     bf16: bool = False  # rise/sixtyfour: bfloat16 autocast for the training forward pass (CPU speed)
+    mirror: bool = False  # rise/sixtyfour: mirror half of the castling-free training positions (a <-> h file)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> "TrainConfig":
@@ -224,6 +230,32 @@ def one_cycle(progress: float, lr_max: float, lr_min: float = 1e-5, warm: float 
 
 # --------------------------------------------------------------------------- policy-value training
 
+# Each byte of a bitboard is one rank, bit k of it file k: reversing the bits of every byte mirrors
+# the board from the a-file to the h-file.
+_BYTE_REVERSED = np.array([int(f"{b:08b}"[::-1], 2) for b in range(256)], dtype=np.uint8)
+
+
+def mirror_files(raw: np.ndarray, moves: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of ``raw`` (Position.raw_state rows) and ``moves`` with the rows where ``which`` is
+    true mirrored a-file <-> h-file: the bitboards (colours, pieces, promoted) bit-reversed per
+    rank, the en-passant square and the move's squares ``sq ^ 7``.  Only for positions without
+    castling rights (a mirrored castling right does not exist); pockets, turn and counters stay."""
+    raw = raw.copy()
+    moves = moves.copy()
+    rows = np.flatnonzero(which)
+    if len(rows) == 0:
+        return raw, moves
+    if np.any(raw[rows, RAW_CASTLING] != 0):
+        raise ValueError("mirror_files: a position with castling rights has no mirror image")
+    bbs = np.ascontiguousarray(raw[rows, :RAW_PROMOTED + 1])
+    raw[rows, :RAW_PROMOTED + 1] = _BYTE_REVERSED[bbs.view(np.uint8)].view(np.int64).reshape(bbs.shape)
+    ep = raw[rows, RAW_EP]
+    raw[rows, RAW_EP] = np.where(ep >= 0, ep ^ 7, ep)
+    m = moves[rows].astype(np.int64)
+    moves[rows] = ((m & ~0xFFF) | ((m & 63) ^ 7) | ((((m >> 6) & 63) ^ 7) << 6)).astype(moves.dtype)
+    return raw, moves
+
+
 class PolicyValueTask:
     """Batches, loss and metrics for rise and sixtyfour."""
 
@@ -233,7 +265,9 @@ class PolicyValueTask:
         self.value_weight = value_weight
 
     def inputs(self, ds: DataSet, idx: np.ndarray) -> torch.Tensor:
-        raw = ds.raw[idx]
+        return self.encode(ds.raw[idx])
+
+    def encode(self, raw: np.ndarray) -> torch.Tensor:
         x = enc.crazyara_planes(raw, self.variant) if self.model == "rise" else enc.sixtyfour_planes(raw, self.variant)
         return torch.from_numpy(x)
 
@@ -246,9 +280,12 @@ class PolicyValueTask:
         v, p = net(self.inputs(ds, idx))
         return self.loss_of(v, p, ds, idx)
 
-    def loss_of(self, v: torch.Tensor, p: torch.Tensor, ds: DataSet,
-                idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
-        t = torch.from_numpy(self.move_index(ds.raw[idx], ds.move[idx]).astype(np.int64))
+    def loss_of(self, v: torch.Tensor, p: torch.Tensor, ds: DataSet, idx: np.ndarray,
+                raw: np.ndarray | None = None, moves: np.ndarray | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+        """The loss of positions idx (``raw``/``moves``: their rows as given to the net, if changed)."""
+        raw = ds.raw[idx] if raw is None else raw
+        moves = ds.move[idx] if moves is None else moves
+        t = torch.from_numpy(self.move_index(raw, moves).astype(np.int64))
         z = torch.from_numpy(side_result(ds, idx).astype(np.float32))
         if self.model == "rise":
             lp = F.cross_entropy(p, t)
@@ -429,12 +466,17 @@ def _train_policy_value(cfg: TrainConfig, ds: DataSet, progress: bool) -> dict[s
                     for g in opt.param_groups:
                         g["lr"], g["momentum"] = lr, mom
                 b = np.sort(perm[step_in_epoch * cfg.batch:(step_in_epoch + 1) * cfg.batch])
+                raw_b, moves_b = ds.raw[b], ds.move[b]
+                if cfg.mirror:
+                    coin = np.random.default_rng([cfg.seed, step]).random(len(b)) < 0.5
+                    raw_b, moves_b = mirror_files(raw_b, moves_b, coin & (raw_b[:, RAW_CASTLING] == 0))
                 if cfg.bf16:
                     with torch.autocast("cpu", dtype=torch.bfloat16):
-                        v, p = net(task.inputs(ds, b).contiguous(memory_format=torch.channels_last))
-                    loss, parts = task.loss_of(v.float(), p.float(), ds, b)
+                        v, p = net(task.encode(raw_b).contiguous(memory_format=torch.channels_last))
+                    v, p = v.float(), p.float()
                 else:
-                    loss, parts = task.loss(net, ds, b)
+                    v, p = net(task.encode(raw_b))
+                loss, parts = task.loss_of(v, p, ds, b, raw_b, moves_b)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()  # type: ignore[no-untyped-call]
                 opt.step()

@@ -10,6 +10,7 @@ import torch
 
 import board
 from board import new_position
+from board.position import RAW_EP, RAW_PROMOTED
 from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
 from evaluators.rise import RiseEvaluator
@@ -229,3 +230,63 @@ def test_train_cli_errors(zh_data, tmp_path, capsys):
     assert "--select-fraction" in capsys.readouterr().err
     with pytest.raises(train.TrainError, match="unknown optimizer"):
         train.TrainConfig(model="deepchess", data=[zh_data], out="x", optimizer="rmsprop").resolved()
+
+
+def _mirror_fen(fen: str) -> str:
+    """The FEN of the position mirrored a-file <-> h-file (promoted pieces keep their '~')."""
+    parts = fen.split(" ")
+    placement, pocket = parts[0], ""
+    if "[" in placement:
+        placement, pocket = placement[:placement.index("[")], placement[placement.index("["):]
+    ranks = []
+    for rank in placement.split("/"):
+        tokens: list[str] = []
+        for ch in rank:
+            if ch == "~":
+                tokens[-1] += ch
+            else:
+                tokens.append(ch)
+        ranks.append("".join(reversed(tokens)))
+    ep = parts[3]
+    if ep != "-":
+        ep = "abcdefgh"[7 - "abcdefgh".index(ep[0])] + ep[1]
+    return " ".join(["/".join(ranks) + pocket, parts[1], parts[2], ep] + parts[4:])
+
+
+@pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
+def test_mirror_files_is_the_mirrored_position_and_move(variant):
+    rng = random.Random(5)
+    raws, moves, fens = [], [], []
+    for _ in range(12):
+        pos = new_position(variant)
+        for _ in range(rng.randint(20, 90)):
+            legal = pos.legal_moves()
+            if not legal:
+                break
+            m = rng.choice(legal)
+            if pos.castling == 0:
+                raws.append(pos.raw_state())
+                moves.append(m)
+                fens.append(pos.fen())
+            pos.push(m)
+    assert len(raws) > 100
+    raw = np.array(raws, dtype=np.int64)
+    mv = np.array(moves, dtype=np.int32)
+    which = np.arange(len(raw)) % 3 != 0
+    mr, mm = train.mirror_files(raw, mv, which)
+    assert np.array_equal(mr[~which], raw[~which]) and np.array_equal(mm[~which], mv[~which])
+    for k in np.flatnonzero(which):
+        mirrored = new_position(variant, _mirror_fen(fens[k]))
+        want = np.array(mirrored.raw_state(), dtype=np.int64)
+        # All but the repetition count, and the en-passant square, which the position keeps after
+        # any double step while the FEN shows it only when a capture is possible (checked apart),
+        # and in chess the promoted-piece mask, which a chess FEN does not record.
+        keep = [i for i in range(15) if i != RAW_EP and (variant == "crazyhouse" or i != RAW_PROMOTED)]
+        assert np.array_equal(mr[k, keep], want[keep]), (fens[k], (mr[k] - want).tolist())
+        assert mr[k, RAW_EP] == (raw[k, RAW_EP] ^ 7 if raw[k, RAW_EP] >= 0 else -1)
+        assert int(mm[k]) in mirrored.legal_moves(), (fens[k], board.move_to_uci(int(mv[k])))
+    back, back_moves = train.mirror_files(mr, mm, which)
+    assert np.array_equal(back, raw) and np.array_equal(back_moves, mv)
+    with pytest.raises(ValueError, match="castling"):
+        start = np.array([new_position(variant).raw_state()], dtype=np.int64)
+        train.mirror_files(start, np.zeros(1, dtype=np.int32), np.ones(1, dtype=bool))
