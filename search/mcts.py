@@ -69,7 +69,7 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
 - batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
 - transposition table sharing evaluations (``transposition_table``): a new node whose position
   (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
-  before reuses that value and prior without an evaluator call (the table: a dict from key to slot,
+  before reuses that value and prior without an evaluator call (the table: an open-addressing index from key to slot,
   the slots' values and priors in flat vecs);
 - terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
   inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
@@ -338,6 +338,62 @@ class _Pending:
         self.key = key
         self.gives_check = gives_check
         self.mates = mates
+
+
+class _KeyIndex:
+    """A map from 64-bit keys to slot numbers >= 0 (the transposition table's index): open
+    addressing with linear probing in two vecs, so a lookup boxes no int (a dict did).  ``_slot1``
+    holds slot + 1 (0: empty); the capacity is a power of two kept at least twice the entries."""
+
+    def __init__(self) -> None:
+        self._keys = vec[i64]([0] * 1024)
+        self._slot1 = vec[i64]([0] * 1024)
+        self._mask: i64 = 1023
+        self.size: i64 = 0
+
+    def get(self, key: i64) -> i64:
+        """The slot of ``key``, or -1."""
+        i = key & self._mask
+        while True:
+            s = self._slot1[i]
+            if s == 0:
+                return -1
+            if self._keys[i] == key:
+                return s - 1
+            i = (i + 1) & self._mask
+
+    def put(self, key: i64, slot: i64) -> None:
+        """Map ``key`` to ``slot`` (replacing its slot if present)."""
+        i = key & self._mask
+        while True:
+            s = self._slot1[i]
+            if s == 0:
+                break
+            if self._keys[i] == key:
+                self._slot1[i] = slot + 1
+                return
+            i = (i + 1) & self._mask
+        self._keys[i] = key
+        self._slot1[i] = slot + 1
+        self.size += 1
+        if 2 * self.size > self._mask:
+            self._grow()
+
+    def _grow(self) -> None:
+        keys = self._keys
+        slot1 = self._slot1
+        n = 2 * (self._mask + 1)
+        self._keys = vec[i64]([0] * n)
+        self._slot1 = vec[i64]([0] * n)
+        self._mask = n - 1
+        for j in range(len(keys)):
+            s = slot1[j]
+            if s != 0:
+                i = keys[j] & self._mask
+                while self._slot1[i] != 0:
+                    i = (i + 1) & self._mask
+                self._keys[i] = keys[j]
+                self._slot1[i] = s
 
 
 class _Tree:
@@ -767,7 +823,7 @@ class MCTS(Search):
         self._root_hash: i64 = 0
         # Transposition table: key -> slot; a slot's value, move count and priors (the evaluator's
         # own, before check enhancement and noise) live in flat vecs (no per-entry Python objects).
-        self._tt: dict[int, int] = {}
+        self._tt = _KeyIndex()
         self._tt_value = vec[float]()
         self._tt_off = vec[i64]()
         self._tt_len = vec[i64]()
@@ -802,7 +858,7 @@ class MCTS(Search):
         self.tree = _Tree(self.config)
         self.root = -1
         self._root_ply = -1
-        self._tt = {}
+        self._tt = _KeyIndex()
         self._tt_value = vec[float]()
         self._tt_off = vec[i64]()
         self._tt_len = vec[i64]()
@@ -811,8 +867,8 @@ class MCTS(Search):
 
     def _tt_store(self, key: i64, value: float, priors: vec[float]) -> None:
         slot = self._tt.get(key)
-        if slot is None:
-            self._tt[key] = len(self._tt_value)
+        if slot < 0:
+            self._tt.put(key, len(self._tt_value))
             self._tt_value = append(self._tt_value, value)
             self._tt_off = append(self._tt_off, len(self._tt_priors))
             self._tt_len = append(self._tt_len, len(priors))
@@ -1126,7 +1182,7 @@ class MCTS(Search):
         key: i64 = self._tt_key(pos, reps)
         if cfg.transposition_table:
             slot = self._tt.get(key)
-            if slot is not None and self._tt_len[slot] == len(moves):
+            if slot >= 0 and self._tt_len[slot] == len(moves):
                 off: i64 = self._tt_off[slot]
                 value = self._tt_value[slot]
                 self._expand(node, moves, self._tt_priors[off:off + len(moves)], value, checks, mates)

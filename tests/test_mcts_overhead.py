@@ -188,3 +188,25 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
         tree.nd_n[child] += 1
         tree.nd_w[child] += rng.uniform(-1, 1)
         tree.nd_sum_n[root] += 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(0, 10**6)), max_size=3000),
+       st.integers(0, 2**32 - 1))
+def test_key_index_is_a_dict(pairs: list[tuple[int, int]], seed: int) -> None:
+    """The transposition table's open-addressing index answers as a dict would (growth, negative
+    keys, keys equal modulo the capacity, replaced slots)."""
+    from search.mcts import _KeyIndex
+    rng = random.Random(seed)
+    pairs = pairs + [((k * 1024 + rng.randint(0, 3) + 2**63) % 2**64 - 2**63, s) for k, s in pairs[:200]]  # collisions
+    idx = _KeyIndex()
+    ref: dict[int, int] = {}
+    for key, slot in pairs:
+        idx.put(key, slot)
+        ref[key] = slot
+    assert idx.size == len(ref)
+    for key, slot in ref.items():
+        assert idx.get(key) == slot
+    for _ in range(200):
+        key = rng.randint(-(2**63), 2**63 - 1)
+        assert idx.get(key) == ref.get(key, -1)
