@@ -28,6 +28,19 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_agreement(args: argparse.Namespace) -> int:
+    from experiments import agreement
+
+    rows = agreement.measure(args.data, args.nodes, positions=args.positions, seed=args.seed,
+                             engine=args.engine, val_fraction=args.val_fraction, progress=not args.quiet)
+    if args.json:
+        print(json.dumps([{"nodes": a.nodes, "positions": a.positions, "agree": a.agree, "rate": a.rate,
+                           "interval": list(a.interval())} for a in rows]))
+    else:
+        print(agreement.format_table(rows))
+    return 0
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from experiments import train
 
@@ -85,6 +98,18 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--min-elo", type=int, default=0, help="PGN import: both players rated at least this")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_datagen)
+
+    a = sub.add_parser("agreement", help="how often the engine, searching afresh, repeats the moves of its own "
+                                         "games (the ceiling of policy accuracy on that data)")
+    a.add_argument("--data", required=True, nargs="+", help="data directories or shard files")
+    a.add_argument("--nodes", type=int, nargs="+", default=[3000], help="node budgets to replay at")
+    a.add_argument("--positions", type=int, default=1000, help="validation positions sampled")
+    a.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out (as train)")
+    a.add_argument("--engine", default="fairy-stockfish")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--json", action="store_true")
+    a.add_argument("--quiet", action="store_true")
+    a.set_defaults(func=_cmd_agreement)
 
     t = sub.add_parser("train", help="train a network on data shards (paper recipes, SPEC.md section 3)")
     t.add_argument("model", choices=MODELS)
