@@ -218,18 +218,19 @@ def test_missing_and_corrupt_weights_are_one_line_errors(tmp_path, cls):
                        "sixtyfour" if cls is SixtyFourEvaluator else "deepchess"), threads=0)
 
 
-@pytest.mark.parametrize("cls,name", [(RiseEvaluator, "rise_crazyhouse.pt"),
-                                      (SixtyFourEvaluator, "sixtyfour_crazyhouse.pt"),
-                                      (DeepChessEvaluator, "deepchess_crazyhouse.pt")])
+@pytest.mark.parametrize("cls,name", [(cls, f"{family}_{variant}.pt") for variant in ("crazyhouse", "chess")
+                                      for cls, family in ((RiseEvaluator, "rise"), (SixtyFourEvaluator, "sixtyfour"),
+                                                          (DeepChessEvaluator, "deepchess"))])
 def test_shipped_weights_load_and_have_a_model_card(cls, name):
     path = os.path.join(WEIGHTS, name)
     if not os.path.exists(path):
         pytest.skip(f"{name} not shipped")
     assert os.path.getsize(path) < 8_000_000
     assert os.path.exists(path[:-3] + ".md")
-    ev = cls.load()
-    assert ev.variants == {"crazyhouse"}
-    pos = new_position("crazyhouse")
+    variant = name[:-3].split("_")[1]
+    ev = cls.load(path) if variant == "chess" else cls.load()
+    assert ev.variants == {variant}
+    pos = new_position(variant)
     assert abs(ev.score(pos)) < 9999
 
 
