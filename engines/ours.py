@@ -378,8 +378,10 @@ class OurEngine(InProcessEngine):
             self._fail(e)
 
     def _fail(self, e: BaseException) -> None:
-        log.exception("engine %s failed", self.name)
         self._error = f"crash: {type(e).__name__}: {e}".splitlines()[0]
+        # One line (the game records the forfeit); the traceback only with debug logging on.
+        log.error("engine %s failed: %s", self.name, self._error)
+        log.debug("engine %s traceback", self.name, exc_info=e)
 
     def ask(self) -> list[Leaf]:
         if self._error is not None:

@@ -82,6 +82,7 @@ class DeepChessEvaluator(NeuralEvaluator):
         if missing:
             if len(self._cache) + len(missing) > self.cache_size:
                 self._cache.clear()
+                missing = states  # the states that were cached are gone too (states are distinct)
             x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(missing), self.variant))
             with torch.inference_mode():
                 f = self.net.features(x)

@@ -253,3 +253,23 @@ def test_bare_weights_name_is_a_shipped_file(tmp_path, monkeypatch):
     assert ev.path.endswith(os.path.join("evaluators", "weights", "rise_crazyhouse.pt"))
     with pytest.raises(EvaluatorError, match="no_such_net.pt"):
         RiseEvaluator.load("no_such_net.pt")
+
+
+def test_deepchess_feature_cache_overflow_keeps_the_states_it_needs():
+    # A compare whose positions are partly cached and overflow the cache cleared it, dropping the
+    # cached ones it still needed (a KeyError that forfeited comparator games in a scale run).
+    path = os.path.join(WEIGHTS, "deepchess_crazyhouse.pt")
+    if not os.path.exists(path):
+        pytest.skip("deepchess_crazyhouse.pt not shipped")
+    pos = new_position("crazyhouse")
+    states = []
+    for m in pos.legal_moves()[:6]:
+        pos.push(m)
+        states.append(pos.raw_state())
+        pos.pop()
+    small, big = DeepChessEvaluator.load(path), DeepChessEvaluator.load(path)
+    small.cache_size = 3
+    calls = [[(states[0], states[1])], [(states[0], states[2]), (states[3], states[1])],
+             [(states[4], states[5]), (states[0], states[3])]]
+    for pairs in calls:
+        assert small.compare(pairs, "crazyhouse") == pytest.approx(big.compare(pairs, "crazyhouse"), abs=1e-6)
