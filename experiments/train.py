@@ -276,10 +276,6 @@ class PolicyValueTask:
             return enc.crazyara_policy_indices(moves, raw[:, RAW_TURN] == 1)
         return enc.sixtyfour_move_indices(moves)
 
-    def loss(self, net: nn.Module, ds: DataSet, idx: np.ndarray) -> tuple[torch.Tensor, dict[str, float]]:
-        v, p = net(self.inputs(ds, idx))
-        return self.loss_of(v, p, ds, idx)
-
     def loss_of(self, v: torch.Tensor, p: torch.Tensor, ds: DataSet, idx: np.ndarray,
                 raw: np.ndarray | None = None, moves: np.ndarray | None = None) -> tuple[torch.Tensor, dict[str, float]]:
         """The loss of positions idx (``raw``/``moves``: their rows as given to the net, if changed)."""

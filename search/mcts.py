@@ -351,31 +351,24 @@ class _KeyIndex:
         self._mask: i64 = 1023
         self.size: i64 = 0
 
+    def _probe(self, key: i64) -> i64:
+        """The position of ``key`` in the table, or of the empty place where it would go."""
+        i = key & self._mask
+        while self._slot1[i] != 0 and self._keys[i] != key:
+            i = (i + 1) & self._mask
+        return i
+
     def get(self, key: i64) -> i64:
         """The slot of ``key``, or -1."""
-        i = key & self._mask
-        while True:
-            s = self._slot1[i]
-            if s == 0:
-                return -1
-            if self._keys[i] == key:
-                return s - 1
-            i = (i + 1) & self._mask
+        return self._slot1[self._probe(key)] - 1
 
     def put(self, key: i64, slot: i64) -> None:
         """Map ``key`` to ``slot`` (replacing its slot if present)."""
-        i = key & self._mask
-        while True:
-            s = self._slot1[i]
-            if s == 0:
-                break
-            if self._keys[i] == key:
-                self._slot1[i] = slot + 1
-                return
-            i = (i + 1) & self._mask
-        self._keys[i] = key
+        i = self._probe(key)
+        if self._slot1[i] == 0:
+            self._keys[i] = key
+            self.size += 1
         self._slot1[i] = slot + 1
-        self.size += 1
         if 2 * self.size > self._mask:
             self._grow()
 
@@ -387,13 +380,10 @@ class _KeyIndex:
         self._slot1 = vec[i64]([0] * n)
         self._mask = n - 1
         for j in range(len(keys)):
-            s = slot1[j]
-            if s != 0:
-                i = keys[j] & self._mask
-                while self._slot1[i] != 0:
-                    i = (i + 1) & self._mask
+            if slot1[j] != 0:
+                i = self._probe(keys[j])
                 self._keys[i] = keys[j]
-                self._slot1[i] = s
+                self._slot1[i] = slot1[j]
 
 
 class _Tree:
@@ -495,7 +485,7 @@ class _Tree:
 
     def child_of(self, e: int) -> int:
         """The child node of edge e, created (NEW, hash 0) if it has none: the holder of the edge's
-        statistics (for trees built by hand; the search creates children in _collect)."""
+        statistics (the search sets a new child's hash once the move is made)."""
         child = self.ed_child[e]
         if child < 0:
             child = self.new_node(0)
@@ -1100,12 +1090,8 @@ class MCTS(Search):
                     self._nodes += 1
                     break
                 e = tree.select(node)
-                child = int(tree.ed_child[e])
-                new_child = child < 0
-                if new_child:
-                    # The position is made below; its hash is set then (a new edge was never made).
-                    child = tree.new_node(0)
-                    tree.ed_child[e] = child
+                new_child = tree.ed_child[e] < 0  # its hash is set once its move is made below
+                child = tree.child_of(e)
                 tree.add_virtual_loss(node, e)
                 path = append(path, e)
                 nodes = append(nodes, node)
@@ -1239,14 +1225,11 @@ class MCTS(Search):
                     tree.ed_check[e0c + i] = 1
         if len(mates) > 0:
             # Fix checkmates: the mated children exist at once as terminal nodes, the node is won.
-            e0 = int(tree.nd_edge0[node])
             for j in range(len(mates)):
-                i = int(mates[j])
-                child = tree.new_node(0)
+                child = tree.child_of(e0c + mates[j])
                 tree.nd_state[child] = TERMINAL
                 tree.nd_value[child] = -cfg.mate_value
                 tree.nd_proven[child] = LOSS
-                tree.ed_child[e0 + i] = child
             tree.update_proven(node)
         if node == self.root:
             self._apply_root_noise()
