@@ -60,6 +60,9 @@ class Engine(ABC):
     def play(self, pos: Position, limits: Limits) -> MoveResult:
         """Choose a move in ``pos`` under ``limits``; failures become ``forfeit``, never exceptions."""
 
+    def check_limits(self, limits: Limits) -> None:
+        """Raise :class:`EngineError` for limits the engine cannot honour (checked before a match)."""
+
     def close(self) -> None:
         """Release the engine (stop a subprocess, free a network)."""
 

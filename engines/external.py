@@ -21,7 +21,13 @@ Engine-specific rules (SPEC.md section 6):
 - Stockfish ``elo=N`` sets ``UCI_LimitStrength`` and ``UCI_Elo`` (1350..2850; calibrated at 60+0.6 s,
   not at fixed nodes).  ``skill=N`` sets ``Skill Level`` (Fairy-Stockfish -20..20).
 - Sjeng (XBoard) has no node limit: python-chess would turn ``nodes`` into ``st N`` seconds, so a
-  node limit is dropped for XBoard engines and depth or time must be given.  Its ``setboard``
+  node limit is dropped for XBoard engines and depth or time must be given.  XBoard's ``st`` is
+  honoured in whole seconds only (Sjeng reads ``st 0.2`` as several seconds: 4.8 s measured), so
+  an XBoard engine's movetime must be a whole number of seconds (at least 1), else
+  :meth:`ExternalEngine.check_limits` refuses it before the match; use a clock (``--tc``) for less.
+- Overrun: a move that takes more than ``overrun`` times its movetime plus
+  :data:`OVERRUN_MARGIN` seconds is a forfeit (``overrun: ...``, recorded in the game), not
+  silently accepted; ``overrun=0`` turns the check off.  Its ``setboard``
   ignores pockets: crazyhouse games must start from the initial position (plus moves); the
   adapter refuses a root position with pieces in hand.
 
@@ -38,6 +44,7 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -57,6 +64,8 @@ log = logging.getLogger(__name__)
 logging.getLogger("chess.engine").setLevel(logging.ERROR)
 
 SEARCH_DIRS = ("/usr/games", "/usr/local/games")
+#: seconds a move may exceed ``overrun`` times its movetime (process and pipe latency)
+OVERRUN_MARGIN = 0.5
 
 # python-chess runs each engine's event loop on a non-daemon thread, so an engine nobody closed
 # would keep the interpreter from exiting (the program waits on stdin forever).  Kill the ones still
@@ -76,6 +85,20 @@ _register = getattr(threading, "_register_atexit", None)
 if callable(_register):
     _register(_kill_all)
 
+_previous_unraisable_hook = sys.unraisablehook
+
+
+def _quiet_closed_loop(u: Any) -> None:
+    """Drop the "Event loop is closed" noise of asyncio subprocess transports collected after
+    python-chess closed their loop (an engine that never finished starting: CPython bpo-39232);
+    the one-line error about the engine has been given already.  Anything else is reported."""
+    if isinstance(u.exc_value, RuntimeError) and str(u.exc_value) == "Event loop is closed":
+        return
+    _previous_unraisable_hook(u)
+
+
+sys.unraisablehook = _quiet_closed_loop
+
 #: options the adapter itself understands; any other name must be an option the program announces
 EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("nodes", "spin", None, _optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
@@ -88,6 +111,8 @@ EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("timeout", "string", 30.0, parse_float,
                help="watchdog: seconds allowed beyond the time limit, or per move under node/depth limits"),
     OptionInfo("startup", "string", 10.0, parse_float, help="seconds allowed to start and configure"),
+    OptionInfo("overrun", "string", 3.0, parse_float,
+               help="forfeit a move that takes more than this many times its movetime (+0.5 s); 0: off"),
     OptionInfo("args", "string", "", parse_str, help="extra command-line arguments (space separated)"),
 )
 _ADAPTER_KEYS = frozenset(o.name for o in EXTERNAL_OPTIONS)
@@ -169,6 +194,7 @@ class ExternalEngine(Engine):
         self.default_movetime: float | None = adapter["movetime"]  # type: ignore[assignment]
         self.timeout = float(adapter["timeout"])  # type: ignore[arg-type]
         self.startup_timeout = float(adapter["startup"])  # type: ignore[arg-type]
+        self.overrun = float(adapter["overrun"])  # type: ignore[arg-type]
         if command is None:
             command = [find_program(spec.evaluator)] + shlex.split(str(adapter["args"]))
         self.command = list(command)
@@ -305,6 +331,13 @@ class ExternalEngine(Engine):
             black_inc=limits.binc if limits.btime is not None else None,
             remaining_moves=limits.movestogo)
 
+    def check_limits(self, limits: Limits) -> None:
+        """EngineError now (before a game) for limits this engine cannot honour."""
+        movetime = limits.movetime if limits.movetime is not None else self.default_movetime
+        if self.protocol == "xboard" and movetime is not None and (movetime < 1 or movetime != int(movetime)):
+            raise EngineError(f"{self.name}: XBoard engines are given whole seconds per move (st), got movetime "
+                              f"{movetime:g}: use a whole number of seconds (>= 1) or a time control")
+
     def watchdog_seconds(self, pos: Position, limit: chess.engine.Limit) -> float:
         """How long a move may take before it counts as a hang."""
         caps: list[float] = []
@@ -329,6 +362,7 @@ class ExternalEngine(Engine):
         if pos.variant != self.variant:
             raise EngineError(f"engine {self.name} was created for {self.variant}, not {pos.variant}")
         board = self._board(pos)
+        self.check_limits(limits)
         limit = self.to_limit(pos, limits)
         if not pos.legal_moves():
             raise EngineError(f"no legal moves in {pos.fen()}")
@@ -360,6 +394,9 @@ class ExternalEngine(Engine):
         except RuntimeError as e:  # the engine's event loop is gone
             return self._forfeit(f"crash: {type(e).__name__}: {e}", t0)
         elapsed = time.perf_counter() - t0
+        if self.overrun > 0 and limit.time is not None and elapsed > self.overrun * limit.time + OVERRUN_MARGIN:
+            return self._forfeit(f"overrun: {elapsed:.2f}s for a {limit.time:g}s move (more than {self.overrun:g}x "
+                                 f"+ {OVERRUN_MARGIN:g}s)", t0, restart=False)
         if played.resigned:
             return self._forfeit("resigned", t0, restart=False)
         if played.move is None:

@@ -436,9 +436,8 @@ class OurEngine(InProcessEngine):
             self._fail(e)
 
     def progress(self) -> SearchResult | None:
-        """The search's statistics so far (None before the first step or after a failure)."""
-        if self._error is not None:
-            return None
+        """The search's statistics so far (None before the first step, or if the search cannot say;
+        after a failure: what it had found before)."""
         try:
             return self.search.result()
         except Exception:  # noqa: BLE001 - not ready yet

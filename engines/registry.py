@@ -269,6 +269,28 @@ def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None]:
     return weights, threads, inference
 
 
+def spec_limits(name_or_spec: str) -> dict[str, Any]:
+    """The limits written in an engine spec (``material-mcts:nodes=32``): ``nodes``, ``depth`` and
+    ``movetime`` as numbers, None where the spec sets none (EngineError for a bad spec)."""
+    from engines.ours import find_option
+
+    spec = resolve(name_or_spec)
+    infos: tuple[Any, ...]
+    if is_external(spec):
+        from engines.external import EXTERNAL_OPTIONS as infos
+    else:
+        from engines.ours import ENGINE_OPTIONS as infos
+    out: dict[str, Any] = {"nodes": None, "depth": None, "movetime": None}
+    for key, text in spec.options.items():
+        try:
+            o = find_option(infos, key, prefix=False)
+        except EngineError:
+            continue
+        if o.name in out:
+            out[o.name] = o.parse(text)
+    return out
+
+
 def option_infos(spec: EngineSpec) -> list[Any]:
     """Every option an in-process engine takes (engine options, then config fields)."""
     from engines.ours import ENGINE_OPTIONS, config_options

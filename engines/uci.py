@@ -10,16 +10,28 @@ Commands: ``uci``, ``debug``, ``isready``, ``setoption name N [value V]``, ``uci
 ``infinite``; ``stop``, ``ponderhit`` (no pondering: ignored), ``quit``.  Anything malformed or
 unknown is answered with ``info string`` and otherwise ignored; the loop never dies of input.
 
+The contract of ``go``: every ``go`` is answered by exactly one ``bestmove``, whatever its
+arguments, and never ``bestmove 0000`` in a position with a legal move.  A malformed or
+out-of-range limit (``go nodes abc``, ``go nodes 0``, ``go depth -3``) is reported in an
+``info string`` and the engine's default limit is used instead; huge values are clamped
+(:data:`GO_MAX`).  A ``go`` that arrives while a search runs stops that search first (its
+``bestmove`` is written) and starts the new one.  If the engine cannot be built from the current
+options, or the search fails, the error goes to an ``info string`` and the answer is the best move
+found so far, or else a legal move chosen by a one-ply classical evaluation (:func:`fallback_move`).
+
 Options: ``UCI_Variant`` (chess, crazyhouse), ``Threads`` (evaluator threads: torch intra-op threads
 of a network evaluator; default 1), ``inference`` (``frozen`` TorchScript or ``eager``), ``Nodes`` (node limit
 for a ``go`` without one; 0 = the search's default), and every option of the engine (its engine
 options and every field of its search config, see :mod:`engines.ours`) under its own name.
 Option changes take effect at the next ``isready``, ``ucinewgame`` or ``go`` (the engine is rebuilt;
-the evaluator is kept unless the variant, weights, threads or inference mode changed).
+the evaluator is kept unless the variant, weights, threads or inference mode changed).  Options may be
+sent in any order: each ``setoption`` only records its value, and the whole set is validated
+together when the engine is built; an invalid set is reported (``info string error: ...``) and kept,
+so the next ``setoption`` can repair it.
 
 Search output: ``info depth D seldepth S score cp X|mate M nodes N nps R time T pv ...`` about once
 a second and once at the end, then ``bestmove``; with ``go infinite`` the bestmove waits for ``stop``.
-If the engine fails, ``info string error: ...`` and ``bestmove 0000``.
+``bestmove 0000`` only when the position has no legal move.
 """
 from __future__ import annotations
 
@@ -45,6 +57,31 @@ _GO_MS = ("movetime", "wtime", "btime", "winc", "binc")
 _GO_FLAGS = ("infinite", "ponder")
 _GO_WORDS = frozenset(_GO_INT + _GO_MS + _GO_FLAGS + ("searchmoves",))
 _EVALUATOR_KEYS = frozenset({"threads", "weights", "inference"})
+#: the largest value a ``go`` limit keeps (larger ones are clamped): counts, and milliseconds
+GO_MAX = {"nodes": 10**12, "depth": 1000, "movestogo": 10**4, "mate": 1000, "movetime": 10**10, "wtime": 10**10,
+          "btime": 10**10, "winc": 10**10, "binc": 10**10}
+
+
+def fallback_move(pos: Position) -> int:
+    """A legal move when no search result can be had: the best by a one-ply classical evaluation
+    (0 only when there is no legal move)."""
+    moves = pos.legal_moves()
+    if not moves:
+        return 0
+    try:
+        from evaluators.classical import ClassicalEvaluator
+
+        ev = ClassicalEvaluator()
+        best, best_score = moves[0], None
+        for m in moves:
+            p = pos.copy()
+            p.push(m)
+            s = -ev.score(p)
+            if best_score is None or s > best_score:
+                best, best_score = m, s
+        return best
+    except Exception:  # noqa: BLE001 - the fallback of a fallback: the first legal move
+        return moves[0]
 
 
 def printable(text: str, limit: int = 80) -> str:
@@ -117,13 +154,10 @@ class UCIServer:
         evaluator = self._engine.evaluator if self._engine is not None and key == self._engine_key else None
         try:
             engine = self.factory(spec, self.variant, evaluator)
-        except (EngineError, ValueError) as e:
-            old = self._engine
-            if old is not None and self._engine_key is not None and self._engine_key[0] == self.variant:
-                self.note(f"error: {e}; keeping the previous settings")
-                self._settings, self._dirty = dict(old.spec.options), False
-                return old
-            self.note(f"error: {e}")
+        except (EngineError, ValueError, OSError) as e:
+            # The settings stay as they were sent (a later setoption may complete them); no engine
+            # until they work together.
+            self.note(f"error: {printable(str(e), 160)}")
             return None
         if self._engine is not None and evaluator is None:
             self._engine.close()
@@ -268,7 +302,9 @@ class UCIServer:
             return
         self._pos = pos
 
-    def parse_go(self, args: list[str]) -> Limits | None:
+    def parse_go(self, args: list[str]) -> Limits:
+        """The limits of a ``go``; a malformed or out-of-range value is noted and left unset (the
+        engine's default limit applies), a huge one clamped to :data:`GO_MAX`."""
         limits = Limits()
         i = 0
         while i < len(args):
@@ -286,24 +322,29 @@ class UCIServer:
                 self.note("go: searchmoves is not supported; ignored")
                 i = j
             elif word in _GO_INT or word in _GO_MS:
-                if i + 1 >= len(args):
-                    self.note(f"go: {word} needs a value")
-                    return None
+                if i + 1 >= len(args) or args[i + 1] in _GO_WORDS:
+                    self.note(f"go: {word} needs a value; using the engine's default limit")
+                    i += 1
+                    continue
+                text = args[i + 1]
+                i += 2
                 try:
-                    value = int(args[i + 1])
+                    value = int(text)
                 except ValueError:
-                    self.note(f"go: bad value {printable(args[i + 1])!r} for {word}")
-                    return None
-                if word in ("nodes", "depth", "movestogo") and value < 1:
-                    self.note(f"go: {word} must be at least 1")
-                    return None
+                    self.note(f"go: bad value {printable(text)!r} for {word}; using the engine's default limit")
+                    continue
+                if value < 1 and word in ("nodes", "depth", "movestogo", "movetime"):
+                    self.note(f"go: {word} must be at least 1, got {printable(text)}; using the engine's default limit")
+                    continue
+                if value > GO_MAX[word]:
+                    self.note(f"go: {word} {printable(text, 24)} clamped to {GO_MAX[word]}")
+                    value = GO_MAX[word]
                 if word == "mate":
                     self.note("go: mate search is not supported; ignored")
                 elif word in _GO_MS:
                     setattr(limits, word, max(0, value) / 1000.0)
                 else:
                     setattr(limits, word, value)
-                i += 2
             else:
                 self.note(f"go: unknown token {printable(word)!r} ignored")
                 i += 1
@@ -311,16 +352,18 @@ class UCIServer:
 
     def cmd_go(self, args: list[str]) -> None:
         if self.searching():
-            self.note("go ignored: already searching")
-            return
+            self.note("go while searching: the running search is stopped first")
+            self.stop_search()
         limits = self.parse_go(args)
-        if limits is None:
-            return
         engine = self.ensure_engine()
         pos = self._pos.copy()
-        if engine is None or not pos.legal_moves():
-            self.note("no engine" if engine is None else "no legal moves")
+        if not pos.legal_moves():
+            self.note("no legal moves")
             self.send("bestmove 0000")
+            return
+        if engine is None:
+            self.note("no engine for the current options: answering with a fallback move")
+            self.send(f"bestmove {move_to_uci(fallback_move(pos))}")
             return
         if self._thread is not None:
             self._thread.join()  # it has written its bestmove and is returning
@@ -362,7 +405,17 @@ class UCIServer:
             self.note(f"error: {type(e).__name__}: {e}")
         finally:
             if self._busy:
-                self._bestmove("0000")
+                self._bestmove(self._rescue(engine, pos))
+
+    def _rescue(self, engine: InProcessEngine, pos: Position) -> str:
+        """The move to answer after a failure: the best found so far if legal, else a fallback."""
+        best = 0
+        if isinstance(engine, OurEngine):
+            progress = engine.progress()
+            best = progress.best_move if progress is not None else 0
+        if best not in pos.legal_moves():
+            best = fallback_move(pos)
+        return move_to_uci(best) if best else "0000"
 
     def _search_steps(self, engine: InProcessEngine, pos: Position, limits: Limits) -> None:
         try:
@@ -389,13 +442,13 @@ class UCIServer:
             self.note(f"error: {type(e).__name__}: {e}")
             if limits.infinite:
                 self._stop_event.wait()
-            self._bestmove("0000")
+            self._bestmove(self._rescue(engine, pos))
             return
         if limits.infinite:
             self._stop_event.wait()  # UCI: no bestmove before `stop` in infinite mode
         if result.forfeit is not None:
-            self.note(f"error: {result.forfeit}")
-            self._bestmove("0000")
+            self.note(f"error: {result.forfeit}; answering with the best move found so far")
+            self._bestmove(self._rescue(engine, pos))
             return
         info = self.info_line(pos, result.info, best=result.move) if result.info is not None else None
         self._bestmove(move_to_uci(result.move), info)

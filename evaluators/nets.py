@@ -290,8 +290,9 @@ def load_model(path: str, family: str) -> tuple[nn.Module, dict[str, Any]]:
         raise ValueError(f"weights file not found: {path}")
     try:
         d = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise ValueError(f"cannot read weights file {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+    except Exception:  # noqa: BLE001 - a torn, foreign or pickled file: all "not ours"
+        raise ValueError(f"{path} is not a searchbench weights file (torch.load with weights_only cannot "
+                         f"read it)") from None
     if not isinstance(d, dict) or d.get("family") != family or "state_dict" not in d:
         got = d.get("family") if isinstance(d, dict) else type(d).__name__
         raise ValueError(f"weights file {path} is not a {family} model (found {got!r})")

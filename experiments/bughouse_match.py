@@ -86,6 +86,8 @@ from board.bughouse import (
     team_of, xboard_holding,
 )
 from evaluators.base import Evaluator
+from experiments.pgn import append_text, game_id, ids_in
+from experiments.pgn import check as pgn_check
 from experiments.store import GameRecord, MoveStat, Store, versions
 
 log = logging.getLogger(__name__)
@@ -799,13 +801,14 @@ def make_seat(spec: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Se
 
 # ---------------------------------------------------------------------------------------- storing
 
-def bpgn_text(key: str, run: str, rnd: int, names: Sequence[str], res: GameResult, started: float) -> str:
+def bpgn_text(key: str, run: str, rnd: int, names: Sequence[str], res: GameResult, started: float,
+              source: str = "") -> str:
     game = res.game
     date = _dt.datetime.fromtimestamp(started, _dt.timezone.utc).strftime("%Y.%m.%d")
     tc = "-" if not game.timed else f"{game.base_ms / 1000:g}+{game.inc_ms / 1000:g}"
     tags = [("Event", run), ("Site", "searchbench"), ("Date", date), ("Round", str(rnd)),
             ("WhiteA", names[0]), ("BlackA", names[1]), ("WhiteB", names[2]), ("BlackB", names[3]),
-            ("TimeControl", tc), ("Result", res.result), ("Termination", res.reason), ("GameId", key)]
+            ("TimeControl", tc), ("Result", res.result), ("Termination", res.reason), ("GameId", game_id(source, key))]
     head = "".join(f'[{k} "{str(v).replace(chr(34), chr(39))}"]\n' for k, v in tags)
     movetext = bpgn_movetext(game)
     return head + "\n" + (movetext + " " if movetext else "") + res.result + "\n\n"
@@ -814,8 +817,8 @@ def bpgn_text(key: str, run: str, rnd: int, names: Sequence[str], res: GameResul
 class BughouseStore:
     """:class:`Store` plus the ``bughouse_games`` table, in one SQLite file."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.store = Store(path)
+    def __init__(self, path: str | Path, lock: bool = False) -> None:
+        self.store = Store(path, lock=lock)
         self.store.db.executescript(BPGN_TABLE)
 
     def close(self) -> None:
@@ -871,13 +874,10 @@ class MatchSummary:
     reasons: dict[str, int] = field(default_factory=dict)
 
     def line(self, a: str, b: str) -> str:
-        from experiments.ratings import match_elo
+        from experiments.ratings import score_text
 
-        elo, err = match_elo(self.wins, self.draws, self.losses)
-        n = self.wins + self.draws + self.losses
-        score = (self.wins + 0.5 * self.draws) / n if n else 0.0
-        return (f"{a} vs {b}: +{self.wins} ={self.draws} -{self.losses} ({score:.1%}), "
-                f"Elo {elo:+.0f} +- {err:.0f}; played {self.played}, resumed past {self.skipped}")
+        return (f"{a} vs {b}: {score_text(self.wins, self.draws, self.losses)}; "
+                f"played {self.played}, resumed past {self.skipped}")
 
 
 def match_key(a: TeamSpec, b: TeamSpec, base_ms: int, inc_ms: int, seed: int) -> str:
@@ -894,8 +894,9 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     if base_ms <= 0 or inc_ms < 0:
         raise BughouseMatchError("the time control needs a positive base time and a non-negative increment")
     a, b = parse_team(team_a), parse_team(team_b)
-    store = BughouseStore(db)
     bpgn_path = Path(bpgn) if bpgn else Path(str(db)).with_suffix(".bpgn")
+    pgn_check(bpgn_path, "BPGN file")
+    store = BughouseStore(db, lock=True)
     match = match_key(a, b, base_ms, inc_ms, seed)
     keys = [f"{match}:{i}" for i in range(games)]
     done = store.done_keys()
@@ -904,9 +905,10 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     cache: dict[str, Evaluator] = {}
     try:
         stored_keys = [k for k in keys if k in done]
-        with open(bpgn_path, "w") as f:
-            for text in store.bpgn_of(stored_keys):
-                f.write(text)
+        have = ids_in(bpgn_path)  # the BPGN is appended to, never rewritten (see experiments/pgn.py)
+        missing = [k for k in stored_keys if game_id(store.store.uid, k) not in have]
+        if missing:
+            append_text(bpgn_path, "".join(store.bpgn_of(missing)))
         stored = {r.key: r for r in store.store.games(match=match)} if stored_keys else {}
         for k in stored_keys:
             rec = stored[k]
@@ -939,11 +941,9 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
                 moves=[p.text for p in res.moves], result=res.result, reason=res.reason,
                 move_stats=[p.stat for p in res.moves], seed=seed, versions=versions(), started=started,
                 finished=time.time())
-            text = bpgn_text(keys[i], run, i + 1, names, res, started)
+            text = bpgn_text(keys[i], run, i + 1, names, res, started, store.store.uid)
             store.add(rec, seat_settings, [p.at_ms for p in res.moves], res.ptells, res.game.root_fen, text)
-            with open(bpgn_path, "a") as f:
-                f.write(text)
-                f.flush()
+            append_text(bpgn_path, text)
             summary.played += 1
             _count(summary, res.result, t0_team is a, res.reason)
             bar.update(1)

@@ -57,7 +57,9 @@ def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
 
 def cmd_bughouse_train(args: argparse.Namespace) -> int:
     from experiments import bughouse_train as bt
+    from experiments.paths import check_dir
 
+    check_dir(args.out, "run directory")
     cfg = bt.TrainConfig(size=args.size, epochs=args.epochs, minutes=args.minutes, batch=args.batch, lr=args.lr,
                          value_weight=args.value_weight, policy_weight=args.policy_weight,
                          val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)

@@ -9,7 +9,9 @@ MODELS = ("rise", "sixtyfour", "deepchess")
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
     from experiments import datagen
+    from experiments.paths import check_dir
 
+    check_dir(args.out, "data directory")
     if args.pgn:
         stats = datagen.import_pgn(args.pgn, args.out, variant=args.pgn_variant, min_elo=args.min_elo,
                                    progress=not args.quiet, seed=args.seed)
@@ -43,7 +45,9 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from experiments import train
+    from experiments.paths import check_dir
 
+    check_dir(args.out, "run directory")
     cfg = train.TrainConfig(model=args.model, data=args.data, out=args.out, size=args.size,
                             epochs=args.epochs, batch=args.batch, lr=args.lr, val_fraction=args.val_fraction,
                             value_weight=args.value_weight, threads=args.threads, seed=args.seed,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import board
+from experiments.cli import count, positive_float
 from experiments import match as match_mod
 from experiments import openings as openings_mod
 from experiments import ratings as ratings_mod
@@ -28,19 +29,23 @@ def _add_play_options(p: argparse.ArgumentParser, variants: tuple[str, ...] = bo
     p.add_argument("a", help="engine A (registry name or spec)")
     p.add_argument("b", help="engine B")
     p.add_argument("--variant", choices=variants, default="crazyhouse")
-    p.add_argument("--nodes", type=int, help="node budget per move (both engines)")
-    p.add_argument("--nodes-b", type=int, help="node budget of B if different")
-    p.add_argument("--depth", type=int, help="depth limit per move")
-    p.add_argument("--movetime", type=float, help="seconds per move")
+    p.add_argument("--nodes", type=count(1), help="node budget per move (both engines)")
+    p.add_argument("--depth", type=count(1), help="depth limit per move")
+    p.add_argument("--movetime", type=positive_float, help="seconds per move")
     p.add_argument("--tc", help="time control BASE+INC in seconds, e.g. 60+0.6")
-    p.add_argument("--concurrency", type=int, default=2, help="games at once (evaluations pooled)")
-    p.add_argument("--workers", type=int, default=1, help="processes")
+    for side in ("a", "b"):  # per engine, as cutechess-cli's per-engine options: they take precedence
+        p.add_argument(f"--nodes-{side}", type=count(1), help=f"node budget of {side.upper()} (overrides --nodes)")
+        p.add_argument(f"--depth-{side}", type=count(1), help=f"depth limit of {side.upper()}")
+        p.add_argument(f"--movetime-{side}", type=positive_float, help=f"seconds per move of {side.upper()}")
+        p.add_argument(f"--tc-{side}", help=f"time control of {side.upper()}")
+    p.add_argument("--concurrency", type=count(1), default=2, help="games at once (evaluations pooled)")
+    p.add_argument("--workers", type=count(1), default=1, help="processes")
     p.add_argument("--openings", help="EPD opening suite (default: the shipped one of the variant)")
     p.add_argument("--random-openings", action="store_true", help="seeded shuffle of the suite")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--db", help="SQLite results (default runs/<a>-vs-<b>-<variant>.sqlite)")
     p.add_argument("--pgn", help="PGN output (default: beside the database)")
-    p.add_argument("--max-plies", type=int, default=400, help="adjudicate a draw after this many plies (0: off)")
+    p.add_argument("--max-plies", type=count(0), default=400, help="adjudicate a draw after this many plies (0: off)")
     p.add_argument("--no-adjudication", action="store_true", help="no resign/draw adjudication")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_backend_options(p)
@@ -51,17 +56,28 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
 
 
+def _side_limits(args: argparse.Namespace, side: str, engine: str) -> dict[str, Any]:
+    """The limits of one side: its own flag (``--nodes-a``), else a limit in its engine spec
+    (``material-mcts:nodes=32``), else the match-wide flag (``--nodes``)."""
+    from engines import registry
+
+    spec = registry.spec_limits(engine)
+    out: dict[str, Any] = {}
+    for k in ("nodes", "depth", "movetime", "tc"):
+        own = getattr(args, f"{k}_{side}")
+        v = own if own is not None else spec.get(k) if spec.get(k) is not None else getattr(args, k)
+        out[k] = match_mod.parse_tc(v) if k == "tc" and isinstance(v, str) else v
+    return out
+
+
 def _players(args: argparse.Namespace) -> tuple[match_mod.Player, match_mod.Player]:
-    tc = match_mod.parse_tc(args.tc) if args.tc else None
-    nb = args.nodes_b if args.nodes_b is not None else args.nodes
-    na, nbn = args.a, args.b
+    la, lb = _side_limits(args, "a", args.a), _side_limits(args, "b", args.b)
+    na, nb = args.a, args.b
     if args.a == args.b:
-        na, nbn = f"{args.a}@{args.nodes}", f"{args.b}@{nb}"
-        if na == nbn:
-            na, nbn = na + "#1", nbn + "#2"
-    a = match_mod.Player(na, args.a, nodes=args.nodes, depth=args.depth, movetime=args.movetime, tc=tc)
-    b = match_mod.Player(nbn, args.b, nodes=nb, depth=args.depth, movetime=args.movetime, tc=tc)
-    return a, b
+        na, nb = (f"{args.a}@{match_mod.limits_text(**la)}", f"{args.b}@{match_mod.limits_text(**lb)}")
+        if na == nb:
+            na, nb = na + "#1", nb + "#2"
+    return match_mod.Player(na, args.a, **la), match_mod.Player(nb, args.b, **lb)
 
 
 def _adjudication(args: argparse.Namespace) -> match_mod.Adjudication:
@@ -95,9 +111,7 @@ class _Score:
         self.wdl[0 if s == 1 else 1 if s == 0.5 else 2] += 1
 
     def text(self) -> str:
-        w, d, l = self.wdl
-        elo, err = ratings_mod.match_elo(w, d, l)
-        return f"{self.a} +{w}={d}-{l} Elo {elo:+.0f}+-{err:.0f}"
+        return f"{self.a} {ratings_mod.score_text(*self.wdl)}"
 
 
 def _bughouse_match(args: argparse.Namespace) -> int:
@@ -105,7 +119,9 @@ def _bughouse_match(args: argparse.Namespace) -> int:
     two seats; limits go in the team specs, e.g. ``bughouse-mcts:nodes=400``, and ``--tc``)."""
     from experiments.cmd_bughouse import cmd_bughouse_match
 
-    unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_b", "depth", "movetime", "openings")
+    unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_a", "nodes_b", "depth", "depth_a", "depth_b",
+                                                        "movetime", "movetime_a", "movetime_b", "tc_a", "tc_b",
+                                                        "openings")
                    if getattr(args, k) is not None]
     if unsupported or args.backend == "ray" or args.random_openings:
         raise match_mod.MatchError(f"bughouse matches take no {' '.join(unsupported) or 'such option'}: put limits in the "
@@ -126,7 +142,7 @@ def cmd_match(args: argparse.Namespace) -> int:
     db, pgn = _paths(args, "")
     score = _Score(a.name)
     keys = {t.key for t in tasks}
-    with Store(db) as store:
+    with Store(db, lock=True) as store:
         for g in store.games(match=tasks[0].match):
             if g.key in keys:
                 score.add(g)
@@ -151,7 +167,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     tasks = match_mod.match_tasks("sprt", args.variant, a, b, ops, 2 * pairs, args.seed, suite_path)
     db, pgn = _paths(args, "-sprt")
     keys = {t.key for t in tasks}
-    with Store(db) as store:
+    with Store(db, lock=True) as store:
         test.add_games(g for g in store.games(match=tasks[0].match) if g.key in keys)
         if test.state == "continue":
             match_mod.play(tasks, store, concurrency=args.concurrency, workers=args.workers,
@@ -184,7 +200,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     s = t.settings
     tasks = t.tasks()
     standings = ratings_mod.Standings()
-    with Store(s.db) as store:
+    with Store(s.db, lock=True) as store:
         keys = {x.key for x in tasks}
         for g in store.games(run=s.name):
             if g.key in keys:
@@ -221,17 +237,24 @@ def cmd_ratings(args: argparse.Namespace) -> int:
         games = store.games(run=args.run) if args.run else store.games()
         if not games:
             raise ratings_mod.RatingError("no games in the database" + (f" for run {args.run!r}" if args.run else ""))
-        rs = ratings_mod.rate(ratings_mod.from_games(games), args.anchor, args.anchor_elo, args.bootstrap, args.seed)
+        rs = ratings_mod.rate(ratings_mod.from_games(games), args.anchor, args.anchor_elo, args.bootstrap, args.seed,
+                              progress=True)
     print(ratings_mod.format_table(rs))
     return 0
 
 
 def cmd_openings(args: argparse.Namespace) -> int:
-    lines = openings_mod.generate(args.variant, args.count, seed=args.seed, max_cp=args.max_cp, depth=args.depth)
+    from experiments.paths import check_file
+
+    if args.out != "-":
+        check_file(args.out, "opening suite")  # before the minute of generation, not after
+    lines = openings_mod.generate(args.variant, args.count, seed=args.seed, max_cp=args.max_cp, depth=args.depth,
+                                  progress=not args.quiet)
     text = "\n".join(lines) + "\n"
     if args.out == "-":
         sys.stdout.write(text)
     else:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text)
         print(f"{len(lines)} openings -> {args.out}")
     return 0
@@ -251,7 +274,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("match", help="play a match of two engines (resumable; SQLite + PGN); "
                                      "--variant bughouse plays two teams of two seats")
     _add_play_options(p, variants=(*board.VARIANTS, "bughouse"))
-    p.add_argument("--games", type=int, default=20, help="games (openings in colour-reversed pairs)")
+    p.add_argument("--games", type=count(1), default=20, help="games (openings in colour-reversed pairs)")
     p.set_defaults(func=cmd_match)
 
     p = sub.add_parser("sprt", help="pentanomial SPRT of A against B over game pairs (fishtest)")
@@ -260,7 +283,7 @@ def register(sub: Any) -> None:
     p.add_argument("--elo1", type=float, default=10.0, help="H1: normalised Elo of A - B")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--beta", type=float, default=0.05)
-    p.add_argument("--max-games", type=int, default=2000)
+    p.add_argument("--max-games", type=count(2), default=2000)
     p.set_defaults(func=cmd_sprt)
 
     p = sub.add_parser("tournament", help="round robin or gauntlet from a TOML config")
@@ -281,17 +304,18 @@ def register(sub: Any) -> None:
     p.add_argument("--run", help="only games of this run (match, sprt, or a config's name)")
     p.add_argument("--anchor")
     p.add_argument("--anchor-elo", type=float, default=0.0)
-    p.add_argument("--bootstrap", type=int, default=200)
+    p.add_argument("--bootstrap", type=count(0), default=200)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_ratings)
 
     p = sub.add_parser("openings", help="generate a balanced opening suite with Fairy-Stockfish")
     p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
-    p.add_argument("--count", type=int, default=50)
+    p.add_argument("--count", type=count(1), default=50)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--depth", type=int, default=12)
+    p.add_argument("--depth", type=count(1), default=12)
     p.add_argument("--max-cp", type=int, help="keep positions within this score (default 60 chess, 150 crazyhouse)")
     p.add_argument("--out", default="-", help="output EPD file ('-': stdout)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_openings)
 
 

@@ -301,12 +301,22 @@ class DataSet:
         return len(self.move)
 
 
+SHARD_KEYS = ("variant", "raw", "move", "score", "game", "game_uid", "game_result", "game_opening")
+
+
 def load_shard(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except Exception as e:  # zip, npy or missing-key errors all mean the same thing here
-        raise DataError(f"cannot read shard {path}: {e}") from None
+            d = {k: z[k] for k in z.files}
+        missing = [k for k in SHARD_KEYS if k not in d]
+        if missing:
+            raise DataError(f"{path} is not a data shard (no {', '.join(missing)})")
+        return d
+    except DataError:
+        raise
+    except Exception as e:  # noqa: BLE001 - zip, npy, pickle or missing-key errors all mean the same here
+        detail = "" if "pickle" in str(e) else f" ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        raise DataError(f"{path} is not a data shard{detail}") from None
 
 
 def load_dataset(directories: list[str] | str) -> DataSet:

@@ -45,7 +45,7 @@ from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveR
 from evaluators.base import Evaluation, Leaf
 from experiments import pgn as pgn_out
 from experiments.openings import Opening
-from experiments.store import GameRecord, MoveStat, Store, check_writable, versions
+from experiments.store import GameRecord, MoveStat, Store, StoreError, versions
 from search.base import Limits
 
 MATE_CP = 100_000
@@ -54,6 +54,10 @@ BACKENDS = ("local", "ray")
 
 class MatchError(ValueError):
     """Bad match settings (one-line message)."""
+
+
+class CommitError(MatchError):
+    """A finished game could not be stored (database or PGN write failed): the run stops (one line)."""
 
 
 # --------------------------------------------------------------------------- players and tasks
@@ -82,16 +86,7 @@ class Player:
             raise MatchError(f"player {self.name!r}: time control needs base > 0 and increment >= 0")
 
     def limits_text(self) -> str:
-        parts = []
-        if self.nodes is not None:
-            parts.append(f"nodes={self.nodes}")
-        if self.depth is not None:
-            parts.append(f"depth={self.depth}")
-        if self.movetime is not None:
-            parts.append(f"movetime={self.movetime:g}")
-        if self.tc is not None:
-            parts.append(f"tc={self.tc[0]:g}+{self.tc[1]:g}")
-        return ",".join(parts)
+        return limits_text(self.nodes, self.depth, self.movetime, self.tc)
 
     @property
     def ident(self) -> str:
@@ -112,6 +107,21 @@ class Player:
             s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
                      options=dict(spec.options))
         return s
+
+
+def limits_text(nodes: int | None = None, depth: int | None = None, movetime: float | None = None,
+                tc: tuple[float, float] | None = None) -> str:
+    """``nodes=800,depth=4,movetime=0.5,tc=60+0.6`` (the limits that are set)."""
+    parts = []
+    if nodes is not None:
+        parts.append(f"nodes={nodes}")
+    if depth is not None:
+        parts.append(f"depth={depth}")
+    if movetime is not None:
+        parts.append(f"movetime={movetime:g}")
+    if tc is not None:
+        parts.append(f"tc={tc[0]:g}+{tc[1]:g}")
+    return ",".join(parts)
 
 
 def parse_tc(text: str) -> tuple[float, float]:
@@ -328,6 +338,7 @@ def check_players(players: Sequence[Player], variant: str, factory: EngineFactor
             variants = getattr(eng, "variants", None)
             if variants and variant not in variants:
                 raise EngineError(f"engine {p.engine!r} does not play {variant}")
+            eng.check_limits(p.limits([p.tc[0], p.tc[0]] if p.tc else None))
             settings[p.name] = p.settings(eng)
     finally:
         for m in made.values():
@@ -406,6 +417,8 @@ class Runner:
         self.stop = stop or (lambda: False)
         self.settings = settings or {}
         self.executor: ThreadPoolExecutor | None = None
+        #: the error of ``on_game`` (a game that could not be stored): the run stops and raises it
+        self.failure: Exception | None = None
         self.versions = versions()
         #: evaluator calls made and leaves evaluated (to show the pooling at work)
         self.eval_calls = 0
@@ -418,10 +431,10 @@ class Runner:
         active: list[_Game] = []
         exhausted = False
         try:
-            while True:
+            while self.failure is None:
                 if self.stop():
                     break
-                while not exhausted and len(active) < self.concurrency:
+                while not exhausted and len(active) < self.concurrency and self.failure is None:
                     t = next(it, None)
                     if t is None:
                         exhausted = True
@@ -434,6 +447,8 @@ class Runner:
                         break
                     continue
                 self._step(active)
+            if self.failure is not None:
+                raise self.failure
         finally:
             for g in active:
                 for e in g.engines:
@@ -611,7 +626,12 @@ class Runner:
                 self.pool.put(player, eng)
         g.engines = []
         g.state = -1
-        self.on_game(rec)
+        try:
+            self.on_game(rec)
+        except Exception as e:  # noqa: BLE001 - not the engines' fault: stop the run (see run)
+            if self.failure is None:
+                self.failure = e if isinstance(e, CommitError) else CommitError(
+                    f"game {t.key} could not be stored: {type(e).__name__}: {e}")
 
 
 # --------------------------------------------------------------------------- processes and the store
@@ -668,6 +688,10 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
 
     if backend not in BACKENDS:
         raise MatchError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if backend == "ray" and ray_address:
+        from experiments.raybackend import check_address
+
+        check_address(ray_address)
     if not tasks:
         return RunStats()
     if factory is None:
@@ -677,7 +701,7 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
         raise MatchError(f"one variant per run, got {', '.join(sorted(variants))}")
     variant = variants.pop()
     if pgn_path is not None:
-        check_writable(pgn_path)
+        pgn_out.check(pgn_path)
     done = store.done_keys()
     todo = [t for t in tasks if t.key not in done]
     players = {p.name: p for t in todo for p in (t.white, t.black)}
@@ -689,17 +713,30 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     runs = {t.run for t in tasks}
     if pgn_path is not None:
         keys = {t.key for t in tasks}
-        pgn_out.write(pgn_path, [g for r in runs for g in store.games(run=r) if g.key in keys])
+        try:
+            pgn_out.sync(pgn_path, [g for r in sorted(runs) for g in store.games(run=r) if g.key in keys], store.uid)
+        except OSError as e:
+            raise CommitError(f"cannot write the PGN {str(pgn_path)!r}: {e.strerror or e}") from None
     stats = RunStats(skipped=len(tasks) - len(todo))
     bar = tqdm(total=len(tasks), initial=stats.skipped, desc=desc, disable=not progress, dynamic_ncols=True,
                smoothing=0.05)
     t0 = time.perf_counter()
 
     def commit(g: GameRecord) -> None:
-        if store.add(g):
+        try:
+            added = store.add(g)
+        except (StoreError, OSError) as e:
+            raise CommitError(f"game {g.key} ({g.white} vs {g.black}) was not stored: {e}; the run stopped "
+                              f"(run the same command again to resume)") from None
+        if added:
             stats.played += 1
             if pgn_path is not None:
-                pgn_out.append(pgn_path, g)
+                try:
+                    pgn_out.append(pgn_path, g, store.uid)
+                except OSError as e:
+                    raise CommitError(f"game {g.key} is stored in {str(store.path)!r} but could not be added to "
+                                      f"the PGN {str(pgn_path)!r}: {e.strerror or e}; the run stopped (a rerun "
+                                      f"adds it)") from None
             if on_game is not None:
                 on_game(g)
         bar.update(1)

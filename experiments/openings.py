@@ -161,11 +161,12 @@ def find_engine(name: str) -> str:
 
 def generate(variant: str, count: int, seed: int = 1, plies: tuple[int, int] = (6, 9),
              near_cp: int = 40, max_cp: int | None = None, depth: int = 12,
-             engine: str = "fairy-stockfish") -> list[str]:
+             engine: str = "fairy-stockfish", progress: bool = False) -> list[str]:
     """EPD lines of ``count`` balanced openings generated with Fairy-Stockfish (see module doc)."""
     import chess
     import chess.engine
     import chess.variant
+    from tqdm import tqdm
 
     if max_cp is None:
         # Crazyhouse has a large first-move advantage: Fairy-Stockfish scores its initial position
@@ -177,6 +178,7 @@ def generate(variant: str, count: int, seed: int = 1, plies: tuple[int, int] = (
     lines: list[str] = []
     seen: set[str] = set()
     tries = 0
+    bar = tqdm(total=count, desc=f"{variant} openings", unit="opening", disable=not progress, dynamic_ncols=True)
     try:
         eng.configure({"Threads": 1, "Hash": 32})
         while len(lines) < count:
@@ -211,6 +213,9 @@ def generate(variant: str, count: int, seed: int = 1, plies: tuple[int, int] = (
             moves = tuple(m.uci() for m in b.move_stack)
             op = Opening(f"{variant}-{len(lines) + 1:03d}", "", moves, int(cp))
             lines.append(format_epd(op, op.position(variant), depth))
+            bar.update(1)
+            bar.set_postfix_str(f"{tries} lines tried", refresh=False)
     finally:
+        bar.close()
         eng.quit()
     return lines

@@ -6,13 +6,20 @@ score in pawns from the mover's point of view (``+1.25``, or ``+M3``/``-M3`` for
 search depth and the nodes searched, e.g. ``{+0.31/9 1600}``.  The Termination tag holds the
 harness's reason (checkmate, adjudication, forfeit, ...).
 
-The PGN file of a run is rebuilt from the database when a run starts (so a run killed between the
-database commit and the PGN write never leaves the two out of step) and then appended to, one
-game at a time, after each commit.
+The PGN is an export of the store and is only ever appended to, never truncated: every game
+carries ``[GameId "<database uid>/<game key>"]``; when a run starts, the games of the run that are
+in the database but not yet in the PGN (a run killed between the database commit and the PGN
+write) are appended, then each game is appended after its commit.  Several runs, even of
+different databases, may share one PGN file.  A path that exists and is not a PGN (a results
+database, say) is refused before any game (:func:`check`).  Each append is one ``write`` under an
+exclusive ``flock``, so concurrent runs never interleave half games.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import fcntl
+import os
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -20,7 +27,58 @@ import chess
 import chess.pgn
 import chess.variant
 
+from experiments.paths import OutputError, check_file
 from experiments.store import GameRecord, MoveStat
+
+_GAME_ID = re.compile(r'^\[GameId "([^"]*)"\]', re.MULTILINE)
+
+
+def game_id(source: str, key: str) -> str:
+    """The ``GameId`` of a game: the uid of its database and its key."""
+    return f"{source}/{key}"
+
+
+def check(path: str | Path, what: str = "PGN file") -> Path:
+    """``path`` if a PGN can be appended to it: absent, empty, or a text file that starts like a PGN
+    (a tag pair); :class:`~experiments.paths.OutputError` otherwise (before any game)."""
+    p = check_file(path, what)
+    if not p.is_file() or p.stat().st_size == 0:  # absent, empty, or a device such as /dev/null
+        return p
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    try:
+        text = head.decode("utf-8") if len(head) < 1 << 16 else head[:-4].decode("utf-8", errors="ignore")
+    except UnicodeDecodeError:
+        text = "\0"
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("%", ";"))), "[")
+    if "\0" in text or not first.startswith("["):
+        raise OutputError(f"refusing to write to {what} {str(p)!r}: it exists and is not a PGN file")
+    return p
+
+
+def ids_in(path: str | Path) -> set[str]:
+    """The ``GameId`` tags of the games already in a PGN file (empty if it does not exist or is
+    not a regular file: a device is only written to)."""
+    if not os.path.isfile(path):
+        return set()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return set(_GAME_ID.findall(f.read()))
+    except FileNotFoundError:
+        return set()
+
+
+def append_text(path: str | Path, text: str) -> None:
+    """Append ``text`` in one write under an exclusive lock (concurrent runs never interleave)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data = text.encode("utf-8")
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+    finally:
+        os.close(fd)
 
 
 def move_comment(s: MoveStat) -> str:
@@ -33,7 +91,7 @@ def move_comment(s: MoveStat) -> str:
     return f"{score}/{s.depth} {s.nodes}"
 
 
-def to_game(g: GameRecord) -> chess.pgn.Game:
+def to_game(g: GameRecord, source: str = "") -> chess.pgn.Game:
     cls = chess.variant.CrazyhouseBoard if g.variant == "crazyhouse" else chess.Board
     start = cls() if g.opening_moves else cls(g.opening_fen)
     game = chess.pgn.Game()
@@ -49,6 +107,7 @@ def to_game(g: GameRecord) -> chess.pgn.Game:
     game.headers["Termination"] = g.reason
     game.headers["Opening"] = g.opening
     game.headers["PlyCount"] = str(len(g.opening_moves) + len(g.moves))
+    game.headers["GameId"] = game_id(source, g.key)
     if g.variant == "crazyhouse":
         game.headers["Variant"] = "Crazyhouse"
     node: chess.pgn.GameNode = game
@@ -62,19 +121,19 @@ def to_game(g: GameRecord) -> chess.pgn.Game:
     return game
 
 
-def to_pgn(g: GameRecord) -> str:
+def to_pgn(g: GameRecord, source: str = "") -> str:
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
-    return to_game(g).accept(exporter) + "\n\n"
+    return to_game(g, source).accept(exporter) + "\n\n"
 
 
-def write(path: str | Path, games: Iterable[GameRecord]) -> None:
-    """(Re)write ``path`` with ``games``."""
-    with open(path, "w") as f:
-        for g in games:
-            f.write(to_pgn(g))
+def sync(path: str | Path, games: Iterable[GameRecord], source: str) -> int:
+    """Append the ``games`` (of the database ``source``) that the PGN does not hold yet; their count."""
+    have = ids_in(path)
+    missing = [g for g in games if game_id(source, g.key) not in have]
+    if missing:
+        append_text(path, "".join(to_pgn(g, source) for g in missing))
+    return len(missing)
 
 
-def append(path: str | Path, g: GameRecord) -> None:
-    with open(path, "a") as f:
-        f.write(to_pgn(g))
-        f.flush()
+def append(path: str | Path, g: GameRecord, source: str = "") -> None:
+    append_text(path, to_pgn(g, source))

@@ -82,6 +82,32 @@ def match_elo(wins: int, draws: int, losses: int) -> tuple[float, float]:
     return elo_of_score(s), (hi - lo) / 2
 
 
+def wilson(points: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a score share (draws as half points), (0, 1) for no games."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = points / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def score_text(wins: int, draws: int, losses: int) -> str:
+    """``+7=2-1 80.0% [49.0%, 94.3%]`` and, once its interval is finite, the Elo with that interval
+    (``Elo +241 [-4, +487]``): at a perfect score or a handful of games the Elo is not printed as
+    +-inf or +-1234, only the score and the Wilson interval of the score."""
+    n = wins + draws + losses
+    head = f"+{wins}={draws}-{losses}"
+    if n == 0:
+        return head
+    s = (wins + 0.5 * draws) / n
+    lo, hi = wilson(wins + 0.5 * draws, n)
+    text = f"{head} {100 * s:.1f}% [{100 * lo:.1f}%, {100 * hi:.1f}%]"
+    if 0.0 < lo and hi < 1.0 and 0.0 < s < 1.0:
+        text += f" Elo {elo_of_score(s):+.0f} [{elo_of_score(lo):+.0f}, {elo_of_score(hi):+.0f}]"
+    return text
+
+
 def from_games(games: Iterable[GameRecord]) -> list[Result]:
     return [Result(g.white, g.black, g.score_for(g.white), (g.match, g.pair)) for g in games]
 
@@ -175,8 +201,9 @@ def _fit(n_players: int, i: np.ndarray, j: np.ndarray, n: np.ndarray, s: np.ndar
 
 
 def rate(results: Sequence[Result], anchor: str | None = None, anchor_elo: float = 0.0, bootstrap: int = 200,
-         seed: int = 0, prior: float = 1.0) -> list[Rating]:
-    """Ratings of every player in ``results``, best first (see module doc)."""
+         seed: int = 0, prior: float = 1.0, progress: bool = False) -> list[Rating]:
+    """Ratings of every player in ``results``, best first (see module doc); ``progress``: a bar over
+    the bootstrap refits when they take more than a second."""
     if not results:
         raise RatingError("no games to rate")
     data = _Data(results)
@@ -193,8 +220,11 @@ def rate(results: Sequence[Result], anchor: str | None = None, anchor_elo: float
     lo, hi = elo.copy(), elo.copy()
     if bootstrap > 0 and data.n_units > 1:
         rng = np.random.default_rng(seed)
+        from tqdm import tqdm
+
         samples = np.empty((bootstrap, len(names)))
-        for b in range(bootstrap):
+        for b in tqdm(range(bootstrap), desc="bootstrap", unit="fit", disable=not progress, delay=1.0,
+                      dynamic_ncols=True, leave=False):
             counts = rng.multinomial(data.n_units, np.full(data.n_units, 1.0 / data.n_units))
             nb, sb = data.aggregate(counts[data.unit_of].astype(np.float64))
             samples[b] = _fit(len(names), data.i, data.j, nb, sb, a, anchor_elo, prior, x0=elo)

@@ -10,6 +10,7 @@ address a local Ray instance is started with as many CPUs as workers, and stoppe
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from typing import Any, Callable, Sequence
@@ -18,6 +19,25 @@ from experiments.match import Adjudication, EngineFactory, GameTask, MatchError,
 from experiments.store import GameRecord
 
 STOP_POLL_SECONDS = 0.5
+#: seconds to reach a Ray cluster's address before giving up (ray.init itself waits far longer)
+CONNECT_TIMEOUT = 10.0
+
+
+def check_address(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """A one-line :class:`MatchError` unless something listens at ``address`` (``HOST:PORT`` or
+    ``ray://HOST:PORT``; ``auto`` is left to Ray): ``ray.init`` would otherwise retry for minutes
+    and ignore SIGTERM while it does."""
+    if address == "auto":
+        return
+    target = address[len("ray://"):] if address.startswith("ray://") else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        raise MatchError(f"Ray address {address!r} is not HOST:PORT (or ray://HOST:PORT, or auto)")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise MatchError(f"cannot reach a Ray cluster at {address}: {e.strerror or e} "
+                         f"(start one with `ray start --head`, or leave out --ray-address)") from None
 
 
 class _Worker:
@@ -62,6 +82,7 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
     if not ray.is_initialized():
         kw: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
         if address:
+            check_address(address)
             kw["address"] = address
         else:
             kw["num_cpus"] = max(1, int(workers * cpus_per_worker + 0.999))

@@ -253,7 +253,7 @@ def run(sc: Scale, command: str, factory: object | None = None, progress: bool =
     check_writable(sc.out_dir / "elo_vs_nodes.csv")
     tasks = sc.tasks()
     standings = ratings_mod.Standings()
-    with Store(s.db) as store:
+    with Store(s.db, lock=True) as store:
         keys = {t.key for t in tasks}
         for g in store.games(run=s.name):
             if g.key in keys:
@@ -265,6 +265,7 @@ def run(sc: Scale, command: str, factory: object | None = None, progress: bool =
         print(f"{st.played} games played, {st.skipped} already stored ({st.seconds:.0f} s); database {s.db}")
         names = {p.name for p in sc.players}
         games = [g for g in store.games(run=s.name) if g.white in names and g.black in names]
-    ratings = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed)
+    ratings = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed,
+                               progress=progress)
     print(ratings_mod.format_table(ratings))
     return ratings, write_report(sc, ratings, command, len(games))

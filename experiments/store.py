@@ -11,16 +11,28 @@ A row keeps everything needed to rebuild the game and its PGN: the variant, the 
 moves that reach it), the game's moves in UCI, result, reason, both players with their full
 settings (engine spec and limits, as JSON), per-move statistics (nodes, time, score, depth), the
 seed and the software versions.
+
+One run per database: a command that plays games opens its store with ``lock=True``, which holds an
+exclusive ``flock`` on the database file for the run's life (released by the kernel when the process
+ends, ``kill -9`` included) and records the owner's pid in ``meta``; a second run on the same file
+is refused at once with that pid (:class:`StoreBusyError`).  Readers (``ratings``, reports) take no
+lock.  Each database has a random ``uid`` (``meta``), which the PGN export writes into every game's
+``GameId`` so that games of different databases are never mistaken for one another.
+
+A database file created by a run that fails before storing anything (a bad engine, a bad option) is
+removed again when the store is closed: failed validation leaves no empty file behind.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import sqlite3
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -61,6 +73,10 @@ RESULTS = ("1-0", "0-1", "1/2-1/2")
 
 class StoreError(ValueError):
     """The database cannot be opened or written (one-line message)."""
+
+
+class StoreBusyError(StoreError):
+    """Another run holds the database (one-line message with its pid)."""
 
 
 @dataclass
@@ -156,28 +172,34 @@ def versions() -> dict[str, str]:
 
 
 def check_writable(path: str | Path) -> None:
-    """Fail now (before any game) if ``path`` cannot be created or written."""
-    p = Path(path)
-    parent = p.parent if str(p.parent) else Path(".")
+    """Fail now (before any game) if ``path`` cannot be created or written (nothing is created)."""
+    from experiments.paths import OutputError, check_file
+
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise StoreError(f"cannot create directory {str(parent)!r}: {e.strerror}") from None
-    if p.exists():
-        if p.is_dir() or not os.access(p, os.W_OK):
-            raise StoreError(f"output path {str(p)!r} is not writable")
-    elif not os.access(parent, os.W_OK):
-        raise StoreError(f"output directory {str(parent)!r} is not writable")
+        check_file(path)
+    except OutputError as e:
+        raise StoreError(str(e)) from None
 
 
 class Store:
-    """The SQLite store of a run (see module doc)."""
+    """The SQLite store of a run (see module doc); ``lock``: hold the database for this run."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, lock: bool = False) -> None:
         self.path = Path(path)
         check_writable(self.path)
+        self._created = not self.path.exists()
+        self._lock_fd: int | None = None
+        self._open = False
+        self._new_dirs = [d for d in reversed(self.path.parents) if not d.exists()]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create directory {str(self.path.parent)!r}: {e.strerror}") from None
         try:
             self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self._open = True
+            if lock:
+                self._lock()
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
@@ -186,11 +208,58 @@ class Store:
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) != SCHEMA_VERSION:
                 raise StoreError(f"{str(self.path)!r} has schema {row[0]}, this searchbench writes {SCHEMA_VERSION}")
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('uid', ?)", (uuid.uuid4().hex,))
+            self.uid: str = self.db.execute("SELECT value FROM meta WHERE key='uid'").fetchone()[0]
+            if lock:
+                self.db.execute("INSERT OR REPLACE INTO meta VALUES ('owner_pid', ?)", (str(os.getpid()),))
         except sqlite3.DatabaseError as e:
+            self.close()
             raise StoreError(f"cannot use {str(self.path)!r} as a results database: {e}") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _lock(self) -> None:
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            pid = "?"
+            try:
+                row = self.db.execute("SELECT value FROM meta WHERE key='owner_pid'").fetchone()
+                pid = row[0] if row else "?"
+            except sqlite3.DatabaseError:
+                pass
+            raise StoreBusyError(f"database {str(self.path)!r} is in use by another run (pid {pid}); "
+                                 "wait for it to finish or give another --db") from None
+        self._lock_fd = fd
 
     def close(self) -> None:
-        self.db.close()
+        """Close (and unlock); a file this store created and never stored a game in is removed."""
+        empty = False
+        if self._open:
+            try:
+                empty = self._created and self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
+            except sqlite3.DatabaseError:
+                empty = self._created
+            self.db.close()
+            self._open = False
+        if empty:
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.unlink(str(self.path) + suffix)
+                except OSError:
+                    pass
+            for d in reversed(self._new_dirs):
+                try:
+                    d.rmdir()  # only if empty
+                except OSError:
+                    break
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
 
     def __enter__(self) -> "Store":
         return self
@@ -256,6 +325,3 @@ class Store:
             seed=r["seed"], versions=json.loads(r["versions"]), started=r["started"], finished=r["finished"],
             id=r["id"])
 
-
-def as_dict(g: GameRecord) -> dict[str, Any]:
-    return asdict(g)

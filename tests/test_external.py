@@ -161,6 +161,11 @@ def test_sjeng_depth_and_crazyhouse_rules() -> None:
     plain = registry.create("sjeng", "chess")
     with pytest.raises(EngineError, match="depth or time"):
         plain.play(board.new_position("chess"), Limits(nodes=1000))
-    r = plain.play(board.new_position("chess"), Limits(movetime=0.2))
+    # XBoard's st is whole seconds (Sjeng read "st 0.2" as several seconds): refused, not mis-timed
+    with pytest.raises(EngineError, match="whole seconds"):
+        plain.play(board.new_position("chess"), Limits(movetime=0.2))
+    t0 = time.perf_counter()
+    r = plain.play(board.new_position("chess"), Limits(movetime=1))
     assert r.forfeit is None and r.move in board.new_position("chess").legal_moves()
+    assert time.perf_counter() - t0 < 3.0  # honoured, within the overrun allowance
     plain.close()

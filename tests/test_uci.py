@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from engines import registry
 from engines.base import EngineSpec, InProcessEngine
+from engines.ours import OurEngine
 from engines.uci import UCIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -212,13 +213,75 @@ def test_malformed_commands_get_info_strings() -> None:
            "flibbertigibbet", "go movetime", "position"]
     for line in bad:
         s.handle(line)
-    s.stop_search()
+        s.stop_search()
     lines = out.lines()
     notes = [line for line in lines if line.startswith("info string")]
     assert len(notes) >= len(bad) - 1
-    assert not any(line.startswith("bestmove") for line in lines)  # no go was valid
+    # every go is answered, malformed or not (the engine's default limit applies)
+    assert len([line for line in lines if line.startswith("bestmove")]) == 3
+    assert "bestmove 0000" not in lines
     s.handle("isready")
     assert out.lines()[-1] == "readyok"
+    s.shutdown()
+
+
+GO_ARGS = ["nodes 0", "nodes abc", "depth -3", "movetime " + "9" * 400, "nodes", "depth 2 nodes -1", "wtime x btime 5",
+           "movetime 0", "nodes 99999999999999999999999 depth 1", "movestogo 0 wtime 100 btime 100", ""]
+
+
+@pytest.mark.parametrize("args", GO_ARGS)
+def test_every_go_is_answered_by_one_bestmove(args: str) -> None:
+    """The UCI contract: each go gets exactly one bestmove, never 0000 with legal moves, whatever
+    its arguments (before the fix these printed an info string and never answered)."""
+    s, out = make_server("material-ab:depth=1")
+    s.handle("position startpos moves e2e4")
+    s.handle(f"go {args}")
+    deadline = time.time() + 30
+    while s.searching() and time.time() < deadline:
+        time.sleep(0.01)
+    s.handle("stop")
+    s.stop_search()
+    best = [line for line in out.lines() if line.startswith("bestmove")]
+    assert len(best) == 1, out.lines()
+    b = chess.Board()
+    b.push_uci("e2e4")
+    assert chess.Move.from_uci(best[0].split()[1]) in b.legal_moves
+    s.shutdown()
+
+
+def test_go_while_searching_and_stop_answer_each_go_once() -> None:
+    s, out = make_server("material-ab")
+    s.handle("position startpos")
+    s.handle("go infinite")
+    s.handle("go depth 1")  # stops the infinite search (its bestmove), then answers this one
+    s.stop_search()
+    s.handle("go infinite")
+    s.handle("stop")
+    s.handle("stop")
+    best = [line for line in out.lines() if line.startswith("bestmove")]
+    assert len(best) == 3 and "bestmove 0000" not in best
+    s.shutdown()
+
+
+def test_a_crashing_search_answers_a_legal_move() -> None:
+    s, out = make_server("material-ab:depth=3")
+    s.handle("isready")
+    engine = s._engine
+    assert isinstance(engine, OurEngine)
+
+    def boom() -> list[object]:
+        raise RuntimeError("search exploded")
+
+    engine.search.ask = boom  # type: ignore[method-assign]
+    s.handle("position startpos moves d2d4")
+    s.handle("go depth 3")
+    s.stop_search()
+    lines = out.lines()
+    assert any("search exploded" in line for line in lines if line.startswith("info string"))
+    best = [line for line in lines if line.startswith("bestmove")]
+    b = chess.Board()
+    b.push_uci("d2d4")
+    assert len(best) == 1 and chess.Move.from_uci(best[0].split()[1]) in b.legal_moves
     s.shutdown()
 
 
@@ -287,19 +350,46 @@ def test_clock_limits_through_popen_uci() -> None:
         shut(e)
 
 
-def test_bad_option_combination_keeps_the_previous_engine() -> None:
+def test_bad_option_combination_is_reported_and_still_answered() -> None:
     s, out = make_server("material-ab:depth=2")
     s.handle("isready")
     s.handle("setoption name tt_size value 1000")  # parses, but ABConfig.validate() rejects it
     s.handle("isready")
     lines = out.lines()
-    assert any("tt_size" in line and "keeping the previous settings" in line for line in lines)
+    assert any("tt_size" in line and line.startswith("info string error") for line in lines)
     assert lines[-1] == "readyok"
     s.handle("position startpos")
     s.handle("go")
     s.stop_search()
     best = [line for line in out.lines() if line.startswith("bestmove")]
     assert len(best) == 1 and best[0] != "bestmove 0000"
+    s.handle("setoption name tt_size value 1024")  # repaired: the engine is built again
+    s.handle("go depth 1")
+    s.stop_search()
+    assert s._engine is not None and s._engine.search.config.tt_size == 1024  # type: ignore[attr-defined]
+    s.shutdown()
+
+
+def test_options_apply_in_any_order() -> None:
+    """weights before UCI_Variant (python-chess's and GUIs' order) must not be reverted: the set is
+    validated together at isready/go."""
+    if not (ROOT / "evaluators" / "weights" / "rise_chess.pt").exists():
+        pytest.skip("no shipped chess RISE weights")
+    s, out = make_server("rise-mcts")
+    s.handle("setoption name UCI_Variant value crazyhouse")
+    s.handle("isready")  # a crazyhouse engine is running, as after `serve`
+    s.handle("setoption name weights value rise_chess.pt")
+    s.handle("isready")  # python-chess pings between options: chess weights in crazyhouse do not fit yet
+    s.handle("setoption name UCI_Variant value chess")
+    s.handle("isready")
+    s.handle("position startpos")
+    s.handle("go nodes 20")
+    s.stop_search()
+    lines = out.lines()
+    assert not any("error" in line for line in lines[lines.index("readyok", lines.index("readyok") + 1) + 1:]), lines
+    assert s._settings["weights"] == "rise_chess.pt" and s.variant == "chess"
+    best = [line for line in lines if line.startswith("bestmove")]
+    assert len(best) == 1 and chess.Move.from_uci(best[0].split()[1]) in chess.Board().legal_moves
     s.shutdown()
 
 

@@ -9,7 +9,8 @@ Modes (what happens on ``go``; ``uci``, ``isready``, ``position`` work normally)
 - ``illegal``: answers a move that captures the enemy king (never legal);
 - ``garbage``: answers ``bestmove zz99`` (not a move at all);
 - ``crash-once``: crashes if STATE_FILE does not exist (and creates it), else plays like ``ok``;
-- ``mute``: never answers ``uci`` (start-up hangs).
+- ``mute``: never answers ``uci`` (start-up hangs);
+- ``slow``: plays like ``ok`` after sleeping 2 s, whatever the limit (a movetime overrun).
 """
 import os
 import sys
@@ -60,6 +61,8 @@ def main() -> None:
             elif mode == "garbage":
                 out.write("bestmove zz99\n")
             else:
+                if mode == "slow":
+                    time.sleep(2.0)
                 move = next(iter(board.legal_moves))
                 out.write(f"info depth 1 score cp 0 nodes 1 pv {move.uci()}\nbestmove {move.uci()}\n")
         elif cmd == "quit":
