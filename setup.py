@@ -20,6 +20,10 @@ MYPYC_MODULES = [
     "search/checks.py",
     "search/alphabeta.py",
     "search/comparator.py",
+    "search/mcts_config.py",
+    "search/mcts_tree.py",
+    "search/puct.py",
+    "search/sixtyfour.py",
     "search/mcts.py",
     "search/bughouse_mcts.py",
 ]

@@ -669,6 +669,14 @@ class Position:
         """Stack index below which no earlier position can repeat (zeroing moves are final)."""
         return max(0, self._sp - 3 * self.halfmove_clock)
 
+    def is_search_draw(self) -> bool:
+        """The draw rule inside a search tree (the hook every search asks; variants override its
+        parts): the fifty-move rule where the variant has one (``_fifty_rule``), a position that
+        occurred before (twofold repetition: a search cannot do better than repeat), insufficient
+        material.  Checkmate and stalemate are the caller's: they need the move list."""
+        return ((self._fifty_rule() and self.halfmove_clock >= 100) or self.is_repetition(2)
+                or self.is_insufficient_material())
+
     def outcome(self, claim_draw: bool = True) -> tuple[str, str] | None:
         """``(result, termination)`` if the game is over, else None.
 

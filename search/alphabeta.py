@@ -196,13 +196,6 @@ class _Core:
             return -EVAL_CLAMP
         return s
 
-    def is_draw(self) -> bool:
-        pos = self.pos
-        if not self.zh and pos.halfmove_clock >= 100:
-            return True
-        if pos.is_repetition(2):
-            return True
-        return pos.is_insufficient_material()
 
     def history_index(self, m: int) -> int:
         drop = m >> 15
@@ -264,7 +257,7 @@ class _Core:
         in_check = pos.is_check()
         if not moves:
             return -MATE + ply if in_check else self.cfg.draw_score
-        if ply > 0 and self.is_draw():
+        if ply > 0 and self.pos.is_search_draw():
             return self.cfg.draw_score
         if in_check and self.cfg.check_extension and ply < MAX_PLY // 2:
             depth += 1
@@ -349,7 +342,7 @@ class _Core:
             child_check = pos.is_check()
             if not child_moves:
                 score = MATE - ply - 1 if child_check else -self.cfg.draw_score
-            elif self.is_draw():
+            elif self.pos.is_search_draw():
                 score = -self.cfg.draw_score
             else:
                 score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1, child_moves, child_check)

@@ -174,8 +174,7 @@ class _Core:
             if pos.is_check():
                 return Item(WHITE_MATED if pos.turn == 0 else BLACK_MATED, (), ply)
             return Item(POSITION, self.draw_state, 0)
-        if ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
-                        or (self.variant == "chess" and pos.halfmove_clock >= 100)):
+        if ply > 0 and pos.is_search_draw():
             return Item(POSITION, self.draw_state, 0)
         if depth <= 0:
             return Item(POSITION, pos.raw_state(), 0)

@@ -22,47 +22,12 @@ Notation (as minigo's mcts.py; CrazyAra paper section 9; SPEC.md section 4)
   value -1 each, so the other leaves of one batch go elsewhere.
 - Values ``v`` from the evaluator are for the side to move at the leaf; one ply up they are ``-v``.
 
-Node memory layout (edges and nodes separate, as lc0)
------------------------------------------------------
-All of a tree lives in one :class:`_Tree` of parallel ``vec`` arrays (structure of arrays, every
-element unboxed under mypyc); a node or an edge is an index.
-
-Node ``i``::
-
-    nd_edge0[i]   index of its first edge; its edges are nd_edge0[i] .. nd_edge0[i] + nd_nedges[i] - 1
-    nd_nedges[i]  number of edges (legal moves)
-    nd_state[i]   NEW (created, not yet evaluated), PENDING (in the batch in flight), EXPANDED,
-                  TERMINAL (game over: exact value)
-    nd_value[i]   the evaluator's value v(s) for the side to move (the exact result if TERMINAL)
-    nd_sum_n[i]   N(s) = Σ_b N(s, b), virtual visits included
-    nd_proven[i]  solver status for the side to move: UNKNOWN, WIN, LOSS, DRAW
-    nd_plies[i]   plies to the end of the game when proven
-    nd_hash[i]    zobrist hash (checks tree reuse)
-    nd_touched[i] one past the last of its edges ever given a virtual loss (visited or in flight);
-                  the edges after it are all untouched (N = 0, no virtual loss)
-    nd_tail_best[i]  the first edge with the largest prior among nd_touched[i] .. its last edge
-                  (non-checks only when check urgency is on; -1: none), nd_tail_best_check[i] the
-    nd_tail_from[i]  same among its checks; valid while nd_tail_from[i] == nd_touched[i] (-1: to be
-                  found again): the selection scores these edges of the untouched tail, not all
-    nd_pmax[i]    the largest prior of its edges (NaN until needed; bounds the tail's scores)
-    nd_n[i]       N(s, a) of the edge a into it (finished visits);   nd_w[i]  W(s, a) of that edge
-    nd_vl[i]      leaves in flight below that edge (virtual loss count)
-
-Edge ``e``::
-
-    ed_move[e]    the move (int, see board.moves);   ed_prior[e]  P(s, a)
-    ed_child[e]   index of the child node, -1 until first selected (children are created lazily)
-    ed_check[e]   1 if the move gives check and check urgency is on, else 0 (a u8)
-
-An edge is what every legal move needs (25 bytes); the statistics of an edge, N, W and the virtual
-loss, live in its child node (as lc0's Node holds n and wl), created when the edge is first
-selected: the average node has some 30 edges and most are never selected, so a tree takes half
-the memory it would with the statistics on the edges, and each expansion copies 4 arrays, not 7
-(the page faults of fresh memory were a fifth of a search's time).  An edge without a child has
-N = W = 0 and no virtual loss (:meth:`_Tree.edge_n`, :meth:`_Tree.edge_w`).
-A node's edges are allocated together when it is expanded; a child node only when its edge is
-first selected.  Tree reuse keeps the arrays and moves the root; a tree is dropped when it grows
-beyond ``max_tree_nodes``.
+The tree's memory layout (nodes and edges apart, as lc0) is documented in :mod:`search.mcts_tree`;
+the selection rule below the root is a :class:`~search.mcts_tree.TreeRule` named by
+``score_formula`` (:data:`search.mcts_config.TREE_RULES`: CrazyAra's PUCT in :mod:`search.puct`,
+SixtyFour's score in :mod:`search.sixtyfour`); the settings and schedules are in
+:mod:`search.mcts_config`.  This module is the driver: walks, leaves, expansion, limits, the final
+move and the report.
 
 Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
 --------------------------------------------------------------------
@@ -111,145 +76,23 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Final, Sequence
+from typing import Sequence
 
 from librt.vecs import append, extend, vec
-from mypy_extensions import i64, mypyc_attr, u8
+from mypy_extensions import i64, mypyc_attr
 
 from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search.base import Limits, Search, SearchResult
 from search.checks import checking_moves_vec, mates_in_one_vec
-from search.timeman import TimeConfig, TimeControl, move_time
-
-NEW: Final = 0
-PENDING: Final = 1
-EXPANDED: Final = 2
-TERMINAL: Final = 3
-
-UNKNOWN: Final = 0
-WIN: Final = 1
-LOSS: Final = 2
-DRAW: Final = 3
-
-
-# Default values of fresh edges, copied in slices by _Tree.expand (more moves than this: built on the fly).
-_EDGE_DEFAULTS: Final = 512
-_MINUS_ONES: Final = vec[i64]([-1] * _EDGE_DEFAULTS)
-_ZEROS_F64: Final = vec[float]([0.0] * _EDGE_DEFAULTS)
-_ZEROS_U8: Final = vec[u8]([0] * _EDGE_DEFAULTS)
-# The same runs cut to each length k (filled on first use; index k holds length k once set).
-_FRESH_CHILD: Final[list[vec[i64]]] = [vec[i64]() for _ in range(_EDGE_DEFAULTS + 1)]
-_FRESH_ZERO_U8: Final[list[vec[u8]]] = [vec[u8]() for _ in range(_EDGE_DEFAULTS + 1)]
-# Node visit counts up to which cpuct(N) and udiv(N) are tabulated per tree (see _Tree.select).
-_SCHEDULE_SIZE: Final = 4096
-_NANS: Final = vec[float]([math.nan] * _SCHEDULE_SIZE)
-
-# SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
-SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
-
-
-class MCTSConfigError(ValueError):
-    """A bad MCTS setting (one-line message)."""
-
-
-@dataclass
-class MCTSConfig:
-    """Every switch and parameter of the MCTS (CrazyAra 0.6.0 / paper defaults)."""
-
-    batch_size: int = 8
-    virtual_loss: float = 3.0
-    cpuct_init: float = 2.5
-    cpuct_base: float = 19652.0
-    cpuct_schedule: bool = True
-    fpu: float = -1.0
-    u_divisor: bool = True
-    u_init: float = 1.0
-    u_final: float = 0.25
-    u_base: float = 1965.0
-    q_value_selection: bool = True
-    q_factor: float = 0.7
-    q_thresh_init: float = 0.5
-    q_thresh_max: float = 0.9
-    q_thresh_base: float = 1965.0
-    q_pv: bool = True
-    q_pv_depth: int = 5
-    check_enhancement: bool = True
-    check_prior_threshold: float = 0.1
-    check_factor: float = 0.5
-    check_cap: bool = False  # newer CrazyAra: add min(0.1, 0.5 max P) instead of 0.5 max P
-    check_urgency: bool = False  # not in CrazyAra 0.6.0: unvisited checks start at check_q_init
-    check_q_init: float = 0.0
-    transposition_table: bool = True
-    fix_checkmates: bool = True
-    solver: bool = True
-    tree_reuse: bool = True
-    dirichlet_epsilon: float = 0.0  # 0.25 for self-play
-    dirichlet_alpha: float = 0.2
-    temperature: float = 0.0
-    temperature_moves: int = 0  # > 0: temperature only for the first so many full moves
-    stop_single_move: bool = True
-    default_nodes: int = 800
-    max_tree_nodes: int = 2_000_000
-    time: TimeConfig = field(default_factory=TimeConfig)
-    # SixtyFour variant
-    score_formula: str = "crazyara"
-    sixtyfour_c: float = 0.5
-    mate_value: float = 1.0
-    prior_noise: float = 0.0
-    prior_noise_decay: float = 6.0
-    max_playout_depth: int = 0  # 0: unlimited
-    playout_depth_from_clock: bool = False
-
-    @classmethod
-    def sixtyfour(cls) -> MCTSConfig:
-        """The SixtyFour engine's search: its formula, prior noise, mate 1.5, depth from the clock."""
-        return cls(score_formula="sixtyfour", sixtyfour_c=0.5, mate_value=1.5, fpu=0.0,
-                   prior_noise=0.3, prior_noise_decay=6.0, playout_depth_from_clock=True,
-                   q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
-                   cpuct_schedule=False, batch_size=1, virtual_loss=1.0, check_urgency=False)
-
-    @classmethod
-    def vanilla(cls) -> MCTSConfig:
-        """Plain PUCT (AlphaZero-like): every CrazyAra modification off, Q init 0."""
-        return cls(q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
-                   fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
-
-    def validate(self) -> None:
-        if self.batch_size < 1:
-            raise MCTSConfigError(f"batch_size must be at least 1, got {self.batch_size}")
-        if self.virtual_loss < 0:
-            raise MCTSConfigError("virtual_loss must not be negative")
-        if self.score_formula not in ("crazyara", "sixtyfour"):
-            raise MCTSConfigError(f"score_formula must be 'crazyara' or 'sixtyfour', got {self.score_formula!r}")
-        if not 0.0 <= self.dirichlet_epsilon <= 1.0:
-            raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
-        if self.dirichlet_alpha <= 0 or self.temperature < 0 or self.default_nodes < 1:
-            raise MCTSConfigError("dirichlet_alpha and default_nodes must be positive, temperature >= 0")
-        if not 0.0 <= self.q_factor <= 1.0:
-            raise MCTSConfigError("q_factor must be in [0, 1]")
-        if not -1.0 <= self.check_q_init <= 1.0:
-            raise MCTSConfigError("check_q_init must be in [-1, 1]")
-
-
-def cpuct(cfg: MCTSConfig, n: float) -> float:
-    """The exploration constant for a node with ``n`` visits."""
-    if not cfg.cpuct_schedule:
-        return cfg.cpuct_init
-    return math.log((n + cfg.cpuct_base + 1.0) / cfg.cpuct_base) + cfg.cpuct_init
-
-
-def u_divisor(cfg: MCTSConfig, n: float) -> float:
-    """``udiv(s)``: 1 (u_init) for a fresh node, decaying to 0.25 (u_final) as it is visited."""
-    if not cfg.u_divisor:
-        return 1.0
-    return cfg.u_final - math.exp(-n / cfg.u_base) * (cfg.u_final - cfg.u_init)
-
-
-def q_thresh(cfg: MCTSConfig, n: float) -> float:
-    """``Qthresh(s)``: 0.5 for few visits, rising to 0.9."""
-    return cfg.q_thresh_max - math.exp(-n / cfg.q_thresh_base) * (cfg.q_thresh_max - cfg.q_thresh_init)
+from search.mcts_config import (
+    MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
+)
+from search.mcts_tree import (
+    DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, TreeRule, _float_vec, _KeyIndex, _Tree, counters_hash,
+    make_rule,
+)
+from search.timeman import TimeControl, move_time
 
 
 def value_to_cp(v: float) -> int:
@@ -262,67 +105,6 @@ def value_to_cp(v: float) -> int:
         return 9999 if v > 0 else -9999
     cp = -100.0 * math.log(1.0 - a) / math.log(1.2)
     return int(round(cp if v > 0 else -cp))
-
-
-def counters_hash(halfmove_clock: int, fullmove_number: int, reps: int) -> i64:
-    """``(halfmove_clock · C1 + fullmove_number · C2 + reps · C3) mod 2^63`` (C1..C3 odd 64-bit
-    constants), mixed into the transposition-table key.  Speed: for counters below 2^20 it is
-    computed from the constants' 32-bit halves, every step inside i64 (no big-int arithmetic)."""
-    h = halfmove_clock
-    f = fullmove_number
-    r = reps
-    if 0 <= h < 1048576 and 0 <= f < 1048576 and 0 <= r < 1048576:
-        hb: i64 = h
-        fb: i64 = f
-        rb: i64 = r
-        lo: i64 = hb * 0x7F4A7C15 + fb * 0x27D4EB4F + rb * 0x9E3779F9  # each term < 2^52
-        hi: i64 = hb * 0x9E3779B9 + fb * 0xC2B2AE3D + rb * 0x165667B1
-        top: i64 = (hi + (lo >> 32)) & 0x7FFFFFFF  # bits 32..62 of the sum
-        return (top << 32) | (lo & 0xFFFFFFFF)
-    return (h * 0x9E3779B97F4A7C15 + f * 0xC2B2AE3D27D4EB4F + r * 0x165667B19E3779F9) & 0x7FFFFFFFFFFFFFFF
-
-
-def final_policy(cfg: MCTSConfig, visits: list[int], qs: list[float]) -> list[float]:
-    """The move-selection distribution over root moves (before temperature).
-
-    Vanilla: ``π = N / ΣN``.  With Q-value selection: ``Q' = (Q + 1) / 2`` set to 0 where
-    ``N < Qthresh · max N``, and ``π = (1 - Qfactor) N / ΣN + Qfactor Q'``.
-    """
-    total = 0
-    top = 0
-    for n in visits:
-        total += n
-        top = max(top, n)
-    if total == 0:
-        return [1.0 / len(visits) for _ in visits] if visits else []
-    if not cfg.q_value_selection:
-        return [n / total for n in visits]
-    thresh = q_thresh(cfg, float(total)) * top
-    out: list[float] = []
-    for i in range(len(visits)):
-        n = visits[i]
-        qp = (max(-1.0, min(1.0, qs[i])) + 1.0) / 2.0 if n >= thresh and n > 0 else 0.0
-        out.append((1.0 - cfg.q_factor) * n / total + cfg.q_factor * qp)
-    return out
-
-
-def _float_vec(xs: list[float]) -> vec[float]:
-    """``vec[float](xs)`` by a native loop (the generic conversion costs about 10 ns an element)."""
-    n: i64 = len(xs)
-    out = _ZEROS_F64[0:n] if n <= _EDGE_DEFAULTS else vec[float]([0.0] * n)
-    i: i64 = 0
-    while i < n:
-        out[i] = xs[i]
-        i += 1
-    return out
-
-
-def playout_depth_for_clock(seconds_left: float) -> int:
-    """SixtyFour's playout depth for the seconds left on the clock (0 = no search below 10 s)."""
-    for limit, depth in SIXTYFOUR_DEPTHS:
-        if seconds_left > limit:
-            return depth
-    return 0
 
 
 class _Pending:
@@ -340,462 +122,6 @@ class _Pending:
         self.mates = mates
 
 
-class _KeyIndex:
-    """A map from 64-bit keys to slot numbers >= 0 (the transposition table's index): open
-    addressing with linear probing in two vecs, so a lookup boxes no int (a dict did).  ``_slot1``
-    holds slot + 1 (0: empty); the capacity is a power of two kept at least twice the entries."""
-
-    def __init__(self) -> None:
-        self._keys = vec[i64]([0] * 1024)
-        self._slot1 = vec[i64]([0] * 1024)
-        self._mask: i64 = 1023
-        self.size: i64 = 0
-
-    def _probe(self, key: i64) -> i64:
-        """The position of ``key`` in the table, or of the empty place where it would go."""
-        i = key & self._mask
-        while self._slot1[i] != 0 and self._keys[i] != key:
-            i = (i + 1) & self._mask
-        return i
-
-    def get(self, key: i64) -> i64:
-        """The slot of ``key``, or -1."""
-        return self._slot1[self._probe(key)] - 1
-
-    def put(self, key: i64, slot: i64) -> None:
-        """Map ``key`` to ``slot`` (replacing its slot if present)."""
-        i = self._probe(key)
-        if self._slot1[i] == 0:
-            self._keys[i] = key
-            self.size += 1
-        self._slot1[i] = slot + 1
-        if 2 * self.size > self._mask:
-            self._grow()
-
-    def _grow(self) -> None:
-        keys = self._keys
-        slot1 = self._slot1
-        n = 2 * (self._mask + 1)
-        self._keys = vec[i64]([0] * n)
-        self._slot1 = vec[i64]([0] * n)
-        self._mask = n - 1
-        for j in range(len(keys)):
-            if slot1[j] != 0:
-                i = self._probe(keys[j])
-                self._keys[i] = keys[j]
-                self._slot1[i] = slot1[j]
-
-
-class _Tree:
-    """The node and edge arrays (see the module docstring) and the operations on them."""
-
-    def __init__(self, cfg: MCTSConfig) -> None:
-        self.cfg = cfg
-        self.sixtyfour = cfg.score_formula == "sixtyfour"
-        self.check_urgency = cfg.check_urgency and not self.sixtyfour
-        self.cpuct_table = _NANS[0:_SCHEDULE_SIZE]
-        self.udiv_table = _NANS[0:_SCHEDULE_SIZE]
-        self.nd_edge0 = vec[i64]()
-        self.nd_nedges = vec[i64]()
-        self.nd_state = vec[i64]()
-        self.nd_value = vec[float]()
-        self.nd_sum_n = vec[float]()
-        self.nd_proven = vec[i64]()
-        self.nd_plies = vec[i64]()
-        self.nd_hash = vec[i64]()
-        self.nd_touched = vec[i64]()
-        self.nd_tail_from = vec[i64]()
-        self.nd_tail_best = vec[i64]()
-        self.nd_tail_best_check = vec[i64]()
-        self.nd_pmax = vec[float]()
-        self.nd_n = vec[i64]()
-        self.nd_w = vec[float]()
-        self.nd_vl = vec[i64]()
-        self.ed_move = vec[i64]()
-        self.ed_prior = vec[float]()
-        self.ed_child = vec[i64]()
-        self.ed_check = vec[u8]()
-        self.n_nodes = 0
-        self.n_edges = 0
-
-    def new_node(self, key: i64) -> int:
-        self.nd_edge0 = append(self.nd_edge0, -1)
-        self.nd_nedges = append(self.nd_nedges, 0)
-        self.nd_state = append(self.nd_state, NEW)
-        self.nd_value = append(self.nd_value, 0.0)
-        self.nd_sum_n = append(self.nd_sum_n, 0.0)
-        self.nd_proven = append(self.nd_proven, UNKNOWN)
-        self.nd_plies = append(self.nd_plies, 0)
-        self.nd_hash = append(self.nd_hash, key)
-        self.nd_touched = append(self.nd_touched, 0)
-        self.nd_tail_from = append(self.nd_tail_from, -1)
-        self.nd_tail_best = append(self.nd_tail_best, -1)
-        self.nd_tail_best_check = append(self.nd_tail_best_check, -1)
-        self.nd_pmax = append(self.nd_pmax, math.nan)
-        self.nd_n = append(self.nd_n, 0)
-        self.nd_w = append(self.nd_w, 0.0)
-        self.nd_vl = append(self.nd_vl, 0)
-        self.n_nodes += 1
-        return self.n_nodes - 1
-
-    def expand(self, node: int, moves: list[int], priors: list[float], value: float) -> None:
-        self.expand_vec(node, vec[i64](moves), vec[float](priors), value)
-
-    def expand_vec(self, node: int, moves: vec[i64], priors: vec[float], value: float) -> None:
-        """:meth:`expand` with the moves and priors in vecs."""
-        self.nd_edge0[node] = self.n_edges
-        self.nd_nedges[node] = len(moves)
-        k: i64 = len(moves)
-        # Speed: extending a vec from a vec is a copy, from a list an element-by-element conversion
-        # (~20 ns each); the fresh edges' child and check flag come from constant vecs.
-        self.ed_move = extend(self.ed_move, moves)
-        self.ed_prior = extend(self.ed_prior, priors)
-        if k <= _EDGE_DEFAULTS:
-            # Speed: the constant runs of length k are cut once and kept (a slice per expansion
-            # costs an allocation and a copy each).
-            if len(_FRESH_CHILD[k]) != k:
-                _FRESH_CHILD[k] = _MINUS_ONES[0:k]
-                _FRESH_ZERO_U8[k] = _ZEROS_U8[0:k]
-            self.ed_child = extend(self.ed_child, _FRESH_CHILD[k])
-            self.ed_check = extend(self.ed_check, _FRESH_ZERO_U8[k])
-        else:
-            self.ed_child = extend(self.ed_child, vec[i64]([-1] * k))
-            self.ed_check = extend(self.ed_check, vec[u8]([0] * k))
-        self.n_edges += len(moves)
-        self.nd_touched[node] = self.nd_edge0[node]
-        self.nd_tail_from[node] = -1
-        self.nd_pmax[node] = math.nan
-        self.nd_value[node] = value
-        self.nd_state[node] = EXPANDED
-
-    def edge_n(self, e: int) -> int:
-        """N(s, a) of edge e (finished visits; 0 while it has no child)."""
-        child = self.ed_child[e]
-        return int(self.nd_n[child]) if child >= 0 else 0
-
-    def edge_w(self, e: int) -> float:
-        """W(s, a) of edge e."""
-        child = self.ed_child[e]
-        return self.nd_w[child] if child >= 0 else 0.0
-
-    def edge_vl(self, e: int) -> int:
-        """The leaves in flight below edge e."""
-        child = self.ed_child[e]
-        return int(self.nd_vl[child]) if child >= 0 else 0
-
-    def child_of(self, e: int) -> int:
-        """The child node of edge e, created (NEW, hash 0) if it has none: the holder of the edge's
-        statistics (the search sets a new child's hash once the move is made)."""
-        child = self.ed_child[e]
-        if child < 0:
-            child = self.new_node(0)
-            self.ed_child[e] = child
-        return int(child)
-
-    def edge_q(self, e: int) -> float:
-        n = self.edge_n(e)
-        return self.edge_w(e) / float(n) if n > 0 else self.cfg.fpu
-
-    def select(self, node: int) -> int:
-        """The edge to follow from an expanded node (see the notation in the module docstring)."""
-        cfg = self.cfg
-        # Speed: native (i64) indices and the arrays in locals keep the loop free of boxed ints.
-        nd_n = self.nd_n
-        nd_vl = self.nd_vl
-        nd_w = self.nd_w
-        ed_prior = self.ed_prior
-        ed_child = self.ed_child
-        ed_check = self.ed_check
-        nd_proven = self.nd_proven
-        nd_plies = self.nd_plies
-        e0: i64 = self.nd_edge0[node]
-        end: i64 = e0 + self.nd_nedges[node]
-        sum_n = self.nd_sum_n[node]
-        vl = cfg.virtual_loss
-        solver = cfg.solver or cfg.fix_checkmates
-        full_solver = cfg.solver
-        sixtyfour = self.sixtyfour
-        if sixtyfour:
-            c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
-            ud = 1.0
-        else:
-            # Speed: cpuct and udiv of a node with an integral N below _SCHEDULE_SIZE come from
-            # tables filled on first use by the same functions (the same values, no log or exp).
-            if 0.0 <= sum_n < _SCHEDULE_SIZE and sum_n == math.floor(sum_n):
-                idx = int(sum_n)
-                cp = self.cpuct_table[idx]
-                if cp != cp:  # NaN: not yet computed
-                    cp = cpuct(cfg, sum_n)
-                    self.cpuct_table[idx] = cp
-                    self.udiv_table[idx] = u_divisor(cfg, sum_n)
-                ud = self.udiv_table[idx]
-            else:
-                cp = cpuct(cfg, sum_n)
-                ud = u_divisor(cfg, sum_n)
-            c = cp * math.sqrt(max(sum_n, 1.0))
-        best = -1e30
-        best_e: i64 = -1
-        # Fallbacks when every edge is decided: the quickest proven win, else the longest loss.
-        win_e: i64 = -1
-        lose_e: i64 = -1
-        fpu = cfg.fpu
-        # Check urgency: an unvisited checking move starts from Q = check_q_init instead of fpu.
-        urgent = self.check_urgency
-        fpu_check = cfg.check_q_init if urgent else fpu
-        # Speed: an unvisited edge scores q0 + c·P/udiv (q0: fpu, or check_q_init for a check),
-        # non-decreasing in P when 0 <= c < inf and udiv > 0 (IEEE rounding is monotone), so once
-        # an unvisited edge of one kind with prior pu has been scored (and its score is <= best),
-        # a later unvisited edge of that kind with P <= pu cannot beat best: it is skipped without
-        # the division.  The edge chosen is exactly the same.
-        monotone = 0.0 <= c < math.inf and ud > 0.0
-        pu = -math.inf
-        pu_check = -math.inf
-        # Speed: edges from nd_touched on were never visited nor are in flight, so one of each kind
-        # (the first with the largest prior, nd_tail_best/_check) stands for all: see the tail below.
-        scan_end: i64 = end
-        if monotone and not sixtyfour:
-            scan_end = self.nd_touched[node]
-        e: i64 = e0
-        while e < scan_end:
-            child: i64 = ed_child[e]
-            if not sixtyfour and (child < 0 or (nd_n[child] == 0 and nd_vl[child] == 0)):
-                # Fast path: an unvisited edge (its child, if any, is a mate found at expansion,
-                # and such a node is settled and never selected from).
-                p = ed_prior[e]
-                if urgent and ed_check[e] != 0:
-                    if monotone and p <= pu_check:
-                        e += 1
-                        continue
-                    score = fpu_check + c * p / ud
-                    if score > best:
-                        best = score
-                        best_e = e
-                    if score <= best:  # false only for a NaN score
-                        pu_check = p
-                    e += 1
-                    continue
-                if monotone and p <= pu:
-                    e += 1
-                    continue
-                score = fpu + c * p / ud
-                if score > best:
-                    best = score
-                    best_e = e
-                if score <= best:  # false only for a NaN score
-                    pu = p
-                e += 1
-                continue
-            if solver and child >= 0:
-                pr = nd_proven[child]
-                if pr == LOSS:
-                    if nd_plies[child] == 0:
-                        return int(e)  # fix checkmates: a move that mates at once ends the exploration
-                    # A proven win is known; the visits go to the other moves (a shorter mate?).
-                    if win_e < 0 or nd_plies[child] < nd_plies[ed_child[win_e]]:
-                        win_e = e
-                    e += 1
-                    continue
-                if pr == WIN and full_solver:
-                    # Never walk into a proven loss while something else is open.
-                    if lose_e < 0 or nd_plies[child] > nd_plies[ed_child[lose_e]]:
-                        lose_e = e
-                    e += 1
-                    continue
-            if child < 0:  # SixtyFour only: the other formula has taken it above
-                score = fpu + c * ed_prior[e]
-                if score > best:
-                    best = score
-                    best_e = e
-                e += 1
-                continue
-            inflight = float(nd_vl[child]) * vl
-            n = float(nd_n[child]) + inflight
-            if sixtyfour:
-                if n > 0.0:
-                    q = 0.5 * (-self.nd_value[child] + (nd_w[child] - inflight) / n)
-                else:
-                    q = fpu
-                score = q + c * ed_prior[e] / (1.0 + n)
-            else:
-                q = (nd_w[child] - inflight) / n if n > 0.0 else fpu
-                score = q + c * ed_prior[e] / (ud + n)
-            if score > best:
-                best = score
-                best_e = e
-            e += 1
-        pmax = 0.0
-        if scan_end < end:
-            pmax = self.nd_pmax[node]
-            if pmax != pmax:  # NaN: not known yet
-                pmax = ed_prior[e0]
-                f0: i64 = e0 + 1
-                while f0 < end:
-                    if ed_prior[f0] > pmax:
-                        pmax = ed_prior[f0]
-                    f0 += 1
-                self.nd_pmax[node] = pmax
-        # The untouched tail cannot beat best if even the largest prior of the node cannot.
-        if scan_end < end and max(fpu, fpu_check) + c * pmax / ud > best:
-            # The untouched tail: for each kind its best score is that of its largest prior
-            # (monotone), and the loop above would pick the first tail edge reaching the larger.
-            tail_from = self.nd_tail_from[node]
-            if tail_from != scan_end:
-                # Edges left the tail since its best ones were found: those found stay the first
-                # largest of what is left unless they left too.
-                if (tail_from < 0 or tail_from > scan_end or 0 <= self.nd_tail_best[node] < scan_end
-                        or 0 <= self.nd_tail_best_check[node] < scan_end):
-                    self._find_tail_best(node, scan_end, end, urgent)
-                else:
-                    self.nd_tail_from[node] = scan_end
-            j = self.nd_tail_best[node]
-            jc = self.nd_tail_best_check[node]
-            pick: i64 = -1
-            top = best
-            if j >= 0 and ed_prior[j] > pu:
-                s = fpu + c * ed_prior[j] / ud
-                if s > top:
-                    top = s
-                    pick = self._first_in_tail(scan_end, j, False, urgent, fpu, c, ud, s)
-            if jc >= 0 and ed_prior[jc] > pu_check:
-                s = fpu_check + c * ed_prior[jc] / ud
-                if s > top:
-                    pick = self._first_in_tail(scan_end, jc, True, urgent, fpu_check, c, ud, s)
-                    top = s
-                elif s == top and pick >= 0:  # both kinds reach the top: the first edge wins
-                    first = self._first_in_tail(scan_end, jc, True, urgent, fpu_check, c, ud, s)
-                    if first < pick:
-                        pick = first
-            if pick >= 0:
-                return int(pick)
-        if best_e >= 0:
-            return int(best_e)
-        if win_e >= 0:
-            return int(win_e)
-        return int(lose_e) if lose_e >= 0 else int(e0)
-
-    def _find_tail_best(self, node: int, start: i64, end: i64, urgent: bool) -> None:
-        """The first edge with the largest prior among start .. end - 1, per kind (checks apart
-        when ``urgent``; -1 where there is none of a kind)."""
-        ed_prior = self.ed_prior
-        ed_check = self.ed_check
-        j: i64 = -1
-        jc: i64 = -1
-        f: i64 = start
-        while f < end:
-            p = ed_prior[f]
-            if urgent and ed_check[f] != 0:
-                if jc < 0 or p > ed_prior[jc]:
-                    jc = f
-            elif j < 0 or p > ed_prior[j]:
-                j = f
-            f += 1
-        self.nd_tail_from[node] = start
-        self.nd_tail_best[node] = j
-        self.nd_tail_best_check[node] = jc
-
-    def _first_in_tail(self, start: i64, j: i64, check: bool, urgent: bool, q0: float, c: float, ud: float,
-                       top: float) -> i64:
-        """The first tail edge of one kind before j whose score ``q0 + c·P/udiv`` equals ``top``
-        (edge j's): a smaller prior rounds to the same score only within a relative 1e-15 or so,
-        so only edges with a prior that close are scored; j if there is none."""
-        ed_prior = self.ed_prior
-        ed_check = self.ed_check
-        p = ed_prior[j]
-        x = c * p / ud
-        plo = p - 1e-12 * (abs(top) + abs(x)) * ud / c if c > 0.0 else -math.inf
-        f: i64 = start
-        while f < j:
-            q = ed_prior[f]
-            if q >= plo and (urgent and ed_check[f] != 0) == check and q0 + c * q / ud == top:
-                return f
-            f += 1
-        return j
-
-    def update_proven(self, node: int) -> bool:
-        """Solver: decide a node from its children; True if its status or distance changed."""
-        if self.nd_state[node] != EXPANDED:
-            return False
-        old_status = self.nd_proven[node]
-        old_plies = self.nd_plies[node]
-        e0 = int(self.nd_edge0[node])
-        k = int(self.nd_nedges[node])
-        all_known = True
-        any_draw = False
-        win_plies = -1
-        loss_plies = 0
-        for e in range(e0, e0 + k):
-            child = int(self.ed_child[e])
-            if child < 0:
-                all_known = False
-                continue
-            pr = self.nd_proven[child]
-            if pr == LOSS:
-                p = int(self.nd_plies[child]) + 1
-                if win_plies < 0 or p < win_plies:
-                    win_plies = p
-            elif pr == WIN:
-                loss_plies = max(loss_plies, int(self.nd_plies[child]) + 1)
-            elif pr == DRAW:
-                any_draw = True
-            else:
-                all_known = False
-        if win_plies >= 0:
-            self.nd_proven[node] = WIN
-            self.nd_plies[node] = win_plies
-        elif self.cfg.solver and all_known:
-            if any_draw:
-                self.nd_proven[node] = DRAW
-                self.nd_plies[node] = 0
-            else:
-                self.nd_proven[node] = LOSS
-                self.nd_plies[node] = loss_plies
-        return self.nd_proven[node] != old_status or self.nd_plies[node] != old_plies
-
-    def settled(self, node: int) -> bool:
-        """Proven and nothing left to learn below: a loss, a draw, or a win by mate in one."""
-        pr = self.nd_proven[node]
-        return pr == LOSS or pr == DRAW or (pr == WIN and self.nd_plies[node] <= 1)
-
-    def proven_value(self, node: int) -> float:
-        pr = self.nd_proven[node]
-        if pr == WIN:
-            return self.cfg.mate_value
-        if pr == LOSS:
-            return -self.cfg.mate_value
-        return 0.0
-
-    def add_virtual_loss(self, parent: int, e: int) -> None:
-        """A leaf goes in flight below edge e of parent (its child must exist: see child_of)."""
-        if e >= self.nd_touched[parent]:
-            self.nd_touched[parent] = e + 1
-        self.nd_vl[self.ed_child[e]] += 1
-        self.nd_sum_n[parent] += self.cfg.virtual_loss
-
-    def remove_virtual_loss(self, path: vec[i64], nodes: vec[i64]) -> None:
-        for i in range(len(path)):
-            self.nd_vl[self.ed_child[path[i]]] -= 1
-            self.nd_sum_n[nodes[i]] -= self.cfg.virtual_loss
-
-    def backup(self, path: vec[i64], nodes: vec[i64], leaf: int, value: float) -> None:
-        """Back ``value`` (for the side to move at ``leaf``) up the path, removing virtual loss;
-        with the solver (or fix-checkmates, one level), settle proven statuses on the way."""
-        v = value
-        vl = self.cfg.virtual_loss
-        settle = (self.cfg.solver or self.cfg.fix_checkmates) and self.nd_proven[leaf] != UNKNOWN
-        i = len(path) - 1
-        while i >= 0:
-            child = self.ed_child[path[i]]
-            parent = nodes[i]
-            v = -v
-            self.nd_vl[child] -= 1
-            self.nd_n[child] += 1
-            self.nd_w[child] += v
-            self.nd_sum_n[parent] += 1.0 - vl
-            if settle:
-                settle = self.update_proven(parent) and self.cfg.solver
-            i -= 1
-
-
 @mypyc_attr(allow_interpreted_subclasses=True)
 class MCTS(Search):
     """PUCT MCTS with CrazyAra's modifications; evaluator (POLICY_VALUE) and random state injected."""
@@ -807,7 +133,8 @@ class MCTS(Search):
         self.config = config if config is not None else MCTSConfig()
         self.config.validate()
         self.rng = rng if rng is not None else random.Random(0)
-        self.tree = _Tree(self.config)
+        self.rule: TreeRule = make_rule(self.config)
+        self.tree = _Tree(self.config, self.rule.check_urgency)
         self.root = -1
         self._root_ply = -1
         self._root_hash: i64 = 0
@@ -845,7 +172,7 @@ class MCTS(Search):
 
     def new_game(self) -> None:
         """Forget the tree, the transposition table and the last move's Q."""
-        self.tree = _Tree(self.config)
+        self.tree = _Tree(self.config, self.rule.check_urgency)
         self.root = -1
         self._root_ply = -1
         self._tt = _KeyIndex()
@@ -910,7 +237,7 @@ class MCTS(Search):
             raise MCTSConfigError(f"no legal moves in {pos.fen()}")
         if self._pending:
             # The last search was abandoned with leaves in flight: its tree holds virtual losses.
-            self.tree = _Tree(cfg)
+            self.tree = _Tree(cfg, self.rule.check_urgency)
             self.root = -1
         self._pos = pos
         self._pending = []
@@ -926,7 +253,7 @@ class MCTS(Search):
         self._elapsed = 0.0
         reused = self._reuse_root(pos)
         if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
-            self.tree = _Tree(cfg)
+            self.tree = _Tree(cfg, self.rule.check_urgency)
             reused = self.tree.new_node(pos.zobrist)
         self.root = reused
         self._root_ply = pos.ply()
@@ -1089,7 +416,7 @@ class MCTS(Search):
                     tree.backup(path, nodes, node, tree.nd_value[node])
                     self._nodes += 1
                     break
-                e = tree.select(node)
+                e = self.rule.select(tree, node)
                 new_child = tree.ed_child[e] < 0  # its hash is set once its move is made below
                 child = tree.child_of(e)
                 tree.add_virtual_loss(node, e)
@@ -1148,8 +475,7 @@ class MCTS(Search):
                 tree.nd_proven[node] = LOSS
             else:
                 tree.nd_proven[node] = DRAW
-        elif not is_root and (pos.is_insufficient_material() or pos.is_repetition(2)
-                              or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
+        elif not is_root and pos.is_search_draw():
             terminal = True
             tree.nd_proven[node] = DRAW
         # Speed: below the root a repeated position ended above, so it has no earlier occurrence.
@@ -1425,4 +751,5 @@ class MCTS(Search):
 
 
 __all__ = ["MCTS", "MCTSConfig", "MCTSConfigError", "cpuct", "u_divisor", "q_thresh", "value_to_cp",
-           "final_policy", "playout_depth_for_clock"]
+           "final_policy", "playout_depth_for_clock", "DRAW", "EXPANDED", "LOSS", "PENDING", "TERMINAL", "UNKNOWN",
+           "WIN", "counters_hash"]

@@ -13,8 +13,9 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError,
 from evaluators.classical import ClassicalEvaluator
 from search.alphabeta import AlphaBeta
 from search.base import Limits
+from search.mcts_tree import _Tree, make_rule
 from search.mcts import (
-    MCTS, _Tree, MCTSConfig, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor, value_to_cp,
+    MCTS, MCTSConfig, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor, value_to_cp,
 )
 from search.timeman import TimeConfig, TimeControl, move_time
 from tests.positions import MATES, random_position
@@ -109,7 +110,7 @@ def test_check_urgency_explores_checks_first() -> None:
     # small prior is not tried; starting it at Q = 0 (check urgency) tries it at once.
     def pick(urgent: bool) -> int:
         cfg = MCTSConfig(check_urgency=urgent, u_divisor=False)
-        tree = _Tree(cfg)
+        tree = _Tree(cfg, make_rule(cfg).check_urgency)
         root = tree.new_node(0)
         tree.expand(root, [1, 2, 3], [0.85, 0.05, 0.1], 0.0)
         tree.ed_check[2] = 1  # move 3 gives check
@@ -118,7 +119,7 @@ def test_check_urgency_explores_checks_first() -> None:
         tree.nd_w[child] = 0.3 * 20
         tree.nd_sum_n[root] = 20
         tree.nd_touched[root] = 1
-        return tree.select(root)
+        return make_rule(tree.cfg).select(tree, root)
 
     assert pick(False) == 0
     assert pick(True) == 2
@@ -270,7 +271,7 @@ def test_q_value_selection_prefers_a_better_q_among_well_visited_moves() -> None
 
 def select_in(cfg: MCTSConfig, edges: list[tuple[float, int, float]]) -> int:
     """Build a one-node tree whose edges have (P, N, Q) and return the edge PUCT selects."""
-    tree = _Tree(cfg)
+    tree = _Tree(cfg, make_rule(cfg).check_urgency)
     root = tree.new_node(0)
     tree.expand(root, list(range(1, len(edges) + 1)), [p for p, _, _ in edges], 0.0)
     for i, (_, n, q) in enumerate(edges):
@@ -280,7 +281,7 @@ def select_in(cfg: MCTSConfig, edges: list[tuple[float, int, float]]) -> int:
             tree.nd_n[child] = n
             tree.nd_w[child] = q * n
             tree.nd_touched[root] = i + 1  # as add_virtual_loss marks an edge the search visits
-    return tree.select(root)
+    return make_rule(tree.cfg).select(tree, root)
 
 
 def test_u_divisor_schedule_explores_more() -> None:

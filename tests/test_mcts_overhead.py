@@ -1,7 +1,7 @@
 """The MCTS's speed shortcuts give exactly the results of the plain formulas they replace.
 
 ``counters_hash`` (transposition-table key without big-int arithmetic) against the formula, and
-``_Tree.select`` (skips the division for unvisited edges that cannot win, and scores only one
+the PUCT rule's ``select`` (skips the division for unvisited edges that cannot win, and scores only one
 edge of the never-touched tail) against a plain implementation of the selection rule of the module
 docstring, on random trees with tied and near-tied priors, virtual losses, proven children and odd
 settings.
@@ -14,7 +14,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from search.mcts import LOSS, UNKNOWN, WIN, MCTSConfig, _Tree, counters_hash, cpuct, u_divisor
+from search.mcts import LOSS, UNKNOWN, WIN, MCTSConfig, counters_hash, cpuct, u_divisor
+from search.mcts_tree import _Tree, make_rule
 
 C1 = 0x9E3779B97F4A7C15
 C2 = 0xC2B2AE3D27D4EB4F
@@ -99,7 +100,7 @@ CONFIGS = [MCTSConfig(), MCTSConfig.vanilla(), MCTSConfig.sixtyfour(), MCTSConfi
 def test_select_is_the_plain_rule(seed: int, which: int) -> None:
     rng = random.Random(seed)
     cfg = CONFIGS[which]
-    tree = _Tree(cfg)
+    tree = _Tree(cfg, make_rule(cfg).check_urgency)
     root = tree.new_node(0)
     k = rng.randint(1, 60)
     pool = [0.0, 1.0 / k, 0.5, rng.random(), rng.random() * 1e-9, 1.0]
@@ -139,11 +140,11 @@ def test_select_is_the_plain_rule(seed: int, which: int) -> None:
     # with N > 0 or a virtual loss.
     touched = [e for e in range(k) if tree.edge_n(e) > 0 or tree.edge_vl(e) > 0]
     tree.nd_touched[root] = touched[-1] + 1 if touched else 0
-    assert tree.select(root) == reference_select(tree, cfg, root)
+    assert make_rule(tree.cfg).select(tree, root) == reference_select(tree, cfg, root)
 
 
 def test_expand_gives_fresh_edges_their_defaults_beyond_the_constant_slices() -> None:
-    tree = _Tree(MCTSConfig())
+    tree = _Tree(MCTSConfig(), make_rule(MCTSConfig()).check_urgency)
     for k in (1, 37, 512, 513, 700):
         node = tree.new_node(0)
         priors = [1.0 / k] * k
@@ -167,7 +168,7 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
     selection is checked against the plain rule again."""
     rng = random.Random(seed)
     cfg = CONFIGS[which]
-    tree = _Tree(cfg)
+    tree = _Tree(cfg, make_rule(cfg).check_urgency)
     root = tree.new_node(0)
     k = rng.randint(1, 50)
     pool = [1.0 / k, 0.5 / k, 2.0 / k, (1.0 / k) * (1.0 + 1e-16)]
@@ -177,7 +178,7 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
         if rng.random() < 0.3:
             tree.ed_check[e] = 1
     for _ in range(3 * k):
-        e = tree.select(root)
+        e = make_rule(tree.cfg).select(tree, root)
         assert e == reference_select(tree, cfg, root)
         child = tree.child_of(e)  # as the search does before the virtual loss
         tree.add_virtual_loss(root, e)
@@ -196,7 +197,7 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
 def test_key_index_is_a_dict(pairs: list[tuple[int, int]], seed: int) -> None:
     """The transposition table's open-addressing index answers as a dict would (growth, negative
     keys, keys equal modulo the capacity, replaced slots)."""
-    from search.mcts import _KeyIndex
+    from search.mcts_tree import _KeyIndex
     rng = random.Random(seed)
     pairs = pairs + [((k * 1024 + rng.randint(0, 3) + 2**63) % 2**64 - 2**63, s) for k, s in pairs[:200]]  # collisions
     idx = _KeyIndex()

@@ -1,0 +1,153 @@
+"""The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults), the schedules
+of the selection and final-move rules (``cpuct``, ``udiv``, ``Qthresh``, SixtyFour's playout depth)
+and the registry of tree rules (:data:`TREE_RULES`; notation in :mod:`search.mcts`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Final
+
+from search.timeman import TimeConfig
+
+#: the selection rules below the root (``MCTSConfig.score_formula``): "module:Class" of a
+#: :class:`search.mcts_tree.TreeRule`; a new rule is a new file and a line here
+TREE_RULES: Final = {
+    "crazyara": "search.puct:PUCT",
+    "sixtyfour": "search.sixtyfour:SixtyFourScore",
+}
+
+# SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
+SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
+
+
+class MCTSConfigError(ValueError):
+    """A bad MCTS setting (one-line message)."""
+
+
+@dataclass
+class MCTSConfig:
+    """Every switch and parameter of the MCTS (CrazyAra 0.6.0 / paper defaults)."""
+
+    batch_size: int = 8
+    virtual_loss: float = 3.0
+    cpuct_init: float = 2.5
+    cpuct_base: float = 19652.0
+    cpuct_schedule: bool = True
+    fpu: float = -1.0
+    u_divisor: bool = True
+    u_init: float = 1.0
+    u_final: float = 0.25
+    u_base: float = 1965.0
+    q_value_selection: bool = True
+    q_factor: float = 0.7
+    q_thresh_init: float = 0.5
+    q_thresh_max: float = 0.9
+    q_thresh_base: float = 1965.0
+    q_pv: bool = True
+    q_pv_depth: int = 5
+    check_enhancement: bool = True
+    check_prior_threshold: float = 0.1
+    check_factor: float = 0.5
+    check_cap: bool = False  # newer CrazyAra: add min(0.1, 0.5 max P) instead of 0.5 max P
+    check_urgency: bool = False  # not in CrazyAra 0.6.0: unvisited checks start at check_q_init
+    check_q_init: float = 0.0
+    transposition_table: bool = True
+    fix_checkmates: bool = True
+    solver: bool = True
+    tree_reuse: bool = True
+    dirichlet_epsilon: float = 0.0  # 0.25 for self-play
+    dirichlet_alpha: float = 0.2
+    temperature: float = 0.0
+    temperature_moves: int = 0  # > 0: temperature only for the first so many full moves
+    stop_single_move: bool = True
+    default_nodes: int = 800
+    max_tree_nodes: int = 2_000_000
+    time: TimeConfig = field(default_factory=TimeConfig)
+    # SixtyFour variant
+    score_formula: str = "crazyara"
+    sixtyfour_c: float = 0.5
+    mate_value: float = 1.0
+    prior_noise: float = 0.0
+    prior_noise_decay: float = 6.0
+    max_playout_depth: int = 0  # 0: unlimited
+    playout_depth_from_clock: bool = False
+
+    @classmethod
+    def sixtyfour(cls) -> MCTSConfig:
+        """The SixtyFour engine's search: its formula, prior noise, mate 1.5, depth from the clock."""
+        return cls(score_formula="sixtyfour", sixtyfour_c=0.5, mate_value=1.5, fpu=0.0,
+                   prior_noise=0.3, prior_noise_decay=6.0, playout_depth_from_clock=True,
+                   q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
+                   cpuct_schedule=False, batch_size=1, virtual_loss=1.0, check_urgency=False)
+
+    @classmethod
+    def vanilla(cls) -> MCTSConfig:
+        """Plain PUCT (AlphaZero-like): every CrazyAra modification off, Q init 0."""
+        return cls(q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
+                   fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
+
+    def validate(self) -> None:
+        if self.batch_size < 1:
+            raise MCTSConfigError(f"batch_size must be at least 1, got {self.batch_size}")
+        if self.virtual_loss < 0:
+            raise MCTSConfigError("virtual_loss must not be negative")
+        if self.score_formula not in TREE_RULES:
+            raise MCTSConfigError(f"score_formula must be one of {', '.join(TREE_RULES)}, got {self.score_formula!r}")
+        if not 0.0 <= self.dirichlet_epsilon <= 1.0:
+            raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
+        if self.dirichlet_alpha <= 0 or self.temperature < 0 or self.default_nodes < 1:
+            raise MCTSConfigError("dirichlet_alpha and default_nodes must be positive, temperature >= 0")
+        if not 0.0 <= self.q_factor <= 1.0:
+            raise MCTSConfigError("q_factor must be in [0, 1]")
+        if not -1.0 <= self.check_q_init <= 1.0:
+            raise MCTSConfigError("check_q_init must be in [-1, 1]")
+
+
+def cpuct(cfg: MCTSConfig, n: float) -> float:
+    """The exploration constant for a node with ``n`` visits."""
+    if not cfg.cpuct_schedule:
+        return cfg.cpuct_init
+    return math.log((n + cfg.cpuct_base + 1.0) / cfg.cpuct_base) + cfg.cpuct_init
+
+
+def u_divisor(cfg: MCTSConfig, n: float) -> float:
+    """``udiv(s)``: 1 (u_init) for a fresh node, decaying to 0.25 (u_final) as it is visited."""
+    if not cfg.u_divisor:
+        return 1.0
+    return cfg.u_final - math.exp(-n / cfg.u_base) * (cfg.u_final - cfg.u_init)
+
+
+def q_thresh(cfg: MCTSConfig, n: float) -> float:
+    """``Qthresh(s)``: 0.5 for few visits, rising to 0.9."""
+    return cfg.q_thresh_max - math.exp(-n / cfg.q_thresh_base) * (cfg.q_thresh_max - cfg.q_thresh_init)
+
+
+def final_policy(cfg: MCTSConfig, visits: list[int], qs: list[float]) -> list[float]:
+    """The move-selection distribution over root moves (before temperature).
+
+    Vanilla: ``π = N / ΣN``.  With Q-value selection: ``Q' = (Q + 1) / 2`` set to 0 where
+    ``N < Qthresh · max N``, and ``π = (1 - Qfactor) N / ΣN + Qfactor Q'``.
+    """
+    total = 0
+    top = 0
+    for n in visits:
+        total += n
+        top = max(top, n)
+    if total == 0:
+        return [1.0 / len(visits) for _ in visits] if visits else []
+    if not cfg.q_value_selection:
+        return [n / total for n in visits]
+    thresh = q_thresh(cfg, float(total)) * top
+    out: list[float] = []
+    for i in range(len(visits)):
+        n = visits[i]
+        qp = (max(-1.0, min(1.0, qs[i])) + 1.0) / 2.0 if n >= thresh and n > 0 else 0.0
+        out.append((1.0 - cfg.q_factor) * n / total + cfg.q_factor * qp)
+    return out
+
+def playout_depth_for_clock(seconds_left: float) -> int:
+    """SixtyFour's playout depth for the seconds left on the clock (0 = no search below 10 s)."""
+    for limit, depth in SIXTYFOUR_DEPTHS:
+        if seconds_left > limit:
+            return depth
+    return 0
