@@ -18,6 +18,7 @@ MYPYC_MODULES = [
     "evaluators/classical.py",
     "search/timeman.py",
     "search/checks.py",
+    "search/iterative.py",
     "search/alphabeta.py",
     "search/comparator.py",
     "search/mcts_config.py",

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from board import Position
 from evaluators.base import Evaluation, Evaluator, Leaf
-from search.base import Limits, SearchResult
+from search.base import Limits, SearchResult, step
 
 
 class EngineError(ValueError):
@@ -92,10 +92,12 @@ class InProcessEngine(Engine):
     def finish(self) -> MoveResult:
         """The decided move (call once :meth:`done` is True)."""
 
+    def step(self) -> None:
+        """One ask, evaluate, tell with :attr:`evaluator` (the single-game loop)."""
+        step(self, self.evaluator)
+
     def play(self, pos: Position, limits: Limits) -> MoveResult:
         self.start(pos, limits)
         while not self.done():
-            leaves = self.ask()
-            if leaves:
-                self.tell(self.evaluator.evaluate(leaves))
+            self.step()
         return self.finish()

@@ -456,12 +456,6 @@ class OurEngine(InProcessEngine):
             return MoveResult(0, info=info, forfeit=f"illegal move {move_to_uci(info.best_move)}", time=elapsed)
         return MoveResult(info.best_move, info=info, time=elapsed)
 
-    def play(self, pos: Position, limits: Limits) -> MoveResult:
-        self.start(pos, limits)
-        while not self.done():
-            self.step()
-        return self.finish()
-
     def close(self) -> None:
         self.evaluator.close()
 

@@ -425,12 +425,7 @@ class UCIServer:
             while not engine.done():
                 if self._stop_event.is_set() and isinstance(engine, OurEngine):
                     engine.stop()
-                if isinstance(engine, OurEngine):
-                    engine.step()
-                else:
-                    leaves = engine.ask()
-                    if leaves:
-                        engine.tell(engine.evaluator.evaluate(leaves))
+                engine.step()
                 now = time.perf_counter()
                 if now - last >= INFO_INTERVAL and isinstance(engine, OurEngine):
                     progress = engine.progress()

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Final, Sequence
+from typing import Final
 
 from librt.vecs import vec
 from mypy_extensions import i64, mypyc_attr
@@ -49,10 +49,10 @@ from board.bitboards import (
     BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, queen_attacks_mask,
 )
 from board.position import Position
-from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, require
-from search.base import Limits, Search, SearchResult
+from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, require
+from search.base import Limits, SearchResult
 from search.checks import checking_moves
-from search.timeman import move_time
+from search.iterative import Budget, IterativeDeepening
 
 MATE: Final = 30000
 MATE_BOUND: Final = MATE - 1000  # scores beyond this are mates
@@ -130,10 +130,11 @@ def cp_to_value(cp: int) -> float:
     return 2.0 / (1.0 + math.exp(-cp / 400.0)) - 1.0
 
 
-class _Core:
+class _Core(Budget):
     """The negamax proper (a native class: every field unboxed under mypyc)."""
 
     def __init__(self, evaluator: Evaluator, cfg: ABConfig) -> None:
+        super().__init__(cfg.time_check_interval)
         self.evaluator = evaluator
         self.cfg = cfg
         size = cfg.tt_size if cfg.use_tt else 1
@@ -142,13 +143,8 @@ class _Core:
         self.tt_data = vec[i64]([0] * size)
         self.killers = vec[i64]([0] * (2 * MAX_PLY))
         self.history = vec[i64]([0] * (2 * 8192))
-        self.nodes = 0
         self.evals = 0
         self.seldepth = 0
-        self.node_limit = 0
-        self.deadline = 0.0
-        self.aborted = False
-        self.stop_requested = False
         self.pos: Position = Position()
         self.zh = False
 
@@ -168,22 +164,6 @@ class _Core:
         idx = key & self.tt_mask
         self.tt_keys[idx] = key
         self.tt_data[idx] = move | (depth << 18) | (bound << 26) | ((score + _SCORE_OFFSET) << 28)
-
-    # ---------------------------------------------------------------- limits
-
-    def check_limits(self) -> None:
-        if self.nodes % self.cfg.time_check_interval == 0:
-            # Compiled search + compiled evaluator never re-enter the interpreter, so CPython would
-            # never hand the GIL to other threads (UCI input, watchdogs, external engines of the
-            # same match): sleep(0) releases it for a moment.
-            time.sleep(0)
-        if self.stop_requested:
-            self.aborted = True
-        elif self.node_limit > 0 and self.nodes >= self.node_limit:
-            self.aborted = True
-        elif self.deadline > 0.0 and self.nodes % self.cfg.time_check_interval == 0:
-            if time.perf_counter() >= self.deadline:
-                self.aborted = True
 
     # ---------------------------------------------------------------- evaluation and ordering
 
@@ -382,7 +362,7 @@ class _Core:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class AlphaBeta(Search):
+class AlphaBeta(IterativeDeepening):
     """Iterative-deepening PVS with an injected evaluator that serves ``SCORE``."""
 
     def __init__(self, evaluator: Evaluator, config: ABConfig | None = None) -> None:
@@ -391,15 +371,13 @@ class AlphaBeta(Search):
         self.config = config if config is not None else ABConfig()
         self.config.validate()
         self._core = _Core(evaluator, self.config)
+        super().__init__(self._core)
         self._pos: Position | None = None
-        self._done = True
         self._depth = 0
         self._max_depth = self.config.max_depth
         self._best_move = 0
         self._best_score = 0
         self._pv: list[int] = []
-        self._t0 = 0.0
-        self._elapsed = 0.0
         self._root_moves: list[int] = []
 
     def new_game(self) -> None:
@@ -411,11 +389,8 @@ class AlphaBeta(Search):
         core = self._core
         core.pos = pos
         core.zh = pos.has_pockets
-        core.nodes = 0
         core.evals = 0
         core.seldepth = 0
-        core.aborted = False
-        core.stop_requested = False
         for i in range(len(core.killers)):
             core.killers[i] = 0
         self._pos = pos
@@ -425,18 +400,7 @@ class AlphaBeta(Search):
         self._pv = []
         self._best_score = 0
         self._max_depth = min(self.config.max_depth, limits.depth) if limits.depth is not None else self.config.max_depth
-        if limits.depth is not None and limits.depth < 1:
-            raise SearchConfigError(f"depth limit must be at least 1, got {limits.depth}")
-        budget = move_time(limits, pos.turn, pos.fullmove_number)
-        core.deadline = self._t0 + budget if budget is not None and not limits.infinite else 0.0
-        if limits.nodes is not None:
-            if limits.nodes < 1:
-                raise SearchConfigError(f"node limit must be positive, got {limits.nodes}")
-            core.node_limit = limits.nodes
-        elif limits.depth is None and budget is None and not limits.infinite:
-            core.node_limit = self.config.default_nodes
-        else:
-            core.node_limit = 0
+        core.arm(pos, limits, self.config.default_nodes, self._t0)
         self._root_moves = pos.legal_moves()
         if not self._root_moves:
             raise SearchConfigError(f"no legal moves in {pos.fen()}")
@@ -449,23 +413,6 @@ class AlphaBeta(Search):
             self._best_move = self._root_moves[0]
             self._pv = [self._best_move]
         self._done = False
-
-    def ask(self) -> list[Leaf]:
-        if self._done:
-            return []
-        self._iterate()
-        return []
-
-    def tell(self, evaluations: Sequence[Evaluation]) -> None:
-        if evaluations:
-            raise EvaluatorError("alpha-beta asks for no leaves; it was told evaluations")
-
-    def done(self) -> bool:
-        return self._done
-
-    def stop(self) -> None:
-        self._core.stop_requested = True
-        self._done = True
 
     def _iterate(self) -> None:
         core = self._core

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from board import Position
 from evaluators.base import Evaluation, Evaluator, Leaf
@@ -62,6 +62,21 @@ class SearchResult:
         return self.nodes / self.time if self.time > 0 else 0.0
 
 
+class Steppable(Protocol):
+    """Anything driven by ask/tell: a :class:`Search`, an in-process engine."""
+
+    def ask(self) -> list[Leaf]: ...
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None: ...
+
+
+def step(s: Steppable, evaluator: Evaluator) -> None:
+    """One step of the protocol: the leaves ``s`` asks for, evaluated, told back."""
+    leaves = s.ask()
+    if leaves:
+        s.tell(evaluator.evaluate(leaves))
+
+
 class Search(ABC):
     """Base class of all searches.  The evaluator is injected; so is the random state."""
 
@@ -93,7 +108,5 @@ class Search(ABC):
     def run(self, pos: Position, limits: Limits) -> SearchResult:
         self.start(pos, limits)
         while not self.done():
-            leaves = self.ask()
-            if leaves:
-                self.tell(self.evaluator.evaluate(leaves))
+            step(self, self.evaluator)
         return self.result()

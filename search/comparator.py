@@ -27,15 +27,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Final, Sequence
+from typing import Final
 
 from mypy_extensions import i64, mypyc_attr
 from librt.vecs import vec
 
 from board.position import Position, new_position
-from evaluators.base import COMPARE, Evaluation, Evaluator, EvaluatorError, Leaf, require
-from search.base import Limits, Search, SearchResult
-from search.timeman import move_time
+from evaluators.base import COMPARE, Evaluator, require
+from search.base import Limits, SearchResult
+from search.iterative import Budget, IterativeDeepening
 
 # Item kinds (ordered for the numeric comparisons of non-positions).
 NEG_INF: Final = 0
@@ -77,19 +77,15 @@ class Item:
         self.plies = plies
 
 
-class _Core:
+class _Core(Budget):
     def __init__(self, evaluator: Evaluator, variant: str, cfg: ComparatorConfig) -> None:
+        super().__init__(cfg.time_check_interval)
         self.evaluator = evaluator
         self.variant = variant
         self.cfg = cfg
         self.cache: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
-        self.nodes = 0
         self.evals = 0
         self.seldepth = 0
-        self.node_limit = 0
-        self.deadline = 0.0
-        self.aborted = False
-        self.stop_requested = False
         self.pos: Position = Position()
         self.draw_state = new_position(variant, DRAW_FEN).raw_state()
         self.pv_moves: list[int] = []
@@ -130,15 +126,6 @@ class _Core:
         ka = self.order_key(a)
         kb = self.order_key(b)
         return 1.0 if ka > kb else (0.5 if ka == kb else 0.0)
-
-    def check_limits(self) -> None:
-        if self.stop_requested:
-            self.aborted = True
-        elif self.node_limit > 0 and self.nodes >= self.node_limit:
-            self.aborted = True
-        elif self.deadline > 0.0 and self.nodes % self.cfg.time_check_interval == 0:
-            if time.perf_counter() >= self.deadline:
-                self.aborted = True
 
     def ordered(self, moves: list[int], first: int) -> list[int]:
         if not self.cfg.order_captures:
@@ -210,7 +197,7 @@ class _Core:
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class ComparatorAlphaBeta(Search):
+class ComparatorAlphaBeta(IterativeDeepening):
     """Alpha-beta over positions ordered by ``evaluator.compare`` (an evaluator serving ``COMPARE``)."""
 
     def __init__(self, evaluator: Evaluator, config: ComparatorConfig | None = None) -> None:
@@ -219,51 +206,38 @@ class ComparatorAlphaBeta(Search):
         self.config = config if config is not None else ComparatorConfig()
         self.config.validate()
         self._core = _Core(evaluator, "chess", self.config)
-        self._done = True
+        super().__init__(self._core)
         self._depth = 0
         self._max_depth = self.config.depth
         self._best_move = 0
         self._best_item: Item | None = None
         self._pv: list[int] = []
-        self._t0 = 0.0
-        self._elapsed = 0.0
 
     def start(self, pos: Position, limits: Limits) -> None:
         require(self.evaluator, COMPARE, pos.variant)
         if self._core.variant != pos.variant:
             self._core = _Core(self.evaluator, pos.variant, self.config)
+            self._budget = self._core
         core = self._core
         core.pos = pos
         core.cache = {}
-        core.nodes = 0
         core.evals = 0
         core.seldepth = 0
-        core.aborted = False
-        core.stop_requested = False
         core.pv_moves = []
         moves = pos.legal_moves()
         if not moves:
             raise ComparatorConfigError(f"no legal moves in {pos.fen()}")
-        if limits.depth is not None and limits.depth < 1:
-            raise ComparatorConfigError(f"depth limit must be at least 1, got {limits.depth}")
-        if limits.nodes is not None and limits.nodes < 1:
-            raise ComparatorConfigError(f"node limit must be positive, got {limits.nodes}")
         self._max_depth = limits.depth if limits.depth is not None else self.config.depth
         self._t0 = time.perf_counter()
         self._elapsed = 0.0
-        budget = None if limits.infinite else move_time(limits, pos.turn, pos.fullmove_number)
-        core.deadline = self._t0 + budget if budget is not None else 0.0
-        core.node_limit = limits.nodes if limits.nodes is not None else (
-            self.config.default_nodes if budget is None and limits.depth is None else 0)
+        core.arm(pos, limits, self.config.default_nodes, self._t0)
         self._depth = 0
         self._best_move = core.ordered(moves, 0)[0]
         self._best_item = None
         self._pv = [self._best_move]
         self._done = False
 
-    def ask(self) -> list[Leaf]:
-        if self._done:
-            return []
+    def _iterate(self) -> None:
         core = self._core
         depth = self._depth + 1
         pv: list[int] = []
@@ -271,7 +245,7 @@ class ComparatorAlphaBeta(Search):
         self._elapsed = time.perf_counter() - self._t0
         if core.aborted:
             self._done = True
-            return []
+            return
         self._depth = depth
         self._best_item = item
         if pv:
@@ -280,18 +254,6 @@ class ComparatorAlphaBeta(Search):
             core.pv_moves = list(pv)
         if depth >= self._max_depth or item.kind in (WHITE_MATED, BLACK_MATED):
             self._done = True
-        return []
-
-    def tell(self, evaluations: Sequence[Evaluation]) -> None:
-        if evaluations:
-            raise EvaluatorError("the comparator search asks for no leaves; it was told evaluations")
-
-    def done(self) -> bool:
-        return self._done
-
-    def stop(self) -> None:
-        self._core.stop_requested = True
-        self._done = True
 
     @property
     def best_item(self) -> Item | None:
