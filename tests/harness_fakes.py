@@ -11,7 +11,7 @@ from typing import Sequence
 from board import Position
 from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
-from experiments import match as M
+from experiments.harness import match as M
 from search.base import Limits, SearchResult
 
 

@@ -1,7 +1,9 @@
 """``searchbench agreement``: the engine replayed on validation positions, Wilson intervals."""
 import pytest
 
-from experiments import agreement, cli, datagen
+from experiments.training import agreement
+from experiments.cli import main as cli
+from experiments.training import datagen
 
 
 def test_wilson_interval_known_values():

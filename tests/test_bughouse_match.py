@@ -11,9 +11,9 @@ import pytest
 from board import move_to_uci
 from board.bughouse import BughouseGame, parse_bpgn_movetext
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
-from experiments import cli
-from experiments.ratings import from_games, rate
-from experiments.bughouse_match import (
+from experiments.cli import main as cli
+from experiments.harness.ratings import from_games, rate
+from experiments.harness.bughouse import (
     BughouseMatchError, BughouseStore, GameContext, OurSeat, Seat, XBoardSeat, fen_without_pockets, make_seat,
     parse_team, play_game, rebuild_game, run_match,
 )

@@ -13,9 +13,9 @@ from board.bughouse import BughouseGame, format_move
 from evaluators.base import Leaf
 from evaluators.bughouse_classical import sit_move, two_board_move
 from evaluators import bughouse_net as bn
-from experiments.bughouse_data import BughouseDataError, samples_from_db
-from experiments.bughouse_match import BughouseStore
-from experiments.store import GameRecord, MoveStat
+from experiments.training.bughouse_data import BughouseDataError, samples_from_db
+from experiments.harness.bughouse import BughouseStore
+from experiments.harness.store import GameRecord, MoveStat
 from search.bughouse_mcts import BughouseLimits, BughouseMCTS
 
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
@@ -257,7 +257,7 @@ def test_samples_from_stored_games(tmp_path: Path):
 
 
 def test_train_tiny_and_load(tmp_path: Path):
-    from experiments.bughouse_train import TrainConfig, train
+    from experiments.training.bughouse_train import TrainConfig, train
 
     db = tmp_path / "g.sqlite"
     lines = [["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"], ["A:d2d4", "B:e2e4", "B:e7e5", "A:g8f6"],
@@ -282,7 +282,7 @@ def test_train_tiny_and_load(tmp_path: Path):
 # ------------------------------------------------------------------------------------ engine specs
 
 def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
-    from experiments.bughouse_match import BughouseMatchError, OurSeat, make_seat, parse_team
+    from experiments.harness.bughouse import BughouseMatchError, OurSeat, make_seat, parse_team
 
     w = tmp_path / "sub" / "w.pt"
     w.parent.mkdir()
@@ -308,7 +308,7 @@ def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
 @pytest.mark.skipif(__import__("tests.engines_path", fromlist=["find_engine"]).find_engine("sjeng") is None,
                     reason="sjeng not installed")
 def test_generate_sjeng_games_resumes_and_gives_samples(tmp_path: Path):
-    from experiments.bughouse_data import count_games, generate
+    from experiments.training.bughouse_data import count_games, generate
 
     db = tmp_path / "d" / "g.sqlite"
     n = generate(db, [("sjeng:depth=1", "sjeng:depth=1")], 2, 30000, 0, chunk=2, progress=False, max_plies=300)
@@ -317,7 +317,7 @@ def test_generate_sjeng_games_resumes_and_gives_samples(tmp_path: Path):
     # more games: the pairing resumes after its stored games (indices 2 and 3, none replayed)
     assert generate(db, [("sjeng:depth=1", "sjeng:depth=1")], 4, 30000, 0, chunk=2, progress=False,
                     max_plies=300) == 4
-    from experiments.bughouse_data import _done_keys
+    from experiments.training.bughouse_data import _done_keys
 
     assert sorted(k.rsplit(":", 1)[1] for k in _done_keys(db)) == ["0", "1", "2", "3"]
     assert db.with_suffix(".bpgn").exists()
@@ -329,7 +329,7 @@ def test_generate_sjeng_games_resumes_and_gives_samples(tmp_path: Path):
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    from experiments import cli
+    from experiments.cli import main as cli
 
     assert cli.main(["bughouse-train", "--db", str(tmp_path / "none.sqlite"), "--out", str(tmp_path / "o")]) == 2
     assert cli.main(["bughouse-train", "--size", "huge", "--db", "x", "--out", str(tmp_path / "o")]) == 2

@@ -11,7 +11,8 @@ import pytest
 
 from board import new_position
 from evaluators import encodings as enc
-from experiments import cli, datagen
+from experiments.cli import main as cli
+from experiments.training import datagen
 
 
 def _engine_or_skip() -> None:

@@ -221,7 +221,7 @@ def test_value_to_centipawns():
 def test_crazyara_planes_match_square_by_square_reference(variant):
     """The vectorised encoder equals an obvious python-chess loop (experiments/bench_encode.py)."""
     from board.convert import to_python_chess
-    from experiments.bench_encode import reference_crazyara_planes
+    from experiments.bench.encode import reference_crazyara_planes
 
     ps = random_positions(variant, 120, 21)
     raw = enc.raw_array([p.raw_state() for p in ps])

@@ -21,8 +21,8 @@ from evaluators import neural
 from evaluators.base import EvaluatorError, Leaf
 from evaluators.rise import RiseEvaluator
 from evaluators.sixtyfour import SixtyFourEvaluator
-from experiments import bench_harness as BH
-from experiments.match import MatchError, Player, RegistryFactory
+from experiments.bench import harness as BH
+from experiments.harness.match import MatchError, Player, RegistryFactory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_nets import positions, tiny  # noqa: E402
@@ -284,7 +284,7 @@ def test_bench_runs_and_prints_every_row() -> None:
 def test_bench_harness_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from experiments import cli
+    from experiments.cli import main as cli
 
     args = ["bench", "harness", "--engine", "material-mcts", "--games", "2", "--nodes", "8", "--max-plies", "6",
             "--uci-threads", "", "--no-table", "--no-single", "--concurrency", "2", "--json"]

@@ -15,9 +15,9 @@ import chess.pgn
 import pytest
 
 from engines.base import EngineError
-from experiments import match as M
-from experiments.openings import Opening, default_suite, load_suite
-from experiments.store import Store
+from experiments.harness import match as M
+from experiments.harness.openings import Opening, default_suite, load_suite
+from experiments.harness.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness_fakes import Factory, RandomEngine, SteppedEngine  # noqa: E402
@@ -207,8 +207,8 @@ def test_killed_run_keeps_finished_games_and_resumes(tmp_path: Path) -> None:
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from harness_fakes import Factory
         from test_match import tasks
-        from experiments import match as M
-        from experiments.store import Store
+        from experiments.harness import match as M
+        from experiments.harness.store import Store
         st = Store({str(db)!r})
         M.play(tasks("slow", "random", 40), st, Factory(), concurrency=2,
                adjudication=M.Adjudication(max_plies=30), progress=False)
@@ -243,7 +243,7 @@ def test_killed_run_keeps_finished_games_and_resumes(tmp_path: Path) -> None:
 # ---- the command line, with the real registry (classical engines: fast, no weights)
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from experiments import cli
+    from experiments.cli import main as cli
 
     rc = cli.main(argv)
     out, err = capsys.readouterr()
@@ -287,7 +287,7 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
 # ---- opening suites and PGN details
 
 def test_shipped_suites_are_balanced_and_replayable() -> None:
-    from experiments.openings import load_suite
+    from experiments.harness.openings import load_suite
 
     for variant, bound in (("chess", 60), ("crazyhouse", 150)):
         suite = load_suite(default_suite(variant), variant)
@@ -298,7 +298,7 @@ def test_shipped_suites_are_balanced_and_replayable() -> None:
 
 
 def test_bad_suites(tmp_path: Path) -> None:
-    from experiments.openings import OpeningError, order
+    from experiments.harness.openings import OpeningError, order
 
     p = tmp_path / "s.epd"
     p.write_text("# comment\n\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - id \"a\";\nnot an epd\n")
@@ -317,7 +317,7 @@ def test_bad_suites(tmp_path: Path) -> None:
 
 
 def test_generate_with_fairy_stockfish() -> None:
-    from experiments.openings import generate, parse_epd_line
+    from experiments.harness.openings import generate, parse_epd_line
 
     lines = generate("crazyhouse", 2, seed=3, plies=(2, 3), depth=6)
     assert len(lines) == 2
@@ -327,8 +327,8 @@ def test_generate_with_fairy_stockfish() -> None:
 
 
 def test_pgn_comment_format() -> None:
-    from experiments.pgn import move_comment
-    from experiments.store import MoveStat
+    from experiments.harness.pgn import move_comment
+    from experiments.harness.store import MoveStat
 
     assert move_comment(MoveStat(1600, 0.1, 31, None, 9)) == "+0.31/9 1600"
     assert move_comment(MoveStat(50, 0.1, -250, None, 3)) == "-2.50/3 50"

@@ -450,7 +450,8 @@ def test_bench_search_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     import chess.variant
 
     from evaluators.classical import white_score
-    from experiments import bench_search, cli
+    from experiments.bench import search as bench_search
+    from experiments.cli import main as cli
 
     # The python-chess peer scores its leaves with the very same evaluation.
     for variant in ("chess", "crazyhouse"):

@@ -236,7 +236,7 @@ def test_shipped_weights_load_and_have_a_model_card(cls, name):
 
 def test_bench_encode_runs(capsys):
     """``searchbench bench encode`` measures; here only that it runs and reports sane shares."""
-    from experiments import cli
+    from experiments.cli import main as cli
 
     assert cli.main(["bench", "encode", "--batches", "1,4", "--seconds", "0.01", "--json"]) == 0
     import json

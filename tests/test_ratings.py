@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from experiments import ratings as R
+from experiments.harness import ratings as R
 
 TRUE = {"p0": 0.0, "p1": 120.0, "p2": 250.0, "p3": -180.0, "p4": 60.0, "p5": 400.0}
 
@@ -79,7 +79,7 @@ def test_match_elo() -> None:
 
 
 def test_standings_for_progress_bars() -> None:
-    from experiments.store import GameRecord
+    from experiments.harness.store import GameRecord
 
     st = R.Standings()
     assert st.text() == ""

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from experiments import cli
-from experiments import match as M
-from experiments.openings import default_suite, load_suite
-from experiments.store import Store, StoreBusyError, StoreError
+from experiments.cli import main as cli
+from experiments.harness import match as M
+from experiments.harness.openings import default_suite, load_suite
+from experiments.harness.store import Store, StoreBusyError, StoreError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engines_path import find_engine  # noqa: E402
@@ -148,7 +148,7 @@ def test_pgn_write_failure_is_one_line_and_resumable(tmp_path: Path, capsys: pyt
 
 def test_output_paths_are_checked_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments import openings
+    from experiments.harness import openings
 
     def never(*a: Any, **k: Any) -> list[str]:
         raise AssertionError("generation started before the output path was checked")
@@ -169,7 +169,7 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path, capsys: pytest
 
 def test_os_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments import cmd_harness
+    from experiments.cli import harness as cmd_harness
 
     def full(args: argparse.Namespace) -> int:
         raise OSError(28, "No space left on device", str(tmp_path / "x"))
@@ -217,7 +217,7 @@ def _args(**kw: Any) -> argparse.Namespace:
 
 
 def test_per_engine_limits_take_precedence() -> None:
-    from experiments.cmd_harness import _players
+    from experiments.cli.harness import _players
 
     a, b = _players(_args(a="material-mcts:nodes=32", b="material-ab:nodes=32"))
     assert (a.nodes, b.nodes) == (32, 32)  # no --nodes needed: the specs carry the limits
@@ -285,7 +285,7 @@ def test_foreign_weights_and_shards_are_named_as_such(tmp_path: Path, capsys: py
 
 
 def test_running_score_never_prints_infinities() -> None:
-    from experiments.ratings import score_text
+    from experiments.harness.ratings import score_text
 
     for w, d, l in [(0, 0, 0), (1, 0, 0), (0, 0, 1), (2, 0, 0), (1, 1, 0), (3, 0, 1), (50, 20, 30)]:
         text = score_text(w, d, l)
@@ -331,7 +331,7 @@ def test_openings_shows_progress(tmp_path: Path) -> None:
 def test_ratings_bootstrap_reports_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     import tqdm
 
-    from experiments import ratings as R
+    from experiments.harness import ratings as R
 
     seen: list[bool] = []
     real = tqdm.tqdm

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments import scale, tomlconfig, tournament
-from experiments.ratings import _components
-from experiments.tomlconfig import ConfigError
+from experiments.harness import scale
+from experiments.harness import tomlconfig
+from experiments.harness import tournament
+from experiments.harness.ratings import _components
+from experiments.harness.tomlconfig import ConfigError
 
 import numpy as np
 

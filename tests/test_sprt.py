@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from experiments import sprt
-from experiments.store import GameRecord
+from experiments.harness import sprt
+from experiments.harness.store import GameRecord
 
 # (counts, elo0, elo1, LLR) computed with fishtest's server/fishtest/stats/LLRcalc.py
 # LLR_normalized (scipy 1.17), the reference implementation of the test.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.store import GameRecord, MoveStat, Store, StoreError
+from experiments.harness.store import GameRecord, MoveStat, Store, StoreError
 
 
 def rec(key: str, result: str = "1-0") -> GameRecord:

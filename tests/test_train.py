@@ -15,7 +15,9 @@ from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
 from evaluators.rise import RiseEvaluator
 from evaluators.sixtyfour import SixtyFourEvaluator
-from experiments import cli, datagen, train
+from experiments.cli import main as cli
+from experiments.training import datagen
+from experiments.training import train
 
 MATES = {  # games that end in mate: (moves, result)
     "fool": (["f2f3", "e7e5", "g2g4", "d8h4"], -1),
@@ -140,7 +142,7 @@ def test_rise_training_resume_and_evaluator(zh_data, tmp_path):
         assert 0 <= float(rows[-1][key]) <= 1
     ev = RiseEvaluator.load(os.path.join(out, "model.pt"))
     assert ev.meta["train_positions"] > 0 and ev.variants == {"crazyhouse"}
-    from experiments import modelcard
+    from experiments.training import modelcard
 
     card = modelcard.render(out, "hand-written note")
     assert f"| val_policy_acc | {m2['val_policy_acc']:.4f} |" in card and "hand-written note" in card
@@ -212,7 +214,7 @@ def test_deepchess_training(zh_data, tmp_path):
     best = max(range(len(comp)), key=lambda i: (float(comp[i]["sel_pair_acc"]), -i))
     assert m["best_epoch"] == best + 1 and abs(m["sel_pair_acc"] - float(comp[best]["sel_pair_acc"])) < 1e-5
     DeepChessEvaluator.load(os.path.join(out, "model.pt"))
-    from experiments import eval_deepchess
+    from experiments.training import eval_deepchess
 
     (r,) = eval_deepchess.evaluate([zh_data], [os.path.join(out, "model.pt")], val_fraction=0.3)
     assert 0 <= r["pair_acc"] <= 1 and 0 <= r["wrapper_sign_acc"] <= 1 and r["wrapper_positions"] > 0

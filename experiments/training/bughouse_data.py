@@ -1,7 +1,7 @@
 """Bughouse training data: four-seat games played through the match server, replayed into samples.
 
 Generation (:func:`generate`, ``searchbench bughouse-datagen``)
-    Games are played by :func:`experiments.bughouse_match.run_match` (real clocks, every game stored
+    Games are played by :func:`experiments.harness.bughouse.run_match` (real clocks, every game stored
     in one SQLite file with its BPGN beside it), between the given pairs of teams in turn, a few
     games at a time, until ``games`` are stored or ``minutes`` have passed. Because games are keyed
     ``<match>:<index>``, running the command again resumes (finished games are never replayed).
@@ -46,7 +46,7 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     """Play up to ``games`` games in ``db`` (resumable); returns the number of games stored there."""
     from tqdm import tqdm
 
-    from experiments import bughouse_match as bm
+    from experiments.harness import bughouse as bm
 
     if games < 1 or chunk < 1 or not pairs:
         raise BughouseDataError("need games >= 1, chunk >= 1 and at least one pair of teams")
@@ -84,7 +84,7 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
 def _done_keys(db: str | Path) -> set[str]:
     if not Path(db).exists():
         return set()
-    from experiments.store import Store
+    from experiments.harness.store import Store
 
     s = Store(db)
     try:
@@ -131,7 +131,7 @@ def _result_value(result: str) -> int | None:
 def samples_from_db(paths: Sequence[str | Path], both_views: bool = True) -> Samples:
     """Samples of every usable game stored in the given match databases."""
     from evaluators.bughouse_net import leaf_state, policy_indices_np
-    from experiments.bughouse_match import BughouseStore
+    from experiments.harness.bughouse import BughouseStore
 
     states: list[tuple[int, ...]] = []
     moves: list[int] = []

@@ -1,6 +1,6 @@
 """The Ray backend of the match runner (``--backend ray [--ray-address ADDR]``).
 
-Each worker is a Ray actor holding one engine set (its own :class:`experiments.match.Runner`, so
+Each worker is a Ray actor holding one engine set (its own :class:`experiments.harness.match.Runner`, so
 the games of an actor still pool their evaluations), requesting real CPUs (``num_cpus=1`` each, or
 ``cpus_per_worker``).  Tasks are pulled from a Ray queue as slots free up; every finished game is
 pushed to a result queue at once and committed by the driver, the one process that writes the
@@ -15,8 +15,8 @@ import sys
 import time
 from typing import Any, Callable, Sequence
 
-from experiments.match import Adjudication, EngineFactory, GameTask, MatchError, Runner, RunStats
-from experiments.store import GameRecord
+from experiments.harness.match import Adjudication, EngineFactory, GameTask, MatchError, Runner, RunStats
+from experiments.harness.store import GameRecord
 
 STOP_POLL_SECONDS = 0.5
 #: seconds to reach a Ray cluster's address before giving up (ray.init itself waits far longer)

@@ -43,9 +43,9 @@ from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 from board import WHITE, Position, move_to_uci
 from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
 from evaluators.base import Evaluation, Leaf
-from experiments import pgn as pgn_out
-from experiments.openings import Opening
-from experiments.store import GameRecord, MoveStat, Store, StoreError, versions
+from experiments.harness import pgn as pgn_out
+from experiments.harness.openings import Opening
+from experiments.harness.store import GameRecord, MoveStat, Store, StoreError, versions
 from search.base import Limits
 
 MATE_CP = 100_000
@@ -235,7 +235,7 @@ class RegistryFactory:
 
     Pooled-side tuning (None: as the engine's spec says): ``threads`` replaces the spec's evaluator
     threads and ``max_batch`` is the largest batch one network call gets (a pooled call of more
-    leaves is split into calls of at most ``max_batch``).  :func:`experiments.bench_harness.tune`
+    leaves is split into calls of at most ``max_batch``).  :func:`experiments.bench.harness.tune`
     picks both from measured network throughput.
     """
 
@@ -689,7 +689,7 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     if backend not in BACKENDS:
         raise MatchError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if backend == "ray" and ray_address:
-        from experiments.raybackend import check_address
+        from experiments.harness.backends import check_address
 
         check_address(ray_address)
     if not tasks:
@@ -748,7 +748,7 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     stopper = stop or (lambda: False)
     try:
         if backend == "ray":
-            from experiments.raybackend import play_ray
+            from experiments.harness.backends import play_ray
 
             play_ray(todo, factory, variant, concurrency, max(1, workers), adjudication or Adjudication(), settings,
                      commit, stopper, stats, address=ray_address)

@@ -24,7 +24,7 @@ from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 
-from experiments.store import GameRecord
+from experiments.harness.store import GameRecord
 
 LN10_400 = math.log(10) / 400
 

@@ -29,8 +29,8 @@ import numpy as np
 
 import board
 from evaluators.encodings import raw_to_fen
-from experiments import datagen
-from experiments.datagen import DataError
+from experiments.training import datagen
+from experiments.training.datagen import DataError
 
 
 @dataclass

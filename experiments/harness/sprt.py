@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from experiments.store import GameRecord
+from experiments.harness.store import GameRecord
 
 NELO_PER_T = 800.0 / math.log(10.0)  # normalised Elo per unit of per-game t-value
 SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])

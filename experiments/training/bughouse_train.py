@@ -7,7 +7,7 @@ momentum 0.9 and weight decay 1e-4: the report does not name its optimizer). The
 over all 11,136 logits (the played move is the target); the evaluator's priors are a softmax over
 the legal moves only.
 
-Data: :func:`experiments.bughouse_data.samples_from_db` (both views of every ply). The split is by
+Data: :func:`experiments.training.bughouse_data.samples_from_db` (both views of every ply). The split is by
 game: a game is held out when ``hash(seed, game number)`` falls under ``val_fraction``. Training
 stops after ``epochs`` or when the ``minutes`` budget is spent (checked every batch).
 
@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from evaluators import bughouse_net as bn
-from experiments.bughouse_data import BughouseDataError, Samples, samples_from_db
+from experiments.training.bughouse_data import BughouseDataError, Samples, samples_from_db
 
 
 @dataclass

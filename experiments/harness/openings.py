@@ -27,7 +27,7 @@ from typing import Sequence
 import board
 from board import Position, new_position
 
-SUITE_DIR = Path(__file__).resolve().parent / "openings"
+SUITE_DIR = Path(__file__).resolve().parent.parent / "openings"
 
 
 class OpeningError(ValueError):

@@ -1,4 +1,4 @@
-"""``searchbench bench search``: MCTS and alpha-beta against their peers (see experiments.bench_search)."""
+"""``searchbench bench search``: MCTS and alpha-beta against their peers (see experiments.bench.search)."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +18,7 @@ def _positive(text: str) -> int:
 
 
 def _cmd_bench_search(args: argparse.Namespace) -> int:
-    from experiments import bench_search
+    from experiments.bench import search as bench_search
 
     variants = board.VARIANTS if args.variant == "both" else (args.variant,)
     r = bench_search.run(variants, sims=args.sims, ab_nodes=args.ab_nodes, pc_depth=args.pc_depth,

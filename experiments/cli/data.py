@@ -8,7 +8,7 @@ MODELS = ("rise", "sixtyfour", "deepchess")
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
-    from experiments import datagen
+    from experiments.training import datagen
     from experiments.paths import check_dir
 
     check_dir(args.out, "data directory")
@@ -31,7 +31,7 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
 
 
 def _cmd_agreement(args: argparse.Namespace) -> int:
-    from experiments import agreement
+    from experiments.training import agreement
 
     rows = agreement.measure(args.data, args.nodes, positions=args.positions, seed=args.seed,
                              engine=args.engine, val_fraction=args.val_fraction, progress=not args.quiet)
@@ -44,7 +44,7 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from experiments import train
+    from experiments.training import train
     from experiments.paths import check_dir
 
     check_dir(args.out, "run directory")
@@ -63,7 +63,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_encode(args: argparse.Namespace) -> int:
-    from experiments import bench_encode
+    from experiments.bench import encode as bench_encode
 
     batches = tuple(int(b) for b in args.batches.split(","))
     if not batches or min(batches) < 1:

@@ -1,6 +1,6 @@
 """Elo versus nodes, the main job: node ladders per engine family, rated together, plotted.
 
-Config: everything of :mod:`experiments.tournament`'s run settings (name, variant, games,
+Config: everything of :mod:`experiments.harness.tournament`'s run settings (name, variant, games,
 concurrency, workers, seed, db, pgn, openings, adjudication, anchor, anchor_elo, bootstrap,
 backend, ray_address), plus::
 
@@ -33,11 +33,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from experiments import openings as openings_mod
-from experiments.match import GameTask, Player, match_tasks
-from experiments.ratings import Rating
-from experiments.tomlconfig import ConfigError, Section
-from experiments.tournament import RunSettings, _name_check, interleave, player, run_settings
+from experiments.harness import openings as openings_mod
+from experiments.harness.match import GameTask, Player, match_tasks
+from experiments.harness.ratings import Rating
+from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.harness.tournament import RunSettings, _name_check, interleave, player, run_settings
 
 
 @dataclass
@@ -176,7 +176,7 @@ def parse(cfg: Section) -> Scale:
 
 
 def load(path: str | Path) -> Scale:
-    from experiments import tomlconfig
+    from experiments.harness import tomlconfig
 
     try:
         return parse(tomlconfig.load(path))
@@ -245,9 +245,9 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int) -> 
 
 def run(sc: Scale, command: str, factory: object | None = None, progress: bool = True) -> tuple[list[Rating], list[Path]]:
     """Play what is missing, rate every stored game of the run, write the report (see module doc)."""
-    from experiments import match as match_mod
-    from experiments import ratings as ratings_mod
-    from experiments.store import Store, check_writable
+    from experiments.harness import match as match_mod
+    from experiments.harness import ratings as ratings_mod
+    from experiments.harness.store import Store, check_writable
 
     s = sc.settings
     check_writable(sc.out_dir / "elo_vs_nodes.csv")

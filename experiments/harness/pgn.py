@@ -28,7 +28,7 @@ import chess.pgn
 import chess.variant
 
 from experiments.paths import OutputError, check_file
-from experiments.store import GameRecord, MoveStat
+from experiments.harness.store import GameRecord, MoveStat
 
 _GAME_ID = re.compile(r'^\[GameId "([^"]*)"\]', re.MULTILINE)
 

@@ -7,7 +7,7 @@ same adjudication, so only the way moves are computed differs:
 
 - *pooled*: ``concurrency`` games at once in each of ``workers`` processes; the leaves of all games
   of a process go to its one shared evaluator in one batched call per step, split into network
-  calls of at most ``max_batch`` leaves (:class:`experiments.match.Runner`), with ``threads`` torch
+  calls of at most ``max_batch`` leaves (:class:`experiments.harness.match.Runner`), with ``threads`` torch
   threads per process.  By default (``auto``) these are chosen by :func:`tune` from the raw-network
   table measured at the start of the same run: the (threads, batch) point, or the (processes x 1
   thread, batch) point, with the most evaluations per second.
@@ -56,11 +56,11 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from engines.base import Engine, EngineSpec
-from experiments.match import (
+from experiments.harness.match import (
     Adjudication, MatchError, Player, RegistryFactory, Runner, RunStats, _play_processes, match_tasks,
 )
-from experiments.openings import default_suite, load_suite
-from experiments.store import GameRecord
+from experiments.harness.openings import default_suite, load_suite
+from experiments.harness.store import GameRecord
 
 #: batch sizes of the network table (the UCI side's batch is added)
 TABLE_BATCHES = (8, 16, 32, 64, 128)

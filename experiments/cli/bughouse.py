@@ -23,8 +23,8 @@ def _safe(s: str) -> str:
 
 
 def cmd_bughouse_match(args: argparse.Namespace) -> int:
-    from experiments import bughouse_match as bm
-    from experiments.match import parse_tc
+    from experiments.harness import bughouse as bm
+    from experiments.harness.match import parse_tc
 
     base_s, inc_s = parse_tc(args.tc)
     db = Path(args.db) if args.db else RUNS / f"{_safe(args.a)}-vs-{_safe(args.b)}-bughouse.sqlite"
@@ -38,14 +38,14 @@ def cmd_bughouse_match(args: argparse.Namespace) -> int:
 
 
 def _pairs(items: list[list[str]] | None) -> list[tuple[str, str]]:
-    from experiments.bughouse_data import DEFAULT_PAIRS
+    from experiments.training.bughouse_data import DEFAULT_PAIRS
 
     return [(a, b) for a, b in items] if items else list(DEFAULT_PAIRS)
 
 
 def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
-    from experiments import bughouse_data as bd
-    from experiments.match import parse_tc
+    from experiments.training import bughouse_data as bd
+    from experiments.harness.match import parse_tc
 
     base_s, inc_s = parse_tc(args.tc)
     pairs = _pairs(args.pair)
@@ -56,7 +56,7 @@ def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
 
 
 def cmd_bughouse_train(args: argparse.Namespace) -> int:
-    from experiments import bughouse_train as bt
+    from experiments.training import bughouse_train as bt
     from experiments.paths import check_dir
 
     check_dir(args.out, "run directory")

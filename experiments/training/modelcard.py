@@ -1,4 +1,4 @@
-"""Model cards from a training run: ``python -m experiments.modelcard RUN_DIR CARD.md [--notes FILE]``.
+"""Model cards from a training run: ``python -m experiments.training.modelcard RUN_DIR CARD.md [--notes FILE]``.
 
 The card is filled from what the run recorded, never typed by hand: ``RUN_DIR/model.pt`` (family,
 configuration, metadata: data, positions, recipe, training time, validation metrics of the shipped
@@ -64,7 +64,7 @@ def render(run_dir: str, notes: str = "") -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.modelcard", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m experiments.training.modelcard", description=__doc__)
     p.add_argument("run_dir")
     p.add_argument("card")
     p.add_argument("--notes", default=None, help="a Markdown file with the hand-written notes")

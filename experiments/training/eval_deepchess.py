@@ -1,4 +1,4 @@
-"""Held-out checks of DeepChess weights: ``python -m experiments.eval_deepchess DATA MODEL [MODEL ...]``.
+"""Held-out checks of DeepChess weights: ``python -m experiments.training.eval_deepchess DATA MODEL [MODEL ...]``.
 
 For each model: the comparator pair accuracy on 20,000 random (White-won, Black-won) pairs of the
 validation games' DeepChess positions (10 per decisive game, sampled with a fixed seed, so every
@@ -18,7 +18,8 @@ import torch
 from evaluators import encodings as enc
 from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
-from experiments import datagen, train
+from experiments.training import datagen
+from experiments.training import train
 
 
 def evaluate(data: list[str], models: list[str], val_fraction: float = 0.1, seed: int = 0) -> list[dict[str, float]]:
@@ -42,7 +43,7 @@ def evaluate(data: list[str], models: list[str], val_fraction: float = 0.1, seed
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.eval_deepchess", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m experiments.training.eval_deepchess", description=__doc__)
     ap.add_argument("data")
     ap.add_argument("models", nargs="+")
     ap.add_argument("--val-fraction", type=float, default=0.1)

@@ -69,7 +69,7 @@ def _cmd_perft(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_movegen(args: argparse.Namespace) -> int:
-    from experiments import bench_movegen
+    from experiments.bench import movegen as bench_movegen
 
     r = bench_movegen.run(args.variant, playout_games=args.games, seed=args.seed)
     print(json.dumps(r) if args.json else bench_movegen.format_table(r))
@@ -78,8 +78,8 @@ def _cmd_bench_movegen(args: argparse.Namespace) -> int:
 
 # Modules that add subcommands: each has ``register(sub)`` (top level) and/or
 # ``register_bench(bench_sub)`` (under ``searchbench bench``).  Add yours here.
-COMMAND_MODULES: list[str] = ["experiments.cmd_data", "experiments.cmd_engines", "experiments.cmd_harness",
-                               "experiments.cmd_bughouse", "experiments.cmd_search"]
+COMMAND_MODULES: list[str] = ["experiments.cli.data", "experiments.cli.engines", "experiments.cli.harness",
+                               "experiments.cli.bughouse", "experiments.cli.search"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -53,7 +53,7 @@ stall the server only after filling the pipe (64 KiB, thousands of moves).
 
 Storage
 -------
-Each game is one row of :class:`experiments.store.Store` (variant ``bughouse``; ``white`` and
+Each game is one row of :class:`experiments.harness.store.Store` (variant ``bughouse``; ``white`` and
 ``black`` are the team-0 and team-1 team names; ``moves`` are ``A:e2e4``-style moves in play
 order; ``move_stats`` per move) plus a row of ``bughouse_games`` in the same SQLite file (the
 four seats' engines with their settings and, for XBoard seats, the mid-game restarts; each move's
@@ -86,9 +86,9 @@ from board.bughouse import (
     team_of, xboard_holding,
 )
 from evaluators.base import Evaluator
-from experiments.pgn import append_text, game_id, ids_in
-from experiments.pgn import check as pgn_check
-from experiments.store import GameRecord, MoveStat, Store, versions
+from experiments.harness.pgn import append_text, game_id, ids_in
+from experiments.harness.pgn import check as pgn_check
+from experiments.harness.store import GameRecord, MoveStat, Store, versions
 
 log = logging.getLogger(__name__)
 
@@ -874,7 +874,7 @@ class MatchSummary:
     reasons: dict[str, int] = field(default_factory=dict)
 
     def line(self, a: str, b: str) -> str:
-        from experiments.ratings import score_text
+        from experiments.harness.ratings import score_text
 
         return (f"{a} vs {b}: {score_text(self.wins, self.draws, self.losses)}; "
                 f"played {self.played}, resumed past {self.skipped}")

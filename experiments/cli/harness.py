@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import board
-from experiments.cli import count, positive_float
-from experiments import match as match_mod
-from experiments import openings as openings_mod
-from experiments import ratings as ratings_mod
-from experiments.store import Store
+from experiments.cli.main import count, positive_float
+from experiments.harness import match as match_mod
+from experiments.harness import openings as openings_mod
+from experiments.harness import ratings as ratings_mod
+from experiments.harness.store import Store
 
 RUNS = Path("runs")
 
@@ -117,7 +117,7 @@ class _Score:
 def _bughouse_match(args: argparse.Namespace) -> int:
     """``match --variant bughouse``: the four-seat server of experiments/bughouse_match.py (teams of
     two seats; limits go in the team specs, e.g. ``bughouse-mcts:nodes=400``, and ``--tc``)."""
-    from experiments.cmd_bughouse import cmd_bughouse_match
+    from experiments.cli.bughouse import cmd_bughouse_match
 
     unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_a", "nodes_b", "depth", "depth_a", "depth_b",
                                                         "movetime", "movetime_a", "movetime_b", "tc_a", "tc_b",
@@ -156,7 +156,7 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 
 def cmd_sprt(args: argparse.Namespace) -> int:
-    from experiments.sprt import Sprt
+    from experiments.harness.sprt import Sprt
 
     a, b = _players(args)
     test = Sprt(a.name, b.name, args.elo0, args.elo1, args.alpha, args.beta)
@@ -194,7 +194,7 @@ def _print_ratings(store: Store, run: str, players: list[str], anchor: str | Non
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    from experiments import tournament
+    from experiments.harness import tournament
 
     t = tournament.load(args.config)
     s = t.settings
@@ -215,7 +215,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
-    from experiments import scale
+    from experiments.harness import scale
 
     sc = scale.load(args.config)
     if args.report_dir:
@@ -261,7 +261,7 @@ def cmd_openings(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_harness(args: argparse.Namespace) -> int:
-    from experiments import bench_harness
+    from experiments.bench import harness as bench_harness
 
     r = bench_harness.run(args.engine, args.variant, args.games, args.nodes, args.concurrency, args.seed,
                           args.max_plies, args.workers, args.pool_threads, args.pool_batch, args.uci_threads,

@@ -94,7 +94,7 @@ def run(batches: tuple[int, ...] = (1, 8, 64, 256), seconds: float = 1.0, seed: 
         ev = RiseEvaluator.load(weights)
         net, label = ev.net, f"weights {ev.path}"
     except ValueError:
-        from experiments.train import SIZES
+        from experiments.training.train import SIZES
 
         net, label = nets.build("rise", {**SIZES["rise"]["small"], "variant": "crazyhouse"}), "fresh small RISE"
         net.eval()

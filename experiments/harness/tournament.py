@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Sequence
 
 import board
-from experiments import openings as openings_mod
-from experiments.match import BACKENDS, Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
-from experiments.tomlconfig import ConfigError, Section
+from experiments.harness import openings as openings_mod
+from experiments.harness.match import BACKENDS, Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
+from experiments.harness.tomlconfig import ConfigError, Section
 
 RUNS_DIR = Path("runs")
 
@@ -184,7 +184,7 @@ def parse(cfg: Section) -> Tournament:
 
 
 def load(path: str | Path) -> Tournament:
-    from experiments import tomlconfig
+    from experiments.harness import tomlconfig
 
     try:
         return parse(tomlconfig.load(path))

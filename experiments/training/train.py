@@ -63,8 +63,8 @@ import board
 from board.position import RAW_CASTLING, RAW_EP, RAW_PROMOTED, RAW_TURN
 from evaluators import encodings as enc
 from evaluators import nets
-from experiments import datagen
-from experiments.datagen import DataError, DataSet
+from experiments.training import datagen
+from experiments.training.datagen import DataError, DataSet
 
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "rise": {

@@ -1,0 +1,2 @@
+"""``searchbench bench``: our code and its peers side by side in one run, as ratios (benchmarks are
+not tests)."""
