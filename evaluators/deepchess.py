@@ -21,7 +21,7 @@ import torch
 from board import Position, new_position
 from board.position import RAW_TURN
 from evaluators import encodings as enc
-from evaluators.base import COMPARE, SCORE, EvaluatorError
+from evaluators.base import COMPARE, SCORE
 from evaluators.nets import DeepChessNet
 from evaluators.neural import NeuralEvaluator
 

@@ -1,22 +1,32 @@
-"""The Ray backend of the match runner (``--backend ray [--ray-address ADDR]``).
+"""Where a run's games are played besides the calling process: local worker processes and Ray actors.
 
-Each worker is a Ray actor holding one engine set (its own :class:`experiments.harness.match.Runner`, so
-the games of an actor still pool their evaluations), requesting real CPUs (``num_cpus=1`` each, or
-``cpus_per_worker``).  Tasks are pulled from a Ray queue as slots free up; every finished game is
-pushed to a result queue at once and committed by the driver, the one process that writes the
-SQLite store, so resume and "never a game twice" work exactly as with local processes.  Without an
-address a local Ray instance is started with as many CPUs as workers, and stopped at the end.
+Both take the tasks still to play, an engine factory and a ``commit`` callback, and run a pooled
+:class:`~experiments.harness.runner.Runner` in each worker; every finished game comes back to the
+caller, the one process that writes the store, so resume and "never a game twice" work as in one
+process.
+
+Processes (``workers > 1``): spawned processes pull tasks from a common queue; a worker stops when
+told or when the main process is gone (killed).
+
+Ray (``--backend ray [--ray-address ADDR]``): each worker is a Ray actor holding one engine set,
+requesting real CPUs (``num_cpus=1`` each, or ``cpus_per_worker``).  Tasks are pulled from a Ray
+queue as slots free up; every finished game is pushed to a result queue at once and committed by
+the driver.  Without an address a local Ray instance is started with as many CPUs as workers, and
+stopped at the end; an address is probed first (:func:`check_address`).
 """
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+import queue
 import socket
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from experiments.harness.match import Adjudication, EngineFactory, GameTask, MatchError, Runner, RunStats
+from experiments.harness.runner import EngineFactory, Runner, RunStats
 from experiments.harness.store import GameRecord
+from experiments.harness.tasks import Adjudication, GameTask, MatchError
 
 STOP_POLL_SECONDS = 0.5
 #: seconds to reach a Ray cluster's address before giving up (ray.init itself waits far longer)
@@ -132,3 +142,77 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
         if started:
             ray.shutdown()
 
+
+def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, variant: str, concurrency: int,
+            adjudication: Adjudication, settings: dict[str, dict[str, Any]]) -> None:
+    def tasks() -> Iterator[GameTask]:
+        while True:
+            try:
+                t = task_q.get_nowait()
+            except queue.Empty:
+                return
+            if t is None:
+                return
+            yield t
+
+    parent = os.getppid()
+
+    def stop() -> bool:  # told to stop, or the main process is gone (killed): stop too
+        return bool(stop_ev.is_set()) or os.getppid() != parent
+
+    try:
+        runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
+                        settings=settings)
+        runner.run(tasks())
+        result_q.put(("done", runner.eval_calls, runner.eval_leaves))
+    except KeyboardInterrupt:
+        result_q.put(("done", 0, 0))
+    except Exception as e:  # noqa: BLE001 - reported to the main process as one line
+        result_q.put(("error", f"{type(e).__name__}: {e}"))
+
+
+
+def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
+                    adjudication: Adjudication, settings: dict[str, dict[str, Any]],
+                    commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats) -> None:
+    ctx = mp.get_context("spawn")
+    task_q = ctx.Queue()
+    result_q = ctx.Queue()
+    stop_ev = ctx.Event()
+    for t in todo:
+        task_q.put(t)
+    per = max(1, concurrency // workers)
+    procs = [ctx.Process(target=_worker, args=(task_q, result_q, stop_ev, factory, variant, per, adjudication,
+                                               settings), daemon=True) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    running = len(procs)
+    error: str | None = None
+    try:
+        while running:
+            try:
+                msg = result_q.get(timeout=0.5)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):
+                    break
+                continue
+            if isinstance(msg, GameRecord):
+                commit(msg)
+                if stop():
+                    stop_ev.set()
+            elif msg[0] == "done":
+                running -= 1
+                stats.eval_calls += msg[1]
+                stats.eval_leaves += msg[2]
+            elif msg[0] == "error":
+                running -= 1
+                error = error or msg[1]
+                stop_ev.set()
+    finally:
+        stop_ev.set()
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+    if error is not None:
+        raise MatchError(f"a worker failed: {error}")

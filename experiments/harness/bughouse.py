@@ -69,7 +69,6 @@ import dataclasses
 import datetime as _dt
 import json
 import logging
-import os
 import queue
 import random
 import re

@@ -64,7 +64,7 @@ from board.position import RAW_CASTLING, RAW_EP, RAW_PROMOTED, RAW_TURN
 from evaluators import encodings as enc
 from evaluators import nets
 from experiments.training import datagen
-from experiments.training.datagen import DataError, DataSet
+from experiments.training.datagen import DataSet
 
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "rise": {

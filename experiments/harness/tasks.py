@@ -1,0 +1,161 @@
+"""What a run plays: players (an engine with its limits), game tasks (players, colours, opening,
+key) and matches (two players over an opening suite, each opening twice with colours reversed: a
+*pair*, SPEC.md section 5), and the adjudication rules.  Keys depend only on what is played, so a
+rerun resumes."""
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from engines.base import Engine
+from experiments.harness.openings import Opening
+from search.base import Limits
+
+BACKENDS = ("local", "ray")
+
+
+class MatchError(ValueError):
+    """Bad match settings (one-line message)."""
+
+
+class CommitError(MatchError):
+    """A finished game could not be stored (database or PGN write failed): the run stops (one line)."""
+
+
+
+# --------------------------------------------------------------------------- players and tasks
+
+@dataclass(frozen=True)
+class Player:
+    """An engine (registry name or spec string) with its limits, under a unique display name."""
+
+    name: str
+    engine: str
+    nodes: int | None = None
+    depth: int | None = None
+    movetime: float | None = None  # seconds per move
+    tc: tuple[float, float] | None = None  # (base seconds, increment seconds)
+
+    def __post_init__(self) -> None:
+        if self.nodes is None and self.depth is None and self.movetime is None and self.tc is None:
+            raise MatchError(f"player {self.name!r}: give a limit (nodes, depth, movetime or tc)")
+        for k in ("nodes", "depth"):
+            v = getattr(self, k)
+            if v is not None and v < 1:
+                raise MatchError(f"player {self.name!r}: {k} must be at least 1, got {v}")
+        if self.movetime is not None and self.movetime <= 0:
+            raise MatchError(f"player {self.name!r}: movetime must be positive")
+        if self.tc is not None and (self.tc[0] <= 0 or self.tc[1] < 0):
+            raise MatchError(f"player {self.name!r}: time control needs base > 0 and increment >= 0")
+
+    def limits_text(self) -> str:
+        return limits_text(self.nodes, self.depth, self.movetime, self.tc)
+
+    @property
+    def ident(self) -> str:
+        """What is played (engine and limits), independent of the display name."""
+        return f"{self.engine}[{self.limits_text()}]"
+
+    def limits(self, clocks: Sequence[float] | None = None) -> Limits:
+        lim = Limits(nodes=self.nodes, depth=self.depth, movetime=self.movetime)
+        if self.tc is not None and clocks is not None:
+            lim.wtime, lim.btime = max(0.0, clocks[0]), max(0.0, clocks[1])
+            lim.winc = lim.binc = self.tc[1]
+        return lim
+
+    def settings(self, engine: Engine | None) -> dict[str, Any]:
+        s: dict[str, Any] = {"engine": self.engine, "limits": self.limits_text()}
+        spec = getattr(engine, "spec", None)
+        if spec is not None:
+            s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
+                     options=dict(spec.options))
+        return s
+
+
+def limits_text(nodes: int | None = None, depth: int | None = None, movetime: float | None = None,
+                tc: tuple[float, float] | None = None) -> str:
+    """``nodes=800,depth=4,movetime=0.5,tc=60+0.6`` (the limits that are set)."""
+    parts = []
+    if nodes is not None:
+        parts.append(f"nodes={nodes}")
+    if depth is not None:
+        parts.append(f"depth={depth}")
+    if movetime is not None:
+        parts.append(f"movetime={movetime:g}")
+    if tc is not None:
+        parts.append(f"tc={tc[0]:g}+{tc[1]:g}")
+    return ",".join(parts)
+
+
+def parse_tc(text: str) -> tuple[float, float]:
+    """``"60+0.6"`` (seconds) -> (60.0, 0.6)."""
+    base, _, inc = text.partition("+")
+    try:
+        return float(base), float(inc or 0)
+    except ValueError:
+        raise MatchError(f"time control {text!r} is not BASE+INC in seconds (e.g. 60+0.6)") from None
+
+
+@dataclass(frozen=True)
+class GameTask:
+    key: str
+    run: str
+    match: str
+    pair: int
+    variant: str
+    white: Player
+    black: Player
+    opening: Opening
+    seed: int = 0
+
+
+def match_id(variant: str, a: Player, b: Player, suite: str = "") -> str:
+    digest = hashlib.sha1(json.dumps([variant, a.ident, b.ident, suite]).encode()).hexdigest()[:10]
+    return f"{a.name}~{b.name}:{variant}:{digest}"
+
+
+def match_tasks(run: str, variant: str, a: Player, b: Player, openings: Sequence[Opening], games: int,
+                seed: int = 0, suite: str = "") -> list[GameTask]:
+    """``games`` games of ``a`` against ``b``: opening i is pair i, ``a`` White in the first game of a
+    pair and Black in the second.  The keys depend only on what is played, so a rerun resumes."""
+    if games < 1:
+        raise MatchError(f"games must be at least 1, got {games}")
+    if not openings:
+        raise MatchError("no openings")
+    if a.name == b.name:
+        raise MatchError(f"both players are named {a.name!r}; give them distinct names")
+    mid = match_id(variant, a, b, suite)
+    out = []
+    for i in range(games):
+        pair, second = divmod(i, 2)
+        white, black = (b, a) if second else (a, b)
+        op = openings[pair % len(openings)]
+        key = f"{mid}/{pair}/{'ba' if second else 'ab'}"
+        out.append(GameTask(key, run, mid, pair, variant, white, black, op,
+                            seed ^ zlib.crc32(key.encode())))
+    return out
+
+
+# --------------------------------------------------------------------------- adjudication
+
+@dataclass
+class Adjudication:
+    """Adjudication as in CrazyAra's cutechess runs (SPEC.md section 5); 0 disables a rule.
+
+    resign: the mover loses once its own score has been <= -resign_cp for resign_moves
+    consecutive moves of its own.  draw: from full move draw_from_move, once the last draw_moves
+    scores of *both* sides were within +-draw_cp.  max_plies: a draw after that many plies in all
+    (opening included).
+    """
+
+    resign_moves: int = 5
+    resign_cp: int = 600
+    draw_from_move: int = 30
+    draw_moves: int = 4
+    draw_cp: int = 20
+    max_plies: int = 400
+
+
