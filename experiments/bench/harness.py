@@ -57,8 +57,9 @@ from typing import Any, Sequence
 
 from engines.base import Engine, EngineSpec
 from experiments.harness.match import (
-    Adjudication, MatchError, Player, RegistryFactory, Runner, RunStats, _play_processes, match_tasks,
+    Adjudication, MatchError, Player, RegistryFactory, Runner, RunStats, match_tasks,
 )
+from experiments.harness.backends import play_processes
 from experiments.harness.openings import default_suite, load_suite
 from experiments.harness.store import GameRecord
 
@@ -253,7 +254,7 @@ def _measure(factory: Any, tasks: list[Any], variant: str, concurrency: int, max
     t0 = time.perf_counter()
     if workers > 1:
         stats = RunStats()
-        _play_processes(tasks, factory, variant, concurrency * workers, workers, adj, {}, games.append,
+        play_processes(tasks, factory, variant, concurrency * workers, workers, adj, {}, games.append,
                         lambda: False, stats)
         calls, leaves = stats.eval_calls, stats.eval_leaves
     else:
