@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from board import Position
 from evaluators.base import Evaluation, Evaluator, Leaf
@@ -36,12 +36,17 @@ class MoveResult:
 
 @dataclass
 class EngineSpec:
-    """A resolved engine description: name, evaluator, search and every setting (for the records)."""
+    """A resolved engine: name, evaluator, search and the options as given (canonical text, for the
+    records and UCI), plus what the registry parsed from them, once (:func:`engines.registry.resolve`):
+    ``settings``, every engine option with its value (defaults filled in: limits, evaluator
+    loading, seed, preset), and ``config``, the search's config object, built and validated."""
 
     name: str
     evaluator: str
     search: str
     options: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    config: Any = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.options.items()))

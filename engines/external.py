@@ -188,7 +188,7 @@ class ExternalEngine(Engine):
         if self.protocol not in ("uci", "xboard"):
             raise EngineError(f"unknown protocol {self.protocol!r}; known: uci, xboard")
         opts = check_external_options(spec.options)
-        adapter = {o.name: o.parse(opts.get(o.name, o.format(o.default))) for o in EXTERNAL_OPTIONS}
+        adapter = spec.settings or {o.name: o.parse(opts.get(o.name, o.format(o.default))) for o in EXTERNAL_OPTIONS}
         self.default_nodes: int | None = adapter["nodes"]  # type: ignore[assignment]
         self.default_depth: int | None = adapter["depth"]  # type: ignore[assignment]
         self.default_movetime: float | None = adapter["movetime"]  # type: ignore[assignment]

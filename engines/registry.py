@@ -119,9 +119,10 @@ def is_external(spec: EngineSpec) -> bool:
     return spec.search in PROTOCOLS
 
 
-# ---- resolving ------------------------------------------------------------------------------------
+# ---- resolving: every spec is parsed here, once ------------------------------------------------------
 
-def _split(text: str) -> tuple[str, dict[str, str]]:
+def split_spec(text: str) -> tuple[str, dict[str, str]]:
+    """``"head:k=v,k2=v2"`` -> (head, {k: v, ...}) (the one parser of spec strings; values are text)."""
     head, sep, rest = text.strip().partition(":")
     head = head.strip()
     if not head:
@@ -136,66 +137,86 @@ def _split(text: str) -> tuple[str, dict[str, str]]:
     return head, options
 
 
-def resolve(name_or_spec: str) -> EngineSpec:
-    """The :class:`EngineSpec` for a built-in name or a spec string (see the module docstring)."""
-    head, overrides = _split(name_or_spec)
+def _base(head: str) -> EngineSpec:
+    """The unparsed spec a head names: a built-in (with its default options) or EVALUATOR+SEARCH."""
     known = builtins()
     if head in known:
-        base = _copy(known[head].spec)
-    elif "+" in head:
+        return _copy(known[head].spec)
+    if "+" in head:
         ev, _, se = head.rpartition("+")
         ev, se = ev.strip(), se.strip().lower()
         se = ALIASES.get(se, se)
         if se in PROTOCOLS:
-            base = EngineSpec(head, ev, se, {})
-        else:
-            ev = ALIASES.get(ev.lower(), ev.lower())
-            if ev not in EVALUATORS:
-                raise EngineError(f"unknown evaluator {ev!r}; known: {', '.join(EVALUATORS)}")
-            if se not in SEARCHES:
-                raise EngineError(f"unknown search {se!r}; known: {', '.join(SEARCHES)}, {', '.join(PROTOCOLS)}")
-            base = EngineSpec(f"{ev}+{se}", ev, se, {})
+            return EngineSpec(head, ev, se, {})
+        ev = ALIASES.get(ev.lower(), ev.lower())
+        if ev not in EVALUATORS:
+            raise EngineError(f"unknown evaluator {ev!r}; known: {', '.join(EVALUATORS)}")
+        if se not in SEARCHES:
+            raise EngineError(f"unknown search {se!r}; known: {', '.join(SEARCHES)}, {', '.join(PROTOCOLS)}")
+        return EngineSpec(f"{ev}+{se}", ev, se, {})
+    raise EngineError(f"unknown engine {head!r}; known: {', '.join(known)} "
+                      f"(or EVALUATOR+SEARCH with evaluators {', '.join(EVALUATORS)} "
+                      f"and searches {', '.join(SEARCHES)}, or PROGRAM+uci / PROGRAM+xboard)")
+
+
+def resolve(name_or_spec: str) -> EngineSpec:
+    """The resolved :class:`EngineSpec` of a built-in name or a spec string (module docstring):
+    every option parsed and the search config built, once; :class:`EngineError` for anything bad."""
+    head, overrides = split_spec(name_or_spec)
+    return complete(_base(head), overrides)
+
+
+def with_options(spec: EngineSpec, options: dict[str, str]) -> EngineSpec:
+    """``spec`` (its name kept) with exactly ``options`` (canonical or not), parsed anew."""
+    return complete(EngineSpec(spec.name, spec.evaluator, spec.search, {}), options, rename=False)
+
+
+def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -> EngineSpec:
+    """``base`` with ``overrides`` applied and everything parsed: canonical option names and text,
+    ``settings`` (engine options, defaults filled) and ``config`` (in-process engines; None while the
+    search's module cannot be imported: :func:`create` then says so)."""
+    from engines.ours import ENGINE_OPTIONS, build_config, config_options, find_option
+
+    options = dict(base.options)
+    canonical: dict[str, str] = {}
+    config = None
+    if is_external(base):
+        from engines.external import EXTERNAL_OPTIONS, check_external_options
+
+        canonical = check_external_options(overrides)
+        options.update(canonical)
+        settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in EXTERNAL_OPTIONS}
     else:
-        raise EngineError(f"unknown engine {head!r}; known: {', '.join(known)} "
-                          f"(or EVALUATOR+SEARCH with evaluators {', '.join(EVALUATORS)} "
-                          f"and searches {', '.join(SEARCHES)}, or PROGRAM+uci / PROGRAM+xboard)")
-    canonical = check_options(base, overrides)
-    base.options.update(canonical)
-    if canonical:
-        opts = ",".join(f"{k}={v}" for k, v in canonical.items())
-        base.name = f"{base.name}:{opts}"
-    return base
-
-
-def check_options(spec: EngineSpec, options: dict[str, str]) -> dict[str, str]:
-    """``options`` with canonical names and values for ``spec``; EngineError for unknown/bad ones.
-
-    For an in-process engine whose search module cannot be imported yet, config options cannot
-    be checked here; :func:`create` reports the missing module.
-    """
-    if not options:
-        return {}
-    if is_external(spec):
-        from engines.external import check_external_options
-
-        return check_external_options(options)
-    from engines.ours import ENGINE_OPTIONS, config_options, find_option
-
-    infos = list(ENGINE_OPTIONS)
-    try:
-        infos += config_options(search_config_class(spec.search))
-    except EngineError:
-        engine_keys = {o.name for o in ENGINE_OPTIONS}
-        out: dict[str, str] = {}
-        for k, v in options.items():
+        try:
+            config_cls: type | None = search_config_class(base.search)
+        except EngineError:
+            config_cls = None  # reported by create()
+        infos = list(ENGINE_OPTIONS) + (config_options(config_cls) if config_cls is not None else [])
+        for k, v in overrides.items():
             try:
-                o = find_option(ENGINE_OPTIONS, k, prefix=False)
+                o = find_option(infos, k, prefix=config_cls is not None)
             except EngineError:
-                out[k] = v  # checked by create() once the config class exists
+                if config_cls is not None:
+                    raise
+                canonical[k] = v
                 continue
-            out[o.name] = o.check(v) if o.name in engine_keys else v
-        return out
-    return {(o := find_option(infos, k)).name: o.check(v) for k, v in options.items()}
+            canonical[o.name] = o.check(v)
+        options.update(canonical)
+        engine_names = {o.name for o in ENGINE_OPTIONS}
+        settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in ENGINE_OPTIONS}
+        if config_cls is not None:
+            config_text = {find_option(infos, k).name: v for k, v in options.items() if k not in engine_names}
+            preset = settings["preset"]
+            config = build_config(config_cls, config_text, preset if isinstance(preset, str) else None)
+    name = base.name
+    if rename and canonical:
+        name += ":" + ",".join(f"{k}={v}" for k, v in canonical.items())
+    return EngineSpec(name, base.evaluator, base.search, options, settings, config)
+
+
+def _parsed(spec: EngineSpec) -> EngineSpec:
+    """``spec`` itself if the registry resolved it, else parsed now (a hand-made EngineSpec)."""
+    return spec if spec.settings else with_options(spec, spec.options)
 
 
 # ---- lazy lookups -----------------------------------------------------------------------------------
@@ -219,8 +240,11 @@ def search_config_class(search: str) -> type:
     return cls
 
 
-def load_evaluator(name: str, weights: str | None = None, threads: int = 1, inference: str | None = None) -> Evaluator:
-    """A fresh evaluator by registry name (share one between engines to pool their leaves);
+def load_evaluator(name: str, weights: str | None = None, threads: int = 1, inference: str | None = None,
+                   variant: str | None = None) -> Evaluator:
+    """A fresh evaluator by registry name (share one between engines to pool their leaves).
+
+    ``weights`` None: the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``);
     ``inference`` (``frozen``/``eager``, None: the evaluator's default) applies to networks only."""
     entry = EVALUATORS.get(ALIASES.get(name, name))
     if entry is None:
@@ -228,8 +252,12 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
     cls = _import(entry.module, entry.cls, f"evaluator {name!r}")
     try:
         if entry.loads_weights:
-            ev: Evaluator = (cls.load(path=weights, threads=threads) if inference is None
-                             else cls.load(path=weights, threads=threads, inference=inference))
+            kw: dict[str, Any] = {"path": weights, "threads": threads}
+            if inference is not None:
+                kw["inference"] = inference
+            if variant is not None and weights is None:
+                kw["variant"] = variant
+            ev: Evaluator = cls.load(**kw)
         else:
             if weights is not None:
                 raise EngineError(f"evaluator {name!r} takes no weights")
@@ -241,54 +269,17 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
     return ev
 
 
-def evaluator_for(spec: EngineSpec) -> Evaluator:
-    """A fresh evaluator for an in-process spec (its ``weights``, ``threads`` and ``inference``
-    options applied)."""
-    return load_evaluator(spec.evaluator, *evaluator_settings(spec))
-
-
 def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None]:
     """(weights, threads, inference) of an in-process spec: what its evaluator is loaded with."""
-    from engines import ours
-
-    weights: str | None = None
-    threads = 1
-    inference: str | None = None
-    for key, text in spec.options.items():
-        try:
-            o = ours.find_option(ours.ENGINE_OPTIONS, key, prefix=False)
-        except EngineError:
-            continue
-        if o.name == "weights":
-            w = o.parse(o.check(text))
-            weights = w if isinstance(w, str) else None
-        elif o.name == "threads":
-            threads = int(o.check(text))
-        elif o.name == "inference":
-            inference = o.check(text)
-    return weights, threads, inference
+    st = _parsed(spec).settings
+    weights = st.get("weights")
+    return (weights if isinstance(weights, str) else None), int(st.get("threads") or 1), st.get("inference")
 
 
-def spec_limits(name_or_spec: str) -> dict[str, Any]:
-    """The limits written in an engine spec (``material-mcts:nodes=32``): ``nodes``, ``depth`` and
-    ``movetime`` as numbers, None where the spec sets none (EngineError for a bad spec)."""
-    from engines.ours import find_option
-
-    spec = resolve(name_or_spec)
-    infos: tuple[Any, ...]
-    if is_external(spec):
-        from engines.external import EXTERNAL_OPTIONS as infos
-    else:
-        from engines.ours import ENGINE_OPTIONS as infos
-    out: dict[str, Any] = {"nodes": None, "depth": None, "movetime": None}
-    for key, text in spec.options.items():
-        try:
-            o = find_option(infos, key, prefix=False)
-        except EngineError:
-            continue
-        if o.name in out:
-            out[o.name] = o.parse(text)
-    return out
+def evaluator_for(spec: EngineSpec, variant: str | None = None) -> Evaluator:
+    """A fresh evaluator for an in-process spec (its ``weights``, ``threads`` and ``inference``
+    applied; without weights, the shipped ones of ``variant``)."""
+    return load_evaluator(spec.evaluator, *evaluator_settings(spec), variant=variant)
 
 
 def option_infos(spec: EngineSpec) -> list[Any]:
@@ -302,25 +293,28 @@ def option_infos(spec: EngineSpec) -> list[Any]:
 
 def effective_values(spec: EngineSpec) -> dict[str, str]:
     """Every option of an in-process engine with the value it will run with (preset applied)."""
-    from engines import ours
-
-    infos = option_infos(spec)
-    engine_names = {o.name for o in ours.ENGINE_OPTIONS}
-    settings: dict[str, str] = {}
-    values = {o.name: o.format(o.default) for o in infos}
-    for key, text in spec.options.items():
-        o = ours.find_option(infos, key)
-        values[o.name] = o.check(text)
-        if o.name not in engine_names:
-            settings[o.name] = values[o.name]
-    preset = ours.ENGINE_OPTIONS[-1].parse(values["preset"])
-    config = ours.build_config(search_config_class(spec.search), settings, preset if isinstance(preset, str) else None)
-    for o in infos:
-        if o.name in engine_names:
-            continue
+    spec = _parsed(spec)
+    values: dict[str, str] = {}
+    for o in option_infos(spec):
         outer, dot, inner = o.name.partition(".")
-        values[o.name] = o.format(getattr(getattr(config, outer), inner) if dot else getattr(config, o.name))
+        if o.name in spec.settings:
+            values[o.name] = o.format(spec.settings[o.name])
+        elif spec.config is not None:
+            values[o.name] = o.format(getattr(getattr(spec.config, outer), inner) if dot else getattr(spec.config, o.name))
     return values
+
+
+def spec_limits(name_or_spec: str) -> dict[str, Any]:
+    """The limits written in an engine spec (``material-mcts:nodes=32``): ``nodes``, ``depth`` and
+    ``movetime``, None where the spec sets none (EngineError for a bad spec)."""
+    st = resolve(name_or_spec).settings
+    return {k: st.get(k) for k in ("nodes", "depth", "movetime")}
+
+
+def variants_of(spec: EngineSpec) -> tuple[str, ...]:
+    """The variants an engine plays: a built-in's list, else every variant."""
+    info = builtins().get(spec.name.partition(":")[0])
+    return info.variants if info is not None else board.VARIANTS
 
 
 # ---- creating ---------------------------------------------------------------------------------------
@@ -328,8 +322,7 @@ def effective_values(spec: EngineSpec) -> dict[str, str]:
 def create(spec: str | EngineSpec, variant: str, *, evaluator: Evaluator | None = None) -> Engine:
     """A ready engine for ``variant``.  ``evaluator`` (in-process engines only) shares an evaluator
     already loaded (the caller then owns it: closing the engine closes it too)."""
-    if isinstance(spec, str):
-        spec = resolve(spec)
+    spec = resolve(spec) if isinstance(spec, str) else _parsed(spec)
     if variant not in board.VARIANTS:
         raise EngineError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
     if is_external(spec):
@@ -342,30 +335,19 @@ def create(spec: str | EngineSpec, variant: str, *, evaluator: Evaluator | None 
 def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) -> Engine:
     from engines import ours
 
-    if spec.search not in SEARCHES:
+    entry = SEARCHES.get(spec.search)
+    if entry is None:
         raise EngineError(f"unknown search {spec.search!r}; known: {', '.join(SEARCHES)}")
-    entry = SEARCHES[spec.search]
-    config_cls = search_config_class(spec.search)
     search_cls = _import(entry.module, entry.cls, f"search {spec.search!r}")
-    infos = list(ours.ENGINE_OPTIONS) + ours.config_options(config_cls)
-    engine_opts: dict[str, object] = {o.name: o.default for o in ours.ENGINE_OPTIONS}
-    config_settings: dict[str, str] = {}
-    engine_names = {o.name for o in ours.ENGINE_OPTIONS}
-    for key, text in spec.options.items():
-        o = ours.find_option(infos, key)
-        o.check(text)
-        if o.name in engine_names:
-            engine_opts[o.name] = o.parse(text)
-        else:
-            config_settings[o.name] = text
-    preset = engine_opts["preset"]
-    config = ours.build_config(config_cls, config_settings, preset if isinstance(preset, str) else None)
+    if spec.config is None:
+        search_config_class(spec.search)  # raises: the module is missing
     if evaluator is None:
-        evaluator = evaluator_for(spec)
+        evaluator = evaluator_for(spec, variant)
     if variant not in evaluator.variants:
         raise EngineError(f"evaluator {spec.evaluator!r} does not play {variant} "
                           f"(it plays {', '.join(sorted(evaluator.variants))})")
-    seed = int(str(engine_opts["seed"]))
+    seed = int(spec.settings["seed"])
+    config = spec.config
     ev = evaluator
 
     def make_search() -> Any:
@@ -378,11 +360,9 @@ def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) ->
         except ValueError as e:  # EvaluatorError: the evaluator cannot serve this search
             raise EngineError(f"cannot pair {spec.evaluator} with {spec.search}: {e}") from None
 
-    def opt(name: str) -> Any:
-        return engine_opts[name]
-
-    return ours.OurEngine(spec, variant, evaluator, make_search, nodes=opt("nodes"), depth=opt("depth"),
-                          movetime=opt("movetime"))
+    st = spec.settings
+    return ours.OurEngine(spec, variant, evaluator, make_search, nodes=st["nodes"], depth=st["depth"],
+                          movetime=st["movetime"])
 
 
 def describe(spec: EngineSpec) -> dict[str, str]:

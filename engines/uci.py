@@ -149,10 +149,12 @@ class UCIServer:
         """Build the engine if options changed; errors become an ``info string`` (None returned)."""
         if not self._dirty and self._engine is not None:
             return self._engine
-        spec = EngineSpec(self.spec.name, self.spec.evaluator, self.spec.search, dict(self._settings))
         key = self._evaluator_key()
         evaluator = self._engine.evaluator if self._engine is not None and key == self._engine_key else None
         try:
+            from engines import registry
+
+            spec = registry.with_options(self.spec, self._settings)  # every option validated together
             engine = self.factory(spec, self.variant, evaluator)
         except (EngineError, ValueError, OSError) as e:
             # The settings stay as they were sent (a later setoption may complete them); no engine
@@ -512,11 +514,11 @@ def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = "chess") ->
     infos = registry.option_infos(spec)
 
     def factory(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
-        ev = evaluator if isinstance(evaluator, Evaluator) else Responsive(registry.evaluator_for(s))
+        ev = evaluator if isinstance(evaluator, Evaluator) else Responsive(registry.evaluator_for(s, v))
         engine = registry.create(s, v, evaluator=ev)
         assert isinstance(engine, InProcessEngine)
         return engine
 
-    server = UCIServer(spec, out, factory, infos, variant=variant)
+    server = UCIServer(spec, out, factory, infos, variant=variant, variants=registry.variants_of(spec))
     server.set_engine(factory(spec, variant, None))  # a bad spec fails here, before any output
     server.run(iter(inp.readline, ""))

@@ -170,10 +170,18 @@ class NeuralEvaluator(Evaluator):
         torch.set_num_threads(threads)
 
     @classmethod
-    def load(cls, path: str | None = None, threads: int = 1, inference: str = DEFAULT_INFERENCE) -> Self:
-        """Load weights (None: the shipped file ``evaluators/weights/<default_weights>``)."""
+    def load(cls, path: str | None = None, threads: int = 1, inference: str = DEFAULT_INFERENCE,
+             variant: str | None = None) -> Self:
+        """Load weights; ``path`` None: the shipped weights of ``variant``
+        (``evaluators/weights/<family>_<variant>.pt``), or ``default_weights`` without a variant."""
         check_inference(inference)
-        net, d, p = load_net(path, cls.default_weights, cls.family, threads)
+        default = cls.default_weights
+        if path is None and variant is not None:
+            default = f"{cls.family}_{variant}.pt"
+            if not os.path.exists(os.path.join(WEIGHTS_DIR, default)):
+                raise EvaluatorError(f"{cls.name} has no shipped weights for {variant} (evaluators/weights/{default} "
+                                     f"is missing): give weights=FILE")
+        net, d, p = load_net(path, default, cls.family, threads)
         assert isinstance(net, cls.net_type)
         ev = cls(net, threads, d.get("meta"), p)
         ev.set_inference(inference)

@@ -277,3 +277,42 @@ def test_spec_strings_round_trip() -> None:
         assert (again.evaluator, again.search, again.options) == (spec.evaluator, spec.search, spec.options)
         canon = registry.resolve(str(spec))
         assert (canon.evaluator, canon.search, canon.options) == (spec.evaluator, spec.search, spec.options)
+
+
+def test_a_spec_is_parsed_once_into_one_record() -> None:
+    spec = registry.resolve("material-mcts:nodes=32,q_value_selection=off,cpuct_init=3")
+    assert spec.settings["nodes"] == 32 and spec.config is not None
+    assert spec.config.q_value_selection is False and spec.config.cpuct_init == 3.0
+    e = registry.create(spec, "chess")
+    assert e.search.config is spec.config  # type: ignore[attr-defined]  # created from the record, not re-parsed
+    assert registry.spec_limits("material-mcts:nodes=32") == {"nodes": 32, "depth": None, "movetime": None}
+    assert registry.evaluator_settings(registry.resolve("rise-mcts:threads=2")) == (None, 2, "frozen")
+    with pytest.raises(EngineError, match="tt_size"):
+        registry.resolve("material-ab:tt_size=1000")  # the config is validated when the spec is resolved
+
+
+@pytest.mark.parametrize("name", ["rise-mcts", "sixtyfour-mcts", "deepchess-ab", "rise-ab"])
+def test_one_engine_name_plays_both_variants_with_their_weights(name: str) -> None:
+    for variant in ("crazyhouse", "chess"):
+        e = registry.create(f"{name}:nodes=8,depth=1", variant)
+        try:
+            assert e.evaluator.variants == frozenset({variant})  # type: ignore[attr-defined]
+            assert getattr(e.evaluator, "path", "").endswith(f"_{variant}.pt")  # type: ignore[attr-defined]
+            pos = board.new_position(variant)
+            r = e.play(pos, Limits(nodes=8, depth=1))
+            assert r.forfeit is None and r.move in pos.legal_moves()
+        finally:
+            e.close()
+
+
+def test_a_variant_without_weights_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from evaluators import neural
+
+    shutil.copy(Path(neural.WEIGHTS_DIR) / "rise_crazyhouse.pt", tmp_path / "rise_crazyhouse.pt")
+    monkeypatch.setattr(neural, "WEIGHTS_DIR", str(tmp_path))
+    registry.create("rise-mcts", "crazyhouse").close()
+    with pytest.raises(EngineError, match="no shipped weights for chess") as err:
+        registry.create("rise-mcts", "chess")
+    assert "\n" not in str(err.value)

@@ -406,3 +406,18 @@ def test_network_engine_defaults_to_its_variant() -> None:
             b.push(r.move)
     finally:
         shut(e)
+
+
+def test_rise_mcts_plays_chess_over_uci() -> None:
+    """One name across variants: rise-mcts advertises chess and plays it with the chess weights
+    (it answered bestmove 0000 in chess before)."""
+    e = chess.engine.SimpleEngine.popen_uci(uci_command("rise-mcts"), cwd=ROOT, timeout=120)
+    try:
+        assert set(e.options["UCI_Variant"].var) == {"crazyhouse", "chess"}
+        b = chess.Board()
+        for _ in range(3):
+            r = e.play(b, chess.engine.Limit(nodes=20))
+            assert r.move is not None and r.move in b.legal_moves
+            b.push(r.move)
+    finally:
+        shut(e)
