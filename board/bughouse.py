@@ -53,37 +53,17 @@ Formats:
   ``BughouseBoards.parse_san("A. e4")`` reads the part after the number: :func:`bpgn_token`,
   :func:`parse_bpgn_token`.
 
-For the four-seat match server: :func:`xboard_holding` is the CECP ``holding`` line of a board.
-Sjeng 11.2 (``/usr/games/sjeng``) over XBoard, as tried by hand (and read in its partner.c/crazy.c):
+Leaves of the two-board search (what :mod:`search.bughouse_mcts` sends and the bughouse
+evaluators read; ``Leaf.variant == "bughouse"``), defined here once:
 
-- ``xboard``, ``protover 2`` -> ``feature ... san=0 usermove=0 time=1 ... variants="normal,bughouse,
-  crazyhouse,suicide,giveaway,losers" ... done=1``. Moves go both ways in bare coordinate form
-  (``e2e4``, ``e7e8q``, drops ``N@e3``); it answers ``move <uci>`` and ``Illegal move: <text>``.
-  ``time``/``otim`` are in centiseconds; ``level 0 <min> <inc>`` or ``st <s>`` set the control.
-- Per seat: ``new``, ``variant bughouse``, ``partner <name>`` (it then prints ``tellics ptell
-  Hello!...``, ``tellics set f5 bughouse``, ``tellics unseek``: ICS commands, ignore all ``tellics``
-  lines except ``tellics ptell``). After ``new`` it plays Black; ``go`` makes it play the side to move.
-- ``holding [White] [Black]`` (letters in any case; anything after, e.g. ICS ``+P``, is ignored)
-  replaces both pockets. In bughouse Sjeng never adds captured pieces itself: the server sends
-  ``holding`` after every pocket change on that board (partner-board captures, drops) before the
-  next ``time``/``otim``/move. It also adds one phantom piece of each type missing from the
-  *opponent's* pocket, judged by the colour it plays *when the line arrives*: a White seat must not
-  get ``holding`` before its first ``go`` (it would think it is Black, give the phantoms to itself
-  and drop pieces it does not have: seen ``B@f1`` with empty pockets). Custom start for a White seat:
-  ``force``, ``black`` (engine White, not started), ``setboard <FEN without pockets>``, ``holding``,
-  ``go``. It accepts opponent drops of phantom pieces too: the server validates every move.
-- Partner talk: it writes ``tellics ptell <text>`` (forward ``<text>`` to the partner seat) and reads
-  ``ptell <text>``: ``sit`` (it stops moving: "Ok, I sit next move. Tell me when to go."), ``go`` or
-  ``move``, ``fast``, ``slow``, ``+``/``++``/``+++`` and ``-``/``--``/``---`` with piece letters
-  ``pnbrq``, ``d`` (p, b, q), ``h`` (r, q) or ``trades`` (value of getting / losing that piece; +++
-  = it mates), ``x`` or ``=`` (standard values), ``dead``, ``abort``, ``flag``, ``help``. It tells
-  ``---p`` ... ``---q`` when that drop by its opponent would mate it, ``p doesn't mate me anymore``.
-- Mates are judged by crazyhouse rules on its own pockets: at a temporary mate it prints ``0-1
-  {Black Mates}`` / ``1-0 {White Mates}`` and never moves again in that game (neither ``holding``,
-  ``go``, ``undo`` nor ``setboard`` revive it; ``new`` and the custom-start sequence above do). The
-  server ignores engine result claims (only a real mate, a flag or an agreement ends the game) and
-  restarts such a seat when material arrives.
-- It ponders whenever it is not to move (``easy`` turns that off).
+- ``Leaf.state`` = ``raw_A + raw_B + (focus, clock_0, clock_1, clock_2, clock_3)``
+  (:func:`leaf_state`): the two boards' ``Position.raw_state()`` (:data:`RAW_LEN` ints each), the
+  *focus* board whose side to move's team the value is for, and the four seats' clocks in ms (-1
+  untimed); :data:`STATE_LEN` ints in all.
+- ``Leaf.moves`` are *two-board moves* ``board_id << BOARD_SHIFT | move`` (:func:`two_board_move`,
+  :func:`split_move`; ``move`` as :mod:`board.moves`, bits 0-17), board A's first, then board B's.
+  The null move on a board (:data:`SIT`, :func:`sit_move`) is that board's "sit": its side to move
+  waits (for a piece from the partner, or for the opponents' clocks).
 """
 from __future__ import annotations
 
@@ -100,6 +80,14 @@ from board.position import CrazyhousePosition, Position, more_than_one
 
 BOARD_A: Final = 0
 BOARD_B: Final = 1
+#: two-board moves and leaf states (module docstring)
+BOARD_SHIFT: Final = 18
+MOVE_MASK: Final = (1 << BOARD_SHIFT) - 1
+SIT: Final = 0
+RAW_LEN: Final = 16
+STATE_LEN: Final = 2 * RAW_LEN + 5
+#: the prior a bughouse evaluator gives a sit move (LazyBug); the board's real moves share the rest
+SIT_PRIOR: Final = 0.01
 BOARD_LETTERS: Final = "AB"
 CRAZYHOUSE_START: Final = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
 BUGHOUSE_STARTING_FEN: Final = ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1 | "
@@ -244,16 +232,28 @@ def from_bugchess_str(text: str) -> tuple[int, int]:
     return int(parts[0][1]) - 1, _parse_uci(parts[1], text)
 
 
-def xboard_holding(b: Position) -> str:
-    """The CECP ``holding [White] [Black]`` line for a board's pockets, e.g. ``holding [QPP] [n]``."""
-    parts = []
-    for color in (WHITE, BLACK):
-        text = ""
-        for pt in (QUEEN, ROOK, BISHOP, KNIGHT, PAWN):
-            sym = "pnbrq"[pt - 1]
-            text += (sym.upper() if color == WHITE else sym) * b.pocket_count(color, pt)
-        parts.append("[" + text + "]")
-    return "holding " + " ".join(parts)
+def two_board_move(board_id: int, m: int) -> int:
+    """The two-board move of move ``m`` (:data:`SIT` for a sit) on board ``board_id``."""
+    return (board_id << BOARD_SHIFT) | m
+
+
+def sit_move(board_id: int) -> int:
+    """The sit move of a board."""
+    return board_id << BOARD_SHIFT
+
+
+def split_move(bm: int) -> tuple[int, int]:
+    """(board_id, move) of a two-board move."""
+    return bm >> BOARD_SHIFT, bm & MOVE_MASK
+
+
+def leaf_state(game: "BughouseGame", focus: int, clocks: list[int] | None = None) -> tuple[int, ...]:
+    """The leaf state of a game position for the side to move on board ``focus`` (clocks in ms per
+    seat, default: the game's as of its last move; -1 untimed)."""
+    if clocks is None:
+        clocks = [game.time_left(s) for s in range(4)]
+    return (game.boards[0].raw_state() + game.boards[1].raw_state()
+            + (focus, int(clocks[0]), int(clocks[1]), int(clocks[2]), int(clocks[3])))
 
 
 def partner_seat(seat: int) -> int:

@@ -43,12 +43,14 @@ class EvaluatorEntry:
 
 @dataclass(frozen=True)
 class SearchEntry:
-    """How to make a search: ``module.cls(evaluator, config[, rng])`` with ``module.config``."""
+    """How to make a search: ``module.cls(evaluator, config[, rng])`` with ``module.config``; the
+    variants it plays."""
 
     module: str
     cls: str
     config: str
     takes_rng: bool
+    variants: tuple[str, ...] = board.VARIANTS
 
 
 EVALUATORS: dict[str, EvaluatorEntry] = {
@@ -56,11 +58,14 @@ EVALUATORS: dict[str, EvaluatorEntry] = {
     "rise": EvaluatorEntry("evaluators.rise", "RiseEvaluator", True),
     "sixtyfour": EvaluatorEntry("evaluators.sixtyfour", "SixtyFourEvaluator", True),
     "deepchess": EvaluatorEntry("evaluators.deepchess", "DeepChessEvaluator", True),
+    "bughouse-classical": EvaluatorEntry("evaluators.bughouse_classical", "BughouseClassicalEvaluator", False),
+    "bughouse-net": EvaluatorEntry("evaluators.bughouse_net", "BughouseNetEvaluator", True),
 }
 SEARCHES: dict[str, SearchEntry] = {
     "mcts": SearchEntry("search.mcts", "MCTS", "MCTSConfig", True),
     "alphabeta": SearchEntry("search.alphabeta", "AlphaBeta", "ABConfig", False),
     "comparator": SearchEntry("search.comparator", "ComparatorAlphaBeta", "ComparatorConfig", False),
+    "bughouse-mcts": SearchEntry("search.bughouse_mcts", "BughouseMCTS", "BughouseMCTSConfig", True, ("bughouse",)),
 }
 ALIASES: dict[str, str] = {"material": "classical", "ab": "alphabeta"}
 
@@ -312,9 +317,12 @@ def spec_limits(name_or_spec: str) -> dict[str, Any]:
 
 
 def variants_of(spec: EngineSpec) -> tuple[str, ...]:
-    """The variants an engine plays: a built-in's list, else every variant."""
+    """The variants an engine plays: a built-in's list, else its search's."""
     info = builtins().get(spec.name.partition(":")[0])
-    return info.variants if info is not None else board.VARIANTS
+    if info is not None:
+        return info.variants
+    entry = SEARCHES.get(spec.search)
+    return entry.variants if entry is not None else board.VARIANTS
 
 
 # ---- creating ---------------------------------------------------------------------------------------

@@ -1,16 +1,7 @@
 """The classical bughouse evaluator: material on both boards and in all pockets, partner flows.
 
-Bughouse leaves (the format :mod:`search.bughouse_mcts` sends; ``Leaf.variant == "bughouse"``)
---------------------------------------------------------------------------------------------
-``Leaf.state`` = ``raw_A + raw_B + (focus, clock_0, clock_1, clock_2, clock_3)``: the two boards'
-``Position.raw_state()`` (16 ints each, ``RAW_*`` indices of :mod:`board.position`), the *focus*
-board whose side to move's team the value is for, and the four seats' clocks in ms (-1 untimed;
-seats as :mod:`board.bughouse`: ``board_id * 2 + color``).
-
-``Leaf.moves`` are *two-board moves* ``board_id << BOARD_SHIFT | move`` (``move`` as
-:mod:`board.moves`; bits 0-17 hold from, to, promotion and drop), board A's first, then board B's.
-The null move on a board, ``board_id << BOARD_SHIFT`` (:func:`sit_move`), is that board's "sit"
-move: its side to move waits (for a piece from the partner, or for the opponents' clocks).
+Leaves: the bughouse leaves of :mod:`board.bughouse` (two boards' raw states, the focus board, the
+four clocks; two-board moves with a sit move per board).
 
 Answer: ``Evaluation.value`` in [-1, 1] for the **team** of the focus board's side to move (team
 as :mod:`board.bughouse`: ``board_id ^ color``), and ``Evaluation.priors`` aligned with
@@ -45,31 +36,14 @@ from __future__ import annotations
 from typing import Final, Sequence
 
 from board.bitboards import BB_SQUARES
+from board.bughouse import RAW_LEN, SIT, SIT_PRIOR, STATE_LEN, split_move
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.classical import (
     PRIOR_TEMPERATURE, VALUE_SCALE, ZH_POCKET_VALUES, ZH_VALUES, least_attacker, move_scores,
     score_to_value, softmax, white_score_raw,
 )
 
-BOARD_SHIFT: Final = 18
-MOVE_MASK: Final = (1 << BOARD_SHIFT) - 1
-RAW_LEN: Final = 16
-STATE_LEN: Final = 2 * RAW_LEN + 5
-SIT_PRIOR: Final = 0.01
 FLOW_WEIGHT: Final = 0.5
-
-
-def two_board_move(board_id: int, m: int) -> int:
-    return (board_id << BOARD_SHIFT) | m
-
-
-def sit_move(board_id: int) -> int:
-    return board_id << BOARD_SHIFT
-
-
-def split_move(bm: int) -> tuple[int, int]:
-    """``(board_id, move)`` of a two-board move (move 0 = sit)."""
-    return bm >> BOARD_SHIFT, bm & MOVE_MASK
 
 
 def _piece_on(state: tuple[int, ...], sq: int) -> int:
@@ -146,7 +120,8 @@ class BughouseClassicalEvaluator(Evaluator):
         focus = st[2 * RAW_LEN]
         per_board: list[list[int]] = [[], []]
         for bm in leaf.moves:
-            per_board[bm >> BOARD_SHIFT].append(bm & MOVE_MASK)
+            b, m = split_move(bm)
+            per_board[b].append(m)
         team = focus ^ states[focus][10]
         value = 0.0
         for b in range(2):
@@ -165,8 +140,8 @@ class BughouseClassicalEvaluator(Evaluator):
         priors: list[float] = []
         idx = [0, 0]
         for bm in leaf.moves:
-            b = bm >> BOARD_SHIFT
-            if bm & MOVE_MASK == 0:
+            b, m = split_move(bm)
+            if m == SIT:
                 priors.append(self.sit_prior if per_board[b] != [0] else 1.0)
             else:
                 priors.append(board_priors[b][idx[b]])

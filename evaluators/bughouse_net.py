@@ -35,7 +35,7 @@ indexed at their from-square, drops at their to-square:
     R=2; 73-81 the same moving towards lower rows (the opponents: LazyBug's "for each color");
     82-86 drops P N B R Q. A queen promotion is its pawn's queen-like move.
 Priors: a softmax over each board's legal moves (two distributions, as the search picks a board
-first); a board's "sit" move (move 0, :func:`evaluators.bughouse_classical.sit_move`) gets
+first); a board's "sit" move (move 0, :func:`board.bughouse.sit_move`) gets
 ``SIT_PRIOR`` (0.01) and the board's real moves share the rest.
 
 Network (:class:`BughouseNet`, size configurable, LazyBug: 256 filters, 13 blocks): 3x3 conv 14 -> C
@@ -56,22 +56,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from board.bughouse import BughouseGame
+from board.bughouse import (
+    BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
+)
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
 FAMILY: Final = "bughouse"
 DEFAULT_WEIGHTS: Final = "bughouse_lazybug.pt"
-RAW_LEN: Final = 16
-STATE_LEN: Final = 2 * RAW_LEN + 5
-BOARD_SHIFT: Final = 18
-MOVE_MASK: Final = (1 << BOARD_SHIFT) - 1
 PLANES_PER_BOARD: Final = 14
 N_SCALARS: Final = 34
 POLICY_PLANES: Final = 87
 POLICY_SIZE: Final = POLICY_PLANES * 128  # 11,136
-SIT_PRIOR: Final = 0.01
 UNTIMED_CLOCK: Final = 1.0  # clocks / (5 minutes) of an untimed game
 
 
@@ -80,15 +77,6 @@ class BughouseNetError(EvaluatorError):
 
 
 # --------------------------------------------------------------------------- leaf states
-
-def leaf_state(game: BughouseGame, focus: int, clocks: Sequence[int] | None = None) -> tuple[int, ...]:
-    """The leaf state of a game position for the side to move on board ``focus`` (clocks in ms per
-    seat, default: the game's as of its last move; -1 untimed)."""
-    if clocks is None:
-        clocks = [game.time_left(s) for s in range(4)]
-    return (game.boards[0].raw_state() + game.boards[1].raw_state()
-            + (focus, int(clocks[0]), int(clocks[1]), int(clocks[2]), int(clocks[3])))
-
 
 def _check_states(states: np.ndarray) -> np.ndarray:
     if states.ndim != 2 or states.shape[1] != STATE_LEN:
@@ -219,7 +207,7 @@ def policy_indices_np(states: np.ndarray, moves: np.ndarray, seg: np.ndarray | N
 def policy_index(game: BughouseGame, focus: int, board_id: int, move: int) -> int:
     """Flat policy index of ``move`` on ``board_id`` seen from the side to move on ``focus``."""
     st = np.array([leaf_state(game, focus)], dtype=np.int64)
-    return int(policy_indices_np(st, np.array([(board_id << BOARD_SHIFT) | move]))[0])
+    return int(policy_indices_np(st, np.array([two_board_move(board_id, move)]))[0])
 
 
 # --------------------------------------------------------------------------- network
@@ -342,7 +330,12 @@ class BughouseNetEvaluator(Evaluator):
         torch.set_num_threads(threads)
 
     @classmethod
-    def load(cls, path: str | None = None, threads: int = 1) -> Self:
+    def load(cls, path: str | None = None, threads: int = 1, inference: str | None = None,
+             variant: str | None = None) -> Self:
+        """Load weights (None: the shipped ``bughouse_lazybug.pt``).  The network runs eager whatever
+        ``inference`` says (a two-input graph has no frozen copy here); ``variant`` is bughouse."""
+        if variant not in (None, "bughouse"):
+            raise BughouseNetError(f"the bughouse network plays bughouse, not {variant}")
         p = path if path is not None else os.path.join(WEIGHTS_DIR, DEFAULT_WEIGHTS)
         net, d = load(p)
         return cls(net, threads, d.get("meta"), p)

@@ -59,14 +59,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Final, Sequence
 
-from board.bughouse import BughouseGame, seat_of, team_of
+from board.bughouse import SIT, BughouseGame, leaf_state, seat_of, sit_move, split_move, team_of, two_board_move
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
-
-# Two-board move encoding shared with the bughouse evaluators (evaluators/bughouse_classical.py):
-# board_id << BOARD_SHIFT | move; move 0 (the null move) on a board is that board's "sit".
-BOARD_SHIFT: Final = 18
-MOVE_MASK: Final = (1 << BOARD_SHIFT) - 1
-SIT: Final = 0
 
 NEW: Final = 0
 PENDING: Final = 1
@@ -499,21 +493,19 @@ class BughouseMCTS:
             if node.sit_board == b:
                 continue
             for m in game.boards[b].legal_moves():
-                moves.append((b << BOARD_SHIFT) | m)
+                moves.append(two_board_move(b, m))
             if self._sit_allowed(node, b):
-                moves.append(b << BOARD_SHIFT)
+                moves.append(sit_move(b))
         node.movers = (team_of(0, game.boards[0].turn), team_of(1, game.boards[1].turn))
         clocks = node.clocks if node.clocks is not None else [-1, -1, -1, -1]
-        state = (game.boards[0].raw_state() + game.boards[1].raw_state()
-                 + (self.own_board, clocks[0], clocks[1], clocks[2], clocks[3]))
-        return Leaf(state, moves, "bughouse")
+        return Leaf(leaf_state(game, self.own_board, clocks), moves, "bughouse")
 
     def _expand(self, node: _Node, leaf_moves: list[int], ev: Evaluation) -> None:
         if len(ev.priors) != len(leaf_moves):
             raise BughouseSearchError(f"evaluator gave {len(ev.priors)} priors for {len(leaf_moves)} moves")
         for bm, p in zip(leaf_moves, ev.priors):
-            b = bm >> BOARD_SHIFT
-            node.moves[b].append(bm & MOVE_MASK)
+            b, m = split_move(bm)
+            node.moves[b].append(m)
             node.priors[b].append(p)
             node.n[b].append(0)
             node.w[b].append(0.0)

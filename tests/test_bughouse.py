@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from board import BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE, make_drop, move_from_uci, move_to_uci
+from engines.seats import xboard_holding
 from board.bughouse import (
     AGREEMENT, BLOCKED, BUGHOUSE_STARTING_FEN, CHECKMATE, FLAG, RESIGNATION, STARTING_MATERIAL,
     BughouseBoard, BughouseError, BughouseGame, bpgn_movetext, bpgn_token, format_move,
     from_bugchess_str, parse_bpgn_movetext, parse_bpgn_token, parse_move, partner_seat, perft,
-    seat_of, team_of, to_bugchess_str, xboard_holding,
+    seat_of, team_of, to_bugchess_str,
 )
 from board.position import CrazyhousePosition
 

@@ -1,4 +1,4 @@
-"""The four-seat bughouse server (experiments/bughouse_match.py): our team against itself, the
+"""The four-seat bughouse server (experiments/harness/bughouse.py): our team against itself, the
 XBoard driver's command sequences (holding, clocks, restarts, ptell relay), misbehaving seats
 (crash, hang, illegal or malformed move, resignation, no handshake) forfeiting for their team,
 storage (SQLite rows + details, BPGN, resume), the CLI, and one short real game against Sjeng."""
@@ -13,10 +13,9 @@ from board.bughouse import BughouseGame, parse_bpgn_movetext
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
 from experiments.cli import main as cli
 from experiments.harness.ratings import from_games, rate
-from experiments.harness.bughouse import (
-    BughouseMatchError, BughouseStore, GameContext, OurSeat, Seat, XBoardSeat, fen_without_pockets, make_seat,
-    parse_team, play_game, rebuild_game, run_match,
-)
+from engines.base import EngineError
+from engines.seats import GameContext, OurSeat, Seat, SeatError, XBoardSeat, fen_without_pockets, make_seat, parse_team
+from experiments.harness.bughouse import BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
 from tests.engines_path import find_engine
 
@@ -181,7 +180,7 @@ def test_a_hung_seat_loses_on_time(fake: Path):
 
 
 def test_no_handshake_is_a_clear_error(fake: Path):
-    with pytest.raises(BughouseMatchError, match="done=1"):
+    with pytest.raises(SeatError, match="done=1"):
         XBoardSeat("silent", [sys.executable, str(fake), "nodone"], startup_s=1.0)
 
 
@@ -280,27 +279,31 @@ def test_fen_without_pockets():
 def test_team_specs_and_errors():
     assert parse_team("bughouse-mcts:nodes=5/sjeng").seat_specs == ("bughouse-mcts:nodes=5", "sjeng")
     assert parse_team("sjeng").seat_specs == ("sjeng", "sjeng")
-    with pytest.raises(BughouseMatchError, match="unknown bughouse engine"):
+    with pytest.raises(SeatError, match="does not play bughouse"):
         parse_team("stockfish")
-    with pytest.raises(BughouseMatchError, match="unknown option"):
+    with pytest.raises(EngineError, match="unknown engine"):
+        parse_team("no-such-engine")
+    with pytest.raises(EngineError, match="unknown option"):
         make_seat("bughouse-mcts:bogus=1", 1, {})
-    with pytest.raises(BughouseMatchError, match="bad value"):
+    with pytest.raises(EngineError, match="bad value"):
         make_seat("bughouse-mcts:nodes=many", 1, {})
-    with pytest.raises(BughouseMatchError, match="not installed|not found"):
+    with pytest.raises(EngineError, match="not installed|not found"):
         make_seat("no-such-engine-xyz+xboard", 1, {})
+    with pytest.raises(EngineError, match="bughouse-mcts"):
+        make_seat("material-mcts", 1, {})  # a chess engine cannot take a bughouse seat
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert cli.main(["bughouse-match", "stockfish", "sjeng", "--db", str(tmp_path / "x.sqlite")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "unknown bughouse engine" in err[0]
-    assert cli.main(["bughouse-match", "ours", "ours", "--tc", "fast", "--db", str(tmp_path / "x.sqlite")]) == 2
-    assert cli.main(["bughouse-match", "ours", "ours", "--games", "0", "--db", str(tmp_path / "x.sqlite")]) == 2
+    assert len(err) == 1 and "does not play bughouse" in err[0]
+    assert cli.main(["bughouse-match", "bughouse-mcts", "bughouse-mcts", "--tc", "fast", "--db", str(tmp_path / "x.sqlite")]) == 2
+    assert cli.main(["bughouse-match", "bughouse-mcts", "bughouse-mcts", "--games", "0", "--db", str(tmp_path / "x.sqlite")]) == 2
 
 
 def test_cli_plays_and_stores(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     db = tmp_path / "c.sqlite"
-    assert cli.main(["bughouse-match", "ours:nodes=10", "ours:nodes=10", "--games", "1", "--tc", "5+0",
+    assert cli.main(["bughouse-match", "bughouse-mcts:nodes=10", "bughouse-mcts:nodes=10,seed=2", "--games", "1", "--tc", "5+0",
                      "--max-plies", "40", "--db", str(db), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "played 1" in out and db.exists() and db.with_suffix(".bpgn").exists()

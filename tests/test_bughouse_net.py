@@ -11,7 +11,7 @@ import torch
 from board import move_from_uci
 from board.bughouse import BughouseGame, format_move
 from evaluators.base import Leaf
-from evaluators.bughouse_classical import sit_move, two_board_move
+from board.bughouse import leaf_state, sit_move, two_board_move
 from evaluators import bughouse_net as bn
 from experiments.training.bughouse_data import BughouseDataError, samples_from_db
 from experiments.harness.bughouse import BughouseStore
@@ -26,7 +26,7 @@ def idx(game: BughouseGame, focus: int, board_id: int, uci: str) -> int:
 
 
 def planes_of(game: BughouseGame, focus: int, clocks=None) -> tuple[np.ndarray, np.ndarray]:
-    p, s = bn.encode(np.array([bn.leaf_state(game, focus, clocks)], dtype=np.int64))
+    p, s = bn.encode(np.array([leaf_state(game, focus, clocks)], dtype=np.int64))
     return p[0], s[0]
 
 
@@ -98,7 +98,7 @@ def test_hand_worked_policy_indices():
     assert idx(h, 1, 1, "a7b8n") == (64 + 0 * 3 + 2) * 128 + 6 * 16 + 0  # the same board as own (up)
     assert idx(h, 1, 1, "a7a8q") == (0 * 7 + 0) * 128 + 6 * 16 + 0      # queen promotion = pawn's N move
     # sit moves have no policy entry
-    st = np.array([bn.leaf_state(h, 0)], dtype=np.int64)
+    st = np.array([leaf_state(h, 0)], dtype=np.int64)
     assert bn.policy_indices_np(st, np.array([sit_move(1)]))[0] == -1
 
 
@@ -109,7 +109,7 @@ def test_every_legal_move_of_random_games_has_a_distinct_index():
         if g.outcome() is not None:
             break
         for focus in (0, 1):
-            st = np.array([bn.leaf_state(g, focus)], dtype=np.int64)
+            st = np.array([leaf_state(g, focus)], dtype=np.int64)
             for b in (0, 1):
                 moves = np.array([two_board_move(b, m) for m in g.legal_moves(b)], dtype=np.int64)
                 if len(moves):
@@ -137,8 +137,8 @@ def test_priors_per_board_with_sit_and_batching():
     g = BughouseGame()
     g.push_str("A:e2e4")
     moves = [two_board_move(b, m) for b in (0, 1) for m in g.legal_moves(b)] + [sit_move(1)]
-    leaf = Leaf(bn.leaf_state(g, 0), moves, "bughouse")
-    only_sit = Leaf(bn.leaf_state(g, 1), [two_board_move(0, m) for m in g.legal_moves(0)] + [sit_move(1)],
+    leaf = Leaf(leaf_state(g, 0), moves, "bughouse")
+    only_sit = Leaf(leaf_state(g, 1), [two_board_move(0, m) for m in g.legal_moves(0)] + [sit_move(1)],
                     "bughouse")
     out = ev.evaluate([leaf, only_sit])
     assert len(out) == 2
@@ -191,7 +191,7 @@ def test_save_load_round_trip_and_search(tmp_path: Path):
     bn.save(str(path), ev.net, {"note": "x"})
     again = bn.BughouseNetEvaluator.load(str(path))
     g = BughouseGame()
-    leaf = Leaf(bn.leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")
+    leaf = Leaf(leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")
     assert again.evaluate([leaf])[0].value == pytest.approx(ev.evaluate([leaf])[0].value, abs=1e-6)
     assert again.meta == {"note": "x"}
     r = BughouseMCTS(again).run(g, 0, BughouseLimits(nodes=40))
@@ -206,7 +206,7 @@ def test_shipped_weights_load_if_present():
         pytest.skip("no shipped bughouse weights")
     ev = bn.BughouseNetEvaluator.load()
     g = BughouseGame()
-    e = ev.evaluate([Leaf(bn.leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")])[0]
+    e = ev.evaluate([Leaf(leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")])[0]
     assert -1 <= e.value <= 1 and sum(e.priors) == pytest.approx(1.0)
 
 
@@ -282,7 +282,8 @@ def test_train_tiny_and_load(tmp_path: Path):
 # ------------------------------------------------------------------------------------ engine specs
 
 def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
-    from experiments.harness.bughouse import BughouseMatchError, OurSeat, make_seat, parse_team
+    from engines.base import EngineError
+    from engines.seats import OurSeat, make_seat, parse_team
 
     w = tmp_path / "sub" / "w.pt"
     w.parent.mkdir()
@@ -291,15 +292,15 @@ def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
     assert team.seat_specs == (f"rise-bughouse-mcts:weights={w},nodes=20", "bughouse-mcts:nodes=10")
     cache: dict = {}
     a = make_seat(team.seat_specs[0], 1, cache)
-    b = make_seat(f"bughouse-mcts:evaluator=net,weights={w}", 2, cache)
+    b = make_seat(f"bughouse-net+bughouse-mcts:weights={w}", 2, cache)
     c = make_seat(team.seat_specs[1], 3, cache)
     assert isinstance(a, OurSeat) and a.evaluator is b.evaluator and a.evaluator.name == "bughouse-net"
     assert c.evaluator.name == "bughouse-classical"
-    with pytest.raises(BughouseMatchError, match="nope.pt"):
+    with pytest.raises(EngineError, match="nope.pt"):
         make_seat(f"rise-bughouse-mcts:weights={tmp_path / 'nope.pt'}", 1, {})
-    with pytest.raises(BughouseMatchError, match="unknown evaluator"):
-        make_seat("bughouse-mcts:evaluator=magic", 1, {})
-    with pytest.raises(BughouseMatchError, match="takes no weights"):
+    with pytest.raises(EngineError, match="unknown evaluator"):
+        make_seat("magic+bughouse-mcts", 1, {})
+    with pytest.raises(EngineError, match="takes no weights"):
         make_seat(f"bughouse-mcts:weights={w}", 1, {})
 
 

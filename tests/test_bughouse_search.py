@@ -7,10 +7,10 @@ import random
 import pytest
 
 from board import move_from_uci
-from board.bughouse import BughouseGame
+from board.bughouse import BughouseGame, sit_move, split_move, two_board_move
 from evaluators.base import EvaluatorError, Leaf
 from evaluators.bughouse_classical import (
-    SIT_PRIOR, BughouseClassicalEvaluator, capture_flow, sit_move, split_move, two_board_move,
+    SIT_PRIOR, BughouseClassicalEvaluator, capture_flow,
 )
 from search.bughouse_mcts import (
     SIT, BughouseLimits, BughouseMCTS, BughouseMCTSConfig, BughouseSearchError, cpuct, recent_move_ms,

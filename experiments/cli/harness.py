@@ -115,7 +115,7 @@ class _Score:
 
 
 def _bughouse_match(args: argparse.Namespace) -> int:
-    """``match --variant bughouse``: the four-seat server of experiments/bughouse_match.py (teams of
+    """``match --variant bughouse``: the four-seat server of experiments/harness/bughouse.py (teams of
     two seats; limits go in the team specs, e.g. ``bughouse-mcts:nodes=400``, and ``--tc``)."""
     from experiments.cli.bughouse import cmd_bughouse_match
 

@@ -15,38 +15,17 @@ Game time is real time (ms since the game started, ``time.monotonic``). The loop
 2. a move is checked before it is made: a move after the mover's flag fell is too late (the flag
    decides), an illegal or malformed move forfeits the game for the mover's team; a legal move is
    pushed with its time (the mover's clock is charged) and every seat is told (:meth:`Seat.on_move`);
-3. nothing to compute: the loop sleeps ``POLL_S``.
-
-Seats
------
-:class:`OurSeat` (in-process): :class:`search.bughouse_mcts.BughouseMCTS` with the classical
-bughouse evaluator (``bughouse-mcts``) or the LazyBug-style network (``rise-bughouse-mcts``, or
-``bughouse-mcts:evaluator=net[,weights=PATH]``; seats with the same weights share one evaluator), stepped cooperatively by the loop (no threads: the two cores are shared). When
-it is to move it searches with ``movetime = min(spec movetime, left / 30 + 0.7 · increment)`` (and
-the spec's node cap); any move on either board restarts the search from the new position (pockets
-changed) within the same time allocation. A "sit" decision makes it wait: it searches again after
-the next move on either board or after ``SIT_RECHECK_MS``. With no legal move it waits too.
-
-:class:`XBoardSeat`: a program speaking CECP (Sjeng 11.2) through our own small driver (python-chess's
-XBoard engine has no ``holding``/``ptell``), following the conventions found by hand in
-:mod:`board.bughouse`'s docstring: ``new``, ``variant bughouse``, ``partner <name>``, ``easy``
-(no pondering: two shared cores), ``nopost``, ``level 0 M:SS INC``, ``ping N`` (everything the
-program prints before ``pong N`` is stale, e.g. a move of the previous game printed after ``force``,
-and is dropped); the White seat gets ``go`` at once;
-``holding [W] [B]`` is sent whenever its board's pockets changed, before the next ``time``/``otim``/
-move (never to a White seat before its first ``go``); an opponent's move goes as ``time``, ``otim``
-(centiseconds) and the bare move. ``tellics ptell <text>`` is relayed as ``ptell <text>`` to the
-partner seat if it is an XBoard seat (and logged with the game either way); other ``tellics`` lines
-and result claims are ignored, but a claim means Sjeng has stopped playing this game ("temporary"
-crazyhouse mates), so when it is next to move with a legal move the seat is restarted with the
-custom-start sequence (``new``, ... , ``force``, ``black``/``white``, ``setboard <FEN without
-pockets>``, ``holding``, ``time``, ``otim``, ``go``). The same restart follows an ``Illegal move``
-complaint about a move we relayed.
+Seats (:mod:`engines.seats`: ours and XBoard programs, made from engine specs by the registry's
+parser) see the game through a :class:`~engines.seats.GameContext` and hand moves, partner
+messages and failures back to this loop.
 
 Failures (forfeit for the seat's team, the game ends at once; a crashed program is started again
 for the next game): the program exits or closes its output (crash), sends a malformed or illegal
 move, resigns, or our search raises. A hung program runs out of its real clock (flag). A game
 longer than ``max_plies`` is drawn (``max_plies``).
+
+Known limit: writes to a program's stdin block; a program that stops reading its input would
+stall the server only after filling the pipe (64 KiB, thousands of moves).
 
 Known limit: writes to a program's stdin block; a program that stops reading its input would
 stall the server only after filling the pipe (64 KiB, thousands of moves).
@@ -65,24 +44,19 @@ Games are keyed ``<match>:<index>``, so a match run again skips the stored games
 """
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import json
 import logging
-import queue
-import random
-import re
-import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from board import move_to_uci
 from board.bughouse import (
-    BOARD_LETTERS, BughouseError, BughouseGame, bpgn_movetext, format_move, partner_seat, seat_of,
-    team_of, xboard_holding,
+    BOARD_LETTERS, BughouseError, BughouseGame, bpgn_movetext, format_move, partner_seat, team_of,
+)
+from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
+    GameContext, MoveReport, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
 )
 from evaluators.base import Evaluator
 from experiments.harness.pgn import append_text, game_id, ids_in
@@ -92,10 +66,6 @@ from experiments.harness.store import GameRecord, MoveStat, Store, versions
 log = logging.getLogger(__name__)
 
 POLL_S = 0.002
-#: partner messages relayed between seats (Sjeng's partner commands, see board/bughouse.py)
-PTELL_COMMAND = re.compile(r"^(sit|go|move|fast|slow|dead|abort|flag|x|=|[+-]{1,3}([pnbrqdh]|trades))(\s|$)",
-                           re.IGNORECASE)
-SIT_RECHECK_MS = 1000
 SEAT_NAMES = ("A-white", "A-black", "B-white", "B-black")
 BPGN_TABLE = """
 CREATE TABLE IF NOT EXISTS bughouse_games (
@@ -113,7 +83,6 @@ class BughouseMatchError(ValueError):
     """A bad team spec, time control or output path, or an engine that cannot start (one line)."""
 
 
-# ---------------------------------------------------------------------------------------- context
 
 @dataclass
 class PlayedMove:
@@ -121,447 +90,6 @@ class PlayedMove:
     text: str          # "A:e2e4"
     at_ms: int
     stat: MoveStat
-
-
-class GameContext:
-    """What a seat sees of the running game and how it acts on it."""
-
-    def __init__(self, game: BughouseGame, seats: Sequence["Seat"], t0: float) -> None:
-        self.game = game
-        self.seats = seats
-        self.t0 = t0
-        self.version = 0                       # moves made so far (changes on every move)
-        self.sitting = [False, False, False, False]
-        self.actions: list[tuple[str, int, Any]] = []
-        self.ptells: list[tuple[int, int, str]] = []
-
-    def now_ms(self) -> int:
-        return int((time.monotonic() - self.t0) * 1000)
-
-    def submit(self, seat: int, uci: str, stat: MoveStat | None = None) -> None:
-        self.actions.append(("move", seat, (uci, stat or MoveStat())))
-
-    def forfeit(self, seat: int, reason: str) -> None:
-        self.actions.append(("forfeit", seat, reason))
-
-    def ptell(self, seat: int, text: str) -> None:
-        """Log a partner message; relay it if it is a partner command (:data:`PTELL_COMMAND`):
-        chatter ("Hello!", "Sorry, but I don't understand that command.") is only logged, else two
-        Sjeng partners answer each other's replies forever."""
-        self.ptells.append((self.now_ms(), seat, text))
-        if PTELL_COMMAND.match(text.strip()):
-            self.seats[partner_seat(seat)].on_ptell(self, text.strip())
-
-    def to_move(self, seat: int) -> bool:
-        return self.game.boards[seat >> 1].turn == (seat & 1)
-
-
-class Seat:
-    """One player. Subclasses: :class:`OurSeat`, :class:`XBoardSeat`."""
-
-    name: str = "seat"
-    kind: str = "seat"
-
-    def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind}
-
-    def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
-        self.seat = seat
-
-    def on_move(self, ctx: GameContext, board_id: int, mover: int) -> None:
-        """A move was made on ``board_id`` by seat ``mover`` (possibly this one)."""
-
-    def on_ptell(self, ctx: GameContext, text: str) -> None:
-        """The partner said ``text``."""
-
-    def tick(self, ctx: GameContext) -> bool:
-        """Do a little work; True if the seat is computing (the loop should not sleep)."""
-        return False
-
-    def end_game(self, ctx: GameContext, result: str, reason: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-# ---------------------------------------------------------------------------------------- ours
-
-class OurSeat(Seat):
-    """Our engine: the bughouse MCTS with an injected evaluator, stepped by the server loop."""
-
-    kind = "ours"
-
-    def __init__(self, name: str, evaluator: Evaluator, config: Any = None, nodes: int | None = None,
-                 movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None) -> None:
-        from search.bughouse_mcts import BughouseMCTS
-
-        self.name = name
-        self.evaluator = evaluator
-        self.nodes = nodes
-        self.movetime = movetime
-        self.options = dict(options or {})
-        self.search = BughouseMCTS(evaluator, config, random.Random(seed))
-        self.seat = -1
-        self._searching = False
-        self._searched_version = -1
-        self._turn_started = -1
-        self._alloc_s = 0.0
-        self._sit_since = -1
-        self._sit_version = -1
-        self._turn_nodes = 0
-        self.sits = 0  # sit decisions (all games)
-
-    def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "evaluator": self.evaluator.name,
-                "search": "bughouse-mcts", "options": self.options,
-                "config": dataclasses.asdict(self.search.config)}
-
-    def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
-        self.seat = seat
-        self._searching = False
-        self._turn_started = -1
-        self._sit_since = -1
-        self._moves_ms: list[list[int]] = [[], [], [], []]
-
-    def on_move(self, ctx: GameContext, board_id: int, mover: int) -> None:
-        if mover == self.seat:
-            self._turn_started = -1
-
-    def _allocate(self, ctx: GameContext) -> float:
-        game = ctx.game
-        if not game.timed:
-            return self.movetime if self.movetime is not None else float("inf")
-        left = game.time_left(self.seat, ctx.now_ms()) / 1000.0
-        alloc = max(0.02, left / 30.0 + 0.7 * game.inc_ms / 1000.0)
-        return min(alloc, self.movetime) if self.movetime is not None else alloc
-
-    def tick(self, ctx: GameContext) -> bool:
-        from search.bughouse_mcts import BughouseLimits
-
-        game = ctx.game
-        b = self.seat >> 1
-        if not ctx.to_move(self.seat):
-            self._searching = False
-            ctx.sitting[self.seat] = False
-            return False
-        now = ctx.now_ms()
-        if self._turn_started < 0:
-            self._turn_started = now
-            self._turn_nodes = 0
-            self._alloc_s = self._allocate(ctx)
-        if ctx.sitting[self.seat]:
-            if ctx.version == self._sit_version and now - self._sit_since < SIT_RECHECK_MS:
-                return False
-            ctx.sitting[self.seat] = False
-        if not game.boards[b].has_legal_moves():
-            self._searching = False
-            return False
-        try:
-            if not self._searching or self._searched_version != ctx.version:
-                # a move on either board changed the position: search again with what is left of
-                # this turn's time and nodes (at least a quarter of the node budget)
-                if self._searching:
-                    self._turn_nodes += self.search.result().nodes if self.search.root_evaluated() else 0
-                spent = (now - self._turn_started) / 1000.0
-                left = max(0.01, self._alloc_s - spent)
-                movetime = None if left == float("inf") else left
-                nodes = None if self.nodes is None else max(self.nodes // 4, self.nodes - self._turn_nodes, 1)
-                self.search.start(game, b, BughouseLimits(nodes, movetime), at_ms=now,
-                                  partner_sitting=ctx.sitting[partner_seat(self.seat)])
-                self._searching = True
-                self._searched_version = ctx.version
-            if not self.search.done():
-                leaves = self.search.ask()
-                if leaves:
-                    self.search.tell(self.evaluator.evaluate(leaves))
-            if not self.search.done():
-                return True
-            r = self.search.result()
-        except Exception as e:  # noqa: BLE001 - a failing search forfeits, never crashes the server
-            log.exception("bughouse search failed")
-            self._searching = False
-            ctx.forfeit(self.seat, f"search error: {type(e).__name__}: {e}")
-            return False
-        self._searching = False
-        if r.sit:
-            self.sits += 1
-            ctx.sitting[self.seat] = True
-            self._turn_started = -1  # a new allocation when it searches again
-            self._sit_since = now
-            self._sit_version = ctx.version
-            return False
-        from search.mcts import value_to_cp
-
-        # the turn's totals (searches restarted by moves on the other board included)
-        ctx.submit(self.seat, move_to_uci(r.move),
-                   MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
-                            cp=value_to_cp(r.value), depth=len(r.pv), evals=r.evals))
-        return False
-
-
-# ---------------------------------------------------------------------------------------- xboard
-
-def fen_without_pockets(board_fen: str) -> str:
-    """A crazyhouse FEN with its ``[pockets]`` and ``~`` marks removed (Sjeng's setboard)."""
-    parts = board_fen.split(" ")
-    placement = parts[0]
-    if "[" in placement:
-        placement = placement[:placement.index("[")]
-    return " ".join([placement.replace("~", "")] + parts[1:])
-
-
-def _clock_text(ms: int) -> str:
-    s = max(1, ms // 1000)
-    return f"{s // 60}:{s % 60:02d}"
-
-
-class XBoardSeat(Seat):
-    """A CECP (XBoard) program: our own driver with ``holding``, ``ptell`` and a startup watchdog."""
-
-    kind = "xboard"
-
-    def __init__(self, name: str, command: Sequence[str], startup_s: float = 10.0, depth: int | None = None,
-                 options: dict[str, str] | None = None) -> None:
-        self.name = name
-        self.command = list(command)
-        self.startup_s = startup_s
-        self.depth = depth
-        self.options = dict(options or {})
-        self.seat = -1
-        self.proc: subprocess.Popen[str] | None = None
-        self.pings = 0
-        self.awaiting_pong = ""
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.transcript: list[str] = []
-        self._start_process()
-
-    def settings(self) -> dict[str, Any]:
-        """Spec and, for the game just played, how often the program was restarted mid-game."""
-        return {"name": self.name, "kind": self.kind, "command": self.command, "options": self.options,
-                "restarts": getattr(self, "restarts", 0)}
-
-    # -- process
-    def _start_process(self) -> None:
-        try:
-            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True, bufsize=1)
-        except OSError as e:
-            raise BughouseMatchError(f"cannot start {self.command[0]!r}: {e.strerror}") from None
-        self.lines = queue.Queue()
-        threading.Thread(target=self._reader, args=(self.proc, self.lines), daemon=True).start()
-        self.send("xboard")
-        self.send("protover 2")
-        deadline = time.monotonic() + self.startup_s
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                line = self.lines.get(timeout=max(0.0, left)) if left > 0 else None
-            except queue.Empty:
-                line = None
-            if line is None:
-                self.kill()
-                raise BughouseMatchError(f"{self.name}: no 'feature ... done=1' within {self.startup_s:g} s "
-                                         f"of starting {' '.join(self.command)}")
-            if line.startswith("feature") and "done=1" in line:
-                break
-
-    @staticmethod
-    def _reader(proc: subprocess.Popen[str], q: queue.Queue[str | None]) -> None:
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                q.put(line.rstrip("\r\n"))
-        except (OSError, ValueError):
-            pass
-        q.put(None)
-
-    def send(self, line: str) -> bool:
-        proc = self.proc
-        if proc is None or proc.stdin is None:
-            return False
-        self.transcript.append("> " + line)
-        try:
-            proc.stdin.write(line + "\n")
-            proc.stdin.flush()
-            return True
-        except (OSError, ValueError):
-            return False
-
-    def kill(self) -> None:
-        proc = self.proc
-        self.proc = None
-        if proc is None:
-            return
-        try:
-            if proc.poll() is None:
-                try:
-                    proc.stdin.write("quit\n")  # type: ignore[union-attr]
-                    proc.stdin.flush()  # type: ignore[union-attr]
-                except (OSError, ValueError):
-                    pass
-                try:
-                    proc.wait(timeout=0.5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            pass
-
-    def close(self) -> None:
-        self.kill()
-
-    def restart_process(self) -> None:
-        self.kill()
-        self._start_process()
-
-    # -- game
-    def _level(self, ctx: GameContext) -> list[str]:
-        game = ctx.game
-        out = ["new", "variant bughouse", f"partner {self.partner_name}", "easy", "nopost"]
-        if self.depth is not None:
-            out.append(f"sd {self.depth}")
-        if game.timed:
-            out.append(f"level 0 {_clock_text(game.base_ms)} {game.inc_ms / 1000:g}")
-        return out
-
-    def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
-        self.seat = seat
-        self.partner_name = partner_name
-        self.board_id = seat >> 1
-        self.color = seat & 1
-        self.restarts = 0
-        self.dead = False          # it claimed a result: it will not move again without a restart
-        self.gone = False          # a White seat has had its first go (holding is safe)
-        self.thinking = False
-        self.sent_holding = ""
-        if self.proc is None or self.proc.poll() is not None:
-            self.restart_process()
-        while True:  # drop what is left from the previous game
-            try:
-                if self.lines.get_nowait() is None:
-                    self.restart_process()
-                    break
-            except queue.Empty:
-                break
-        for line in self._level(ctx):
-            self.send(line)
-        self._ping()
-        if ctx.to_move(seat) and ctx.game.boards[self.board_id].has_legal_moves():
-            self._send_clocks(ctx)
-            self.send("go")
-            self.gone = True
-            self.thinking = True
-
-    def _ping(self) -> None:
-        """Output before the answering ``pong`` is stale (a move of the previous game or position
-        that the program printed after ``force``) and is dropped by :meth:`tick`."""
-        self.pings += 1
-        self.awaiting_pong = f"pong {self.pings}"
-        self.send(f"ping {self.pings}")
-
-    def _send_clocks(self, ctx: GameContext) -> None:
-        game = ctx.game
-        if not game.timed:
-            return
-        now = ctx.now_ms()
-        opp = seat_of(self.board_id, self.color ^ 1)
-        self.send(f"time {max(0, game.time_left(self.seat, now)) // 10}")
-        self.send(f"otim {max(0, game.time_left(opp, now)) // 10}")
-
-    def _sync_holding(self, ctx: GameContext) -> None:
-        if self.color == 0 and not self.gone:
-            return
-        h = xboard_holding(ctx.game.boards[self.board_id])
-        if h != self.sent_holding:
-            self.send(h)
-            self.sent_holding = h
-
-    def on_move(self, ctx: GameContext, board_id: int, mover: int) -> None:
-        if self.dead:
-            return
-        if board_id == self.board_id and mover != self.seat:
-            game = ctx.game
-            _, m = game.move_stack[-1]
-            self._sync_holding(ctx)
-            self._send_clocks(ctx)
-            self.send(move_to_uci(m))
-            self.thinking = True
-            if self.color == 0:
-                self.gone = True
-        else:
-            self._sync_holding(ctx)
-
-    def on_ptell(self, ctx: GameContext, text: str) -> None:
-        self.send("ptell " + text)
-
-    def _restart_sequence(self, ctx: GameContext) -> None:
-        b = ctx.game.boards[self.board_id]
-        self.restarts += 1
-        for line in self._level(ctx):
-            self.send(line)
-        self._ping()
-        self.send("force")
-        self.send("black" if self.color == 0 else "white")
-        self.send("setboard " + fen_without_pockets(b.fen()))
-        self.sent_holding = ""
-        self.gone = True
-        self._sync_holding(ctx)
-        self._send_clocks(ctx)
-        self.send("go")
-        self.dead = False
-        self.thinking = True
-
-    def tick(self, ctx: GameContext) -> bool:
-        while True:
-            try:
-                line = self.lines.get_nowait()
-            except queue.Empty:
-                break
-            if line is None:
-                code = self.proc.poll() if self.proc is not None else None
-                ctx.forfeit(self.seat, f"crash: {self.name} exited" + (f" with code {code}" if code is not None else ""))
-                self.proc = None
-                return False
-            if self.awaiting_pong:
-                self.transcript.append("< (stale) " + line)
-                if line.strip() == self.awaiting_pong:
-                    self.awaiting_pong = ""
-                continue
-            self._line(ctx, line)
-        if (self.dead and ctx.to_move(self.seat)
-                and ctx.game.boards[self.board_id].has_legal_moves()):
-            self._restart_sequence(ctx)
-        return False
-
-    def _line(self, ctx: GameContext, line: str) -> None:
-        self.transcript.append("< " + line)
-        if len(self.transcript) > 400:
-            del self.transcript[:200]
-        s = line.strip()
-        if s.startswith("move "):
-            if not ctx.to_move(self.seat):
-                log.info("%s: move %r when not to move (ignored)", self.name, s)
-                return
-            self.thinking = False
-            ctx.submit(self.seat, s[5:].strip())
-        elif s.startswith("tellics ptell "):
-            ctx.ptell(self.seat, s[len("tellics ptell "):])
-        elif s.startswith(("1-0", "0-1", "1/2-1/2")):
-            self.dead = True
-            self.thinking = False
-        elif s == "resign" or s.startswith("tellics resign"):
-            ctx.forfeit(self.seat, f"resigned: {self.name}")
-        elif s.startswith("Illegal move"):
-            log.info("%s rejected a relayed move: %s", self.name, s)
-            self.dead = True
-        elif s.startswith("Error"):
-            log.info("%s: %s", self.name, s)
-
-    def end_game(self, ctx: GameContext, result: str, reason: str) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.send("force")
-            self.send(f"result {result} {{{reason}}}")
 
 
 # ---------------------------------------------------------------------------------------- one game
@@ -630,7 +158,7 @@ def _apply_actions(ctx: GameContext, played: list[PlayedMove]) -> tuple[str, str
         who = f"{SEAT_NAMES[seat]} ({ctx.seats[seat].name})"
         if kind == "forfeit":
             return ("1-0" if team == 1 else "0-1", f"forfeit: {who} {payload}")
-        uci, stat = payload
+        uci, report = payload
         now = ctx.now_ms()
         o = game.outcome(now)
         if o is not None:  # the flag fell before the move arrived
@@ -647,155 +175,10 @@ def _apply_actions(ctx: GameContext, played: list[PlayedMove]) -> tuple[str, str
         game.push(bid, m, now)
         ctx.version += 1
         ctx.sitting[seat] = False
-        played.append(PlayedMove(seat, format_move(bid, m), now, stat))
+        played.append(PlayedMove(seat, format_move(bid, m), now, MoveStat(**report.as_dict())))
         for s in range(4):
             ctx.seats[s].on_move(ctx, bid, seat)
     return None
-
-
-# ---------------------------------------------------------------------------------------- teams
-
-@dataclass
-class TeamSpec:
-    """A team: one engine spec for both seats (``bughouse-mcts:nodes=400``, ``sjeng``,
-    ``/path/prog+xboard``), or two joined by ``/`` (A-seat spec / B-seat spec)."""
-
-    text: str
-    seat_specs: tuple[str, str]
-
-    @property
-    def name(self) -> str:
-        return self.text
-
-
-OURS_NAMES = ("bughouse-mcts", "ours", "rise-bughouse-mcts")
-#: our bughouse engines' evaluators: ``bughouse-mcts`` uses the classical one by default,
-#: ``rise-bughouse-mcts`` the LazyBug-style network (evaluators/bughouse_net.py, shipped weights)
-OURS_EVALUATORS = ("classical", "net")
-
-
-def _engine_head(text: str) -> bool:
-    head = text.partition(":")[0].strip()
-    return head in OURS_NAMES or head == "sjeng"
-
-
-def parse_team(text: str) -> TeamSpec:
-    """A team spec; ``/`` separates the two seats' specs only before a known engine name, so that
-    option values may be paths (``rise-bughouse-mcts:weights=runs/x/model.pt``)."""
-    if "+xboard" in text:
-        parts = [text.strip()]
-    else:
-        pieces = text.split("/")
-        parts = [pieces[0]]
-        for piece in pieces[1:]:
-            if _engine_head(piece) or not piece.strip():
-                parts.append(piece)
-            else:
-                parts[-1] += "/" + piece
-        parts = [p.strip() for p in parts]
-    if not parts or any(not p for p in parts) or len(parts) > 2:
-        raise BughouseMatchError(f"a team is 'SPEC' or 'SPEC_A/SPEC_B', got {text!r}")
-    specs = (parts[0], parts[-1])
-    for s in specs:
-        _split_spec(s)
-    return TeamSpec(text.strip(), specs)
-
-
-def _split_spec(text: str) -> tuple[str, dict[str, str]]:
-    head, sep, rest = text.partition(":")
-    opts: dict[str, str] = {}
-    if sep and rest.strip():
-        for item in rest.split(","):
-            k, eq, v = item.partition("=")
-            if not eq or not k.strip():
-                raise BughouseMatchError(f"bad option {item.strip()!r} in {text!r}: expected key=value")
-            opts[k.strip().lower().replace("-", "_")] = v.strip()
-    head = head.strip()
-    if head not in OURS_NAMES and head != "sjeng" and not head.endswith("+xboard"):
-        raise BughouseMatchError(f"unknown bughouse engine {head!r}: use bughouse-mcts[:opts], "
-                                 f"rise-bughouse-mcts[:opts], sjeng[:opts] or PROGRAM+xboard")
-    return head, opts
-
-
-def make_seat(spec: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Seat:
-    """A seat for an engine spec (see :class:`TeamSpec`)."""
-    head, opts = _split_spec(spec)
-    if head in OURS_NAMES:
-        from evaluators.bughouse_classical import BughouseClassicalEvaluator
-        from search.bughouse_mcts import BughouseMCTSConfig
-
-        cfg = BughouseMCTSConfig()
-        fields = {f.name: f for f in dataclasses.fields(cfg)}
-        nodes: int | None = None
-        movetime: float | None = None
-        evaluator = "net" if head == "rise-bughouse-mcts" else "classical"
-        weights: str | None = None
-        threads = 1
-        for k, v in opts.items():
-            try:
-                if k == "evaluator":
-                    if v not in OURS_EVALUATORS:
-                        raise BughouseMatchError(f"unknown evaluator {v!r} in {spec!r}; known: "
-                                                 + ", ".join(OURS_EVALUATORS))
-                    evaluator = v
-                elif k == "weights":
-                    weights = v
-                elif k == "threads":
-                    threads = int(v)
-                elif k == "nodes":
-                    nodes = int(v)
-                elif k == "movetime":
-                    movetime = float(v)
-                elif k == "seed":
-                    seed = int(v)
-                elif k in fields:
-                    cur = getattr(cfg, k)
-                    setattr(cfg, k, type(cur)(float(v)) if isinstance(cur, int) else float(v))
-                else:
-                    raise BughouseMatchError(f"unknown option {k!r} of {head}; known: nodes, movetime, seed, "
-                                             "evaluator, weights, threads, " + ", ".join(fields))
-            except ValueError as e:
-                if isinstance(e, BughouseMatchError):
-                    raise
-                raise BughouseMatchError(f"bad value {v!r} for {k} in {spec!r}") from None
-        cfg.validate()
-        if evaluator == "classical" and weights is not None:
-            raise BughouseMatchError(f"the classical bughouse evaluator takes no weights ({spec!r})")
-        key = evaluator if weights is None else f"{evaluator}:{weights}"
-        if key not in evaluator_cache:
-            if evaluator == "classical":
-                evaluator_cache[key] = BughouseClassicalEvaluator()
-            else:
-                from evaluators.bughouse_net import BughouseNetEvaluator
-
-                try:
-                    evaluator_cache[key] = BughouseNetEvaluator.load(weights, threads)
-                except ValueError as e:
-                    raise BughouseMatchError(f"{spec}: {e}") from None
-        return OurSeat(spec, evaluator_cache[key], cfg, nodes, movetime, seed, opts)
-    from engines.external import find_program
-    from engines.base import EngineError
-
-    program = "sjeng" if head == "sjeng" else head[:-len("+xboard")]
-    try:
-        path = find_program(program)
-    except EngineError as e:
-        raise BughouseMatchError(str(e)) from None
-    depth = None
-    startup = 10.0
-    for k, v in opts.items():
-        try:
-            if k == "depth":
-                depth = int(v)
-            elif k in ("startup", "timeout"):
-                startup = float(v)
-            else:
-                raise BughouseMatchError(f"unknown option {k!r} of {head}; known: depth, startup")
-        except ValueError as e:
-            if isinstance(e, BughouseMatchError):
-                raise
-            raise BughouseMatchError(f"bad value {v!r} for {k} in {spec!r}") from None
-    return XBoardSeat(spec, [path], startup, depth, opts)
 
 
 # ---------------------------------------------------------------------------------------- storing
