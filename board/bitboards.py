@@ -65,24 +65,24 @@ def signed(x: int) -> i64:
     return i64(x - (1 << 64) if x >= (1 << 63) else x)
 
 
-def square(file: int, rank: int) -> int:
+def square(file: int, rank: int) -> Square:
     return rank * 8 + file
 
 
-def square_file(sq: int) -> int:
+def square_file(sq: Square) -> int:
     return sq & 7
 
 
-def square_rank(sq: int) -> int:
+def square_rank(sq: Square) -> int:
     return sq >> 3
 
 
-def square_mirror(sq: int) -> int:
+def square_mirror(sq: Square) -> Square:
     """The square with the rank flipped (a1 <-> a8), used to encode positions for black."""
     return sq ^ 56
 
 
-def parse_square(name: str) -> int:
+def parse_square(name: str) -> Square:
     """``"e4"`` -> 28.  Raises ``ValueError`` for anything that is not a square name."""
     if len(name) != 2 or name[0] not in FILE_NAMES or name[1] not in RANK_NAMES:
         raise ValueError(f"invalid square name: {name!r}")
@@ -101,30 +101,20 @@ BB_LIGHT_SQUARES: Final[i64] = signed(0x55AA55AA55AA55AA)
 BB_DARK_SQUARES: Final[i64] = signed(0xAA55AA55AA55AA55)
 
 
-def lsb(b: i64) -> int:
+def lsb(b: Bitboard) -> Square:
     """Index of the least significant set bit of a non-empty bitboard."""
     return int(b & -b).bit_length() - 1
 
 
-def msb(b: i64) -> int:
+def msb(b: Bitboard) -> Square:
     """Index of the most significant set bit of a non-empty bitboard."""
     if b < 0:
         return 63
     return int(b).bit_length() - 1
 
 
-def popcount(b: i64) -> int:
+def popcount(b: Bitboard) -> int:
     return int(b & 0xFFFFFFFF).bit_count() + int((b >> 32) & 0xFFFFFFFF).bit_count()
-
-
-def squares_of(b: i64) -> list[int]:
-    """The squares of a bitboard in increasing order (not for hot loops)."""
-    out: list[int] = []
-    while b:
-        s = lsb(b)
-        out.append(s)
-        b ^= BB_SQUARES[s]
-    return out
 
 
 # --- step attacks ------------------------------------------------------------------------------
@@ -207,21 +197,13 @@ def _slide(sq: int, occ: i64, d0: int) -> i64:
     return attacks
 
 
-def rook_attacks_mask(sq: int, occ: i64) -> i64:
+def rook_attacks_mask(sq: Square, occ: Bitboard) -> Bitboard:
     return _slide(sq, occ, 0) | _slide(sq, occ, 1)
 
 
-def bishop_attacks_mask(sq: int, occ: i64) -> i64:
+def bishop_attacks_mask(sq: Square, occ: Bitboard) -> Bitboard:
     return _slide(sq, occ, 2) | _slide(sq, occ, 3)
 
 
-def queen_attacks_mask(sq: int, occ: i64) -> i64:
+def queen_attacks_mask(sq: Square, occ: Bitboard) -> Bitboard:
     return _slide(sq, occ, 0) | _slide(sq, occ, 1) | _slide(sq, occ, 2) | _slide(sq, occ, 3)
-
-
-def between_mask(a: int, b: int) -> i64:
-    return BB_BETWEEN[a * 64 + b]
-
-
-def line_mask(a: int, b: int) -> i64:
-    return BB_LINE[a * 64 + b]

@@ -38,10 +38,6 @@ def to_python_chess_move(m: int) -> chess.Move:
     return chess.Move.from_uci(move_to_uci(m))
 
 
-def from_python_chess_move(m: chess.Move) -> int:
-    return move_from_uci(m.uci())
-
-
 def san(pos: Position, m: int) -> str:
     """Standard algebraic notation of a legal move (drops as ``N@f7+``)."""
     return to_python_chess(pos).san(to_python_chess_move(m))

@@ -15,37 +15,37 @@ from __future__ import annotations
 
 from typing import Final
 
-from board.bitboards import FILE_NAMES, PIECE_SYMBOLS, RANK_NAMES, SQUARE_NAMES
+from board.bitboards import FILE_NAMES, PIECE_SYMBOLS, RANK_NAMES, SQUARE_NAMES, PieceType, Square
 
 Move = int
 NULL_MOVE: Final = 0
 
 
-def make_move(from_sq: int, to_sq: int, promotion: int = 0) -> int:
+def make_move(from_sq: Square, to_sq: Square, promotion: PieceType = 0) -> Move:
     return from_sq | (to_sq << 6) | (promotion << 12)
 
 
-def make_drop(piece_type: int, to_sq: int) -> int:
+def make_drop(piece_type: PieceType, to_sq: Square) -> Move:
     return to_sq | (to_sq << 6) | (piece_type << 15)
 
 
-def move_from(m: int) -> int:
+def move_from(m: Move) -> Square:
     return m & 63
 
 
-def move_to(m: int) -> int:
+def move_to(m: Move) -> Square:
     return (m >> 6) & 63
 
 
-def move_promotion(m: int) -> int:
+def move_promotion(m: Move) -> PieceType:
     return (m >> 12) & 7
 
 
-def move_drop(m: int) -> int:
+def move_drop(m: Move) -> PieceType:
     return m >> 15
 
 
-def move_to_uci(m: int) -> str:
+def move_to_uci(m: Move) -> str:
     if m == 0:
         return "0000"
     drop = m >> 15
@@ -64,7 +64,7 @@ def _sq(name: str, uci: str) -> int:
     return FILE_NAMES.index(name[0]) + 8 * RANK_NAMES.index(name[1])
 
 
-def move_from_uci(uci: str) -> int:
+def move_from_uci(uci: str) -> Move:
     """Parse a UCI move (``e2e4``, ``e7e8q``, ``N@f7``, ``0000``) without checking legality."""
     if uci == "0000":
         return 0

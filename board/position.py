@@ -33,9 +33,9 @@ from board.bitboards import (
     BB_BACKRANKS, BB_BETWEEN, BB_DARK_SQUARES, BB_FILES, BB_KING_ATTACKS, BB_KNIGHT_ATTACKS,
     BB_LIGHT_SQUARES, BB_LINE, BB_PAWN_ATTACKS, BB_RANKS, BB_SQUARES, BISHOP, BLACK, INT64_MIN,
     KING, KNIGHT, PAWN, PIECE_SYMBOLS, QUEEN, ROOK, SQUARE_NAMES, WHITE, bishop_attacks_mask, lsb,
-    popcount, rook_attacks_mask, parse_square,
+    Bitboard, Color, PieceType, Square, popcount, rook_attacks_mask, parse_square,
 )
-from board.moves import move_from_uci, move_to_uci
+from board.moves import Move, move_from_uci, move_to_uci
 from board.zobrist import Z_CASTLING, Z_EP_FILE, Z_PIECE, Z_POCKET, Z_PROMOTED, Z_TURN
 
 STARTING_FEN: Final = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
@@ -74,11 +74,6 @@ RAW_EP: Final = 12
 RAW_HALFMOVE: Final = 13
 RAW_FULLMOVE: Final = 14
 RAW_REPETITIONS: Final = 15
-
-
-def pocket_count_of(pockets: int, color: int, pt: int) -> int:
-    """Count of pt in colour's pocket, from a packed ``pockets`` word (as in raw_state)."""
-    return (pockets >> _pocket_shift(color, pt)) & 63
 
 
 def _pocket_shift(color: int, pt: int) -> int:
@@ -136,35 +131,35 @@ class Position:
         return "chess"
 
     @property
-    def occupied(self) -> i64:
+    def occupied(self) -> Bitboard:
         return self.colors[0] | self.colors[1]
 
-    def piece_type_at(self, sq: int) -> int:
+    def piece_type_at(self, sq: Square) -> PieceType:
         return int(self.mailbox[sq] & 7)
 
-    def color_at(self, sq: int) -> int:
+    def color_at(self, sq: Square) -> Color:
         """Colour of the piece on sq, or -1 if the square is empty."""
         code = self.mailbox[sq]
         return int(code >> 3) if code else -1
 
-    def pieces_mask(self, pt: int, color: int) -> i64:
+    def pieces_mask(self, pt: PieceType, color: Color) -> Bitboard:
         return self.pieces[pt] & self.colors[color]
 
-    def king(self, color: int) -> int:
+    def king(self, color: Color) -> Square:
         k = self.pieces[KING] & self.colors[color]
         return lsb(k) if k else -1
 
-    def pocket_count(self, color: int, pt: int) -> int:
+    def pocket_count(self, color: Color, pt: PieceType) -> int:
         return int((self.pockets >> _pocket_shift(color, pt)) & 63)
 
     def ply(self) -> int:
         return self._sp // 3
 
     @property
-    def move_stack(self) -> list[int]:
+    def move_stack(self) -> list[Move]:
         return [int(self._stack[i]) for i in range(0, self._sp, 3)]
 
-    def peek(self) -> int:
+    def peek(self) -> Move:
         return int(self._stack[self._sp - 3]) if self._sp else 0
 
     def raw_state(self) -> tuple[int, ...]:
@@ -224,7 +219,7 @@ class Position:
 
     # ------------------------------------------------------------------ attacks
 
-    def attackers_mask(self, color: int, sq: int, occ: i64) -> i64:
+    def attackers_mask(self, color: Color, sq: Square, occ: Bitboard) -> Bitboard:
         """Pieces of ``color`` attacking ``sq`` given occupancy ``occ``."""
         pieces = self.pieces
         att = ((BB_KNIGHT_ATTACKS[sq] & pieces[KNIGHT]) | (BB_KING_ATTACKS[sq] & pieces[KING])
@@ -238,10 +233,10 @@ class Position:
             att |= rook_attacks_mask(sq, occ) & orth
         return att & cbb
 
-    def is_attacked_by(self, color: int, sq: int) -> bool:
+    def is_attacked_by(self, color: Color, sq: Square) -> bool:
         return self.attackers_mask(color, sq, self.colors[0] | self.colors[1]) != 0
 
-    def checkers_mask(self) -> i64:
+    def checkers_mask(self) -> Bitboard:
         k = self.pieces[KING] & self.colors[self.turn]
         if not k:
             return 0
@@ -295,7 +290,7 @@ class Position:
 
     # ------------------------------------------------------------------ move generation
 
-    def legal_moves(self) -> list[int]:
+    def legal_moves(self) -> list[Move]:
         """All legal moves (drops included in crazyhouse), as ints (see :mod:`board.moves`)."""
         v = self.legal_moves_vec()
         return [int(v[i]) for i in range(len(v))]
@@ -447,12 +442,12 @@ class Position:
     def has_legal_moves(self) -> bool:
         return len(self.generate_legal_vec(vec[i64]())) > 0
 
-    def is_legal(self, m: int) -> bool:
+    def is_legal(self, m: Move) -> bool:
         return m in self.legal_moves()
 
     # ------------------------------------------------------------------ make / unmake
 
-    def push(self, m: int) -> None:
+    def push(self, m: Move) -> None:
         """Make a legal move (not checked: use :meth:`push_uci` or :meth:`is_legal` for input)."""
         us = self.turn
         them = us ^ 1
@@ -536,7 +531,7 @@ class Position:
         self._stack[sp + 1] = state
         self.turn = them
 
-    def pop(self) -> int:
+    def pop(self) -> Move:
         """Unmake the last move and return it."""
         sp = self._sp - 3
         if sp < 0:
@@ -594,25 +589,25 @@ class Position:
         self.zobrist = self._stack[sp + 2]
         return m
 
-    def push_uci(self, uci: str) -> int:
+    def push_uci(self, uci: str) -> Move:
         """Parse, check and make a UCI move; ``ValueError`` if malformed or illegal."""
         m = self.parse_uci(uci)
         self.push(m)
         return m
 
-    def parse_uci(self, uci: str) -> int:
+    def parse_uci(self, uci: str) -> Move:
         m = move_from_uci(uci)
         if m == 0 or not self.is_legal(m):
             raise ValueError(f"illegal move {uci!r} in {self.fen()}")
         return m
 
-    def gives_check(self, m: int) -> bool:
+    def gives_check(self, m: Move) -> bool:
         self.push(m)
         check = self.is_check()
         self.pop()
         return check
 
-    def is_capture(self, m: int) -> bool:
+    def is_capture(self, m: Move) -> bool:
         if m >> 15:
             return False
         to = (m >> 6) & 63
@@ -620,7 +615,7 @@ class Position:
             return True
         return to == self.ep_square and self.mailbox[m & 63] & 7 == PAWN
 
-    def is_zeroing(self, m: int) -> bool:
+    def is_zeroing(self, m: Move) -> bool:
         """Does the move reset the half-move clock (a capture or pawn move; drops never do)?"""
         return (m >> 15) == 0 and (self.is_capture(m) or self.mailbox[m & 63] & 7 == PAWN)
 
@@ -632,7 +627,7 @@ class Position:
     def is_stalemate(self) -> bool:
         return not self.is_check() and not self.has_legal_moves()
 
-    def has_insufficient_material(self, color: int) -> bool:
+    def has_insufficient_material(self, color: Color) -> bool:
         """As python-chess: True only if ``color`` cannot possibly mate."""
         own = self.colors[color]
         p = self.pieces
@@ -904,7 +899,7 @@ class Position:
             rows.append(" ".join(row))
         return "\n".join(rows)
 
-    def uci(self, m: int) -> str:
+    def uci(self, m: Move) -> str:
         return move_to_uci(m)
 
 
@@ -930,7 +925,7 @@ class CrazyhousePosition(Position):
         # Captures and pawn moves are not irreversible in crazyhouse: look back to the root.
         return 2
 
-    def has_insufficient_material(self, color: int) -> bool:
+    def has_insufficient_material(self, color: Color) -> bool:
         p = self.pieces
         if p[PAWN] | p[ROOK] | p[QUEEN]:
             return False  # (speed: the usual case, before counting pockets)
