@@ -44,7 +44,12 @@ class DeepChessEvaluator(NeuralEvaluator):
         self._cache: dict[tuple[int, ...], torch.Tensor] = {}
         ref = new_position(self.variant).raw_state()
         with torch.inference_mode():
-            self._ref_feat = self.net.features(torch.from_numpy(enc.deepchess_bits(enc.raw_array([ref]), self.variant)))
+            self._ref_feat = self.net.features(torch.from_numpy(self.planes(enc.raw_array([ref]), self.variant)))
+
+    @classmethod
+    def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:
+        """The network's input bits of raw states: the encoding hook evaluation and training share."""
+        return enc.deepchess_bits(raw, variant)
 
     def serves(self) -> frozenset[str]:
         return frozenset({COMPARE, SCORE})
@@ -83,7 +88,7 @@ class DeepChessEvaluator(NeuralEvaluator):
             if len(self._cache) + len(missing) > self.cache_size:
                 self._cache.clear()
                 missing = states  # the states that were cached are gone too (states are distinct)
-            x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(missing), self.variant))
+            x = torch.from_numpy(self.planes(enc.raw_array(missing), self.variant))
             with torch.inference_mode():
                 f = self.net.features(x)
             for st, row in zip(missing, f):
@@ -92,7 +97,7 @@ class DeepChessEvaluator(NeuralEvaluator):
 
     def white_probability(self, states: Sequence[tuple[int, ...]]) -> list[float]:
         """P(state is better for White than the starting position), symmetrised over both orders."""
-        x = torch.from_numpy(enc.deepchess_bits(enc.raw_array(list(states)), self.variant))
+        x = torch.from_numpy(self.planes(enc.raw_array(list(states)), self.variant))
         with torch.inference_mode():
             f = self.net.features(x)
             r = self._ref_feat.expand(len(f), -1)

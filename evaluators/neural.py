@@ -250,12 +250,27 @@ class PolicyValueEvaluator(NeuralEvaluator):
     policy layout in errors."""
 
     policy_name: ClassVar[str]
+    #: the family's policy loss in training: "cross_entropy" (one-hot played move) or "poisson"
+    #: (SixtyFour: Poisson NLL against the result-scaled one-hot target)
+    policy_loss: ClassVar[str] = "cross_entropy"
+
+    @classmethod
+    def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:
+        """The network's input planes of raw states (``Position.raw_state`` rows): the encoding
+        hook that evaluation and training share."""
+        raise NotImplementedError
+
+    @classmethod
+    def policy_indices(cls, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        """The policy output index of each move; ``seg[i]`` is the row of ``raw`` move i was played
+        in (-1 where a move has no index)."""
+        raise NotImplementedError
 
     def _planes(self, raw: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return self.planes(raw, self.variant)
 
     def _move_indices(self, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return self.policy_indices(moves, raw, seg)
 
     def serves(self) -> frozenset[str]:
         return frozenset({POLICY_VALUE, SCORE})

@@ -25,8 +25,10 @@ class RiseEvaluator(PolicyValueEvaluator):
     default_weights = DEFAULT_WEIGHTS
     policy_name = "CrazyAra policy map"
 
-    def _planes(self, raw: np.ndarray) -> np.ndarray:
-        return enc.crazyara_planes(raw, self.variant)
+    @classmethod
+    def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:
+        return enc.crazyara_planes(raw, variant)
 
-    def _move_indices(self, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    @classmethod
+    def policy_indices(cls, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
         return enc.crazyara_policy_indices(moves, raw[seg, RAW_TURN] == 1)

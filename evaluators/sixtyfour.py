@@ -24,8 +24,12 @@ class SixtyFourEvaluator(PolicyValueEvaluator):
     default_weights = DEFAULT_WEIGHTS
     policy_name = "SixtyFour output"
 
-    def _planes(self, raw: np.ndarray) -> np.ndarray:
-        return enc.sixtyfour_planes(raw, self.variant)
+    policy_loss = "poisson"
 
-    def _move_indices(self, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
+    @classmethod
+    def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:
+        return enc.sixtyfour_planes(raw, variant)
+
+    @classmethod
+    def policy_indices(cls, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
         return enc.sixtyfour_move_indices(moves)

@@ -17,7 +17,7 @@ from evaluators.rise import RiseEvaluator
 from evaluators.sixtyfour import SixtyFourEvaluator
 from experiments.cli import main as cli
 from experiments.training import datagen
-from experiments.training import train
+from experiments.training import deepchess_train, policy_value, train
 
 MATES = {  # games that end in mate: (moves, result)
     "fool": (["f2f3", "e7e5", "g2g4", "d8h4"], -1),
@@ -91,7 +91,7 @@ def test_is_capture_and_deepchess_sampling(zh_data):
     assert train.is_capture(raw, mv).tolist() == [True, False, False]
     rng = np.random.default_rng(0)
     games = np.arange(len(ds.game_uid))
-    keep, res = train.deepchess_positions(ds, games, rng)
+    keep, res = deepchess_train.deepchess_positions(ds, games, rng)
     assert len(keep) > 0 and set(res.tolist()) <= {1, -1}
     assert not train.is_capture(ds.raw[keep], ds.move[keep]).any()
     per_game = np.bincount(ds.game[keep])
@@ -102,22 +102,22 @@ def test_is_capture_and_deepchess_sampling(zh_data):
 def test_pair_target_blends_outcome_and_score():
     y = np.array([0, 1, 0])
     first, second = np.array([100.0, 0.0, -400.0]), np.array([-300.0, 0.0, 0.0])
-    assert train.pair_target(y, first, second, 0.0).tolist() == [1.0, 0.0, 1.0]
+    assert deepchess_train.pair_target(y, first, second, 0.0).tolist() == [1.0, 0.0, 1.0]
     by_score = [1 / (1 + 10 ** -1.0), 0.5, 1 / (1 + 10 ** 1.0)]
-    assert np.allclose(train.pair_target(y, first, second, 1.0), by_score)
-    assert np.allclose(train.pair_target(y, first, second, 0.25), [0.75 * o + 0.25 * b for o, b in zip([1, 0, 1], by_score)])
+    assert np.allclose(deepchess_train.pair_target(y, first, second, 1.0), by_score)
+    assert np.allclose(deepchess_train.pair_target(y, first, second, 0.25), [0.75 * o + 0.25 * b for o, b in zip([1, 0, 1], by_score)])
 
 
 def test_white_scores_are_clipped_and_from_whites_view(zh_data):
     ds = datagen.load_dataset(zh_data)
     ds.score[:4] = np.array([50, 50, 31990, -31990], dtype=np.int16)
-    got = train.white_scores(ds, np.arange(4))
+    got = deepchess_train.white_scores(ds, np.arange(4))
     turn = ds.raw[:4, 10]
-    want = np.where(turn == 0, 1, -1) * np.array([50, 50, train.SCORE_CLIP, -train.SCORE_CLIP])
+    want = np.where(turn == 0, 1, -1) * np.array([50, 50, deepchess_train.SCORE_CLIP, -deepchess_train.SCORE_CLIP])
     assert got.tolist() == want.tolist()
     ds.score[0] = datagen.SCORE_UNKNOWN
     with pytest.raises(train.TrainError, match="engine scores"):
-        train.white_scores(ds, np.arange(4))
+        deepchess_train.white_scores(ds, np.arange(4))
 
 
 def test_one_cycle_schedule():
@@ -164,11 +164,11 @@ def test_best_epoch_is_kept_and_selection_games_are_held_out(zh_data, tmp_path):
     assert abs(m["val_policy_acc"] - float(rows[best]["val_policy_acc"])) < 1e-5
     # the saved weights reproduce the best epoch's selection accuracy
     ds = datagen.load_dataset(zh_data)
-    tr, va, se = train._split(ds, cfg.resolved())
+    tr, va, se = train.split(ds, cfg.resolved())
     g_tr, g_va, g_se = (set(ds.game[i].tolist()) for i in (tr, va, se))
     assert not (g_tr & g_va) and not (g_tr & g_se) and not (g_va & g_se)
     net, _ = nets.load_model(os.path.join(out, "model.pt"), "rise")
-    task = train.PolicyValueTask("rise", "crazyhouse", 0.01)
+    task = policy_value.PolicyValueTask("rise", "crazyhouse", 0.01)
     legal = train.legal_moves_of(ds, se, "crazyhouse")
     got = task.metrics(net, ds, se, legal, (np.zeros(0, dtype=np.int64), [], []), 512)
     assert abs(got["val_policy_acc"] - accs[best]) < 1e-5

@@ -62,7 +62,7 @@ def cmd_bughouse_train(args: argparse.Namespace) -> int:
     check_dir(args.out, "run directory")
     cfg = bt.TrainConfig(size=args.size, epochs=args.epochs, minutes=args.minutes, batch=args.batch, lr=args.lr,
                          value_weight=args.value_weight, policy_weight=args.policy_weight,
-                         val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)
+                         val_fraction=args.val_fraction, seed=args.seed, threads=args.threads, device=args.device)
     meta = bt.train(args.db, args.out, cfg, progress=not args.quiet)
     print(f"model: {args.out}/model.pt  val policy acc {meta['val_policy_acc']:.3f}  "
           f"value sign acc {meta['val_value_sign_acc']:.3f}  ({meta['train_positions']} training samples, "
@@ -97,6 +97,7 @@ def register(sub: Any) -> None:
     t.add_argument("--policy-weight", type=float, default=0.01, help="weight of the policy CE (LazyBug 0.01)")
     t.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out")
     t.add_argument("--threads", type=int, default=1, help="torch threads")
+    t.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu, cuda or cuda:N")
     t.add_argument("--seed", type=int, default=1)
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_bughouse_train)

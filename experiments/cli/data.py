@@ -56,7 +56,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             positions_per_game=args.positions_per_game, select_fraction=args.select_fraction,
                             patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
                             bf16=args.bf16, mirror=args.mirror, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
-                            score_weight=args.score_weight, optimizer=args.optimizer)
+                            score_weight=args.score_weight, optimizer=args.optimizer, device=args.device,
+                            large_batch=args.large_batch)
     summary = train.train(cfg, progress=not args.quiet)
     print(json.dumps(summary))
     return 0
@@ -148,5 +149,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--bf16", action="store_true", help="rise/sixtyfour: bfloat16 autocast training (CPU speed)")
     t.add_argument("--mirror", action="store_true",
                    help="rise/sixtyfour: mirror half of the castling-free training positions a<->h (augmentation)")
+    t.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu, cuda or cuda:N")
+    t.add_argument("--large-batch", action="store_true",
+                   help="rise: CrazyAra's large-batch recipe (batch 1024, lr 0.35, one-cycle)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)

@@ -21,7 +21,6 @@ its metadata (float16 with ``half``), ``out/command.txt`` the command.
 """
 from __future__ import annotations
 
-import csv
 import os
 import sys
 import time
@@ -52,6 +51,7 @@ class TrainConfig:
     seed: int = 1
     threads: int = 1
     half: bool = True
+    device: str = "auto"  # auto (CUDA when there is one), cpu, cuda, cuda:N
 
     def validate(self) -> None:
         if self.size not in bn.SIZES:
@@ -75,15 +75,17 @@ def split_by_game(samples: Samples, fraction: float, seed: int) -> tuple[Samples
     return samples.subset(~mask), samples.subset(mask)
 
 
-def _batch(samples: Samples, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _batch(samples: Samples, rows: np.ndarray, device: torch.device | str = "cpu"
+           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     planes, scal = bn.encode(samples.states[rows])
-    return (torch.from_numpy(planes), torch.from_numpy(scal), torch.from_numpy(samples.policy[rows]),
-            torch.from_numpy(samples.value[rows]))
+    return tuple(torch.from_numpy(a).to(device) for a in  # type: ignore[return-value]
+                 (planes, scal, samples.policy[rows], samples.value[rows]))
 
 
 def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[str, float]:
     """Validation metrics (module docstring) over all of ``samples``."""
     net.eval()
+    device = next(net.parameters()).device
     n = len(samples)
     hit = np.zeros(n, dtype=bool)
     vals = np.zeros(n, dtype=np.float32)
@@ -91,11 +93,11 @@ def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[st
     with torch.inference_mode():
         for s in range(0, n, batch):
             rows = np.arange(s, min(n, s + batch))
-            planes, scal, pol, _ = _batch(samples, rows)
+            planes, scal, pol, _ = _batch(samples, rows, device)
             v, logits = net(planes, scal)
             ce_sum += float(F.cross_entropy(logits, pol, reduction="sum"))
-            vals[rows] = v.numpy()
-            lg = logits.numpy()
+            vals[rows] = v.cpu().numpy()
+            lg = logits.cpu().numpy()
             for j, r in enumerate(rows):
                 legal = samples.legal[samples.legal_start[r]:samples.legal_start[r + 1]]
                 hit[r] = legal[int(np.argmax(lg[j, legal]))] == samples.policy[r]
@@ -117,7 +119,11 @@ def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
     """Train, write ``out/model.pt`` (+ metrics.csv, checkpoint.pt, command.txt); returns the metadata."""
     from tqdm import tqdm
 
+    from evaluators.devices import resolve_device
+    from experiments.training.train import save_checkpoint, write_metrics_row
+
     cfg.validate()
+    device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     os.makedirs(out, exist_ok=True)
@@ -132,13 +138,13 @@ def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
         keep = np.zeros(len(val_s), dtype=bool)
         keep[rng.choice(len(val_s), cfg.val_max, replace=False)] = True
         val_s = val_s.subset(keep)
-    net = bn.build(cfg.size)
+    net = bn.build(cfg.size).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0,
                           weight_decay=cfg.weight_decay)
     ckpt_path = os.path.join(out, "checkpoint.pt")
     metrics_path = os.path.join(out, "metrics.csv")
     epoch0, elapsed0 = 0, 0.0
-    recipe = asdict(cfg)
+    recipe = {k: v for k, v in asdict(cfg).items() if k != "device"}  # a run may resume on another device
     if os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
         if ck.get("recipe") == recipe:
@@ -163,7 +169,7 @@ def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
         seen = 0
         for s in range(0, n, cfg.batch):
             rows = order[s:s + cfg.batch]
-            planes, scal, pol, z = _batch(train_s, rows)
+            planes, scal, pol, z = _batch(train_s, rows, device)
             v, logits = net(planes, scal)
             lv = F.mse_loss(v, z)
             lp = F.cross_entropy(logits, pol)
@@ -183,14 +189,9 @@ def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
         last = evaluate(net, val_s)
         row = {"epoch": epoch, "train_samples": seen, "train_value_mse": tot_v / max(1, seen),
                "train_policy_ce": tot_p / max(1, seen), **last, "seconds": time.monotonic() - t0}
-        new = not os.path.exists(metrics_path)
-        with open(metrics_path, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(row))
-            if new:
-                w.writeheader()
-            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
-        torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-                    "elapsed": time.monotonic() - t0, "recipe": recipe}, ckpt_path)
+        write_metrics_row(metrics_path, {k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
+        save_checkpoint(ckpt_path, {"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
+                                    "elapsed": time.monotonic() - t0, "recipe": recipe})
     bar.close()
     if not last:  # resumed after the last epoch
         last = evaluate(net, val_s)
@@ -198,6 +199,6 @@ def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
         "variant": "bughouse", "size": cfg.size, "data": [str(d) for d in dbs], "games": samples.games,
         "train_positions": len(train_s), "val_positions": len(val_s), "val_games": val_s.games,
         "recipe": recipe, "training_seconds": round(time.monotonic() - t0, 1), "epochs_done": epoch,
-        **last}
-    bn.save(os.path.join(out, "model.pt"), net, meta, half=cfg.half)
+        "device": str(device), **last}
+    bn.save(os.path.join(out, "model.pt"), net.to("cpu"), meta, half=cfg.half)
     return meta

@@ -19,14 +19,14 @@ from evaluators import encodings as enc
 from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
 from experiments.training import datagen
-from experiments.training import train
+from experiments.training import deepchess_train
 
 
 def evaluate(data: list[str], models: list[str], val_fraction: float = 0.1, seed: int = 0) -> list[dict[str, float]]:
     torch.set_num_threads(1)
     ds = datagen.load_dataset(data)
     val_game = datagen.is_validation(ds.game_uid, val_fraction)
-    va_pos, va_res = train.deepchess_positions(ds, np.flatnonzero(val_game), np.random.default_rng(seed + 7919))
+    va_pos, va_res = deepchess_train.deepchess_positions(ds, np.flatnonzero(val_game), np.random.default_rng(seed + 7919))
     x = enc.deepchess_bits(ds.raw[va_pos], ds.variant)
     vw, vb = np.flatnonzero(va_res == 1), np.flatnonzero(va_res == -1)
     idx = np.flatnonzero(val_game[ds.game] & (ds.result != 0))[::5]
@@ -36,7 +36,7 @@ def evaluate(data: list[str], models: list[str], val_fraction: float = 0.1, seed
         assert isinstance(net, nets.DeepChessNet)
         ev = DeepChessEvaluator(net)
         p = np.array(ev.white_probability([tuple(int(v) for v in r) for r in ds.raw[idx]]))
-        out.append({"pair_acc": train.pair_accuracy(net, x, vw, vb, 20000, seed + 1),
+        out.append({"pair_acc": deepchess_train.pair_accuracy(net, x, vw, vb, 20000, seed + 1),
                     "wrapper_sign_acc": float(((p > 0.5) == (ds.result[idx] > 0)).mean()),
                     "wrapper_positions": float(len(idx))})
     return out

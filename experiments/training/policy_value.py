@@ -1,0 +1,261 @@
+"""Training of the value + policy networks (rise, sixtyfour): the recipes of
+:mod:`experiments.training.train`, through each evaluator's own encoding hooks
+(:meth:`evaluators.neural.PolicyValueEvaluator.planes` and ``policy_indices``) and its policy loss,
+on any device."""
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from board.position import RAW_CASTLING
+from evaluators import encodings as enc
+from evaluators import nets
+from evaluators.neural import PolicyValueEvaluator
+from experiments.training.datagen import DataSet
+from experiments.training.train import (
+    SIZES, Run, TrainConfig, legal_moves_of, mate_in_one_set, mirror_files, one_cycle, side_result, split,
+)
+
+#: positions per evaluation batch of the per-epoch metrics
+METRICS_BATCH = 512
+
+
+def evaluator_class(model: str) -> type[PolicyValueEvaluator]:
+    """The evaluator class of a family (its encoding hooks are the training's)."""
+    from engines import registry
+
+    entry = registry.EVALUATORS[model]
+    cls: type[PolicyValueEvaluator] = registry._import(entry.module, entry.cls, f"evaluator {model!r}")
+    return cls
+
+
+class PolicyValueTask:
+    """Inputs, targets, loss and metrics of one family on one device."""
+
+    def __init__(self, model: str, variant: str, value_weight: float, device: torch.device | str = "cpu") -> None:
+        self.model = model
+        self.variant = variant
+        self.value_weight = value_weight
+        self.device = torch.device(device)
+        self.ev = evaluator_class(model)
+
+    def encode(self, raw: np.ndarray) -> torch.Tensor:
+        """Input planes of raw states (on the CPU; see :meth:`to_device`)."""
+        return torch.from_numpy(self.ev.planes(raw, self.variant))
+
+    def to_device(self, x: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cpu":
+            return x
+        return x.pin_memory().to(self.device, non_blocking=True)
+
+    def move_index(self, raw: np.ndarray, moves: np.ndarray) -> np.ndarray:
+        """The policy index of each row's move."""
+        return self.ev.policy_indices(moves, raw, np.arange(len(moves)))
+
+    def loss_of(self, v: torch.Tensor, p: torch.Tensor, ds: DataSet, idx: np.ndarray,
+                raw: np.ndarray | None = None, moves: np.ndarray | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+        """The loss of positions idx (``raw``/``moves``: their rows as given to the net, if changed)."""
+        raw = ds.raw[idx] if raw is None else raw
+        moves = ds.move[idx] if moves is None else moves
+        t = torch.from_numpy(self.move_index(raw, moves).astype(np.int64)).to(p.device)
+        z_np = side_result(ds, idx).astype(np.float32)
+        z = torch.from_numpy(z_np).to(v.device)
+        if self.ev.policy_loss == "cross_entropy":
+            lp = F.cross_entropy(p, t)
+            lv = F.mse_loss(v, z)
+        else:
+            scale = torch.tensor([enc.SIXTYFOUR_POLICY_SCALE[int(r)] for r in z_np.tolist()], dtype=torch.float32,
+                                 device=p.device)
+            # Poisson NLL with log-rate p: sum_j exp(p_j) - target_j * p_j, target = scale * onehot
+            lp = (p.exp().sum(dim=1) - scale * p.gather(1, t[:, None]).squeeze(1)).mean()
+            lv = F.mse_loss((v + 1) / 2, (z + 1) / 2)
+        loss = lp + self.value_weight * lv
+        return loss, {"policy_loss": float(lp.detach()), "value_loss": float(lv.detach())}
+
+    @torch.inference_mode()
+    def metrics(self, net: nn.Module, ds: DataSet, idx: np.ndarray, legal: list[list[int]],
+                mates: tuple[np.ndarray, list[set[int]], list[list[int]]], batch: int = METRICS_BATCH) -> dict[str, float]:
+        net.eval()
+        correct = sign_ok = decisive = 0
+        lp_sum = lv_sum = 0.0
+        for s in range(0, len(idx), batch):
+            b = idx[s:s + batch]
+            v, p = net(self.to_device(self.encode(ds.raw[b])))
+            _, parts = self.loss_of(v, p, ds, b)
+            lp_sum += parts["policy_loss"] * len(b)
+            lv_sum += parts["value_loss"] * len(b)
+            z = side_result(ds, b)
+            dec = z != 0
+            decisive += int(dec.sum())
+            sign_ok += int(((v.float().cpu().numpy() > 0) == (z > 0))[dec].sum())
+            top = self._ranked(p.float().cpu().numpy(), ds.raw[b], legal[s:s + batch], 1)
+            correct += sum(int(t[0] == int(m)) for t, m in zip(top, ds.move[b]))
+        m_idx, m_sets, m_legal = mates
+        top1 = top5 = 0
+        for s in range(0, len(m_idx), batch):
+            b = m_idx[s:s + batch]
+            _, p = net(self.to_device(self.encode(ds.raw[b])))
+            ranked = self._ranked(p.float().cpu().numpy(), ds.raw[b], m_legal[s:s + batch], 5)
+            for r, ms in zip(ranked, m_sets[s:s + batch]):
+                top1 += int(r[0] in ms)
+                top5 += int(any(m in ms for m in r))
+        n = max(1, len(idx))
+        return {"val_policy_acc": correct / n, "val_value_sign_acc": sign_ok / max(1, decisive),
+                "val_policy_loss": lp_sum / n, "val_value_loss": lv_sum / n,
+                "mate1_top1": top1 / max(1, len(m_idx)), "mate1_top5": top5 / max(1, len(m_idx)),
+                "mate1_positions": float(len(m_idx)), "val_positions": float(n)}
+
+    def _ranked(self, logits: np.ndarray, raw: np.ndarray, legal: list[list[int]], k: int) -> list[list[int]]:
+        out = []
+        for row, r, lm in zip(logits, raw, legal):
+            mv = np.array(lm, dtype=np.int64)
+            ix = self.move_index(np.repeat(r[None, :], len(mv), axis=0), mv)
+            order = np.argsort(-row[ix], kind="stable")[:k]
+            out.append([int(mv[o]) for o in order])
+        return out
+
+
+def _batches(cfg: TrainConfig, task: PolicyValueTask, ds: DataSet, perm: np.ndarray, first: int, steps: int,
+             base_step: int, prefetch: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, torch.Tensor]]:
+    """(positions, raw rows, moves, input planes) of steps ``first`` .. ``steps - 1`` of an epoch
+    whose first step is the run's step ``base_step`` (mirrored as ``cfg.mirror`` says, seeded by
+    the run's step); with ``prefetch`` encoded two batches ahead on a thread."""
+    def make(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, torch.Tensor]:
+        b = np.sort(perm[k * cfg.batch:(k + 1) * cfg.batch])  # type: ignore[operator]
+        raw_b, moves_b = ds.raw[b], ds.move[b]
+        if cfg.mirror:
+            coin = np.random.default_rng([cfg.seed, base_step + k]).random(len(b)) < 0.5
+            raw_b, moves_b = mirror_files(raw_b, moves_b, coin & (raw_b[:, RAW_CASTLING] == 0))
+        x = task.encode(raw_b)
+        return b, raw_b, moves_b, (x.pin_memory() if prefetch else x)
+
+    if not prefetch:
+        for k in range(first, steps):
+            yield make(k)
+        return
+    q: queue.Queue[Any] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def work() -> None:
+        for k in range(first, steps):
+            if stop.is_set():
+                return
+            q.put(make(k))
+        q.put(None)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    try:
+        while (item := q.get()) is not None:
+            yield item
+    finally:
+        stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                q.get_nowait()
+
+
+def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.device, progress: bool) -> dict[str, Any]:
+    """Train rise or sixtyfour (the recipe of :mod:`experiments.training.train`); returns model.pt's metadata."""
+    from tqdm import tqdm
+
+    assert cfg.epochs is not None and cfg.batch is not None and cfg.lr is not None and cfg.value_weight is not None
+    variant = ds.variant
+    net = nets.build(cfg.model, {**SIZES[cfg.model][cfg.size], "variant": variant}).to(device)
+    task = PolicyValueTask(cfg.model, variant, cfg.value_weight, device)
+    tr, va, se = split(ds, cfg)
+    if cfg.bf16:
+        net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    one_cycle_schedule = cfg.model == "rise"
+    if one_cycle_schedule:
+        opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.95, nesterov=True,
+                                                     weight_decay=cfg.weight_decay)
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+    steps_per_epoch = max(1, len(tr) // cfg.batch)
+    total_steps = steps_per_epoch * cfg.epochs
+    budget = None if cfg.minutes is None else 60.0 * cfg.minutes
+    ck = run.resume(net, opt)
+    epoch, step_in_epoch, step, elapsed = (ck.get("epoch", 0), ck.get("step_in_epoch", 0), ck.get("step", 0),
+                                           ck.get("elapsed", 0.0))
+    legal_va, mates, legal_se = legal_moves_of(ds, va, variant), mate_in_one_set(ds, va, variant), legal_moves_of(ds, se, variant)
+    no_mates: tuple[np.ndarray, list[set[int]], list[list[int]]] = (np.zeros(0, dtype=np.int64), [], [])
+    last: dict[str, float] = dict(run.best_metrics)
+    t0 = time.monotonic() - elapsed
+    done = False
+    bar = tqdm(total=total_steps, initial=step, desc=f"train {cfg.model} ({device.type})", unit="batch",
+               disable=not progress)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if cfg.bf16 else contextlib.nullcontext()
+
+    def save() -> None:
+        run.save(net, opt, epoch=epoch, step_in_epoch=step_in_epoch, step=step, elapsed=time.monotonic() - t0)
+
+    try:
+        while epoch < cfg.epochs and not done:
+            perm = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(tr)
+            net.train()
+            run_loss, n_loss, n_pos, e0 = 0.0, 0, 0, time.monotonic()
+            for b, raw_b, moves_b, x in _batches(cfg, task, ds, perm, step_in_epoch, steps_per_epoch,
+                                                  step - step_in_epoch, prefetch=device.type == "cuda"):
+                elapsed = time.monotonic() - t0
+                prog = step / total_steps if budget is None else max(step / total_steps, elapsed / budget)
+                if prog >= 1.0:
+                    done = True
+                    break
+                if one_cycle_schedule:
+                    lr, mom = one_cycle(prog, cfg.lr)
+                    for g in opt.param_groups:
+                        g["lr"], g["momentum"] = lr, mom
+                x = task.to_device(x)
+                with autocast:
+                    v, p = net(x.contiguous(memory_format=torch.channels_last) if cfg.bf16 else x)
+                loss, _ = task.loss_of(v.float(), p.float(), ds, b, raw_b, moves_b)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()  # type: ignore[no-untyped-call]
+                opt.step()
+                run_loss += float(loss.detach())
+                n_loss += 1
+                n_pos += len(b)
+                step += 1
+                step_in_epoch += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{run_loss / n_loss:.3f}", epoch=epoch)
+                if run.due():
+                    save()
+            elapsed = time.monotonic() - t0
+            rate = n_pos / max(1e-9, time.monotonic() - e0)
+            last = task.metrics(net, ds, va, legal_va, mates)
+            sel = task.metrics(net, ds, se, legal_se, no_mates)
+            run.consider(sel["val_policy_acc"], epoch + 1, net, last)
+            row = {"epoch": epoch + 1, "step": step, "elapsed_s": round(elapsed, 1),
+                   "positions_per_s": round(rate, 1), "train_loss": round(run_loss / max(1, n_loss), 5),
+                   "sel_policy_acc": round(sel["val_policy_acc"], 5),
+                   "sel_value_sign_acc": round(sel["val_value_sign_acc"], 5),
+                   **{k: round(v, 5) for k, v in last.items()}}
+            run.write_row(row)
+            bar.write(" ".join(f"{k}={v}" for k, v in row.items()))
+            if not done:
+                epoch += 1
+                step_in_epoch = 0
+            save()
+            if run.patience_over(epoch):
+                break
+    except KeyboardInterrupt:
+        save()
+        raise
+    finally:
+        bar.close()
+    last = run.best_metrics or last
+    meta = {"train_positions": int(len(tr)), "val_positions": int(len(va)), "sel_positions": int(len(se)),
+            "games": int(len(ds.game_uid)), "positions": int(len(ds)), "variant": variant, "size": cfg.size,
+            "steps": step, "training_seconds": round(time.monotonic() - t0, 1), "device": str(device),
+            "sel_policy_acc": float(run.best_score), **{k: float(v) for k, v in last.items()}}
+    return run.finish(cfg.model, net, meta)
