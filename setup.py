@@ -14,6 +14,7 @@ MYPYC_MODULES = [
     "board/position.py",
     "board/perft.py",
     "board/bughouse.py",
+    "evaluators/scale.py",
     "evaluators/leaf.py",
     "evaluators/classical.py",
     "search/timeman.py",

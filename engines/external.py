@@ -31,15 +31,14 @@ Engine-specific rules (SPEC.md section 6):
   ignores pockets: crazyhouse games must start from the initial position (plus moves); the
   adapter refuses a root position with pieces in hand.
 
-``value`` in the reported :class:`SearchResult` is the logistic ``2 / (1 + 10^(-cp/400)) - 1`` of
-the engine's centipawn score (+-1 for a mate), for the side to move.
+``cp`` in the reported :class:`SearchResult` is the engine's centipawn score as it reports it;
+``value`` its value on the suite's one scale (:func:`evaluators.scale.cp_to_value`, +-1 for a mate).
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import logging
-import math
 import os
 import shlex
 import shutil
@@ -56,6 +55,7 @@ import chess.engine
 from board import Position, move_from_uci
 from board.convert import to_python_chess
 from engines.base import Engine, EngineError, EngineSpec, MoveResult
+from evaluators.scale import cp_to_value
 from engines.ours import OptionInfo, _optional, find_option, parse_float, parse_int, parse_str
 from search.base import Limits, SearchResult
 
@@ -149,12 +149,9 @@ def find_program(name: str) -> str:
                       f"`make sysdeps` installs stockfish, fairy-stockfish and sjeng)")
 
 
-def cp_to_value(cp: int) -> float:
-    return 2.0 / (1.0 + math.pow(10.0, -cp / 400.0)) - 1.0
-
-
-def info_to_result(move: int, info: dict[str, Any], turn: chess.Color, elapsed: float) -> SearchResult:
-    """Our :class:`SearchResult` from a python-chess info dict (missing fields stay 0)."""
+def info_to_result(move: int, info: dict[str, Any], turn: chess.Color, elapsed: float, variant: str) -> SearchResult:
+    """Our :class:`SearchResult` from a python-chess info dict (missing fields stay 0): the
+    engine's centipawns as it reports them, their value on the suite's scale."""
     r = SearchResult(best_move=move, time=float(info.get("time", elapsed) or elapsed))
     score = info.get("score")
     if score is not None:
@@ -166,7 +163,7 @@ def info_to_result(move: int, info: dict[str, Any], turn: chess.Color, elapsed: 
             r.cp = 100_000 if mate > 0 else -100_000
         else:
             r.cp = int(pov.score())
-            r.value = cp_to_value(r.cp)
+            r.value = cp_to_value(r.cp, variant)
     r.nodes = int(info.get("nodes", 0) or 0)
     r.depth = int(info.get("depth", 0) or 0)
     r.seldepth = int(info.get("seldepth", 0) or 0)
@@ -405,7 +402,7 @@ class ExternalEngine(Engine):
             move = pos.parse_uci(played.move.uci())
         except ValueError:
             return self._forfeit(f"illegal move: {played.move.uci()} in {pos.fen()}", t0)
-        info = info_to_result(move, dict(played.info), board.turn, elapsed)
+        info = info_to_result(move, dict(played.info), board.turn, elapsed, self.variant)
         return MoveResult(move, info=info, time=elapsed)
 
     def _exit_detail(self, eng: chess.engine.SimpleEngine, e: Exception) -> str:

@@ -91,7 +91,7 @@ from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
 from board.bughouse import BughouseGame, partner_seat, seat_of
 from board.position import Position
 from engines.base import EngineError
-from evaluators.base import Evaluator
+from evaluators.base import Evaluator, value_to_cp
 
 log = logging.getLogger(__name__)
 
@@ -302,12 +302,10 @@ class OurSeat(Seat):
             self._sit_since = now
             self._sit_version = ctx.version
             return False
-        from search.mcts import value_to_cp
-
         # the turn's totals (searches restarted by moves on the other board included)
         ctx.submit(self.seat, move_to_uci(r.move),
                    MoveReport(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
-                            cp=value_to_cp(r.value), depth=len(r.pv), evals=r.evals))
+                            cp=value_to_cp(r.value, "bughouse"), depth=len(r.pv), evals=r.evals))
         return False
 
 

@@ -14,6 +14,9 @@ An evaluator serves some of three kinds of question (``Evaluator.serves``):
     :meth:`Evaluator.compare` takes pairs of positions and returns, for each pair (a, b), the
     probability that a is better than b **for White** (the DeepChess convention).
 
+Values and centipawns are converted by one scale per variant, :func:`value_to_cp` and
+:func:`cp_to_value` (:mod:`evaluators.scale`), re-exported here for the searches.
+
 A ``Leaf`` carries ``Position.raw_state()`` (bitboards as ints) so that neural evaluators encode a
 whole batch at once with numpy instead of square by square; ``Leaf.n_moves`` and ``Leaf.move_vec``
 serve evaluators that need no Python list of the moves.  ``Leaf`` and ``Evaluation`` are compiled
@@ -28,6 +31,7 @@ from typing import Final, Sequence
 
 from board import Position
 from evaluators.leaf import Evaluation as Evaluation, Leaf as Leaf  # re-exported: part of this interface
+from evaluators.scale import cp_to_value as cp_to_value, value_to_cp as value_to_cp  # noqa: F401 - the one scale
 
 POLICY_VALUE: Final = "policy_value"
 SCORE: Final = "score"

@@ -37,10 +37,11 @@ from typing import Final, Sequence
 
 from board.bitboards import BB_SQUARES
 from board.bughouse import RAW_LEN, SIT, SIT_PRIOR, STATE_LEN, split_move
+from evaluators.scale import cp_to_value
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.classical import (
     PRIOR_TEMPERATURE, VALUE_SCALE, ZH_POCKET_VALUES, ZH_VALUES, least_attacker, move_scores,
-    score_to_value, softmax, white_score_raw,
+    softmax, white_score_raw,
 )
 
 FLOW_WEIGHT: Final = 0.5
@@ -127,7 +128,7 @@ class BughouseClassicalEvaluator(Evaluator):
         for b in range(2):
             flow = capture_flow(states[b], [m for m in per_board[b] if m])
             cp = team_board_score(states[b], b, team, flow, self.flow_weight)
-            value += score_to_value(cp * (VALUE_SCALE / self.value_scale))
+            value += cp_to_value(cp * (VALUE_SCALE / self.value_scale), "bughouse")
         value /= 2.0
         board_priors: list[list[float]] = []
         for b in range(2):

@@ -36,6 +36,7 @@ from board.bitboards import (
 )
 from board.position import Position
 from evaluators.base import COMPARE, POLICY_VALUE, SCORE, Evaluation, Evaluator, Leaf
+from evaluators.scale import cp_to_value
 
 # Piece values by piece type (index 0 unused): board chess, board crazyhouse, pocket crazyhouse.
 CHESS_VALUES: Final = vec[i64]([0, 100, 320, 330, 500, 900, 0])
@@ -202,16 +203,6 @@ def stm_score(pos: Position) -> int:
     return s if pos.turn == 0 else -s
 
 
-def score_to_value(cp: float) -> float:
-    """The logistic map from centipawns (side to move) to a value in [-1, 1]."""
-    x = cp / VALUE_SCALE
-    if x > 40.0:
-        return 1.0
-    if x < -40.0:
-        return -1.0
-    return 2.0 / (1.0 + math.exp(-x)) - 1.0
-
-
 def _piece_on(state: tuple[int, ...], sq: int) -> int:
     bit = BB_SQUARES[sq]
     for pt in range(1, 7):
@@ -326,7 +317,7 @@ class ClassicalEvaluator(Evaluator):
             s = white_score_raw(st, zh)
             if st[10] != 0:
                 s = -s
-            value = score_to_value(s * (VALUE_SCALE / self.value_scale))
+            value = cp_to_value(s * (VALUE_SCALE / self.value_scale), leaf.variant)
             priors = softmax(move_scores(st, leaf.moves, zh), self.prior_temperature)
             out.append(Evaluation(value, priors))
         return out

@@ -12,7 +12,6 @@ scale; p = 0.75 is about +190), clamped to +-9999 and negated when Black is to m
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,7 +20,7 @@ import torch
 from board import Position, new_position
 from board.position import RAW_TURN
 from evaluators import encodings as enc
-from evaluators.base import COMPARE, SCORE
+from evaluators.base import COMPARE, SCORE, value_to_cp
 from evaluators.nets import DeepChessNet
 from evaluators.neural import NeuralEvaluator
 
@@ -109,5 +108,5 @@ class DeepChessEvaluator(NeuralEvaluator):
         self._check_variant(pos.variant)
         st = pos.raw_state()
         p = min(max(self.white_probability([st])[0], 1e-6), 1 - 1e-6)
-        cp = max(-9999, min(9999, int(round(400 * math.log10(p / (1 - p))))))
+        cp = value_to_cp(2.0 * p - 1.0, pos.variant)
         return cp if st[RAW_TURN] == 0 else -cp

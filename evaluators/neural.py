@@ -21,12 +21,11 @@
   best of a few short trials) so a pooled runner can pick its batch size and thread count;
 * priors are a softmax over the logits of the *legal* moves only (SPEC.md section 2), computed for
   a whole batch at once with segment operations (``np.maximum.reduceat``/``np.add.reduceat``);
-* values become centipawns with CrazyAra's conversion (:func:`value_to_centipawns`).
+* values become centipawns with the suite's one scale (:func:`evaluators.scale.value_to_cp`).
 """
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 import warnings
@@ -39,7 +38,7 @@ from torch import nn
 from board import Position, new_position
 from evaluators import encodings as enc
 from evaluators import nets
-from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +50,6 @@ DEFAULT_INFERENCE: Final = "frozen"
 FROZEN_ATOL: Final = 1e-3
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
-#: CrazyAra's VALUE_TO_CENTI_PARAM: log base of the value -> centipawn conversion
-VALUE_TO_CENTI_PARAM: Final = {"crazyhouse": 1.2, "chess": 1.4}
-
-
-def value_to_centipawns(v: float, variant: str = "crazyhouse") -> int:
-    """CrazyAra's conversion ``cp = -sgn(v) * log(1 - |v|) / log(base) * 100`` (base 1.2 in
-    crazyhouse, 1.4 in chess); +-9999 at |v| >= 1."""
-    if abs(v) >= 1.0:
-        return 9999 if v > 0 else -9999
-    if v == 0.0:
-        return 0
-    base = VALUE_TO_CENTI_PARAM.get(variant, 1.2)
-    return int(-math.copysign(1.0, v) * math.log(1.0 - abs(v)) / math.log(base) * 100.0)
-
-
 def load_net(path: str | None, default_name: str, family: str, threads: int) -> tuple[nn.Module, dict[str, Any], str]:
     """(network in eval mode, saved dict, resolved path); EvaluatorError naming the file on failure."""
     if threads < 1:
@@ -349,4 +333,4 @@ class PolicyValueEvaluator(NeuralEvaluator):
         return float(v[0])
 
     def score(self, pos: Position) -> int:
-        return value_to_centipawns(self.value(pos), self.variant)
+        return value_to_cp(self.value(pos), self.variant)

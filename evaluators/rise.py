@@ -2,7 +2,7 @@
 
 Input: CrazyAra planes (:func:`evaluators.encodings.crazyara_planes`); policy: the 81-plane map,
 mirrored for Black, softmax over the legal moves only.  ``v`` is the value for the side to move;
-``score`` converts it to centipawns with CrazyAra's formula (:func:`evaluators.neural.value_to_centipawns`).
+``score`` converts it to centipawns with the suite's one scale (:func:`evaluators.scale.value_to_cp`).
 """
 from __future__ import annotations
 

@@ -37,7 +37,6 @@ The final move rule: the first move of the principal variation of the deepest se
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Final
@@ -49,7 +48,7 @@ from board.bitboards import (
     BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, queen_attacks_mask,
 )
 from board.position import Position
-from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, require
+from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require
 from search.base import Limits, SearchResult
 from search.checks import checking_moves
 from search.iterative import Budget, IterativeDeepening
@@ -119,15 +118,6 @@ def mate_in_moves(score: int) -> int | None:
     if score <= -MATE_BOUND:
         return -((MATE + score) // 2)
     return None
-
-
-def cp_to_value(cp: int) -> float:
-    """A value in [-1, 1] for a centipawn score (logistic, scale 400 cp); mates are +-1."""
-    if cp >= MATE_BOUND:
-        return 1.0
-    if cp <= -MATE_BOUND:
-        return -1.0
-    return 2.0 / (1.0 + math.exp(-cp / 400.0)) - 1.0
 
 
 class _Core(Budget):
@@ -484,7 +474,7 @@ class AlphaBeta(IterativeDeepening):
         core = self._core
         score = self._best_score
         return SearchResult(
-            best_move=self._best_move, value=cp_to_value(score), cp=score, mate=mate_in_moves(score),
+            best_move=self._best_move, value=cp_to_value(score, self._core.pos.variant), cp=score, mate=mate_in_moves(score),
             nodes=core.nodes, evals=core.evals,
             time=self._elapsed if self._elapsed > 0 else time.perf_counter() - self._t0,
             depth=self._depth, seldepth=core.seldepth, pv=list(self._pv))

@@ -24,7 +24,6 @@ variation of the deepest completed iteration.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Final
@@ -33,7 +32,7 @@ from mypy_extensions import i64, mypyc_attr
 from librt.vecs import vec
 
 from board.position import Position, new_position
-from evaluators.base import COMPARE, Evaluator, require
+from evaluators.base import COMPARE, Evaluator, require, value_to_cp
 from search.base import Limits, SearchResult
 from search.iterative import Budget, IterativeDeepening
 
@@ -271,8 +270,7 @@ class ComparatorAlphaBeta(IterativeDeepening):
             if item.kind == POSITION:
                 v = 2.0 * core.p_better(item.state, core.draw_state) - 1.0
                 value = v if white else -v
-                a = max(-0.999999, min(0.999999, value))
-                cp = int(round(400.0 * math.log((1.0 + a) / (1.0 - a))))
+                cp = value_to_cp(value, core.pos.variant)
             elif item.kind in (WHITE_MATED, BLACK_MATED):
                 we_win = (item.kind == BLACK_MATED) == white
                 value = 1.0 if we_win else -1.0

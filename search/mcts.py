@@ -82,7 +82,7 @@ from librt.vecs import append, extend, vec
 from mypy_extensions import i64, mypyc_attr
 
 from board.position import Position
-from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require, value_to_cp
 from search.base import Limits, Search, SearchResult
 from search.checks import checking_moves_vec, mates_in_one_vec
 from search.mcts_config import (
@@ -93,18 +93,6 @@ from search.mcts_tree import (
     make_rule,
 )
 from search.timeman import TimeControl, move_time
-
-
-def value_to_cp(v: float) -> int:
-    """CrazyAra's centipawns: ``cp = -v/|v| · log(1 - |v|) / log(1.2)`` gives pawns; times 100 as
-    in CrazyAra's code, and +-9999 for |v| >= 1 (a proven result)."""
-    a = abs(v)
-    if a < 1e-12:
-        return 0
-    if a >= 1.0:
-        return 9999 if v > 0 else -9999
-    cp = -100.0 * math.log(1.0 - a) / math.log(1.2)
-    return int(round(cp if v > 0 else -cp))
 
 
 class _Pending:
@@ -737,7 +725,7 @@ class MCTS(Search):
         pv = self._principal_variation(move)
         self._last_q = q
         self._last_q_turn = self._pos.turn
-        return SearchResult(best_move=move, value=q, cp=value_to_cp(q), mate=mate, nodes=self._nodes,
+        return SearchResult(best_move=move, value=q, cp=value_to_cp(q, self._pos.variant), mate=mate, nodes=self._nodes,
                             evals=self._evals, time=elapsed, depth=len(pv), seldepth=self._seldepth, pv=pv)
 
     def result(self) -> SearchResult:
@@ -750,6 +738,6 @@ class MCTS(Search):
         return self._best
 
 
-__all__ = ["MCTS", "MCTSConfig", "MCTSConfigError", "cpuct", "u_divisor", "q_thresh", "value_to_cp",
+__all__ = ["MCTS", "MCTSConfig", "MCTSConfigError", "cpuct", "u_divisor", "q_thresh",
            "final_policy", "playout_depth_for_clock", "DRAW", "EXPANDED", "LOSS", "PENDING", "TERMINAL", "UNKNOWN",
            "WIN", "counters_hash"]

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import board
 from board.convert import from_python_chess, to_python_chess
 from evaluators.base import COMPARE, POLICY_VALUE, SCORE, Evaluator, EvaluatorError, Leaf, require
-from evaluators.classical import ClassicalEvaluator, score_to_value, stm_score, white_score, white_score_raw
+from evaluators.classical import ClassicalEvaluator, stm_score, white_score, white_score_raw
+from evaluators.scale import cp_to_value
 from tests.positions import random_position
 
 
@@ -49,7 +50,7 @@ def test_colour_symmetry_and_raw_state(variant: str, seed: int, plies: int) -> N
         assert abs(sum(ev.priors) - 1.0) < 1e-9
         assert all(p > 0 for p in ev.priors)
         assert -1.0 <= ev.value <= 1.0
-        assert ev.value == pytest.approx(score_to_value(EV.score(pos)))
+        assert ev.value == pytest.approx(cp_to_value(EV.score(pos), pos.variant))
 
 
 def test_material_and_pockets_count() -> None:

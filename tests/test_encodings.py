@@ -7,7 +7,8 @@ import pytest
 import board
 from board import Position, new_position
 from evaluators import encodings as enc
-from evaluators.neural import flatten_moves, legal_softmax, value_to_centipawns
+from evaluators.neural import flatten_moves, legal_softmax
+from evaluators.scale import cp_to_value, value_to_cp
 from evaluators.base import Leaf
 
 POCKET_FEN = "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22"
@@ -211,10 +212,15 @@ def test_legal_softmax_matches_per_leaf_softmax():
 
 
 def test_value_to_centipawns():
-    assert value_to_centipawns(0.0) == 0
-    assert value_to_centipawns(0.5) == 380 and value_to_centipawns(-0.5) == -380
-    assert value_to_centipawns(1.0) == 9999 and value_to_centipawns(-1.0) == -9999
-    assert value_to_centipawns(0.5, "chess") == 206
+    assert value_to_cp(0.0, "crazyhouse") == 0
+    assert value_to_cp(0.5, "crazyhouse") == 380 and value_to_cp(-0.5, "crazyhouse") == -380
+    assert value_to_cp(1.0, "crazyhouse") == 9999 and value_to_cp(-1.0, "chess") == -9999
+    assert value_to_cp(0.5, "chess") == 206 and value_to_cp(0.5, "bughouse") == 380
+    for variant in ("chess", "crazyhouse"):
+        assert cp_to_value(600, variant) == pytest.approx(1 - {"chess": 1.4, "crazyhouse": 1.2}[variant] ** -6)
+        for cp in (-2000, -600, -1, 0, 3, 20, 600, 5000):
+            assert value_to_cp(cp_to_value(cp, variant), variant) == cp  # one scale, both ways
+        assert cp_to_value(30000, variant) == 1.0 and cp_to_value(-9999, variant) == -1.0
 
 
 @pytest.mark.parametrize("variant", ["crazyhouse", "chess"])
