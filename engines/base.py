@@ -25,6 +25,25 @@ class EngineError(ValueError):
 
 
 @dataclass
+class MoveStat:
+    """What the mover reported for one move (score in centipawns for the mover), as games store it."""
+
+    nodes: int = 0
+    time: float = 0.0
+    cp: int | None = None
+    mate: int | None = None
+    depth: int = 0
+    evals: int = 0
+
+    def to_list(self) -> list[Any]:
+        return [self.nodes, round(self.time, 4), self.cp, self.mate, self.depth, self.evals]
+
+    @staticmethod
+    def from_list(v: list[Any]) -> "MoveStat":
+        return MoveStat(int(v[0]), float(v[1]), v[2], v[3], int(v[4]), int(v[5]))
+
+
+@dataclass
 class MoveResult:
     """A move (0 if the engine failed), what the engine said about it, and a forfeit reason."""
 

@@ -2,7 +2,7 @@
 server of :mod:`experiments.harness.bughouse` drives them.
 
 A seat sees the running game through a :class:`GameContext` (the game, the clocks in real time, the
-other seats) and acts on it: it submits a move with a :class:`MoveReport`, a forfeit, or a
+other seats) and acts on it: it submits a move with a :class:`MoveStat`, a forfeit, or a
 partner message.  Seats are made from engine specs by :func:`make_seat`, through the registry's
 one spec parser (:func:`engines.registry.resolve`): ``bughouse-mcts`` (classical evaluator),
 ``rise-bughouse-mcts`` (the LazyBug-style network; ``weights=FILE``), ``sjeng`` or
@@ -83,14 +83,14 @@ import subprocess
 import threading
 import time
 import dataclasses
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from board import move_to_uci
 from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
 from board.bughouse import BughouseGame, partner_seat, seat_of
 from board.position import Position
-from engines.base import EngineError
+from engines.base import EngineError, MoveStat
 from evaluators.base import Evaluator, value_to_cp
 
 log = logging.getLogger(__name__)
@@ -103,21 +103,6 @@ SIT_RECHECK_MS = 1000
 
 class SeatError(EngineError):
     """A bad seat spec, or a seat program that cannot start (one line)."""
-
-
-@dataclass
-class MoveReport:
-    """What a seat says about a move it submits (the server stores it with the game)."""
-
-    nodes: int = 0
-    time: float = 0.0
-    cp: int | None = None
-    mate: int | None = None
-    depth: int = 0
-    evals: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def xboard_holding(b: Position) -> str:
@@ -149,8 +134,8 @@ class GameContext:
     def now_ms(self) -> int:
         return int((time.monotonic() - self.t0) * 1000)
 
-    def submit(self, seat: int, uci: str, report: MoveReport | None = None) -> None:
-        self.actions.append(("move", seat, (uci, report or MoveReport())))
+    def submit(self, seat: int, uci: str, report: MoveStat | None = None) -> None:
+        self.actions.append(("move", seat, (uci, report or MoveStat())))
 
     def forfeit(self, seat: int, reason: str) -> None:
         self.actions.append(("forfeit", seat, reason))
@@ -304,7 +289,7 @@ class OurSeat(Seat):
             return False
         # the turn's totals (searches restarted by moves on the other board included)
         ctx.submit(self.seat, move_to_uci(r.move),
-                   MoveReport(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
+                   MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
                             cp=value_to_cp(r.value, "bughouse"), depth=len(r.pv), evals=r.evals))
         return False
 

@@ -184,33 +184,15 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_ratings(store: Store, run: str, players: list[str], anchor: str | None, anchor_elo: float,
-                   bootstrap: int, seed: int) -> list[ratings_mod.Rating]:
-    names = set(players)
-    games = [g for g in store.games(run=run) if g.white in names and g.black in names]
-    rs = ratings_mod.rate(ratings_mod.from_games(games), anchor, anchor_elo, bootstrap, seed)
-    print(ratings_mod.format_table(rs))
-    return rs
-
-
 def cmd_tournament(args: argparse.Namespace) -> int:
     from experiments.harness import tournament
 
     t = tournament.load(args.config)
     s = t.settings
-    tasks = t.tasks()
-    standings = ratings_mod.Standings()
-    with Store(s.db, lock=True) as store:
-        keys = {x.key for x in tasks}
-        for g in store.games(run=s.name):
-            if g.key in keys:
-                standings.add(g)
-        st = match_mod.play(tasks, store, concurrency=s.concurrency, workers=s.workers,
-                            adjudication=s.adjudication, pgn_path=s.pgn, progress=not args.quiet,
-                            desc=s.name, on_game=standings.add, postfix=standings.text,
-                            backend=args.backend or s.backend, ray_address=args.ray_address or s.ray_address)
-        print(f"{st.played} games played, {st.skipped} already stored; database {s.db}")
-        _print_ratings(store, s.name, [p.name for p in t.players], s.anchor, s.anchor_elo, s.bootstrap, s.seed)
+    _, games = tournament.play_run(s, t.tasks(), [p.name for p in t.players], progress=not args.quiet,
+                                   backend=args.backend, ray_address=args.ray_address)
+    rs = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed, progress=True)
+    print(ratings_mod.format_table(rs))
     return 0
 
 

@@ -56,7 +56,7 @@ from board.bughouse import (
     BOARD_LETTERS, BughouseError, BughouseGame, bpgn_movetext, format_move, partner_seat, team_of,
 )
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
-    GameContext, MoveReport, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
+    GameContext, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
 )
 from evaluators.base import Evaluator
 from experiments.harness.pgn import append_text, game_id, ids_in
@@ -175,7 +175,7 @@ def _apply_actions(ctx: GameContext, played: list[PlayedMove]) -> tuple[str, str
         game.push(bid, m, now)
         ctx.version += 1
         ctx.sitting[seat] = False
-        played.append(PlayedMove(seat, format_move(bid, m), now, MoveStat(**report.as_dict())))
+        played.append(PlayedMove(seat, format_move(bid, m), now, report))
         for s in range(4):
             ctx.seats[s].on_move(ctx, bid, seat)
     return None

@@ -245,26 +245,13 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int) -> 
 
 def run(sc: Scale, command: str, factory: object | None = None, progress: bool = True) -> tuple[list[Rating], list[Path]]:
     """Play what is missing, rate every stored game of the run, write the report (see module doc)."""
-    from experiments.harness import match as match_mod
     from experiments.harness import ratings as ratings_mod
-    from experiments.harness.store import Store, check_writable
+    from experiments.harness.store import check_writable
+    from experiments.harness.tournament import play_run
 
     s = sc.settings
     check_writable(sc.out_dir / "elo_vs_nodes.csv")
-    tasks = sc.tasks()
-    standings = ratings_mod.Standings()
-    with Store(s.db, lock=True) as store:
-        keys = {t.key for t in tasks}
-        for g in store.games(run=s.name):
-            if g.key in keys:
-                standings.add(g)
-        st = match_mod.play(tasks, store, factory, concurrency=s.concurrency,  # type: ignore[arg-type]
-                            workers=s.workers, adjudication=s.adjudication, pgn_path=s.pgn, progress=progress,
-                            desc=s.name, on_game=standings.add, postfix=standings.text, backend=s.backend,
-                            ray_address=s.ray_address)
-        print(f"{st.played} games played, {st.skipped} already stored ({st.seconds:.0f} s); database {s.db}")
-        names = {p.name for p in sc.players}
-        games = [g for g in store.games(run=s.name) if g.white in names and g.black in names]
+    _, games = play_run(s, sc.tasks(), [p.name for p in sc.players], factory, progress)
     ratings = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed,
                                progress=progress)
     print(ratings_mod.format_table(ratings))

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from engines.base import MoveStat as MoveStat  # re-exported: a stored game's per-move statistics
+
 SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -77,25 +79,6 @@ class StoreError(ValueError):
 
 class StoreBusyError(StoreError):
     """Another run holds the database (one-line message with its pid)."""
-
-
-@dataclass
-class MoveStat:
-    """What the mover reported for one move (score in centipawns for the mover)."""
-
-    nodes: int = 0
-    time: float = 0.0
-    cp: int | None = None
-    mate: int | None = None
-    depth: int = 0
-    evals: int = 0
-
-    def to_list(self) -> list[Any]:
-        return [self.nodes, round(self.time, 4), self.cp, self.mate, self.depth, self.evals]
-
-    @staticmethod
-    def from_list(v: list[Any]) -> "MoveStat":
-        return MoveStat(int(v[0]), float(v[1]), v[2], v[3], int(v[4]), int(v[5]))
 
 
 @dataclass

@@ -35,11 +35,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import board
 from experiments.harness import openings as openings_mod
-from experiments.harness.match import BACKENDS, Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
+from experiments.harness.runner import RunStats
+from experiments.harness.store import GameRecord, Store
+from experiments.harness.tasks import BACKENDS, Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
 from experiments.harness.tomlconfig import ConfigError, Section
 
 RUNS_DIR = Path("runs")
@@ -146,6 +148,29 @@ class Tournament:
                                        self.settings.opening_list(self.settings.games // 2), self.settings.games,
                                        self.settings.seed, openings_mod.suite_id(self.settings.openings))
                            for a, b in self.pairings()])
+
+
+def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], factory: Any = None,
+             progress: bool = True, backend: str | None = None, ray_address: str | None = None
+             ) -> tuple[RunStats, list[GameRecord]]:
+    """Play what is missing of a config run (its database held for the run), the standings on the
+    progress bar; returns the stats and every stored game of the run between ``players``."""
+    from experiments.harness.match import play
+    from experiments.harness.ratings import Standings
+
+    standings = Standings()
+    keys = {t.key for t in tasks}
+    names = set(players)
+    with Store(s.db, lock=True) as store:
+        for g in store.games(run=s.name):
+            if g.key in keys:
+                standings.add(g)
+        st = play(tasks, store, factory, concurrency=s.concurrency, workers=s.workers, adjudication=s.adjudication,
+                  pgn_path=s.pgn, progress=progress, desc=s.name, on_game=standings.add, postfix=standings.text,
+                  backend=backend or s.backend, ray_address=ray_address or s.ray_address)
+        print(f"{st.played} games played, {st.skipped} already stored ({st.seconds:.0f} s); database {s.db}")
+        games = [g for g in store.games(run=s.name) if g.white in names and g.black in names]
+    return st, games
 
 
 def interleave(matches: Sequence[Sequence[GameTask]]) -> list[GameTask]:
