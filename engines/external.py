@@ -314,6 +314,8 @@ class ExternalEngine(Engine):
             raise EngineError(f"{self.name}: an infinite search cannot be played as a move")
         nodes = limits.nodes if limits.nodes is not None else self.default_nodes
         depth = limits.depth if limits.depth is not None else self.default_depth
+        if limits.evals is not None:
+            raise EngineError(f"{self.name}: an external engine has no evaluator-call limit (give nodes, depth or time)")
         movetime = limits.movetime if limits.movetime is not None else self.default_movetime
         if self.protocol == "xboard":
             nodes = None  # XBoard engines (Sjeng) have no node limit; python-chess would send `st N`
@@ -330,6 +332,8 @@ class ExternalEngine(Engine):
 
     def check_limits(self, limits: Limits) -> None:
         """EngineError now (before a game) for limits this engine cannot honour."""
+        if limits.evals is not None:
+            raise EngineError(f"{self.name}: an external engine has no evaluator-call limit (give nodes, depth or time)")
         movetime = limits.movetime if limits.movetime is not None else self.default_movetime
         if self.protocol == "xboard" and movetime is not None and (movetime < 1 or movetime != int(movetime)):
             raise EngineError(f"{self.name}: XBoard engines are given whole seconds per move (st), got movetime "

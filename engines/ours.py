@@ -3,7 +3,7 @@
 Settings come from the engine spec as text (``nodes=800,q_value_selection=off``) and reach two places:
 
 *engine options* (:data:`ENGINE_OPTIONS`)
-    ``nodes``, ``depth``, ``movetime`` (seconds) fill the fields of the caller's :class:`Limits` that
+    ``nodes``, ``evals`` (evaluator calls), ``depth``, ``movetime`` (seconds) fill the fields of the caller's :class:`Limits` that
     the caller left unset (a caller's ``Limits(nodes=400)`` wins over a spec's ``nodes=800``; a
     spec's ``nodes`` also caps a clock-limited search); ``seed`` seeds the search's random state;
     ``threads``, ``weights`` and ``inference`` (``frozen`` or ``eager``, see :mod:`evaluators.neural`)
@@ -277,6 +277,7 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("nodes", "spin", None, _optional(parse_int), help="default node limit (unset fields of the caller's limits)",
                minimum=0),
     OptionInfo("depth", "spin", None, _optional(parse_int), help="default depth limit", minimum=0),
+    OptionInfo("evals", "spin", None, _optional(parse_int), help="default evaluator-call limit", minimum=0),
     OptionInfo("movetime", "string", None, _optional(parse_float), help="default seconds per move"),
     OptionInfo("threads", "spin", 1, parse_int, help="evaluator threads (neural evaluators)", minimum=1, maximum=256),
     OptionInfo("weights", "string", None, _optional(parse_str), help="weights file for the evaluator"),
@@ -304,11 +305,14 @@ def find_option(options: Sequence[OptionInfo], key: str, prefix: bool = True) ->
 
 # ---- the engine ---------------------------------------------------------------------------------
 
-def merge_limits(limits: Limits, nodes: int | None, depth: int | None, movetime: float | None) -> Limits:
-    """``limits`` with its unset node, depth and movetime fields filled from the spec's defaults."""
+def merge_limits(limits: Limits, nodes: int | None, depth: int | None, movetime: float | None,
+                 evals: int | None = None) -> Limits:
+    """``limits`` with its unset node, evaluator-call, depth and movetime fields filled from the
+    spec's defaults."""
     return dataclasses.replace(
         limits,
         nodes=limits.nodes if limits.nodes is not None else (nodes or None),
+        evals=limits.evals if limits.evals is not None else (evals or None),
         depth=limits.depth if limits.depth is not None else (depth or None),
         movetime=limits.movetime if limits.movetime is not None else (movetime or None),
     )
@@ -333,7 +337,7 @@ class OurEngine(InProcessEngine):
 
     def __init__(self, spec: EngineSpec, variant: str, evaluator: Evaluator,
                  make_search: Callable[[], Search], *, nodes: int | None = None,
-                 depth: int | None = None, movetime: float | None = None) -> None:
+                 depth: int | None = None, movetime: float | None = None, evals: int | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.variant = variant
@@ -342,6 +346,7 @@ class OurEngine(InProcessEngine):
         self._make_search = make_search
         self.search = make_search()
         self.default_nodes, self.default_depth, self.default_movetime = nodes, depth, movetime
+        self.default_evals = evals
         self._pos: Position | None = None
         self._legal: list[int] = []
         self._error: str | None = None
@@ -365,7 +370,7 @@ class OurEngine(InProcessEngine):
         self._legal = self._pos.legal_moves()
         if not self._legal:
             raise EngineError(f"no legal moves in {pos.fen()}")
-        lim = merge_limits(limits, self.default_nodes, self.default_depth, self.default_movetime)
+        lim = merge_limits(limits, self.default_nodes, self.default_depth, self.default_movetime, self.default_evals)
         self._error = None
         self._stopped = False
         self._steps = 0

@@ -1,4 +1,6 @@
-"""Elo-versus-nodes figure from its CSV (``python -m reports.plot reports/NAME/elo_vs_nodes.csv``).
+"""Elo-versus-nodes figures from their CSV (``python -m reports.plot reports/NAME/elo_vs_nodes.csv``):
+:func:`plot` (Elo against the node budget) and :func:`plot_cost` (against seconds and evaluator
+calls per move).
 
 The CSV (written by ``searchbench scale``) has one row per player: family, engine, nodes (empty for
 an anchor), elo, lo, hi (95% bootstrap interval), games, score.  The figure has nodes on a log axis,
@@ -64,9 +66,49 @@ def plot(csv_path: str | Path, title: str | None = None) -> list[Path]:
     return out
 
 
+def plot_cost(csv_path: str | Path, title: str | None = None) -> list[Path]:
+    """Elo against what a move costs: seconds per move and evaluator calls per move (two panels,
+    log axes; from the CSV's cost columns), anchors as in :func:`plot`; ``elo_vs_cost.{png,svg}``."""
+    p = Path(csv_path)
+    data = read_csv(p)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), dpi=110, sharey=True)
+    families: dict[str, list[dict[str, str]]] = {}
+    anchors: list[dict[str, str]] = []
+    for r in data:
+        (anchors if not r["nodes"] else families.setdefault(r["family"], [])).append(r)
+    markers = "osD^v<>ph*"
+    for ax, col, label in ((axes[0], "seconds_per_move", "seconds per move (log scale)"),
+                           (axes[1], "evals_per_move", "evaluator calls per move (log scale)")):
+        for k, (fam, rs) in enumerate(families.items()):
+            pts = sorted((float(r[col]), float(r["elo"]), float(r["lo"]), float(r["hi"])) for r in rs
+                         if float(r.get(col) or 0) > 0)
+            if not pts:
+                continue
+            ax.errorbar([x for x, _, _, _ in pts], [y for _, y, _, _ in pts],
+                        yerr=[[y - lo for _, y, lo, _ in pts], [hi - y for _, y, _, hi in pts]],
+                        marker=markers[k % len(markers)], capsize=3, label=fam, linewidth=1.5)
+        for k, r in enumerate(anchors):
+            color = f"C{(len(families) + k) % 10}"
+            ax.axhline(float(r["elo"]), linestyle=":", linewidth=1.2, color=color)
+            ax.text(0.01, float(r["elo"]), r["family"].removeprefix("anchor:"), transform=ax.get_yaxis_transform(),
+                    va="bottom", ha="left", fontsize=8, color=color)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("Elo (95% bootstrap interval)")
+    axes[0].legend(loc="best", fontsize=9)
+    fig.suptitle(title or f"Elo versus cost per move: {p.parent.name}")
+    fig.tight_layout()
+    out = [p.with_name("elo_vs_cost.png"), p.with_name("elo_vs_cost.svg")]
+    for o in out:
+        fig.savefig(o)
+    plt.close(fig)
+    return out
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         print("usage: python -m reports.plot path/to/elo_vs_nodes.csv", file=sys.stderr)
         sys.exit(2)
-    for o in plot(sys.argv[1]):
+    for o in plot(sys.argv[1]) + plot_cost(sys.argv[1]):
         print(o)

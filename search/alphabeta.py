@@ -133,7 +133,6 @@ class _Core(Budget):
         self.tt_data = vec[i64]([0] * size)
         self.killers = vec[i64]([0] * (2 * MAX_PLY))
         self.history = vec[i64]([0] * (2 * 8192))
-        self.evals = 0
         self.seldepth = 0
         self.pos: Position = Position()
         self.zh = False
@@ -379,7 +378,6 @@ class AlphaBeta(IterativeDeepening):
         core = self._core
         core.pos = pos
         core.zh = pos.has_pockets
-        core.evals = 0
         core.seldepth = 0
         for i in range(len(core.killers)):
             core.killers[i] = 0

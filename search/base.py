@@ -29,9 +29,12 @@ from evaluators.base import Evaluation, Evaluator, Leaf
 
 @dataclass
 class Limits:
-    """When to stop.  Unset fields do not limit; with nothing set a search uses its default nodes."""
+    """When to stop.  Unset fields do not limit; with nothing set a search uses its default nodes.
+    ``evals`` caps the evaluator calls (``SearchResult.evals``; a search may visit more nodes than
+    it evaluates: transpositions, terminals, quiescence without a static score)."""
 
     nodes: int | None = None
+    evals: int | None = None  # evaluator calls (positions sent to the evaluator): the cost axis of networks
     depth: int | None = None
     movetime: float | None = None  # seconds
     wtime: float | None = None  # seconds left on the clocks

@@ -83,7 +83,6 @@ class _Core(Budget):
         self.variant = variant
         self.cfg = cfg
         self.cache: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
-        self.evals = 0
         self.seldepth = 0
         self.pos: Position = Position()
         self.draw_state = new_position(variant, DRAW_FEN).raw_state()
@@ -220,7 +219,6 @@ class ComparatorAlphaBeta(IterativeDeepening):
         core = self._core
         core.pos = pos
         core.cache = {}
-        core.evals = 0
         core.seldepth = 0
         core.pv_moves = []
         moves = pos.legal_moves()

@@ -2,7 +2,7 @@
 deadline, the limit check inside the tree, and the ask/tell shell of iterative deepening (one
 iteration per :meth:`IterativeDeepening.ask`, no leaves: the evaluator is called synchronously).
 
-Limits (:class:`search.base.Limits`): ``nodes`` caps the nodes; a clock or ``movetime`` gives a
+Limits (:class:`search.base.Limits`): ``nodes`` caps the nodes, ``evals`` the evaluator calls; a clock or ``movetime`` gives a
 deadline (the share of :func:`search.timeman.move_time`); ``infinite`` runs until ``stop``; with
 none of these and no depth the search stops after its config's ``default_nodes``.  The depth cap is
 each search's own (its config's default or maximum).
@@ -30,7 +30,9 @@ class Budget:
 
     def __init__(self, time_check_interval: int) -> None:
         self.nodes = 0
+        self.evals = 0
         self.node_limit = 0
+        self.eval_limit = 0
         self.deadline = 0.0
         self.aborted = False
         self.stop_requested = False
@@ -42,14 +44,18 @@ class Budget:
             raise LimitError(f"depth limit must be at least 1, got {limits.depth}")
         if limits.nodes is not None and limits.nodes < 1:
             raise LimitError(f"node limit must be positive, got {limits.nodes}")
+        if limits.evals is not None and limits.evals < 1:
+            raise LimitError(f"evaluator-call limit must be positive, got {limits.evals}")
         self.nodes = 0
+        self.evals = 0
+        self.eval_limit = limits.evals if limits.evals is not None else 0
         self.aborted = False
         self.stop_requested = False
         budget = move_time(limits, pos.turn, pos.fullmove_number)
         self.deadline = t0 + budget if budget is not None and not limits.infinite else 0.0
         if limits.nodes is not None:
             self.node_limit = limits.nodes
-        elif limits.depth is None and budget is None and not limits.infinite:
+        elif limits.depth is None and limits.evals is None and budget is None and not limits.infinite:
             self.node_limit = default_nodes
         else:
             self.node_limit = 0
@@ -65,6 +71,8 @@ class Budget:
         if self.stop_requested:
             self.aborted = True
         elif self.node_limit > 0 and self.nodes >= self.node_limit:
+            self.aborted = True
+        elif self.eval_limit > 0 and self.evals >= self.eval_limit:
             self.aborted = True
         elif self.deadline > 0.0 and self.nodes % self.time_check_interval == 0:
             if time.perf_counter() >= self.deadline:

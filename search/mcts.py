@@ -144,6 +144,7 @@ class MCTS(Search):
         self._nodes = 0
         self._evals = 0
         self._node_limit = 0
+        self._eval_limit = 0
         self._seldepth = 0
         self._t0 = 0.0
         self._elapsed = 0.0
@@ -254,8 +255,15 @@ class MCTS(Search):
         budget = None if limits.infinite else move_time(limits, pos.turn, pos.fullmove_number, cfg.time)
         remaining = limits.wtime if pos.turn == 0 else limits.btime
         self._time = TimeControl(budget, cfg.time, remaining) if budget is not None else None
+        if limits.evals is not None and limits.evals < 1:
+            raise MCTSConfigError(f"evaluator-call limit must be positive, got {limits.evals}")
+        self._eval_limit = limits.evals if limits.evals is not None else 0
         if limits.nodes is not None:
             self._node_limit = limits.nodes
+        elif self._eval_limit > 0:
+            # simulations that need no evaluation (transpositions, terminals) are not capped by the
+            # evaluator budget: a cap of their own keeps a solved or repetitive tree finite
+            self._node_limit = 16 * self._eval_limit + 1000
         elif budget is None and not limits.infinite:
             self._node_limit = cfg.default_nodes
         else:
@@ -283,6 +291,8 @@ class MCTS(Search):
         want = cfg.batch_size
         if self._node_limit > 0:
             want = min(want, self._node_limit - self._nodes)
+        if self._eval_limit > 0:
+            want = min(want, self._eval_limit - self._evals)
         while len(self._pending) < want and tries < 2 * cfg.batch_size:
             tries += 1
             leaf = self._collect()
@@ -291,6 +301,8 @@ class MCTS(Search):
             if self._root_settled():
                 break
             if self._node_limit > 0 and self._nodes + len(self._pending) >= self._node_limit:
+                break
+            if self._eval_limit > 0 and self._evals + len(self._pending) >= self._eval_limit:
                 break
         self._unmake_to(0)  # the position is back at the root between ask and tell
         if not leaves:
@@ -345,6 +357,8 @@ class MCTS(Search):
         if self._stopped or self._root_settled():
             self._done = True
         elif self._node_limit > 0 and self._nodes >= self._node_limit:
+            self._done = True
+        elif self._eval_limit > 0 and self._evals >= self._eval_limit:
             self._done = True
         elif self._time is not None and self.tree.nd_state[self.root] == EXPANDED:
             self._done = self._time.should_stop(self._elapsed, self._is_easy(), self._is_critical())

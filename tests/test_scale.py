@@ -115,8 +115,11 @@ def test_shipped_configs_parse() -> None:
     assert cfgs
     for p in cfgs:
         data = tomlconfig.load(p).data
-        loaded = scale.load(p) if "families" in data else tournament.load(p)
-        assert loaded.settings.name
+        from experiments.harness import ablate
+
+        loaded = (scale.load(p) if "families" in data else ablate.load(p) if "baseline" in data
+                  else tournament.load(p))
+        assert loaded.settings.name and loaded.tasks()
 
 
 def test_end_to_end_with_fake_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,8 +136,14 @@ def test_end_to_end_with_fake_engines(tmp_path: Path, capsys: pytest.CaptureFixt
     assert float(anchor["elo"]) == 0.0
     loser = next(r for r in rows if r["family"] == "anchor:loser")
     assert float(loser["elo"]) < 0  # it resigns every game
+    for suffix in ("png", "svg"):
+        assert (out / f"elo_vs_cost.{suffix}") in paths and (out / f"elo_vs_cost.{suffix}").stat().st_size > 100
+    stepped = [r for r in rows if r["family"] == "stepped"]
+    # cost per move: the fake stepped engine evaluates exactly its node budget
+    assert all(float(r["nodes_per_move"]) == float(r["evals_per_move"]) == int(r["nodes"]) for r in stepped)
+    assert all(float(r["seconds_per_move"]) >= 0 for r in rows)
     md = (out / "elo_vs_nodes.md").read_text()
-    assert "searchbench scale c.toml" in md and "| stepped |" in md
+    assert "searchbench scale c.toml" in md and "| stepped |" in md and "How to read it" in md
     n_games = sum(r.games for r in ratings) // 2
     # a second run resumes: nothing left to play, same games rated
     ratings2, _ = scale.run(scale.load(cfg(tmp_path)), "x", factory=Factory(), progress=False)

@@ -30,11 +30,13 @@ def _add_play_options(p: argparse.ArgumentParser, variants: tuple[str, ...] = bo
     p.add_argument("b", help="engine B")
     p.add_argument("--variant", choices=variants, default="crazyhouse")
     p.add_argument("--nodes", type=count(1), help="node budget per move (both engines)")
+    p.add_argument("--evals", type=count(1), help="evaluator calls per move (in-process engines)")
     p.add_argument("--depth", type=count(1), help="depth limit per move")
     p.add_argument("--movetime", type=positive_float, help="seconds per move")
     p.add_argument("--tc", help="time control BASE+INC in seconds, e.g. 60+0.6")
     for side in ("a", "b"):  # per engine, as cutechess-cli's per-engine options: they take precedence
         p.add_argument(f"--nodes-{side}", type=count(1), help=f"node budget of {side.upper()} (overrides --nodes)")
+        p.add_argument(f"--evals-{side}", type=count(1), help=f"evaluator calls of {side.upper()}")
         p.add_argument(f"--depth-{side}", type=count(1), help=f"depth limit of {side.upper()}")
         p.add_argument(f"--movetime-{side}", type=positive_float, help=f"seconds per move of {side.upper()}")
         p.add_argument(f"--tc-{side}", help=f"time control of {side.upper()}")
@@ -63,7 +65,7 @@ def _side_limits(args: argparse.Namespace, side: str, engine: str) -> dict[str, 
 
     spec = registry.spec_limits(engine)
     out: dict[str, Any] = {}
-    for k in ("nodes", "depth", "movetime", "tc"):
+    for k in ("nodes", "evals", "depth", "movetime", "tc"):
         own = getattr(args, f"{k}_{side}")
         v = own if own is not None else spec.get(k) if spec.get(k) is not None else getattr(args, k)
         out[k] = match_mod.parse_tc(v) if k == "tc" and isinstance(v, str) else v
@@ -119,7 +121,8 @@ def _bughouse_match(args: argparse.Namespace) -> int:
     two seats; limits go in the team specs, e.g. ``bughouse-mcts:nodes=400``, and ``--tc``)."""
     from experiments.cli.bughouse import cmd_bughouse_match
 
-    unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_a", "nodes_b", "depth", "depth_a", "depth_b",
+    unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_a", "nodes_b", "evals", "evals_a", "evals_b",
+                                                        "depth", "depth_a", "depth_b",
                                                         "movetime", "movetime_a", "movetime_b", "tc_a", "tc_b",
                                                         "openings")
                    if getattr(args, k) is not None]
@@ -212,6 +215,25 @@ def cmd_scale(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from experiments.harness import ablate
+
+    ab = ablate.load(args.config)
+    if args.report_dir:
+        ab.report_dir = Path(args.report_dir)
+    if args.backend:
+        ab.settings.backend = args.backend
+    if args.ray_address:
+        ab.settings.ray_address = args.ray_address
+    rows, paths = ablate.run(ab, ablate.cli_command(str(args.config)), progress=not args.quiet)
+    for r in rows:
+        verdict = f"  LLR {r.llr:+.2f} {r.verdict}" if r.llr is not None else ""
+        print(f"{r.variant:<28} {r.axis} {r.budget:<8g} {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]}  "
+              f"Elo {r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]{verdict}")
+    print("report: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def cmd_ratings(args: argparse.Namespace) -> int:
     if not Path(args.db).exists():
         raise FileNotFoundError(f"no such database {args.db!r}")
@@ -280,6 +302,14 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true")
     _add_backend_options(p)
     p.set_defaults(func=cmd_scale)
+
+    p = sub.add_parser("ablate", help="variants of an engine against it, per budget: pentanomial Elo intervals, "
+                                      "optional SPRT, forest plot (a TOML config)")
+    p.add_argument("config")
+    p.add_argument("--report-dir", help="override the config's report_dir")
+    p.add_argument("--quiet", action="store_true")
+    _add_backend_options(p)
+    p.set_defaults(func=cmd_ablate)
 
     p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")
     p.add_argument("db")

@@ -47,10 +47,12 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
          pgn_path: str | Path | None = None, on_game: Callable[[GameRecord], None] | None = None,
          stop: Callable[[], bool] | None = None, progress: bool = True, desc: str = "games",
          postfix: Callable[[], str] | None = None, check: bool = True, backend: str = "local",
-         ray_address: str | None = None) -> RunStats:
+         ray_address: str | None = None, skip: Callable[[GameTask], bool] | None = None) -> RunStats:
     """Play every task not yet in ``store``; commit each game (and append it to the PGN) at once.
 
     With ``check`` every engine is created once before any game (see :func:`check_players`).
+    ``skip`` is asked before a task starts and drops it if True (an SPRT that decided); only in this
+    process (``workers`` 1, local backend): worker processes get their tasks at the start.
     """
     from tqdm import tqdm
 
@@ -119,7 +121,7 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
         elif workers <= 1:
             runner = Runner(factory, variant, concurrency, adjudication, on_game=commit, stop=stopper,
                             settings=settings)
-            runner.run(todo)
+            runner.run(t for t in todo if skip is None or not skip(t))
             stats.eval_calls, stats.eval_leaves = runner.eval_calls, runner.eval_leaves
         else:
             play_processes(todo, factory, variant, concurrency, workers, adjudication or Adjudication(),

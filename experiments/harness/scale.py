@@ -5,6 +5,8 @@ concurrency, workers, seed, db, pgn, openings, adjudication, anchor, anchor_elo,
 backend, ray_address), plus::
 
     report_dir = "reports"          # figures go to <report_dir>/<name>/elo_vs_nodes.{png,svg,csv,md}
+                                    # and elo_vs_cost.{png,svg} (Elo against seconds and evaluator
+                                    # calls per move, the CSV's cost columns)
     cross_games = 6                 # games per pairing between families (default: games)
 
     [[families]]
@@ -32,8 +34,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from experiments.harness import openings as openings_mod
+from experiments.harness.costs import Cost, costs
+from experiments.harness.store import GameRecord
 from experiments.harness.match import GameTask, Player, match_tasks
 from experiments.harness.ratings import Rating
 from experiments.harness.tomlconfig import ConfigError, Section
@@ -190,40 +195,55 @@ class Row:
     engine: str
     nodes: int | None
     rating: Rating
+    cost: Cost = field(default_factory=Cost)
 
 
-def rows(sc: Scale, ratings: list[Rating]) -> list[Row]:
+def rows(sc: Scale, ratings: list[Rating], games: Sequence[GameRecord] = ()) -> list[Row]:
     by = {r.name: r for r in ratings}
+    cost = costs(games)
     out: list[Row] = []
     for f in sc.families:
         for p, n in zip(f.players, f.nodes):
             if p.name in by:
-                out.append(Row(f.name, f.engine, n, by[p.name]))
+                out.append(Row(f.name, f.engine, n, by[p.name], cost.get(p.name, Cost())))
     for a in sc.anchors:
         if a.player.name in by:
-            out.append(Row("anchor:" + a.player.name, a.player.engine, None, by[a.player.name]))
+            out.append(Row("anchor:" + a.player.name, a.player.engine, None, by[a.player.name],
+                           cost.get(a.player.name, Cost())))
     return out
 
 
-def write_report(sc: Scale, ratings: list[Rating], command: str, games: int) -> list[Path]:
-    """``elo_vs_nodes.{csv,md,png,svg}`` in :attr:`Scale.out_dir`; returns the paths."""
+ANCHOR_NOTE = """How to read it: every player is rated from all games of the run together, with `{anchor}` fixed
+at {anchor_elo:g}; an Elo difference is a difference in expected score (+100 Elo = 64%). The anchors
+are external engines at fixed limits ({anchors}), rated with everything else and drawn as dotted
+lines with their intervals: a family's point above an anchor's line is the stronger player, and
+the distance between a point and a line is the Elo gap between them, whatever the anchor's own
+number. Compare our Elo with other reports only through these engines and limits, never as
+absolute numbers."""
+
+
+def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
+                 game_records: Sequence[GameRecord] = ()) -> list[Path]:
+    """``elo_vs_nodes.{csv,md,png,svg}`` and ``elo_vs_cost.{png,svg}`` in :attr:`Scale.out_dir`."""
     import csv
 
-    from reports.plot import plot
+    from reports.plot import plot, plot_cost
 
     out = sc.out_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ConfigError(f"cannot create report directory {str(out)!r}: {e.strerror}") from None
-    rs = rows(sc, ratings)
+    rs = rows(sc, ratings, game_records)
     csv_path = out / "elo_vs_nodes.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["family", "engine", "nodes", "elo", "lo", "hi", "games", "score"])
+        w.writerow(["family", "engine", "nodes", "elo", "lo", "hi", "games", "score", "nodes_per_move",
+                    "evals_per_move", "seconds_per_move"])
         for r in rs:
             w.writerow([r.family, r.engine, "" if r.nodes is None else r.nodes, f"{r.rating.elo:.1f}",
-                        f"{r.rating.lo:.1f}", f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}"])
+                        f"{r.rating.lo:.1f}", f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}",
+                        f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}"])
     s = sc.settings
     md = [f"# Elo versus nodes: {s.name}", "",
           f"Variant {s.variant}; {games} games; anchor {s.anchor} = {s.anchor_elo:g} Elo; "
@@ -232,14 +252,26 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int) -> 
           "Regenerate (resumes from the database, plays only missing games):", "",
           "```", command, "```", "",
           "![Elo versus nodes](elo_vs_nodes.png)", "",
-          "| family | engine | nodes | Elo | 95% interval | games | score |",
-          "|---|---|---:|---:|---|---:|---:|"]
+          "What a move costs (means per move over the stored games: nodes, evaluator calls = positions sent to "
+          "a network or static evaluations, 0 for external engines; seconds on this machine):", "",
+          "![Elo versus seconds and evaluator calls per move](elo_vs_cost.png)", "",
+          "| family | engine | nodes | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
+          "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rs:
         md.append(f"| {r.family} | `{r.engine}` | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
-                  f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}] | {r.rating.games} | {100 * r.rating.score:.1f}% |")
+                  f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}] | {r.rating.games} | {100 * r.rating.score:.1f}% | "
+                  f"{r.cost.nodes:.0f} | {r.cost.evals:.0f} | {1000 * r.cost.seconds:.1f} |")
+    if sc.anchors:
+        md += ["", ANCHOR_NOTE.format(anchor=s.anchor, anchor_elo=s.anchor_elo,
+                                      anchors=", ".join(f"`{a.player.name}` = `{a.player.engine}` "
+                                                        f"{a.player.limits_text()}" for a in sc.anchors))]
+    md += ["", f"To narrow the intervals raise `games` / `cross_games` in the config and run the command again "
+           "(only new games are played); `workers` and `backend = \"ray\"` spread the games over more cores or "
+           "a cluster."]
     md_path = out / "elo_vs_nodes.md"
     md_path.write_text("\n".join(md) + "\n")
     figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})")
+    figs += plot_cost(csv_path, f"Elo versus cost per move: {s.name} ({s.variant})")
     return [csv_path, md_path] + figs
 
 
@@ -255,4 +287,4 @@ def run(sc: Scale, command: str, factory: object | None = None, progress: bool =
     ratings = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed,
                                progress=progress)
     print(ratings_mod.format_table(ratings))
-    return ratings, write_report(sc, ratings, command, len(games))
+    return ratings, write_report(sc, ratings, command, len(games), games)

@@ -38,11 +38,12 @@ class Player:
     depth: int | None = None
     movetime: float | None = None  # seconds per move
     tc: tuple[float, float] | None = None  # (base seconds, increment seconds)
+    evals: int | None = None  # evaluator calls per move
 
     def __post_init__(self) -> None:
-        if self.nodes is None and self.depth is None and self.movetime is None and self.tc is None:
-            raise MatchError(f"player {self.name!r}: give a limit (nodes, depth, movetime or tc)")
-        for k in ("nodes", "depth"):
+        if self.nodes is None and self.depth is None and self.movetime is None and self.tc is None and self.evals is None:
+            raise MatchError(f"player {self.name!r}: give a limit (nodes, evals, depth, movetime or tc)")
+        for k in ("nodes", "depth", "evals"):
             v = getattr(self, k)
             if v is not None and v < 1:
                 raise MatchError(f"player {self.name!r}: {k} must be at least 1, got {v}")
@@ -52,7 +53,7 @@ class Player:
             raise MatchError(f"player {self.name!r}: time control needs base > 0 and increment >= 0")
 
     def limits_text(self) -> str:
-        return limits_text(self.nodes, self.depth, self.movetime, self.tc)
+        return limits_text(self.nodes, self.depth, self.movetime, self.tc, self.evals)
 
     @property
     def ident(self) -> str:
@@ -60,7 +61,7 @@ class Player:
         return f"{self.engine}[{self.limits_text()}]"
 
     def limits(self, clocks: Sequence[float] | None = None) -> Limits:
-        lim = Limits(nodes=self.nodes, depth=self.depth, movetime=self.movetime)
+        lim = Limits(nodes=self.nodes, depth=self.depth, movetime=self.movetime, evals=self.evals)
         if self.tc is not None and clocks is not None:
             lim.wtime, lim.btime = max(0.0, clocks[0]), max(0.0, clocks[1])
             lim.winc = lim.binc = self.tc[1]
@@ -76,11 +77,13 @@ class Player:
 
 
 def limits_text(nodes: int | None = None, depth: int | None = None, movetime: float | None = None,
-                tc: tuple[float, float] | None = None) -> str:
-    """``nodes=800,depth=4,movetime=0.5,tc=60+0.6`` (the limits that are set)."""
+                tc: tuple[float, float] | None = None, evals: int | None = None) -> str:
+    """``nodes=800,evals=800,depth=4,movetime=0.5,tc=60+0.6`` (the limits that are set)."""
     parts = []
     if nodes is not None:
         parts.append(f"nodes={nodes}")
+    if evals is not None:
+        parts.append(f"evals={evals}")
     if depth is not None:
         parts.append(f"depth={depth}")
     if movetime is not None:

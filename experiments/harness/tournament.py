@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import board
 from experiments.harness import openings as openings_mod
@@ -123,6 +123,7 @@ def player(sec: Section, name: str | None = None, nodes: int | None = None) -> P
         tc = parse_tc(tc_text) if tc_text is not None else None
         return Player(nm, engine,
                       nodes=nodes if nodes is not None else sec.get("nodes", int, None),
+                      evals=sec.get("evals", int, None),
                       depth=sec.get("depth", int, None),
                       movetime=sec.get("movetime", float, None), tc=tc)
     except MatchError as e:
@@ -151,23 +152,32 @@ class Tournament:
 
 
 def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], factory: Any = None,
-             progress: bool = True, backend: str | None = None, ray_address: str | None = None
+             progress: bool = True, backend: str | None = None, ray_address: str | None = None,
+             on_game: Callable[[GameRecord], None] | None = None, skip: Callable[[GameTask], bool] | None = None
              ) -> tuple[RunStats, list[GameRecord]]:
     """Play what is missing of a config run (its database held for the run), the standings on the
-    progress bar; returns the stats and every stored game of the run between ``players``."""
+    progress bar; returns the stats and every stored game of the run between ``players``.
+    ``on_game`` sees every game of the tasks, the stored ones first; ``skip`` (see
+    :func:`experiments.harness.match.play`) drops tasks not yet started."""
     from experiments.harness.match import play
     from experiments.harness.ratings import Standings
 
     standings = Standings()
     keys = {t.key for t in tasks}
     names = set(players)
+
+    def seen(g: GameRecord) -> None:
+        standings.add(g)
+        if on_game is not None:
+            on_game(g)
+
     with Store(s.db, lock=True) as store:
         for g in store.games(run=s.name):
             if g.key in keys:
-                standings.add(g)
+                seen(g)
         st = play(tasks, store, factory, concurrency=s.concurrency, workers=s.workers, adjudication=s.adjudication,
-                  pgn_path=s.pgn, progress=progress, desc=s.name, on_game=standings.add, postfix=standings.text,
-                  backend=backend or s.backend, ray_address=ray_address or s.ray_address)
+                  pgn_path=s.pgn, progress=progress, desc=s.name, on_game=seen, postfix=standings.text,
+                  backend=backend or s.backend, ray_address=ray_address or s.ray_address, skip=skip)
         print(f"{st.played} games played, {st.skipped} already stored ({st.seconds:.0f} s); database {s.db}")
         games = [g for g in store.games(run=s.name) if g.white in names and g.black in names]
     return st, games
@@ -190,7 +200,7 @@ def parse(cfg: Section) -> Tournament:
     if len(secs) < 2:
         raise cfg.error("engines", "a tournament needs at least 2 engines")
     for sec in secs:
-        sec.only("name", "engine", "nodes", "depth", "movetime", "tc")
+        sec.only("name", "engine", "nodes", "evals", "depth", "movetime", "tc")
     players = [player(sec) for sec in secs]
     seen: dict[str, int] = {}
     for i, (p, sec) in enumerate(zip(players, secs)):

@@ -1,0 +1,388 @@
+"""Ablations and paradigm comparisons: ``searchbench ablate CONFIG.toml``.
+
+A baseline engine and variants of it (each changing options of the baseline, or another engine
+altogether: alpha-beta against MCTS with the evaluator held fixed) play the baseline at each budget,
+openings in colour-reversed pairs, every game in the same SQLite store as every other command
+(resumable, never a game twice).  Config (every key checked; an error names the key and its line)::
+
+    name = "zh-switches"
+    variant = "crazyhouse"
+    baseline = "rise-mcts"            # any engine spec
+    nodes = [100, 400]                # or ladder = {start, factor, steps}; or evals = [...] /
+                                      # movetime = [...] (seconds); several of them: several axes
+    games = 40                        # per variant and budget (20 colour-reversed pairs)
+    seed = 1
+    report_dir = "reports"            # output in <report_dir>/<name>/ablation.{csv,md,png,svg}
+    db = "runs/zh-switches.sqlite"    # default runs/<name>.sqlite
+    sprt = { elo0 = 0, elo1 = 10, alpha = 0.05, beta = 0.05 }   # optional: stop a variant once decided
+    # and the run settings of tournaments: concurrency, workers, openings, adjudication, ...
+
+    [[variants]]
+    name = "no-q-value-selection"
+    options = { q_value_selection = false }
+    [[variants]]
+    name = "alpha-beta"
+    engine = "material-ab"            # another engine instead of the baseline (options apply to it)
+
+A budget is the same for both players: equal nodes, equal evaluator calls (``evals``: positions
+sent to a network or static evaluations) or equal seconds per move (``movetime``; then each worker
+plays one game at a time, so a move's time is its own).
+
+Statistics per variant and budget (fishtest / fastchess): the game pairs' pentanomial counts
+``[LL, LD+DL, DD+WL+LW, WD+DW, WW]``, the mean pair score ``mu`` and its standard error
+``sigma_pair / sqrt(N)``; the Elo difference is ``-400 log10(1/mu - 1)`` with the 95% interval
+from ``mu +- 1.96 SE`` (scores held inside ``[1/(4N), 1 - 1/(4N)]``, so a perfect score gives a
+finite bound, not infinity).  With ``sprt`` the generalised pentanomial SPRT of
+:mod:`experiments.harness.sprt` (normalised Elo) is run per variant and budget; in one process a
+decided variant stops at that budget (its remaining pairs are not played).
+
+Output in ``<report_dir>/<name>/``: ``ablation.csv`` (columns ``variant, axis, budget, nodes,
+games, wins, draws, losses, score, elo, elo_low, elo_high, ptnml, llr, verdict`` and the per-move
+costs of both sides), ``ablation.png``/``.svg`` (a forest plot: Elo and interval per variant, one
+marker per budget, the baseline at 0), ``ablation.md`` (the table, the config, the command and
+the versions).
+"""
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from experiments.harness import openings as openings_mod
+from experiments.harness.costs import Cost, costs
+from experiments.harness.sprt import Sprt, pair_index
+from experiments.harness.store import GameRecord
+from experiments.harness.tasks import GameTask, MatchError, Player, match_tasks
+from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.harness.tournament import RunSettings, _name_check, interleave, run_settings
+
+AXES = ("nodes", "evals", "movetime")
+AXIS_LABEL = {"nodes": "nodes", "evals": "evaluator calls", "movetime": "seconds"}
+
+
+@dataclass
+class Variant:
+    name: str
+    engine: str  # the full spec played
+
+
+@dataclass
+class Ablation:
+    settings: RunSettings
+    baseline: str
+    variants: list[Variant]
+    budgets: list[tuple[str, float]]  # (axis, budget)
+    sprt: dict[str, float] | None
+    report_dir: Path
+    config_path: Path
+    config_text: str
+
+    @property
+    def out_dir(self) -> Path:
+        return self.report_dir / self.settings.name
+
+    def players(self, v: Variant, axis: str, budget: float) -> tuple[Player, Player]:
+        """(variant, baseline) at one budget, named ``<name>@<axis>=<budget>``."""
+        tag = f"{axis}={budget:g}"
+        kw: dict[str, Any] = {axis: budget if axis == "movetime" else int(budget)}
+        return Player(f"{v.name}@{tag}", v.engine, **kw), Player(f"baseline@{tag}", self.baseline, **kw)
+
+    def matches(self) -> list[tuple[Variant, str, float, list[GameTask]]]:
+        s = self.settings
+        ops = s.opening_list(s.games // 2)
+        suite = openings_mod.suite_id(s.openings)
+        return [(v, axis, b, match_tasks(s.name, s.variant, *self.players(v, axis, b), ops, s.games, s.seed, suite))
+                for axis, b in self.budgets for v in self.variants]
+
+    def tasks(self) -> list[GameTask]:
+        return interleave([m[3] for m in self.matches()])
+
+
+def with_options(spec: str, options: dict[str, str]) -> str:
+    """``spec`` with ``options`` added (the spec's own options first)."""
+    if not options:
+        return spec
+    extra = ",".join(f"{k}={v}" for k, v in options.items())
+    return f"{spec},{extra}" if ":" in spec else f"{spec}:{extra}"
+
+
+def _option_text(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def _budgets(cfg: Section) -> list[tuple[str, float]]:
+    from experiments.harness.scale import _ladder
+
+    out: list[tuple[str, float]] = []
+    if cfg.has("nodes") or cfg.has("ladder"):
+        out += [("nodes", float(n)) for n in _ladder(cfg)]
+    cfg.used.update({"nodes", "ladder"})
+    for axis in ("evals", "movetime"):
+        kind = int if axis == "evals" else float
+        values = cfg.get(axis, list, [])
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in values):
+            raise cfg.error(axis, "must be an array of positive numbers")
+        if axis == "evals" and not all(isinstance(x, int) for x in values):
+            raise cfg.error(axis, "must be an array of positive integers")
+        out += [(axis, float(kind(x))) for x in values]
+    if not out:
+        raise cfg.error("nodes", "missing: give nodes = [...] (or ladder, evals, movetime)")
+    return out
+
+
+def parse(cfg: Section, path: Path, text: str) -> Ablation:
+    from engines import registry
+    from engines.base import EngineError
+
+    s = run_settings(cfg)
+    baseline = cfg.get("baseline", str, check=lambda v: None if v.strip() else "must not be empty")
+    try:
+        registry.resolve(baseline)
+    except EngineError as e:
+        raise cfg.error("baseline", str(e)) from None
+    budgets = _budgets(cfg)
+    report_dir = Path(cfg.get("report_dir", str, "reports"))
+    sprt: dict[str, float] | None = None
+    if cfg.has("sprt"):
+        t = cfg.table("sprt")
+        sprt = {"elo0": t.get("elo0", float, 0.0), "elo1": t.get("elo1", float, 10.0),
+                "alpha": t.get("alpha", float, 0.05), "beta": t.get("beta", float, 0.05)}
+        t.done()
+        try:
+            Sprt("a", "b", **sprt)
+        except ValueError as e:
+            raise cfg.error("sprt", str(e)) from None
+    variants: list[Variant] = []
+    for sec in cfg.tables("variants", required=True):
+        sec.only("name", "options", "engine")
+        name = sec.get("name", str, check=_name_check)
+        if "@" in name or name == "baseline" or name in {v.name for v in variants}:
+            raise sec.error("name", "must be unique, without '@', and not 'baseline'")
+        engine = sec.get("engine", str, baseline)
+        opts = {str(k): _option_text(v) for k, v in sec.table("options").data.items()}
+        spec = with_options(engine, opts)
+        try:
+            registry.resolve(spec)
+        except EngineError as e:
+            raise sec.error("options" if opts else "engine", str(e)) from None
+        sec.done()
+        variants.append(Variant(name, spec))
+    if not variants:
+        raise cfg.error("variants", "give at least one [[variants]] table")
+    cfg.done()
+    if any(axis == "movetime" for axis, _ in budgets):
+        s.concurrency = s.workers  # one game at a time per worker: a move's time is its own
+    return Ablation(s, baseline, variants, budgets, sprt, report_dir, path, text)
+
+
+def load(path: str | Path) -> Ablation:
+    from experiments.harness import tomlconfig
+
+    try:
+        return parse(tomlconfig.load(path), Path(path), Path(path).read_text())
+    except openings_mod.OpeningError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+# --------------------------------------------------------------------------- statistics
+
+def pentanomial(games: Sequence[GameRecord], player: str) -> list[int]:
+    """Counts of ``player``'s pair scores 0, 1/2, 1, 3/2, 2 over complete game pairs."""
+    half: dict[tuple[str, int], float] = {}
+    counts = [0, 0, 0, 0, 0]
+    for g in games:
+        key = (g.match, g.pair)
+        s = g.score_for(player)
+        if key in half:
+            counts[pair_index(half.pop(key) + s)] += 1
+        else:
+            half[key] = s
+    return counts
+
+
+def elo_interval(counts: Sequence[int], z: float = 1.96) -> tuple[float, float, float, float]:
+    """(score, Elo, low, high) of pentanomial counts (module docstring); NaNs without pairs."""
+    n = sum(counts)
+    if n == 0:
+        return math.nan, math.nan, math.nan, math.nan
+    scores = (0.0, 0.25, 0.5, 0.75, 1.0)
+    mu = sum(c * s for c, s in zip(counts, scores)) / n
+    var = sum(c * (s - mu) ** 2 for c, s in zip(counts, scores)) / n
+    se = math.sqrt(var / n)
+    eps = 1.0 / (4 * n)
+
+    def elo(p: float) -> float:
+        p = min(max(p, eps), 1.0 - eps)
+        return -400.0 * math.log10(1.0 / p - 1.0)
+
+    return mu, elo(mu), elo(mu - z * se), elo(mu + z * se)
+
+
+@dataclass
+class Row:
+    variant: str
+    axis: str
+    budget: float
+    games: int
+    wdl: tuple[int, int, int]
+    ptnml: list[int]
+    score: float
+    elo: float
+    lo: float
+    hi: float
+    llr: float | None = None
+    verdict: str = ""
+    cost: Cost = field(default_factory=Cost)
+    base_cost: Cost = field(default_factory=Cost)
+
+
+def rows(ab: Ablation, games: Sequence[GameRecord]) -> list[Row]:
+    by_match: dict[str, list[GameRecord]] = {}
+    for g in games:
+        by_match.setdefault(g.match, []).append(g)
+    out: list[Row] = []
+    for v, axis, b, tasks in ab.matches():
+        gs = by_match.get(tasks[0].match, [])
+        a, base = ab.players(v, axis, b)
+        wdl = [0, 0, 0]
+        for g in gs:
+            sc = g.score_for(a.name)
+            wdl[0 if sc == 1 else 1 if sc == 0.5 else 2] += 1
+        counts = pentanomial(gs, a.name)
+        score, elo, lo, hi = elo_interval(counts)
+        row = Row(v.name, axis, b, len(gs), (wdl[0], wdl[1], wdl[2]), counts, score, elo, lo, hi)
+        if ab.sprt is not None:
+            test = Sprt(a.name, base.name, **ab.sprt)
+            test.add_games(gs)
+            row.llr, row.verdict = test.llr, test.state
+        c = costs(gs)
+        row.cost, row.base_cost = c.get(a.name, Cost()), c.get(base.name, Cost())
+        out.append(row)
+    return out
+
+
+# --------------------------------------------------------------------------- running and the report
+
+def run(ab: Ablation, command: str, progress: bool = True, factory: Any = None) -> tuple[list[Row], list[Path]]:
+    """Play what is missing (with ``sprt``: not past a decided variant), write the report."""
+    from experiments.harness.store import check_writable
+    from experiments.harness.tournament import play_run
+
+    check_writable(ab.out_dir / "ablation.csv")
+    matches = ab.matches()
+    names = [p.name for v, axis, b, _ in matches for p in ab.players(v, axis, b)]
+    tests: dict[str, Sprt] = {}
+    if ab.sprt is not None:
+        for v, axis, b, tasks in matches:
+            a, base = ab.players(v, axis, b)
+            tests[tasks[0].match] = Sprt(a.name, base.name, **ab.sprt)
+
+    def decided(t: GameTask) -> bool:
+        return t.match in tests and tests[t.match].state != "continue"
+
+    def feed(g: GameRecord) -> None:
+        if g.match in tests:
+            tests[g.match].add_game(g)
+
+    _, games = play_run(ab.settings, ab.tasks(), sorted(set(names)), factory, progress,
+                        on_game=feed if tests else None, skip=decided if tests else None)
+    rs = rows(ab, games)
+    return rs, write_report(ab, rs, command)
+
+
+def _fmt(x: float) -> str:
+    return "" if x != x else f"{x:.1f}"
+
+
+def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
+    import csv
+
+    from experiments.harness.store import versions
+
+    out = ab.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "ablation.csv"
+    cols = ["variant", "axis", "budget", "nodes", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
+            "elo_high", "ptnml", "llr", "verdict", "nodes_per_move", "evals_per_move", "seconds_per_move",
+            "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move"]
+    with open(csv_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in rs:
+            w.writerow([r.variant, r.axis, f"{r.budget:g}", f"{r.budget:g}" if r.axis == "nodes" else "", r.games,
+                        *r.wdl, "" if r.score != r.score else f"{r.score:.4f}", _fmt(r.elo), _fmt(r.lo), _fmt(r.hi),
+                        " ".join(map(str, r.ptnml)), "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
+                        f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}",
+                        f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}"])
+    figs = plot_forest(csv_path, f"{ab.settings.name}: variants against {ab.baseline} ({ab.settings.variant})")
+    s = ab.settings
+    md = [f"# Ablation: {s.name}", "",
+          f"Variant {s.variant}; baseline `{ab.baseline}`; {s.games} games per variant and budget (colour-reversed "
+          f"pairs of openings from `{s.openings}`); Elo of each variant against the baseline with the 95% interval "
+          f"of the pentanomial pair statistics (fishtest/fastchess); the baseline is 0.", "",
+          "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
+          "![forest plot](ablation.png)", "",
+          "| variant | budget | games | W-D-L | score | Elo | 95% interval | pentanomial | "
+          + ("LLR | verdict | " if ab.sprt else "") + "nodes/move | evals/move | s/move (variant / baseline) |",
+          "|---|---|---:|---|---:|---:|---|---|" + ("---:|---|" if ab.sprt else "") + "---|---|---|"]
+    for r in rs:
+        sp = f"{r.llr:+.2f} | {r.verdict} | " if ab.sprt and r.llr is not None else ("| | " if ab.sprt else "")
+        md.append(f"| {r.variant} | {r.axis} {r.budget:g} | {r.games} | {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]} | "
+                  f"{'' if r.score != r.score else f'{100 * r.score:.1f}%'} | {_fmt(r.elo)} | "
+                  f"[{_fmt(r.lo)}, {_fmt(r.hi)}] | {' '.join(map(str, r.ptnml))} | {sp}"
+                  f"{r.cost.nodes:.0f} / {r.base_cost.nodes:.0f} | {r.cost.evals:.0f} / {r.base_cost.evals:.0f} | "
+                  f"{r.cost.seconds:.3f} / {r.base_cost.seconds:.3f} |")
+    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{v.engine}`" for v in ab.variants]
+    md += ["", f"To narrow the intervals, raise `games` in `{ab.config_path}` and run the command again (only the "
+           "new games are played); `workers` and `backend = \"ray\"` (with `ray_address`) spread the games over more "
+           "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",
+           "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items()))]
+    md_path = out / "ablation.md"
+    md_path.write_text("\n".join(md) + "\n")
+    return [csv_path, md_path] + figs
+
+
+def plot_forest(csv_path: Path, title: str) -> list[Path]:
+    """The forest plot of an ablation CSV: one row per variant, one marker per budget."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(csv_path, newline="") as f:
+        data = [r for r in csv.DictReader(f) if r["elo"]]
+    variants = list(dict.fromkeys(r["variant"] for r in data))
+    budgets = list(dict.fromkeys((r["axis"], r["budget"]) for r in data))
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * max(1, len(variants))), dpi=120)
+    markers = "osD^v<>ph*"
+    k = len(budgets)
+    for j, (axis, b) in enumerate(budgets):
+        pts = [r for r in data if (r["axis"], r["budget"]) == (axis, b)]
+        y = [variants.index(r["variant"]) + (j - (k - 1) / 2) * 0.8 / max(k, 1) for r in pts]
+        x = [float(r["elo"]) for r in pts]
+        err = [[float(r["elo"]) - float(r["elo_low"]) for r in pts], [float(r["elo_high"]) - float(r["elo"]) for r in pts]]
+        ax.errorbar(x, y, xerr=err, fmt=markers[j % len(markers)], capsize=3, label=f"{AXIS_LABEL[axis]} {b}")
+    ax.axvline(0.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(variants)), variants)
+    ax.invert_yaxis()
+    ax.set_xlabel("Elo against the baseline (95% pentanomial interval)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    out = [csv_path.with_suffix(".png"), csv_path.with_suffix(".svg")]
+    for o in out:
+        fig.savefig(o)
+    plt.close(fig)
+    return out
+
+
+def cli_command(config: str) -> str:
+    return "searchbench ablate " + shlex.quote(config)
+
+
+__all__ = ["Ablation", "Row", "Variant", "elo_interval", "load", "parse", "pentanomial", "rows", "run", "MatchError"]
