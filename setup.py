@@ -26,6 +26,7 @@ MYPYC_MODULES = [
     "search/mcts_tree.py",
     "search/puct.py",
     "search/sixtyfour.py",
+    "search/gumbel.py",
     "search/mcts.py",
     "search/bughouse_mcts.py",
 ]

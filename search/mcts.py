@@ -89,8 +89,8 @@ from search.mcts_config import (
     MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
 )
 from search.mcts_tree import (
-    DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, TreeRule, _float_vec, _KeyIndex, _Tree, counters_hash,
-    make_rule,
+    DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, RootRule, TreeRule, _float_vec, _KeyIndex, _Tree,
+    counters_hash, make_root_rule, make_rule,
 )
 from search.timeman import TimeControl, move_time
 
@@ -122,6 +122,7 @@ class MCTS(Search):
         self.config.validate()
         self.rng = rng if rng is not None else random.Random(0)
         self.rule: TreeRule = make_rule(self.config)
+        self.root_rule: RootRule = make_root_rule(self.config, self.rule)
         self.tree = _Tree(self.config, self.rule.check_urgency)
         self.root = -1
         self._root_ply = -1
@@ -154,6 +155,8 @@ class MCTS(Search):
         self._last_q_turn = -1
         self._best: SearchResult | None = None
         self._collisions = 0
+        #: MCGS: links made to existing position nodes (transpositions merged)
+        self._merges = 0
         self._proven_at = -1
         self._single_move = 0
 
@@ -209,7 +212,7 @@ class MCTS(Search):
             nxt = -1
             for e in range(e0, e0 + int(tree.nd_nedges[node])):
                 if tree.ed_move[e] == m:
-                    nxt = int(tree.ed_child[e])
+                    nxt = tree.node_after(e)
                     break
             if nxt < 0:
                 return -1
@@ -235,6 +238,7 @@ class MCTS(Search):
         self._evals = 0
         self._seldepth = 0
         self._collisions = 0
+        self._merges = 0
         self._proven_at = -1
         self._stopped = False
         self._best = None
@@ -244,11 +248,11 @@ class MCTS(Search):
         if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
             self.tree = _Tree(cfg, self.rule.check_urgency)
             reused = self.tree.new_node(pos.zobrist)
+            if cfg.mcgs:
+                self.tree.graph.put(self._tt_key(pos), reused)
         self.root = reused
         self._root_ply = pos.ply()
         self._root_hash = pos.zobrist
-        if self.tree.nd_state[self.root] == EXPANDED:
-            self._apply_root_noise()
         # Limits.
         if limits.nodes is not None and limits.nodes < 1:
             raise MCTSConfigError(f"node limit must be positive, got {limits.nodes}")
@@ -277,6 +281,8 @@ class MCTS(Search):
             self._playout_depth = limits.depth if self._playout_depth == 0 else min(self._playout_depth, limits.depth)
         self._single_move = moves[0] if len(moves) == 1 and cfg.stop_single_move else 0
         self._done = self._single_move != 0
+        if self.tree.nd_state[self.root] == EXPANDED:
+            self._root_ready()
 
     # ------------------------------------------------------------------ ask / tell
 
@@ -418,7 +424,7 @@ class MCTS(Search):
                     tree.backup(path, nodes, node, tree.nd_value[node])
                     self._nodes += 1
                     break
-                e = self.rule.select(tree, node)
+                e = self.root_rule.select(tree, node) if node == self.root else self.rule.select(tree, node)
                 new_child = tree.ed_child[e] < 0  # its hash is set once its move is made below
                 child = tree.child_of(e)
                 tree.add_virtual_loss(node, e)
@@ -437,7 +443,13 @@ class MCTS(Search):
                 depth += 1
                 if new_child:
                     tree.nd_hash[child] = pos.zobrist
+                    if tree.mcgs:
+                        self._link(child)
                 node = child
+                if tree.mcgs and tree.nd_target[child] != child:
+                    node = tree.nd_target[child]
+                    if self._transposition(child, node, path, nodes):
+                        break
             elif state == TERMINAL:
                 tree.backup(path, nodes, node, tree.nd_value[node])
                 self._nodes += 1
@@ -560,7 +572,48 @@ class MCTS(Search):
                 tree.nd_proven[child] = LOSS
             tree.update_proven(node)
         if node == self.root:
-            self._apply_root_noise()
+            self._root_ready()
+
+    def _root_ready(self) -> None:
+        """The root is expanded (now, or reused): noise on its priors, then the root rule's start."""
+        self._apply_root_noise()
+        budget = self._node_limit if self._node_limit > 0 else self.config.default_nodes
+        self.root_rule.begin(self.tree, self.root, budget, self.rng)
+
+    def _link(self, child: int) -> None:
+        """MCGS: the position just reached through a new child has a node already: link to it;
+        else the child becomes the position's node (see :mod:`search.mcts_tree`)."""
+        tree = self.tree
+        key = self._tt_key(self._pos, 1 if self._pos.is_repetition(2) else 0)
+        t = tree.graph.get(key)
+        if t >= 0 and t != child:
+            tree.nd_target[child] = t
+            self._merges += 1
+        else:
+            tree.graph.put(key, child)
+
+    def _transposition(self, child: int, node: int, path: vec[i64], nodes: vec[i64]) -> bool:
+        """MCGS, arriving at an existing position node through edge-holder ``child``: True if the
+        simulation ends here (a value backed up), False to descend into ``node``.  A first visit
+        through the edge backs up the node's value; a visited edge whose Q lags the node's by more
+        than ``mcgs_q_eps`` backs up the correction ``Q_φ = N(s, a) (Q(t) − Q(s, a)) + Q(t)``
+        (clipped to [-1, 1]) that brings it to the node's (Czech et al. 2021, Algorithm 1)."""
+        tree = self.tree
+        if tree.nd_state[node] != EXPANDED:
+            return False  # pending (a collision), terminal or new: the walk handles it
+        n = tree.nd_n[child]
+        if n == 0:
+            tree.backup(path, nodes, node, tree.node_q(node))
+            self._nodes += 1
+            return True
+        q_edge = tree.nd_w[child] / float(n)
+        q_node = -tree.node_q(node)  # the node's value from the edge's side
+        if abs(q_edge - q_node) <= self.config.mcgs_q_eps:
+            return False
+        q_phi = max(-1.0, min(1.0, float(n) * (q_node - q_edge) + q_node))
+        tree.backup(path, nodes, node, -q_phi)
+        self._nodes += 1
+        return True
 
     def _apply_root_noise(self) -> None:
         """Dirichlet noise (AlphaZero) and SixtyFour's uniform prior noise on the root priors."""
@@ -604,32 +657,7 @@ class MCTS(Search):
         if self.root < 0 or tree.nd_state[self.root] != EXPANDED:
             return []
         e0 = int(tree.nd_edge0[self.root])
-        return [self.q_with_pv(e) for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
-
-    def q_with_pv(self, e: int) -> float:
-        """Q of root edge e, lowered to the Q met ``q_pv_depth`` plies down its principal variation
-        (``Q(s0, a) = min(Q(s0, a), Q(st, x))``, Q(st, x) seen from the root's side)."""
-        tree = self.tree
-        q = tree.edge_q(e)
-        if not self.config.q_pv or tree.edge_n(e) == 0:
-            return q
-        node = int(tree.ed_child[e])
-        sign = -1.0
-        last: float | None = None
-        for _ in range(1, self.config.q_pv_depth):
-            if node < 0 or tree.nd_state[node] != EXPANDED:
-                break
-            x = -1
-            e0 = int(tree.nd_edge0[node])
-            for f in range(e0, e0 + int(tree.nd_nedges[node])):
-                if tree.edge_n(f) > 0 and (x < 0 or tree.edge_n(f) > tree.edge_n(x)):
-                    x = f
-            if x < 0:
-                break
-            last = sign * tree.edge_q(x)
-            node = int(tree.ed_child[x])
-            sign = -sign
-        return q if last is None else min(q, last)
+        return [tree.q_with_pv(e) for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
 
     def choose_move(self) -> int:
         """The final-move rule (the one place it is decided):
@@ -638,10 +666,10 @@ class MCTS(Search):
         2. solver/fix-checkmates: a proven winning move, the shortest mate first;
         3. moves proven to lose are dropped while any other move is left; if all lose, the longest
            resistance;
-        4. among the rest: ``argmax π`` of :func:`final_policy` over Q (with the PV rule of
-           :meth:`q_with_pv` when ``q_pv``), or a draw from ``π^(1/τ)`` with the injected random state
-           when the temperature ``τ > 0`` applies (``temperature_moves``); ties go to the move
-           generated first.
+        4. among the rest, the root rule's choice (:meth:`search.mcts_tree.RootRule.choose`): for PUCT
+           ``argmax π`` of :func:`final_policy` over Q (with the PV rule when ``q_pv``) or a draw
+           from ``π^(1/τ)`` under a temperature (:class:`search.mcts_tree.VisitsRoot`); for Gumbel
+           the best ``g + logits + σ(q̂)`` among the most visited (:class:`search.gumbel.SequentialHalving`).
         """
         if self._single_move:
             return self._single_move
@@ -655,13 +683,13 @@ class MCTS(Search):
         best_win = -1
         longest = -1
         for e in range(e0, e0 + k):
-            child = int(tree.ed_child[e])
+            child = tree.node_after(e)
             pr = tree.nd_proven[child] if child >= 0 and (cfg.solver or cfg.fix_checkmates) else UNKNOWN
             if pr == LOSS:
-                if best_win < 0 or tree.nd_plies[child] < tree.nd_plies[int(tree.ed_child[best_win])]:
+                if best_win < 0 or tree.nd_plies[child] < tree.nd_plies[tree.node_after(best_win)]:
                     best_win = e
             elif pr == WIN and cfg.solver:
-                if longest < 0 or tree.nd_plies[child] > tree.nd_plies[int(tree.ed_child[longest])]:
+                if longest < 0 or tree.nd_plies[child] > tree.nd_plies[tree.node_after(longest)]:
                     longest = e
             else:
                 candidates.append(e)
@@ -669,25 +697,7 @@ class MCTS(Search):
             return int(tree.ed_move[best_win])
         if not candidates:
             return int(tree.ed_move[longest])
-        visits = [tree.edge_n(e) for e in candidates]
-        qs = [self.q_with_pv(e) for e in candidates]
-        pi = final_policy(cfg, visits, qs)
-        tau = cfg.temperature
-        if tau > 0.0 and (cfg.temperature_moves <= 0 or self._pos.fullmove_number <= cfg.temperature_moves):
-            top = max(pi)
-            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in pi]
-            r = self.rng.random() * sum(weights)
-            acc = 0.0
-            for i in range(len(weights)):
-                acc += weights[i]
-                if r < acc:
-                    return int(tree.ed_move[candidates[i]])
-            return int(tree.ed_move[candidates[len(candidates) - 1]])
-        best = 0
-        for i in range(1, len(pi)):
-            if pi[i] > pi[best]:
-                best = i
-        return int(tree.ed_move[candidates[best]])
+        return int(tree.ed_move[self.root_rule.choose(tree, self.root, candidates, self.rng, self._pos.fullmove_number)])
 
     def _principal_variation(self, first: int) -> list[int]:
         tree = self.tree
@@ -696,12 +706,12 @@ class MCTS(Search):
         node = -1
         for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
             if tree.ed_move[e] == first:
-                node = int(tree.ed_child[e])
+                node = tree.node_after(e)
         while node >= 0 and tree.nd_state[node] == EXPANDED and len(pv) < 256:
             x = -1
             e0 = int(tree.nd_edge0[node])
             for f in range(e0, e0 + int(tree.nd_nedges[node])):
-                child = int(tree.ed_child[f])
+                child = tree.node_after(f)
                 if child >= 0 and tree.nd_proven[child] == LOSS and (self.config.solver or self.config.fix_checkmates):
                     x = f
                     break
@@ -710,7 +720,7 @@ class MCTS(Search):
             if x < 0:
                 break
             pv.append(int(tree.ed_move[x]))
-            node = int(tree.ed_child[x])
+            node = tree.node_after(x)
         return pv
 
     def _make_result(self) -> SearchResult:

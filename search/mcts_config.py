@@ -14,6 +14,13 @@ from search.timeman import TimeConfig
 TREE_RULES: Final = {
     "crazyara": "search.puct:PUCT",
     "sixtyfour": "search.sixtyfour:SixtyFourScore",
+    "gumbel": "search.gumbel:GumbelTreeRule",
+}
+#: the rules at the root (``MCTSConfig.root_rule``): which edge a simulation starts with and which
+#: move is played, "module:Class" of a :class:`search.mcts_tree.RootRule`
+ROOT_RULES: Final = {
+    "puct": "search.mcts_tree:VisitsRoot",
+    "gumbel": "search.gumbel:SequentialHalving",
 }
 
 # SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
@@ -71,6 +78,18 @@ class MCTSConfig:
     prior_noise_decay: float = 6.0
     max_playout_depth: int = 0  # 0: unlimited
     playout_depth_from_clock: bool = False
+    # The root rule ("puct": the tree rule at the root and the final policy; "gumbel": Gumbel
+    # sampling with Sequential Halving, search/gumbel.py) and Gumbel's parameters (mctx's defaults)
+    root_rule: str = "puct"
+    considered_actions: int = 16
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+    gumbel_scale: float = 1.0  # 1: sample as in the paper; 0: deterministic
+    # Monte-Carlo graph search (Czech et al. 2021): transpositions share one node; a simulation
+    # reaching a node through an edge whose Q lags the node's by more than mcgs_q_eps backs up a
+    # correction instead of descending
+    mcgs: bool = False
+    mcgs_q_eps: float = 0.01
 
     @classmethod
     def sixtyfour(cls) -> MCTSConfig:
@@ -79,6 +98,14 @@ class MCTSConfig:
                    prior_noise=0.3, prior_noise_decay=6.0, playout_depth_from_clock=True,
                    q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
                    cpuct_schedule=False, batch_size=1, virtual_loss=1.0, check_urgency=False)
+
+    @classmethod
+    def gumbel(cls) -> MCTSConfig:
+        """Gumbel AlphaZero's search (Danihelka et al. 2022): Gumbel-Top-k with Sequential Halving at
+        the root, the deterministic improved-policy rule below it, the evaluator's priors as they
+        are (no check enhancement), a fresh tree every move; the solver stays (mates)."""
+        return cls(root_rule="gumbel", score_formula="gumbel", check_enhancement=False, q_value_selection=False,
+                   q_pv=False, tree_reuse=False, check_urgency=False)
 
     @classmethod
     def vanilla(cls) -> MCTSConfig:
@@ -101,6 +128,12 @@ class MCTSConfig:
             raise MCTSConfigError("q_factor must be in [0, 1]")
         if not -1.0 <= self.check_q_init <= 1.0:
             raise MCTSConfigError("check_q_init must be in [-1, 1]")
+        if self.root_rule not in ROOT_RULES:
+            raise MCTSConfigError(f"root_rule must be one of {', '.join(ROOT_RULES)}, got {self.root_rule!r}")
+        if self.considered_actions < 1 or self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
+            raise MCTSConfigError("considered_actions must be >= 1; c_visit, c_scale and gumbel_scale >= 0")
+        if self.mcgs_q_eps < 0:
+            raise MCTSConfigError("mcgs_q_eps must be >= 0")
 
 
 def cpuct(cfg: MCTSConfig, n: float) -> float:

@@ -43,17 +43,30 @@ N = W = 0 and no virtual loss (:meth:`_Tree.edge_n`, :meth:`_Tree.edge_w`).
 A node's edges are allocated together when it is expanded; a child node only when its edge is
 first selected.  Tree reuse keeps the arrays and moves the root; a tree is dropped when it grows
 beyond ``max_tree_nodes``.
+
+Monte-Carlo graph search (``mcgs``; Czech, Korus, Kersting 2021).  Positions reached by different
+move orders share one node: a child node made for an edge is first looked up by its position key
+(zobrist hash, half-move clock, full-move number, repeated or not); when the position has a node
+already, the new child only holds the edge's statistics (N, W, virtual loss: statistics live on
+edges, as the paper asks) and links to that node (``nd_target``), where the walk continues.  Three
+arrays exist only in this mode, 24 bytes a node on top of the 128 above, plus the position index
+(two i64 words per slot, at most half full: 32 bytes or more per position node)::
+
+    nd_target[i]  the position node of child i: i itself, or the node it links to
+    nd_vsum[i]    the sum of the values backed up through position node i, for its side to move,
+    nd_vcnt[i]    and their count (the evaluation included): Q(i) = nd_vsum / nd_vcnt
 """
 from __future__ import annotations
 
 import importlib
 import math
-from typing import Final
+import random
+from typing import Any, Final
 
 from librt.vecs import append, extend, vec
 from mypy_extensions import i64, u8
 
-from search.mcts_config import TREE_RULES, MCTSConfig
+from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, final_policy
 
 NEW: Final = 0
 PENDING: Final = 1
@@ -159,6 +172,13 @@ class _Tree:
         self.cfg = cfg
         #: checking edges are flagged (``ed_check``) for the tree rule (:attr:`TreeRule.check_urgency`)
         self.check_urgency = check_urgency
+        #: Monte-Carlo graph search: the graph arrays below exist (module docstring)
+        self.mcgs = cfg.mcgs
+        #: MCGS: position key -> its position node
+        self.graph = _KeyIndex()
+        self.nd_target = vec[i64]()
+        self.nd_vsum = vec[float]()
+        self.nd_vcnt = vec[i64]()
         self.nd_edge0 = vec[i64]()
         self.nd_nedges = vec[i64]()
         self.nd_state = vec[i64]()
@@ -199,6 +219,10 @@ class _Tree:
         self.nd_n = append(self.nd_n, 0)
         self.nd_w = append(self.nd_w, 0.0)
         self.nd_vl = append(self.nd_vl, 0)
+        if self.mcgs:
+            self.nd_target = append(self.nd_target, self.n_nodes)
+            self.nd_vsum = append(self.nd_vsum, 0.0)
+            self.nd_vcnt = append(self.nd_vcnt, 0)
         self.n_nodes += 1
         return self.n_nodes - 1
 
@@ -231,6 +255,9 @@ class _Tree:
         self.nd_pmax[node] = math.nan
         self.nd_value[node] = value
         self.nd_state[node] = EXPANDED
+        if self.mcgs:
+            self.nd_vsum[node] = value
+            self.nd_vcnt[node] = 1
 
     def edge_n(self, e: int) -> int:
         """N(s, a) of edge e (finished visits; 0 while it has no child)."""
@@ -260,6 +287,62 @@ class _Tree:
         n = self.edge_n(e)
         return self.edge_w(e) / float(n) if n > 0 else self.cfg.fpu
 
+    def target(self, child: i64) -> i64:
+        """The position node of an edge's child: itself, or with MCGS the node it links to."""
+        return self.nd_target[child] if self.mcgs and child >= 0 else child
+
+    def node_after(self, e: int) -> int:
+        """The position node edge e leads to (-1 while it has no child)."""
+        return int(self.target(self.ed_child[e]))
+
+    def node_q(self, node: int) -> float:
+        """MCGS: the value of a position node for its side to move, averaged over every visit."""
+        return self.nd_vsum[node] / float(self.nd_vcnt[node]) if self.nd_vcnt[node] > 0 else self.nd_value[node]
+
+    def q_with_pv(self, e: int) -> float:
+        """Q of an edge, lowered to the Q met ``q_pv_depth`` plies down its principal variation when
+        ``q_pv`` (``Q(s0, a) = min(Q(s0, a), Q(st, x))``, Q(st, x) seen from the first node's side)."""
+        q = self.edge_q(e)
+        if not self.cfg.q_pv or self.edge_n(e) == 0:
+            return q
+        node = self.node_after(e)
+        sign = -1.0
+        last: float | None = None
+        for _ in range(1, self.cfg.q_pv_depth):
+            if node < 0 or self.nd_state[node] != EXPANDED:
+                break
+            x = -1
+            e0 = int(self.nd_edge0[node])
+            for f in range(e0, e0 + int(self.nd_nedges[node])):
+                if self.edge_n(f) > 0 and (x < 0 or self.edge_n(f) > self.edge_n(x)):
+                    x = f
+            if x < 0:
+                break
+            last = sign * self.edge_q(x)
+            node = self.node_after(x)
+            sign = -sign
+        return q if last is None else min(q, last)
+
+    def find_tail_best(self, node: int, start: i64, end: i64, urgent: bool) -> None:
+        """The first edge with the largest prior among start .. end - 1, per kind (checks apart
+        when ``urgent``; -1 where there is none of a kind)."""
+        ed_prior = self.ed_prior
+        ed_check = self.ed_check
+        j: i64 = -1
+        jc: i64 = -1
+        f: i64 = start
+        while f < end:
+            p = ed_prior[f]
+            if urgent and ed_check[f] != 0:
+                if jc < 0 or p > ed_prior[jc]:
+                    jc = f
+            elif j < 0 or p > ed_prior[j]:
+                j = f
+            f += 1
+        self.nd_tail_from[node] = start
+        self.nd_tail_best[node] = j
+        self.nd_tail_best_check[node] = jc
+
     def update_proven(self, node: int) -> bool:
         """Solver: decide a node from its children; True if its status or distance changed."""
         if self.nd_state[node] != EXPANDED:
@@ -273,7 +356,7 @@ class _Tree:
         win_plies = -1
         loss_plies = 0
         for e in range(e0, e0 + k):
-            child = int(self.ed_child[e])
+            child = self.node_after(e)
             if child < 0:
                 all_known = False
                 continue
@@ -340,6 +423,9 @@ class _Tree:
             self.nd_n[child] += 1
             self.nd_w[child] += v
             self.nd_sum_n[parent] += 1.0 - vl
+            if self.mcgs:
+                self.nd_vsum[parent] += v
+                self.nd_vcnt[parent] += 1
             if settle:
                 settle = self.update_proven(parent) and self.cfg.solver
             i -= 1
@@ -373,17 +459,19 @@ class TreeRule:
         """Solver: 0 if edge ``e`` (child ``child`` >= 0) is open; 1 if it is decided and is skipped
         (a proven win is remembered as the quickest, a proven loss as the longest, for
         :meth:`fallback`); 2 if it mates at once (fix checkmates: the caller returns it)."""
+        if tree.mcgs:
+            child = tree.nd_target[child]
         pr = tree.nd_proven[child]
         if pr == LOSS:
             if tree.nd_plies[child] == 0:
                 return 2
             # A proven win is known; the visits go to the other moves (a shorter mate?).
-            if self.win_e < 0 or tree.nd_plies[child] < tree.nd_plies[tree.ed_child[self.win_e]]:
+            if self.win_e < 0 or tree.nd_plies[child] < tree.nd_plies[tree.target(tree.ed_child[self.win_e])]:
                 self.win_e = e
             return 1
         if pr == WIN and self.full_solver:
             # Never walk into a proven loss while something else is open.
-            if self.lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[tree.ed_child[self.lose_e]]:
+            if self.lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[tree.target(tree.ed_child[self.lose_e])]:
                 self.lose_e = e
             return 1
         return 0
@@ -397,8 +485,68 @@ class TreeRule:
         return int(self.lose_e) if self.lose_e >= 0 else int(e0)
 
 
+class RootRule:
+    """The root's two decisions (mctx's root action selection and final action): which edge a
+    simulation starts with (:meth:`select`, by default the tree rule's) and which move is played
+    among the root's open edges (:meth:`choose`, called by :meth:`search.mcts.MCTS.choose_move`
+    after the solver's verdicts).  :meth:`begin` sees the root once it is expanded (fresh or reused)
+    with the search's node budget and injected random state."""
+
+    def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
+        self.cfg = cfg
+        self.tree_rule = tree_rule
+
+    def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
+        pass
+
+    def select(self, tree: _Tree, root: int) -> int:
+        return self.tree_rule.select(tree, root)
+
+    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
+        raise NotImplementedError
+
+
+class VisitsRoot(RootRule):
+    """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
+    :func:`search.mcts_config.final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
+    ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
+    applies (``temperature_moves``); ties go to the move generated first."""
+
+    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
+        cfg = self.cfg
+        visits = [tree.edge_n(e) for e in candidates]
+        qs = [tree.q_with_pv(e) for e in candidates]
+        pi = final_policy(cfg, visits, qs)
+        tau = cfg.temperature
+        if tau > 0.0 and (cfg.temperature_moves <= 0 or fullmove <= cfg.temperature_moves):
+            top = max(pi)
+            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in pi]
+            r = rng.random() * sum(weights)
+            acc = 0.0
+            for i in range(len(weights)):
+                acc += weights[i]
+                if r < acc:
+                    return candidates[i]
+            return candidates[len(candidates) - 1]
+        best = 0
+        for i in range(1, len(pi)):
+            if pi[i] > pi[best]:
+                best = i
+        return candidates[best]
+
+
+def _import(entry: str) -> Any:
+    module, _, cls = entry.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def make_rule(cfg: MCTSConfig) -> TreeRule:
     """The tree rule ``cfg.score_formula`` names (:data:`search.mcts_config.TREE_RULES`)."""
-    module, _, cls = TREE_RULES[cfg.score_formula].partition(":")
-    rule: TreeRule = getattr(importlib.import_module(module), cls)(cfg)
+    rule: TreeRule = _import(TREE_RULES[cfg.score_formula])(cfg)
+    return rule
+
+
+def make_root_rule(cfg: MCTSConfig, tree_rule: TreeRule) -> RootRule:
+    """The root rule ``cfg.root_rule`` names (:data:`search.mcts_config.ROOT_RULES`)."""
+    rule: RootRule = _import(ROOT_RULES[cfg.root_rule])(cfg, tree_rule)
     return rule

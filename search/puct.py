@@ -148,7 +148,7 @@ class PUCT(TreeRule):
             # largest of what is left unless they left too.
             if (tail_from < 0 or tail_from > scan_end or 0 <= tree.nd_tail_best[node] < scan_end
                     or 0 <= tree.nd_tail_best_check[node] < scan_end):
-                self._find_tail_best(tree, node, scan_end, end, urgent)
+                tree.find_tail_best(node, scan_end, end, urgent)
             else:
                 tree.nd_tail_from[node] = scan_end
         j = tree.nd_tail_best[node]
@@ -170,26 +170,6 @@ class PUCT(TreeRule):
                 if first < pick:
                     pick = first
         return pick
-
-    def _find_tail_best(self, tree: _Tree, node: int, start: i64, end: i64, urgent: bool) -> None:
-        """The first edge with the largest prior among start .. end - 1, per kind (checks apart
-        when ``urgent``; -1 where there is none of a kind)."""
-        ed_prior = tree.ed_prior
-        ed_check = tree.ed_check
-        j: i64 = -1
-        jc: i64 = -1
-        f: i64 = start
-        while f < end:
-            p = ed_prior[f]
-            if urgent and ed_check[f] != 0:
-                if jc < 0 or p > ed_prior[jc]:
-                    jc = f
-            elif j < 0 or p > ed_prior[j]:
-                j = f
-            f += 1
-        tree.nd_tail_from[node] = start
-        tree.nd_tail_best[node] = j
-        tree.nd_tail_best_check[node] = jc
 
     def _first_in_tail(self, tree: _Tree, start: i64, j: i64, check: bool, urgent: bool, q0: float, c: float,
                        ud: float, top: float) -> i64:

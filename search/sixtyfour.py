@@ -52,7 +52,7 @@ class SixtyFourScore(TreeRule):
                         continue
                 inflight = float(nd_vl[child]) * vl
                 n = float(nd_n[child]) + inflight
-                q = 0.5 * (-tree.nd_value[child] + (nd_w[child] - inflight) / n) if n > 0.0 else fpu
+                q = 0.5 * (-tree.nd_value[tree.target(child)] + (nd_w[child] - inflight) / n) if n > 0.0 else fpu
                 score = q + c * ed_prior[e] / (1.0 + n)
             if score > best:
                 best = score

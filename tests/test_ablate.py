@@ -56,6 +56,7 @@ concurrency = 4
 workers = 1
 report_dir = "{out}"
 db = "{db}"
+pgn = false
 {extra}
 [adjudication]
 max_plies = 80
@@ -119,6 +120,7 @@ concurrency = 2
 workers = 1
 report_dir = "{tmp_path / 'reports'}"
 db = "{tmp_path / 'sprt.sqlite'}"
+pgn = false
 sprt = {{ elo0 = 0, elo1 = 20, alpha = 0.1, beta = 0.1 }}
 [adjudication]
 max_plies = 120

@@ -239,14 +239,17 @@ def run(variants: Sequence[str] = ("chess", "crazyhouse"), sims: int = 3000, ab_
         fens = POSITIONS[variant]
         # Best of OVERHEAD_REPEATS runs per side, the sides interleaved: the machine may be shared,
         # and the best run is the one least slowed by others (as for the network line below).
-        ours = vanilla = peer = None
+        ours = vanilla = peer = gumbel = mcgs = None
         for _ in range(OVERHEAD_REPEATS):
             ours = _faster(ours, ours_mcts(variant, fens, sims))
             vanilla = _faster(vanilla, ours_mcts(variant, fens, sims, MCTSConfig.vanilla()))
+            gumbel = _faster(gumbel, ours_mcts(variant, fens, sims, MCTSConfig.gumbel()))
+            mcgs = _faster(mcgs, ours_mcts(variant, fens, sims, MCTSConfig(mcgs=True)))
             peer = _faster(peer, openspiel_mcts(variant, fens, sims))
-        assert ours is not None and vanilla is not None
+        assert ours is not None and vanilla is not None and gumbel is not None and mcgs is not None
         out["mcts_overhead"][variant] = {
-            "ours": ours, "ours_vanilla": vanilla, "openspiel": peer,
+            "ours": ours, "ours_vanilla": vanilla, "openspiel": peer, "gumbel": gumbel, "mcgs": mcgs,
+            "gumbel_share": gumbel["sims_per_s"] / ours["sims_per_s"], "mcgs_share": mcgs["sims_per_s"] / ours["sims_per_s"],
             "ratio": vanilla["sims_per_s"] / peer["sims_per_s"] if peer and peer["sims_per_s"] > 0 else None,
             "ratio_defaults": ours["sims_per_s"] / peer["sims_per_s"] if peer and peer["sims_per_s"] > 0 else None,
         }
@@ -270,6 +273,11 @@ def format_table(r: dict[str, Any]) -> str:
                      f"  OpenSpiel MCTSBot {peer_txt}  ratio {ratio}")
         lines.append(f"  {'':<11} CrazyAra defaults:     ours {o['sims_per_s']:>7.0f} (PV depth {o['depth']:.1f})"
                      f"  ratio {ratio_d}")
+        g, m = d["gumbel"], d["mcgs"]
+        lines.append(f"  {'':<11} Gumbel root search:    ours {g['sims_per_s']:>7.0f} ({100 * d['gumbel_share']:.0f}% of "
+                     f"the CrazyAra defaults' rate; goal >= 75%)")
+        lines.append(f"  {'':<11} graph search (mcgs):   ours {m['sims_per_s']:>7.0f} ({100 * d['mcgs_share']:.0f}% of "
+                     f"the CrazyAra defaults' rate; goal >= 75%)")
     lines.append("Alpha-beta, classical evaluator (positions/s; goal: ratio >= 10)")
     for variant, d in r["alphabeta"].items():
         ratio = f"{d['ratio']:.1f}x" if d["ratio"] else "-"

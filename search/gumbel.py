@@ -1,0 +1,341 @@
+"""Gumbel AlphaZero's search (Danihelka, Guez, Schrittwieser, Silver: "Policy improvement by planning
+with Gumbel", ICLR 2022), as DeepMind's mctx implements it (mypyc-compiled; the preset
+:meth:`search.mcts_config.MCTSConfig.gumbel`, the engines ``*-gumbel``).
+
+Notation (with :mod:`search.mcts`): at a node, ``l(a) = log P(a)`` the logits of the priors,
+``N(a)`` the visits of edge a, ``Q(a)`` its mean value for the side to move, ``v`` the evaluator's
+value of the node.  Unvisited edges are *completed* by the mixed value (the paper's appendix;
+mctx's ``qtransform_completed_by_mix_value``)::
+
+    v_mix = (v + Σ_b N(b) · Σ_{b visited} P(b) Q(b) / Σ_{b visited} P(b)) / (1 + Σ_b N(b))
+
+the completed Q are rescaled to ``q̂`` in [0, 1] by their minimum and maximum over the node's edges,
+and ``σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂`` (c_visit 50, c_scale 1).
+
+Root (:class:`SequentialHalving`): Gumbel noise ``g(a)`` (``gumbel_scale`` times a standard Gumbel
+draw from the injected random state; 0: none, deterministic) is drawn once; ``m = min(legal
+moves, considered_actions)`` actions are considered, the budget of ``n`` simulations (the node
+limit) is spread by Sequential Halving over ``⌈log2 m⌉`` phases (:func:`considered_visits`: phase
+by phase every remaining action gets the same visits, then the better half goes on), and the k-th
+simulation starts with the action of visit count ``considered_visits(m, n)[k]`` that maximises
+``g + l + σ(q̂)``.  With more simulations than planned (a time limit) the two most visited actions
+go on alternately.  The move played is, among the actions with the most visits, the one with the
+highest ``g + l + σ(q̂)``.
+
+Below the root (:class:`GumbelTreeRule`): the deterministic ``argmax_a π'(a) − N(a) / (1 + Σ_b
+N(b))`` with the improved policy ``π' = softmax(l + σ(completed Q))`` (:func:`improved_policy`).
+
+Virtual losses count as visits of value -1 below the root, as in our PUCT; at the root a leaf in
+flight counts as a visit for the schedule (so a batch spreads over the considered actions).  The
+solver's proven children are treated as in PUCT (a mate in one ends the exploration, proven losses
+are avoided).
+"""
+from __future__ import annotations
+
+import math
+import random
+from typing import Final
+
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
+from search.mcts_config import MCTSConfig
+from search.mcts_tree import RootRule, TreeRule, _Tree
+
+_LOW_LOGIT: Final = -1e9
+
+
+def considered_visits(m: int, n: int) -> list[int]:
+    """The visit count the k-th simulation's root action must have, k = 0 .. n - 1: Sequential
+    Halving over ``m`` considered actions and ``n`` simulations (mctx's
+    ``get_sequence_of_considered_visits``)."""
+    if m <= 1:
+        return list(range(n))
+    log2max = int(math.ceil(math.log2(m)))
+    seq: list[int] = []
+    visits = [0] * m
+    considered = m
+    while len(seq) < n:
+        extra = max(1, n // (log2max * considered))
+        for _ in range(extra):
+            seq.extend(visits[:considered])
+            for i in range(considered):
+                visits[i] += 1
+        considered = max(2, considered // 2)
+    return seq[:n]
+
+
+def improved_policy(priors: list[float], qs: list[float], visits: list[float], value: float,
+                    c_visit: float, c_scale: float) -> list[float]:
+    """``π' = softmax(log P + σ(completed Q))`` of one node (module docstring); ``visits`` 0 marks an
+    unvisited edge, whose Q is completed by the mixed value."""
+    sigma = _sigma(priors, qs, visits, value, c_visit, c_scale)
+    z = [math.log(p) + s if p > 0.0 else -math.inf for p, s in zip(priors, sigma)]
+    top = max(z)
+    ex = [math.exp(x - top) if x > -math.inf else 0.0 for x in z]
+    tot = sum(ex)
+    return [x / tot for x in ex]
+
+
+def _sigma(priors: list[float], qs: list[float], visits: list[float], value: float, c_visit: float,
+           c_scale: float) -> list[float]:
+    """σ(q̂) of every edge of a node (module docstring)."""
+    sum_n = 0.0
+    max_n = 0.0
+    sum_pq = 0.0
+    sum_p = 0.0
+    for p, q, n in zip(priors, qs, visits):
+        if n > 0.0:
+            sum_n += n
+            max_n = max(max_n, n)
+            sum_pq += p * q
+            sum_p += p
+    v_mix = value if sum_n == 0.0 or sum_p <= 0.0 else (value + sum_n * sum_pq / sum_p) / (1.0 + sum_n)
+    completed = [q if n > 0.0 else v_mix for q, n in zip(qs, visits)]
+    lo = min(completed)
+    hi = max(completed)
+    span = max(hi - lo, 1e-8)
+    scale = (c_visit + max_n) * c_scale
+    return [scale * (q - lo) / span for q in completed]
+
+
+class _Stats:
+    """One pass over a node's touched edges (``nd_edge0 .. nd_touched - 1``; the edges after them
+    were never visited): what completing and rescaling their Q needs.  ``inflight``: leaves in
+    flight count as visits of value -1 (virtual loss)."""
+
+    def __init__(self) -> None:
+        self.sum_n = 0.0
+        self.max_n = 0.0
+        self.v_mix = 0.0
+        self.lo = 0.0
+        self.span = 1.0
+        self.scale = 0.0
+        self.p_touched = 0.0
+
+    def measure(self, tree: _Tree, node: int, inflight: bool, c_visit: float, c_scale: float) -> None:
+        e0: i64 = tree.nd_edge0[node]
+        end: i64 = e0 + tree.nd_nedges[node]
+        touched: i64 = tree.nd_touched[node]
+        vl = tree.cfg.virtual_loss if inflight else 0.0
+        sum_n = 0.0
+        max_n = 0.0
+        sum_pq = 0.0
+        sum_p = 0.0
+        p_touched = 0.0
+        qmin = math.inf
+        qmax = -math.inf
+        unvisited = touched < end
+        e: i64 = e0
+        while e < touched:
+            p = tree.ed_prior[e]
+            p_touched += p
+            child: i64 = tree.ed_child[e]
+            n = 0.0
+            if child >= 0:
+                virtual = float(tree.nd_vl[child]) * vl
+                n = float(tree.nd_n[child]) + virtual
+                if n > 0.0:
+                    q = (tree.nd_w[child] - virtual) / n
+                    sum_n += n
+                    if n > max_n:
+                        max_n = n
+                    sum_pq += p * q
+                    sum_p += p
+                    if q < qmin:
+                        qmin = q
+                    if q > qmax:
+                        qmax = q
+            if n <= 0.0:
+                unvisited = True
+            e += 1
+        value = tree.nd_value[node]
+        v_mix = value if sum_n == 0.0 or sum_p <= 0.0 else (value + sum_n * sum_pq / sum_p) / (1.0 + sum_n)
+        if unvisited:
+            qmin = min(qmin, v_mix)
+            qmax = max(qmax, v_mix)
+        self.sum_n = sum_n
+        self.max_n = max_n
+        self.v_mix = v_mix
+        self.lo = qmin
+        self.span = max(qmax - qmin, 1e-8)
+        self.scale = (c_visit + max_n) * c_scale
+        self.p_touched = p_touched
+
+    def sigma(self, q: float) -> float:
+        return self.scale * (q - self.lo) / self.span
+
+
+class GumbelTreeRule(TreeRule):
+    """Below the root: ``argmax_a π'(a) − N(a) / (1 + Σ_b N(b))`` (module docstring).  Speed: the
+    never-touched edges all have N = 0 and the completed Q ``v_mix``, so the first of them with the
+    largest prior (the tree's tail cache) stands for all, and their share of the normaliser is
+    ``e^σ(v_mix) (1 − Σ_touched P)`` (the priors sum to 1)."""
+
+    def __init__(self, cfg: MCTSConfig) -> None:
+        super().__init__(cfg)
+        self.stats = _Stats()
+        self.x = vec[float]()  # x(a) of the touched edges of the node being selected from
+
+    def select(self, tree: _Tree, node: int) -> int:
+        cfg = self.cfg
+        e0: i64 = tree.nd_edge0[node]
+        end: i64 = e0 + tree.nd_nedges[node]
+        touched: i64 = tree.nd_touched[node]
+        self.win_e = -1
+        self.lose_e = -1
+        st = self.stats
+        st.measure(tree, node, True, cfg.c_visit, cfg.c_scale)
+        if touched < end and tree.nd_tail_from[node] != touched:
+            tree.find_tail_best(node, touched, end, False)
+        tail: i64 = tree.nd_tail_best[node] if touched < end else -1
+        top = st.scale  # the largest σ: that of the largest completed Q
+        vl = cfg.virtual_loss
+        # x(a) = P(a) e^(σ(a) - top), so that π'(a) = x(a) / Z
+        x = self.x
+        k: i64 = touched - e0
+        while len(x) < k:
+            x = append(x, 0.0)
+        self.x = x
+        z = 0.0
+        e: i64 = e0
+        while e < touched:
+            xa = tree.ed_prior[e] * math.exp(self._sigma_of(tree, e, vl, st) - top)
+            x[e - e0] = xa
+            z += xa
+            e += 1
+        x_tail = 0.0
+        if touched < end:
+            x_tail = math.exp(st.sigma(st.v_mix) - top)
+            z += x_tail * max(0.0, 1.0 - st.p_touched)
+        best = -math.inf
+        best_e: i64 = -1
+        denom = 1.0 + st.sum_n
+        e = e0
+        while e < touched:
+            child: i64 = tree.ed_child[e]
+            n = 0.0
+            if child >= 0:
+                n = float(tree.nd_n[child]) + float(tree.nd_vl[child]) * vl
+                if self.solver and tree.nd_n[child] > 0:
+                    decided = self.proven(tree, e, child)
+                    if decided == 2:
+                        return int(e)
+                    if decided == 1:
+                        e += 1
+                        continue
+            score = x[e - e0] / z - n / denom
+            if score > best:
+                best = score
+                best_e = e
+            e += 1
+        if tail >= 0:
+            score = tree.ed_prior[tail] * x_tail / z
+            if score > best:
+                best_e = tail
+        return self.fallback(best_e, e0)
+
+    @staticmethod
+    def _sigma_of(tree: _Tree, e: i64, vl: float, st: _Stats) -> float:
+        """σ of a touched edge's completed Q (visits in flight as virtual losses)."""
+        child: i64 = tree.ed_child[e]
+        if child >= 0:
+            virtual = float(tree.nd_vl[child]) * vl
+            n = float(tree.nd_n[child]) + virtual
+            if n > 0.0:
+                return st.sigma((tree.nd_w[child] - virtual) / n)
+        return st.sigma(st.v_mix)
+
+
+class SequentialHalving(RootRule):
+    """Gumbel-Top-k and Sequential Halving at the root, and the final move (module docstring)."""
+
+    def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
+        super().__init__(cfg, tree_rule)
+        self.base = vec[float]()  # g + logits (shifted by the largest logit), per root edge
+        self.order: list[int] = []  # root edges by decreasing base score
+        self.table: list[int] = []
+        self.stats = _Stats()
+
+    def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
+        cfg = self.cfg
+        e0 = int(tree.nd_edge0[root])
+        k = int(tree.nd_nedges[root])
+        top = max([math.log(tree.ed_prior[e0 + i]) for i in range(k) if tree.ed_prior[e0 + i] > 0.0] or [0.0])
+        base = vec[float]()
+        for i in range(k):
+            g = 0.0
+            if cfg.gumbel_scale > 0.0:
+                u = rng.random()
+                while u <= 0.0:
+                    u = rng.random()
+                g = cfg.gumbel_scale * -math.log(-math.log(u))
+            p = tree.ed_prior[e0 + i]
+            base = append(base, max(_LOW_LOGIT, g + (math.log(p) - top if p > 0.0 else _LOW_LOGIT)))
+        self.base = base
+        self.order = sorted(range(k), key=lambda i: (-base[i], i))
+        self.table = considered_visits(min(k, cfg.considered_actions), max(1, budget))
+
+    def _score(self, tree: _Tree, e: i64, i: int) -> float:
+        """g + l + σ(q̂) of root edge e (index i; finished visits; :meth:`_measure` first)."""
+        child: i64 = tree.ed_child[e]
+        st = self.stats
+        q = st.v_mix
+        if child >= 0 and tree.nd_n[child] > 0:
+            q = tree.nd_w[child] / float(tree.nd_n[child])
+        return max(_LOW_LOGIT, self.base[i] + st.sigma(q))
+
+    def _measure(self, tree: _Tree, root: int) -> None:
+        self.stats.measure(tree, root, False, self.cfg.c_visit, self.cfg.c_scale)
+
+    def select(self, tree: _Tree, root: int) -> int:
+        e0: i64 = tree.nd_edge0[root]
+        k: i64 = tree.nd_nedges[root]
+        counts = vec[i64]()
+        sim: i64 = 0
+        e: i64 = e0
+        while e < e0 + k:
+            child: i64 = tree.ed_child[e]
+            c: i64 = tree.nd_n[child] + tree.nd_vl[child] if child >= 0 else 0
+            counts = append(counts, c)
+            sim += c
+            e += 1
+        if sim < len(self.table):
+            want: i64 = self.table[sim]
+        else:  # past the plan: the two most visited actions alternately
+            first: i64 = 0
+            second: i64 = 0
+            for c in counts:
+                if c > first:
+                    second = first
+                    first = c
+                elif c > second:
+                    second = c
+            want = second
+        if want == 0:  # the best unvisited by g + logits (their completed Q, hence σ, are all equal)
+            for i in self.order:
+                if counts[i] == 0:
+                    return int(e0 + i)
+        self._measure(tree, root)
+        best = -1
+        least: i64 = -1
+        for i in range(k):
+            if counts[i] == want and (best < 0 or self._score(tree, e0 + i, i) > self._score(tree, e0 + best, best)):
+                best = i
+            if least < 0 or counts[i] < least:
+                least = counts[i]
+        if best < 0:  # collisions or transpositions left no action at that count: the least visited
+            for i in range(k):
+                if counts[i] == least and (best < 0 or self._score(tree, e0 + i, i) > self._score(tree, e0 + best, best)):
+                    best = i
+        return int(e0 + best)
+
+    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
+        e0 = int(tree.nd_edge0[root])
+        self._measure(tree, root)
+        most = max(tree.edge_n(e) for e in candidates)
+        best = -1
+        for e in candidates:
+            if tree.edge_n(e) == most and (best < 0 or self._score(tree, e, e - e0) > self._score(tree, best, best - e0)):
+                best = e
+        return best
