@@ -6,8 +6,8 @@ Settings come from the engine spec as text (``nodes=800,q_value_selection=off``)
     ``nodes``, ``evals`` (evaluator calls), ``depth``, ``movetime`` (seconds) fill the fields of the caller's :class:`Limits` that
     the caller left unset (a caller's ``Limits(nodes=400)`` wins over a spec's ``nodes=800``; a
     spec's ``nodes`` also caps a clock-limited search); ``seed`` seeds the search's random state;
-    ``threads``, ``weights`` and ``inference`` (``frozen`` or ``eager``, see :mod:`evaluators.neural`)
-    go to the evaluator's loader (evaluators without a network ignore them).
+    ``threads``, ``weights``, ``inference`` (``frozen`` or ``eager``, see :mod:`evaluators.neural`) and
+    ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``) go to the evaluator's loader (evaluators without a network ignore them).
 *config options*
     every field of the search's config dataclass (``MCTSConfig``, ``ABConfig``,
     ``ComparatorConfig``), found generically by :func:`config_options` from the field's name and
@@ -132,6 +132,15 @@ def parse_float(text: str) -> float:
 
 def parse_str(text: str) -> str:
     return text.strip()
+
+
+def parse_device(text: str) -> str:
+    """A device name (auto, cpu, cuda, cuda:N), checked for form only: whether the device exists is
+    the evaluator's question when it loads (one line if not)."""
+    t = text.strip().lower()
+    if t in ("auto", "cpu", "cuda") or (t.startswith("cuda:") and t[5:].isdigit()):
+        return t
+    raise ValueError("expected auto, cpu, cuda or cuda:N")
 
 
 def _optional(inner: Callable[[str], object]) -> Callable[[str], object]:
@@ -283,6 +292,8 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("weights", "string", None, _optional(parse_str), help="weights file for the evaluator"),
     OptionInfo("inference", "combo", "frozen", _choice(("frozen", "eager")), choices=("frozen", "eager"),
                help="how a network runs: frozen TorchScript (default, faster) or eager (evaluators.neural)"),
+    OptionInfo("device", "string", "auto", parse_device,
+               help="where a network runs: auto (CUDA when there is one), cpu, cuda, cuda:N"),
     OptionInfo("seed", "spin", 0, parse_int, help="seed of the search's random state", minimum=0, maximum=2**31 - 1),
     OptionInfo("preset", "string", None, _optional(parse_str), help="a named config of the search (e.g. vanilla)"),
 )

@@ -246,7 +246,7 @@ def search_config_class(search: str) -> type:
 
 
 def load_evaluator(name: str, weights: str | None = None, threads: int = 1, inference: str | None = None,
-                   variant: str | None = None) -> Evaluator:
+                   device: str = "auto", variant: str | None = None) -> Evaluator:
     """A fresh evaluator by registry name (share one between engines to pool their leaves).
 
     ``weights`` None: the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``);
@@ -257,7 +257,7 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
     cls = _import(entry.module, entry.cls, f"evaluator {name!r}")
     try:
         if entry.loads_weights:
-            kw: dict[str, Any] = {"path": weights, "threads": threads}
+            kw: dict[str, Any] = {"path": weights, "threads": threads, "device": device}
             if inference is not None:
                 kw["inference"] = inference
             if variant is not None and weights is None:
@@ -274,11 +274,12 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
     return ev
 
 
-def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None]:
-    """(weights, threads, inference) of an in-process spec: what its evaluator is loaded with."""
+def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, str]:
+    """(weights, threads, inference, device) of an in-process spec: what its evaluator is loaded with."""
     st = _parsed(spec).settings
     weights = st.get("weights")
-    return (weights if isinstance(weights, str) else None), int(st.get("threads") or 1), st.get("inference")
+    return ((weights if isinstance(weights, str) else None), int(st.get("threads") or 1), st.get("inference"),
+            str(st.get("device") or "auto"))
 
 
 def evaluator_for(spec: EngineSpec, variant: str | None = None) -> Evaluator:

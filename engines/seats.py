@@ -629,9 +629,10 @@ def make_seat(text: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Se
             raise SeatError(f"{spec.name}: a bughouse XBoard seat takes depth and startup only, not {', '.join(unknown)}")
         startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
         return XBoardSeat(text, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
-    weights, threads, _ = registry.evaluator_settings(spec)
-    key = f"{spec.evaluator}:{weights}:{threads}"
+    weights, threads, _, device = registry.evaluator_settings(spec)
+    key = f"{spec.evaluator}:{weights}:{threads}:{device}"
     if key not in evaluator_cache:
-        evaluator_cache[key] = registry.load_evaluator(spec.evaluator, weights, threads, variant="bughouse")
+        evaluator_cache[key] = registry.load_evaluator(spec.evaluator, weights, threads, device=device,
+                                                       variant="bughouse")
     return OurSeat(text, evaluator_cache[key], spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options))

@@ -56,7 +56,7 @@ _GO_INT = ("nodes", "depth", "movestogo", "mate")
 _GO_MS = ("movetime", "wtime", "btime", "winc", "binc")
 _GO_FLAGS = ("infinite", "ponder")
 _GO_WORDS = frozenset(_GO_INT + _GO_MS + _GO_FLAGS + ("searchmoves",))
-_EVALUATOR_KEYS = frozenset({"threads", "weights", "inference"})
+_EVALUATOR_KEYS = frozenset({"threads", "weights", "inference", "device"})
 #: the largest value a ``go`` limit keeps (larger ones are clamped): counts, and milliseconds
 GO_MAX = {"nodes": 10**12, "depth": 1000, "movestogo": 10**4, "mate": 1000, "movetime": 10**10, "wtime": 10**10,
           "btime": 10**10, "winc": 10**10, "binc": 10**10}

@@ -314,11 +314,16 @@ class BughouseNetEvaluator(Evaluator):
     name = "bughouse-net"
 
     def __init__(self, net: BughouseNet, threads: int = 1, meta: dict[str, Any] | None = None,
-                 path: str | None = None, max_batch: int = 256, sit_prior: float = SIT_PRIOR) -> None:
+                 path: str | None = None, max_batch: int = 256, sit_prior: float = SIT_PRIOR,
+                 device: str | torch.device = "cpu") -> None:
         if threads < 1:
             raise BughouseNetError(f"threads must be >= 1, got {threads}")
         if not 0.0 < sit_prior < 1.0:
             raise BughouseNetError(f"the sit prior must be in (0, 1), got {sit_prior}")
+        from evaluators.devices import resolve_device
+
+        self.device = resolve_device(device) if isinstance(device, str) else device
+        net = net.to(self.device)
         net.eval()
         self.net = net
         self.variants = frozenset({"bughouse"})
@@ -331,14 +336,14 @@ class BughouseNetEvaluator(Evaluator):
 
     @classmethod
     def load(cls, path: str | None = None, threads: int = 1, inference: str | None = None,
-             variant: str | None = None) -> Self:
+             variant: str | None = None, device: str = "auto", half: str = "auto") -> Self:
         """Load weights (None: the shipped ``bughouse_lazybug.pt``).  The network runs eager whatever
         ``inference`` says (a two-input graph has no frozen copy here); ``variant`` is bughouse."""
         if variant not in (None, "bughouse"):
             raise BughouseNetError(f"the bughouse network plays bughouse, not {variant}")
         p = path if path is not None else os.path.join(WEIGHTS_DIR, DEFAULT_WEIGHTS)
         net, d = load(p)
-        return cls(net, threads, d.get("meta"), p)
+        return cls(net, threads, d.get("meta"), p, device=device)
 
     def serves(self) -> frozenset[str]:
         return frozenset({POLICY_VALUE})
@@ -353,8 +358,8 @@ class BughouseNetEvaluator(Evaluator):
         """(values ``[B]``, policy logits ``[B, 11136]``) of leaf states."""
         planes, scal = encode(states)
         with torch.inference_mode():
-            v, logits = self.net(torch.from_numpy(planes), torch.from_numpy(scal))
-        return v.numpy(), logits.numpy()
+            v, logits = self.net(torch.from_numpy(planes).to(self.device), torch.from_numpy(scal).to(self.device))
+        return v.float().cpu().numpy(), logits.float().cpu().numpy()
 
     def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
         if not leaves:

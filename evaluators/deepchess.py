@@ -37,18 +37,23 @@ class DeepChessEvaluator(NeuralEvaluator):
     default_max_batch = 1024
 
     def __init__(self, net: DeepChessNet, threads: int = 1, meta: dict[str, Any] | None = None,
-                 path: str | None = None, max_batch: int | None = None) -> None:
-        super().__init__(net, threads, meta, path, max_batch)
+                 path: str | None = None, max_batch: int | None = None, device: str | torch.device = "cpu",
+                 half: str = "auto") -> None:
+        super().__init__(net, threads, meta, path, max_batch, device, half)
         self.cache_size = 100_000
         self._cache: dict[tuple[int, ...], torch.Tensor] = {}
         ref = new_position(self.variant).raw_state()
         with torch.inference_mode():
-            self._ref_feat = self.net.features(torch.from_numpy(self.planes(enc.raw_array([ref]), self.variant)))
+            self._ref_feat = self.net.features(self._bits([ref]))
 
     @classmethod
     def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:
         """The network's input bits of raw states: the encoding hook evaluation and training share."""
         return enc.deepchess_bits(raw, variant)
+
+    def _bits(self, states: Sequence[tuple[int, ...]]) -> torch.Tensor:
+        """The input bits of raw states, on the network's device."""
+        return torch.from_numpy(self.planes(enc.raw_array(list(states)), self.variant)).to(self.device)
 
     def serves(self) -> frozenset[str]:
         return frozenset({COMPARE, SCORE})
@@ -75,8 +80,9 @@ class DeepChessEvaluator(NeuralEvaluator):
                     states.append(st)
                 arr[k] = j
         f = self._features(states)
+        ta, tb = torch.from_numpy(ia).to(self.device), torch.from_numpy(ib).to(self.device)
         with torch.inference_mode():
-            p = torch.softmax(self.net.compare_features(f[ia], f[ib]), dim=1)[:, 0]
+            p = torch.softmax(self.net.compare_features(f[ta], f[tb]), dim=1)[:, 0]
         return [float(v) for v in p.tolist()]
 
     def _features(self, states: list[tuple[int, ...]]) -> torch.Tensor:
@@ -87,7 +93,7 @@ class DeepChessEvaluator(NeuralEvaluator):
             if len(self._cache) + len(missing) > self.cache_size:
                 self._cache.clear()
                 missing = states  # the states that were cached are gone too (states are distinct)
-            x = torch.from_numpy(self.planes(enc.raw_array(missing), self.variant))
+            x = self._bits(missing)
             with torch.inference_mode():
                 f = self.net.features(x)
             for st, row in zip(missing, f):
@@ -96,7 +102,7 @@ class DeepChessEvaluator(NeuralEvaluator):
 
     def white_probability(self, states: Sequence[tuple[int, ...]]) -> list[float]:
         """P(state is better for White than the starting position), symmetrised over both orders."""
-        x = torch.from_numpy(self.planes(enc.raw_array(list(states)), self.variant))
+        x = self._bits(states)
         with torch.inference_mode():
             f = self.net.features(x)
             r = self._ref_feat.expand(len(f), -1)

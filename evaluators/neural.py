@@ -22,6 +22,17 @@
 * priors are a softmax over the logits of the *legal* moves only (SPEC.md section 2), computed for
   a whole batch at once with segment operations (``np.maximum.reduceat``/``np.add.reduceat``);
 * values become centipawns with the suite's one scale (:func:`evaluators.scale.value_to_cp`).
+
+Devices (``device``: ``auto`` = CUDA when there is one, ``cpu``, ``cuda``, ``cuda:N``;
+:mod:`evaluators.devices`).  On the CPU everything above holds unchanged.  On a GPU a batch is
+encoded once on the CPU, padded to the next of a few bucket sizes (:data:`BATCH_BUCKETS`, so cuDNN's
+autotuner, with ``cudnn.benchmark`` on, sees few shapes), copied in one transfer from pinned memory,
+run eager (TorchScript freezing is a CPU optimisation, so no frozen check meets TF32 results) under
+bfloat16 autocast when ``half`` allows it, and only the logits of the legal moves are gathered and
+soft-maxed on the device (:func:`legal_softmax_torch`) and copied back, with the values: not the
+5,184 logits of every position.  ``half`` (``auto``: on for a GPU if, when the network is first run,
+bfloat16 keeps the float32 top move on at least :data:`HALF_MIN_AGREEMENT` of sample positions,
+else off; ``on``; ``off``) reports the agreement it measured in ``half_agreement``.
 """
 from __future__ import annotations
 
@@ -50,6 +61,29 @@ DEFAULT_INFERENCE: Final = "frozen"
 FROZEN_ATOL: Final = 1e-3
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
+#: batch sizes a GPU batch is padded to (the largest batch is split by max_batch first)
+BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: the share of sample positions whose top move bfloat16 must keep for ``half=auto`` to use it
+HALF_MIN_AGREEMENT: Final = 0.99
+HALF_MODES: Final = ("auto", "on", "off")
+
+
+def bucket(n: int) -> int:
+    """The padded size of a batch of ``n`` (the smallest bucket that holds it, else ``n``)."""
+    for b in BATCH_BUCKETS:
+        if b >= n:
+            return b
+    return n
+
+
+def legal_softmax_torch(logits: torch.Tensor, seg: torch.Tensor, idx: torch.Tensor, n_leaves: int) -> torch.Tensor:
+    """:func:`legal_softmax` on the logits' device: the legal moves' probabilities, flat, in the
+    moves' order (``seg`` the leaf of each move, ``idx`` its output index)."""
+    x = logits[seg, idx].float()
+    mx = torch.full((n_leaves,), -torch.inf, device=x.device).scatter_reduce(0, seg, x, reduce="amax")
+    e = torch.exp(x - mx[seg])
+    tot = torch.zeros(n_leaves, device=x.device).index_add_(0, seg, e)
+    return e / tot[seg]
 def load_net(path: str | None, default_name: str, family: str, threads: int) -> tuple[nn.Module, dict[str, Any], str]:
     """(network in eval mode, saved dict, resolved path); EvaluatorError naming the file on failure."""
     if threads < 1:
@@ -136,7 +170,22 @@ class NeuralEvaluator(Evaluator):
     default_max_batch: ClassVar[int] = 256
 
     def __init__(self, net: Any, threads: int = 1, meta: dict[str, Any] | None = None,
-                 path: str | None = None, max_batch: int | None = None) -> None:
+                 path: str | None = None, max_batch: int | None = None, device: str | torch.device = "cpu",
+                 half: str = "auto") -> None:
+        from evaluators.devices import resolve_device
+
+        if half not in HALF_MODES:
+            raise EvaluatorError(f"unknown half mode {half!r}; known: {', '.join(HALF_MODES)}")
+        #: where the network runs (see the module docstring)
+        self.device = resolve_device(device) if isinstance(device, str) else device
+        self.half_mode = half
+        #: whether the network runs under bfloat16 autocast (decided at its first run), and the
+        #: top-move agreement with float32 measured for ``half=auto``
+        self.half = False
+        self.half_agreement: float | None = None
+        if self.device.type != "cpu":
+            net = net.to(self.device)
+            torch.backends.cudnn.benchmark = True
         net.eval()
         #: the eager ``nn.Module`` (what training and tests see); :meth:`forward` runs the chosen mode
         self.net = net
@@ -155,7 +204,7 @@ class NeuralEvaluator(Evaluator):
 
     @classmethod
     def load(cls, path: str | None = None, threads: int = 1, inference: str = DEFAULT_INFERENCE,
-             variant: str | None = None) -> Self:
+             variant: str | None = None, device: str = "auto", half: str = "auto") -> Self:
         """Load weights; ``path`` None: the shipped weights of ``variant``
         (``evaluators/weights/<family>_<variant>.pt``), or ``default_weights`` without a variant."""
         check_inference(inference)
@@ -167,9 +216,32 @@ class NeuralEvaluator(Evaluator):
                                      f"is missing): give weights=FILE")
         net, d, p = load_net(path, default, cls.family, threads)
         assert isinstance(net, cls.net_type)
-        ev = cls(net, threads, d.get("meta"), p)
+        ev = cls(net, threads, d.get("meta"), p, device=device, half=half)
         ev.set_inference(inference)
         return ev
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.type != "cpu"
+
+    def to_device(self, x: np.ndarray) -> tuple[torch.Tensor, int]:
+        """A batch of encoded inputs as the network takes it, and its true size: on the CPU the
+        array itself; on a GPU padded to its bucket and copied in one transfer from pinned memory."""
+        t = torch.from_numpy(x)
+        n = len(x)
+        if not self.on_gpu:
+            return t, n
+        b = bucket(n)
+        if b > n:
+            t = torch.cat([t, t[:1].expand(b - n, *t.shape[1:])])
+        if torch.cuda.is_available():
+            t = t.pin_memory()
+        return t.to(self.device, non_blocking=True), n
+
+    def sync(self) -> None:
+        """Wait for the device (timings of asynchronous GPU work)."""
+        if self.on_gpu:
+            torch.cuda.synchronize(self.device)
 
     def set_inference(self, mode: str) -> None:
         """Run the network in ``mode`` (:data:`INFERENCE_MODES`) from the next evaluation on."""
@@ -193,6 +265,9 @@ class NeuralEvaluator(Evaluator):
         f = self._forward
         if f is None:
             f = self._forward = self._build_forward()
+        if self.half:
+            with torch.autocast(self.device.type, dtype=torch.bfloat16):
+                return f(*inputs)
         if self.inference != "frozen":
             return f(*inputs)
         try:
@@ -204,6 +279,10 @@ class NeuralEvaluator(Evaluator):
             return self.net(*inputs)
 
     def _build_forward(self) -> Callable[..., Any]:
+        if self.on_gpu:  # eager on a GPU (the module docstring); half precision if it keeps the top move
+            self.inference = "eager"
+            self.half = self.half_mode == "on" or (self.half_mode == "auto" and self._half_agrees())
+            return self.net
         mode = self.inference_requested
         examples = self.example_inputs() if mode == "frozen" else None
         if mode == "frozen" and examples is None:
@@ -221,6 +300,10 @@ class NeuralEvaluator(Evaluator):
         self.inference = "eager"
         net: Callable[..., Any] = self.net
         return net
+
+    def _half_agrees(self) -> bool:
+        """Measure bfloat16 against float32 on sample positions; True if the top move agrees often enough."""
+        return False
 
     def _check_variant(self, variant: str) -> None:
         if variant != self.variant:
@@ -285,18 +368,21 @@ class PolicyValueEvaluator(NeuralEvaluator):
         if threads is not None:
             torch.set_num_threads(threads)
         try:
-            x = torch.from_numpy(self.example_planes(batch))
+            x, _ = self.to_device(self.example_planes(batch))
             best = 0.0
             with torch.inference_mode():
                 self.forward(x)  # warm-up (and the frozen graph's first-batch-size compile)
+                self.sync()
                 for _ in range(trials):
                     n, t0 = 0, time.perf_counter()
                     while True:
                         self.forward(x)
                         n += 1
-                        dt = time.perf_counter() - t0
-                        if dt >= seconds:
-                            break
+                        if n % 8 == 0 or not self.on_gpu:
+                            self.sync()
+                            dt = time.perf_counter() - t0
+                            if dt >= seconds:
+                                break
                     best = max(best, n * batch / dt)
             return best
         finally:
@@ -314,23 +400,76 @@ class PolicyValueEvaluator(NeuralEvaluator):
         for lf in leaves:
             self._check_variant(lf.variant)
         raw = enc.raw_array([lf.state for lf in leaves])
-        with torch.inference_mode():
-            v, logits = self.forward(torch.from_numpy(self._planes(raw)))
         moves, seg, counts = flatten_moves(leaves)
         idx = self._move_indices(moves, raw, seg)
         if (idx < 0).any():
             bad = int(moves[np.flatnonzero(idx < 0)[0]])
             raise EvaluatorError(f"move {bad} cannot be encoded in the {self.policy_name}")
-        priors = legal_softmax(logits.numpy(), seg, idx, counts)
-        return [Evaluation(float(val), pr) for val, pr in zip(v.tolist(), priors)]
+        x, n = self.to_device(self._planes(raw))
+        with torch.inference_mode():
+            v, logits = self.forward(x)
+            if not self.on_gpu:
+                priors = legal_softmax(logits.numpy(), seg, idx, counts)
+                return [Evaluation(float(val), pr) for val, pr in zip(v.tolist(), priors)]
+            # on the device: only the legal moves' probabilities (and the values) come back
+            p = legal_softmax_torch(logits, torch.from_numpy(seg).to(self.device),
+                                    torch.from_numpy(idx).to(self.device), n)
+            flat = p.cpu().numpy().astype(np.float64)
+            values = v[:n].float().cpu().tolist()
+        out: list[Evaluation] = []
+        start = 0
+        for i, k in enumerate(counts.tolist()):
+            out.append(Evaluation(float(values[i]), flat[start:start + k].tolist()))
+            start += k
+        return out
+
+    def sample_positions(self, count: int, seed: int = 0) -> list[Position]:
+        """``count`` positions of seeded random games (the half-precision check's sample)."""
+        import random
+
+        rng = random.Random(seed)
+        out: list[Position] = []
+        while len(out) < count:
+            p = new_position(self.variant)
+            for _ in range(rng.randint(0, 60)):
+                moves = p.legal_moves()
+                if not moves:
+                    break
+                p.push(rng.choice(moves))
+            if p.legal_moves():
+                out.append(p)
+        return out
+
+    def _half_agrees(self) -> bool:
+        positions = self.sample_positions(256)
+        leaves = [Leaf.of(p, p.legal_moves()) for p in positions]
+        raw = enc.raw_array([lf.state for lf in leaves])
+        moves, seg, counts = flatten_moves(leaves)
+        idx = torch.from_numpy(self._move_indices(moves, raw, seg)).to(self.device)
+        seg_t = torch.from_numpy(seg).to(self.device)
+        x, n = self.to_device(self._planes(raw))
+        tops = []
+        with torch.inference_mode():
+            for half in (False, True):
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=half):
+                    _, logits = self.net(x)
+                p = legal_softmax_torch(logits, seg_t, idx, n).cpu().numpy()
+                starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+                tops.append(np.array([int(np.argmax(p[s:s + c])) for s, c in zip(starts, counts)]))
+        self.half_agreement = float((tops[0] == tops[1]).mean())
+        ok = self.half_agreement >= HALF_MIN_AGREEMENT
+        log.info("evaluator %s on %s: bfloat16 keeps the top move on %.1f%% of %d positions: %s", self.name,
+                 self.device, 100 * self.half_agreement, n, "half precision" if ok else "float32")
+        return ok
 
     def value(self, pos: Position) -> float:
         """The network's value of ``pos`` for the side to move, in [-1, 1]."""
         self._check_variant(pos.variant)
         raw = enc.raw_array([pos.raw_state()])
+        x, _ = self.to_device(self._planes(raw))
         with torch.inference_mode():
-            v, _ = self.forward(torch.from_numpy(self._planes(raw)))
-        return float(v[0])
+            v, _ = self.forward(x)
+        return float(v[0].float())
 
     def score(self, pos: Position) -> int:
         return value_to_cp(self.value(pos), self.variant)

@@ -173,7 +173,7 @@ def test_threads_are_set_and_throughput_restores_them() -> None:
 def test_inference_option_through_the_registry_and_uci() -> None:
     spec = registry.resolve("rise-mcts:inference=eager")
     assert spec.options["inference"] == "eager"
-    assert registry.evaluator_settings(spec) == (None, 1, "eager")
+    assert registry.evaluator_settings(spec) == (None, 1, "eager", "auto")
     ev = registry.evaluator_for(spec)
     assert isinstance(ev, RiseEvaluator) and ev.inference_requested == "eager"
     with pytest.raises(EngineError, match="inference"):
@@ -212,7 +212,8 @@ def test_registry_factory_overrides_threads_and_batch_and_survives_pickling() ->
     try:
         e1 = f(Player("A", "rise-mcts", nodes=5), "crazyhouse")
         e2 = f(Player("B", "rise-mcts:inference=eager", nodes=5), "crazyhouse")
-        assert list(f.evaluators) == [("rise", None, 2, "frozen", "crazyhouse"), ("rise", None, 2, "eager", "crazyhouse")]
+        assert list(f.evaluators) == [("rise", None, 2, "frozen", "auto", "crazyhouse"),
+                                      ("rise", None, 2, "eager", "auto", "crazyhouse")]
         assert e1.evaluator.max_batch == 24 and e2.evaluator.inference_requested == "eager"  # type: ignore[attr-defined]
         g = pickle.loads(pickle.dumps(f))
         assert (g.threads, g.max_batch, g.evaluators) == (2, 24, {})

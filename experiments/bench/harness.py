@@ -96,7 +96,7 @@ def _network_evaluator(engine: str, threads: int = 1, inference: str | None = No
     spec = registry.resolve(engine)
     if registry.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
-    weights, _, own = registry.evaluator_settings(spec)
+    weights, _, own, _ = registry.evaluator_settings(spec)
     ev = registry.load_evaluator(spec.evaluator, weights, threads, inference or own)
     return ev if hasattr(ev, "network_throughput") else None
 
@@ -366,6 +366,56 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
         if best_rate and uci_rate:
             out["ceilings"][f"uci{t}"] = {"uci_network_rate": uci_rate, "ceiling": best_rate / uci_rate}
     return out
+
+
+def run_device(engine: str, variant: str, games: int, nodes: int, device: str, concurrency: int = 64,
+               seed: int = 1, max_plies: int = 200, seconds: float = 1.0) -> dict[str, Any]:
+    """``bench harness --device D``: pooled play with the network on device D (``concurrency`` games
+    in one process, their leaves in one batch per step), and the raw network on D at the batch the
+    pooled run actually formed (its mean leaves per call), measured in the same run: the pooled
+    evaluations per second as a share of the raw network's (goal on a GPU: >= 70%)."""
+    from engines import registry
+    from engines.base import EngineError
+    from experiments.harness.ablate import with_options
+
+    spec_text = with_options(engine, {"device": device})
+    spec = registry.resolve(spec_text)
+    if registry.is_external(spec):
+        raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
+    suite = load_suite(default_suite(variant), variant)
+    a, b = Player("A", spec_text, nodes=nodes), Player("B", spec_text, nodes=nodes)
+    tasks = match_tasks("bench", variant, a, b, suite, games, seed)
+    factory = RegistryFactory()
+    try:
+        m = _measure(factory, tasks, variant, concurrency, max_plies)
+    except EngineError as e:
+        raise BenchError(str(e)) from None
+    per_call = m["eval_leaves"] / m["eval_calls"] if m["eval_calls"] else 0.0
+    pooled = m["eval_leaves"] / m["seconds"] if m["seconds"] > 0 else 0.0
+    ev = registry.load_evaluator(spec.evaluator, *registry.evaluator_settings(spec), variant=variant)
+    batch = max(1, int(round(per_call)))
+    raw = ev.network_throughput(batch, seconds=seconds) if hasattr(ev, "network_throughput") else None
+    return {"engine": spec_text, "variant": variant, "device": str(getattr(ev, "device", device)), "games": games,
+            "nodes": nodes, "concurrency": concurrency, "pooled": m, "leaves_per_call": per_call,
+            "pooled_evals_per_s": pooled, "raw_batch": batch, "raw_evals_per_s": raw,
+            "half": getattr(ev, "half", None), "half_agreement": getattr(ev, "half_agreement", None),
+            "share": pooled / raw if raw else None}
+
+
+def format_device(r: dict[str, Any]) -> str:
+    share = f"{100 * r['share']:.0f}%" if r["share"] else "-"
+    half = "" if r["half"] is None else f", half precision {'on' if r['half'] else 'off'}"
+    if r["half_agreement"] is not None:
+        half += f" (bfloat16 keeps the top move on {100 * r['half_agreement']:.1f}% of sample positions)"
+    m = r["pooled"]
+    return "\n".join([
+        f"harness bench on {r['device']}: {r['engine']} vs itself, {r['variant']}, {r['nodes']} nodes/move, "
+        f"{r['games']} games, {r['concurrency']} at once{half}",
+        f"pooled: {m['games']} games, {m['plies']} plies in {m['seconds']:.1f} s, {r['pooled_evals_per_s']:.0f} "
+        f"network evaluations/s, {r['leaves_per_call']:.1f} leaves per call",
+        f"raw network at batch {r['raw_batch']}: {r['raw_evals_per_s']:.0f} evaluations/s" if r["raw_evals_per_s"]
+        else "raw network: -",
+        f"pooled / raw: {share} (goal on a GPU: >= 70%)"])
 
 
 def format_table(r: dict[str, Any]) -> str:

@@ -267,6 +267,12 @@ def cmd_openings(args: argparse.Namespace) -> int:
 def cmd_bench_harness(args: argparse.Namespace) -> int:
     from experiments.bench import harness as bench_harness
 
+    if args.device is not None:
+        conc = 64 if args.concurrency == "auto" else int(args.concurrency)
+        r = bench_harness.run_device(args.engine, args.variant, args.games, args.nodes, args.device, conc, args.seed,
+                                     args.max_plies)
+        print(json.dumps(r) if args.json else bench_harness.format_device(r))
+        return 0
     r = bench_harness.run(args.engine, args.variant, args.games, args.nodes, args.concurrency, args.seed,
                           args.max_plies, args.workers, args.pool_threads, args.pool_batch, args.uci_threads,
                           not args.no_single, not args.no_table, args.table_seconds, args.rounds)
@@ -346,6 +352,8 @@ def register_bench(bsub: Any) -> None:
     p.add_argument("--no-table", action="store_true", help="skip the raw-network table (then no auto-tuning)")
     p.add_argument("--table-seconds", type=float, default=0.25, help="seconds per network-table trial")
     p.add_argument("--rounds", type=int, default=1, help="play every row this often, alternating; best round kept")
+    p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N: pooled play with the network there, "
+                                                  "as a share of the raw network's throughput (no UCI rows)")
     p.add_argument("--max-plies", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")

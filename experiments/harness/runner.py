@@ -73,16 +73,16 @@ class RegistryFactory:
             raise MatchError(f"max batch must be at least 1, got {max_batch}")
         self.threads = threads
         self.max_batch = max_batch
-        self.evaluators: dict[tuple[str, str | None, int, str | None, str], Any] = {}
+        self.evaluators: dict[tuple[str, str | None, int, str | None, str, str], Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         return {"evaluators": {}, "threads": self.threads, "max_batch": self.max_batch}  # a worker loads its own
 
-    def _evaluator_key(self, spec: Any, variant: str) -> tuple[str, str | None, int, str | None, str]:
+    def _evaluator_key(self, spec: Any, variant: str) -> tuple[str, str | None, int, str | None, str, str]:
         from engines import registry
 
-        weights, threads, inference = registry.evaluator_settings(spec)
-        return (spec.evaluator, weights, self.threads or threads, inference, variant)
+        weights, threads, inference, device = registry.evaluator_settings(spec)
+        return (spec.evaluator, weights, self.threads or threads, inference, device, variant)
 
     def __call__(self, player: Player, variant: str) -> Engine:
         from engines import registry
@@ -93,7 +93,7 @@ class RegistryFactory:
         key = self._evaluator_key(spec, variant)
         ev = self.evaluators.get(key)
         if ev is None:
-            ev = self.evaluators[key] = registry.load_evaluator(*key[:4], variant=variant)
+            ev = self.evaluators[key] = registry.load_evaluator(*key[:5], variant=variant)
             if self.max_batch is not None and hasattr(ev, "max_batch"):
                 ev.max_batch = self.max_batch
         return registry.create(spec, variant, evaluator=ev)
