@@ -46,6 +46,20 @@ def test_interval_edge_cases() -> None:
     assert elo == pytest.approx(0.0, abs=1e-9) and lo < 0 < hi and lo == pytest.approx(-hi)
 
 
+def test_findings_sort_budgets_by_their_interval(tmp_path: Path) -> None:
+    ab = ablate.load(write_config(tmp_path))
+    rs = []
+    for name, counts in (("no-q-value-selection", [0, 0, 2, 4, 14]), ("alpha-beta", [14, 4, 2, 0, 0])):
+        for axis, budget in ab.budgets:
+            score, elo, lo, hi = ablate.elo_interval(counts if budget == 12 else [3, 4, 6, 4, 3])
+            rs.append(ablate.Row(name, axis, budget, 40, (0, 0, 0), counts, score, elo, lo, hi))
+    lines = ablate.findings(ab, rs)
+    assert len(lines) == 2
+    assert "stronger at nodes 12" in lines[0] and "not distinguishable at nodes 24" in lines[0]
+    assert "weaker at nodes 12" in lines[1] and "40 games per budget" in lines[1]
+    assert ablate.findings(ab, [])[0].endswith("no games yet.")
+
+
 CONFIG = """name = "toy"
 variant = "crazyhouse"
 baseline = "material-mcts"

@@ -296,6 +296,42 @@ def _fmt(x: float) -> str:
     return "" if x != x else f"{x:.1f}"
 
 
+def _spec_text(spec: str) -> str:
+    """A spec as played, each option once (a variant's option overrides the baseline's)."""
+    from engines.registry import split_spec
+
+    head, opts = split_spec(spec)
+    return head + (":" + ",".join(f"{k}={v}" for k, v in opts.items()) if opts else "")
+
+
+def _shown_path(path: Any) -> str:
+    """``path`` relative to the working directory when it lies below it (reports stay portable)."""
+    p = Path(str(path))
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def findings(ab: Ablation, rs: Sequence[Row]) -> list[str]:
+    """One line per variant: the budgets where it is stronger, weaker, or not distinguishable."""
+    out = []
+    for v in ab.variants:
+        mine = [r for r in rs if r.variant == v.name and r.games]
+        if not mine:
+            out.append(f"- `{v.name}`: no games yet.")
+            continue
+        groups: dict[str, list[str]] = {"stronger": [], "weaker": [], "not distinguishable": []}
+        for r in mine:
+            key = "stronger" if r.lo > 0 else "weaker" if r.hi < 0 else "not distinguishable"
+            groups[key].append(f"{AXIS_LABEL[r.axis]} {r.budget:g} ({r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}])")
+        parts = [f"{k} at {', '.join(b)}" for k, b in groups.items() if b]
+        width = sum(r.hi - r.lo for r in mine) / len(mine)
+        out.append(f"- `{v.name}`: {'; '.join(parts)}; intervals about {width:.0f} Elo wide with "
+                   f"{round(sum(r.games for r in mine) / len(mine))} games per budget.")
+    return out
+
+
 def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     import csv
 
@@ -320,7 +356,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     s = ab.settings
     md = [f"# Ablation: {s.name}", "",
           f"Variant {s.variant}; baseline `{ab.baseline}`; {s.games} games per variant and budget (colour-reversed "
-          f"pairs of openings from `{s.openings}`); Elo of each variant against the baseline with the 95% interval "
+          f"pairs of openings from `{_shown_path(s.openings)}`); Elo of each variant against the baseline with the 95% interval "
           f"of the pentanomial pair statistics (fishtest/fastchess); the baseline is 0.", "",
           "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
           "![forest plot](ablation.png)", "",
@@ -334,7 +370,9 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
                   f"[{_fmt(r.lo)}, {_fmt(r.hi)}] | {' '.join(map(str, r.ptnml))} | {sp}"
                   f"{r.cost.nodes:.0f} / {r.base_cost.nodes:.0f} | {r.cost.evals:.0f} / {r.base_cost.evals:.0f} | "
                   f"{r.cost.seconds:.3f} / {r.base_cost.seconds:.3f} |")
-    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{v.engine}`" for v in ab.variants]
+    md += ["", "Findings (a variant differs from the baseline where the 95% interval leaves out 0):", ""]
+    md += findings(ab, rs)
+    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`" for v in ab.variants]
     md += ["", f"To narrow the intervals, raise `games` in `{ab.config_path}` and run the command again (only the "
            "new games are played); `workers` and `backend = \"ray\"` (with `ray_address`) spread the games over more "
            "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",
@@ -357,7 +395,7 @@ def plot_forest(csv_path: Path, title: str) -> list[Path]:
         data = [r for r in csv.DictReader(f) if r["elo"]]
     variants = list(dict.fromkeys(r["variant"] for r in data))
     budgets = list(dict.fromkeys((r["axis"], r["budget"]) for r in data))
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * max(1, len(variants))), dpi=120)
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.55 * max(1, len(variants))), dpi=120)
     markers = "osD^v<>ph*"
     k = len(budgets)
     for j, (axis, b) in enumerate(budgets):
@@ -372,7 +410,7 @@ def plot_forest(csv_path: Path, title: str) -> list[Path]:
     ax.set_xlabel("Elo against the baseline (95% pentanomial interval)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)  # never over a bar
     fig.tight_layout()
     out = [csv_path.with_suffix(".png"), csv_path.with_suffix(".svg")]
     for o in out:
