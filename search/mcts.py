@@ -56,6 +56,9 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
   hand was not found in a million simulations).  Checks are the moves that keep the opponent's
   replies few, so a proof needs them tried; this is the purpose of check enhancement, which
   raises their prior but cannot overcome the fpu gap of 1 + Q;
+- ε-greedy exploration (``epsilon_greedy``, ``epsilon_checks``; Czech, Korus, Kersting 2021, off by
+  default): a share ε of the simulations starts at a random depth of the most visited line and
+  tries there a move the rule would not (:meth:`MCTS._exploration_start`);
 - tree reuse between moves of one game (``tree_reuse``), Dirichlet noise at the root
   (``dirichlet_epsilon``, 0 in matches) and temperature (``temperature``), both drawn from the injected
   ``random.Random``;
@@ -159,6 +162,8 @@ class MCTS(Search):
         self._merges = 0
         self._proven_at = -1
         self._single_move = 0
+        #: ε-greedy exploration on (:meth:`_exploration_start`)
+        self._explore = self.config.epsilon_greedy > 0.0 or self.config.epsilon_checks > 0.0
 
     # ------------------------------------------------------------------ game lifecycle
 
@@ -391,11 +396,13 @@ class MCTS(Search):
         e = self._best_edge_by_visits()
         return self.tree.edge_q(e) < self._last_q - self.config.time.critical_drop
 
-    def _best_edge_by_visits(self) -> int:
+    def _best_edge_by_visits(self, node: int = -1) -> int:
+        """The most visited edge of ``node`` (default: the root); the first of equals."""
         tree = self.tree
-        e0 = int(tree.nd_edge0[self.root])
+        node = self.root if node < 0 else node
+        e0 = int(tree.nd_edge0[node])
         best = e0
-        for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
+        for e in range(e0, e0 + int(tree.nd_nedges[node])):
             if tree.edge_n(e) > tree.edge_n(best):
                 best = e
         return best
@@ -405,12 +412,14 @@ class MCTS(Search):
     def _collect(self) -> Leaf | None:
         """Walk from the root to a leaf; back up at once what needs no evaluator, else queue it."""
         tree = self.tree
-        pos = self._pos
         node = self.root
         # The edges walked and the nodes they leave (native vecs: no boxed ints per step).
         path = vec[i64](capacity=16)
         nodes = vec[i64](capacity=16)
         depth = 0
+        forced = -1  # ε-greedy: the edge taken at the start node instead of the rule's
+        if self._explore:
+            node, depth, forced = self._exploration_start()
         limit = self._playout_depth
         leaf: Leaf | None = None
         while True:
@@ -424,25 +433,20 @@ class MCTS(Search):
                     tree.backup(path, nodes, node, tree.nd_value[node])
                     self._nodes += 1
                     break
-                e = self.root_rule.select(tree, node) if node == self.root else self.rule.select(tree, node)
+                if forced >= 0:
+                    e = forced
+                    forced = -1
+                else:
+                    e = self.root_rule.select(tree, node) if node == self.root else self.rule.select(tree, node)
                 new_child = tree.ed_child[e] < 0  # its hash is set once its move is made below
                 child = tree.child_of(e)
                 tree.add_virtual_loss(node, e)
                 path = append(path, e)
                 nodes = append(nodes, node)
-                # Speed: the move is made only if the last walk did not already make it at this
-                # depth (then the position may be deeper still: _unmake_to before using it).
-                if depth >= self._made or self._on[depth] != e:
-                    self._unmake_to(depth)
-                    pos.push(int(tree.ed_move[e]))
-                    if depth < len(self._on):
-                        self._on[depth] = e
-                    else:
-                        self._on = append(self._on, e)
-                    self._made = depth + 1
+                self._make(depth, e)
                 depth += 1
                 if new_child:
-                    tree.nd_hash[child] = pos.zobrist
+                    tree.nd_hash[child] = self._pos.zobrist
                     if tree.mcgs:
                         self._link(child)
                 node = child
@@ -465,6 +469,72 @@ class MCTS(Search):
         if depth > self._seldepth:
             self._seldepth = depth
         return leaf
+
+    def _make(self, depth: int, e: int) -> None:
+        """Make edge e's move as ply ``depth`` below the root.  Speed: only if the last walk did not
+        already make it at this depth (then the position may be deeper still: _unmake_to before
+        using it)."""
+        if depth >= self._made or self._on[depth] != e:
+            self._unmake_to(depth)
+            self._pos.push(int(self.tree.ed_move[e]))
+            if depth < len(self._on):
+                self._on[depth] = e
+            else:
+                self._on = append(self._on, e)
+            self._made = depth + 1
+
+    def _exploration_start(self) -> tuple[int, int, int]:
+        """ε-greedy exploration (Czech, Korus, Kersting 2021; CrazyAra's ``Centi_Epsilon_Greedy`` and
+        ``Centi_Epsilon_Checks``).  With probability ``epsilon_greedy`` a simulation starts d plies
+        down the most visited line, P(d) = 2^-(d+1), stopping early before a node with fewer than
+        1/ε visits or a proven one, and takes there a move the rule would not: the highest-prior
+        unvisited move while the node has one, else one drawn uniformly (if that one is proven, the
+        rule decides); with probability ``epsilon_checks`` the same, but the highest-prior unvisited
+        check first.  Only the part below the start node is backed up (as CrazyAra): the
+        statistics above it stay the policy's own.  Returns (start node, its depth, edge or -1)."""
+        cfg = self.config
+        tree = self.tree
+        root = self.root
+        u = self.rng.random()
+        checks = u < cfg.epsilon_checks
+        if (not checks and u >= cfg.epsilon_checks + cfg.epsilon_greedy) or tree.nd_state[root] != EXPANDED \
+                or tree.settled(root):
+            return root, 0, -1
+        min_visits = round(1.0 / (cfg.epsilon_checks if checks else cfg.epsilon_greedy))
+        goal = int(-math.log2(1.0 - self.rng.random()))
+        node = root
+        depth = 0
+        while depth < goal:
+            e = self._best_edge_by_visits(node)
+            nxt = tree.node_after(e)
+            if nxt < 0 or tree.edge_n(e) < min_visits or tree.nd_state[nxt] != EXPANDED or tree.settled(nxt):
+                break
+            self._make(depth, e)
+            node = nxt
+            depth += 1
+        return node, depth, self._exploration_edge(node, depth, checks)
+
+    def _exploration_edge(self, node: int, depth: int, checks: bool) -> int:
+        """:meth:`_exploration_start`'s move at ``node`` (``depth`` plies below the root)."""
+        tree = self.tree
+        e0: i64 = tree.nd_edge0[node]
+        end: i64 = e0 + tree.nd_nedges[node]
+        flags = vec[i64]()
+        if checks:
+            self._unmake_to(depth)
+            flags = checking_moves_vec(self._pos, tree.ed_move[e0:end])
+        for want_check in ((True, False) if checks else (False,)):
+            best: i64 = -1
+            for e in range(e0, end):
+                child = tree.node_after(e)
+                if (child < 0 or tree.nd_proven[child] == UNKNOWN) and tree.edge_n(e) == 0 and tree.edge_vl(e) == 0 \
+                        and (not want_check or flags[e - e0] != 0) and (best < 0 or tree.ed_prior[e] > tree.ed_prior[best]):
+                    best = e
+            if best >= 0:
+                return int(best)
+        e = e0 + self.rng.randrange(int(end - e0))
+        child = tree.node_after(e)
+        return int(e) if child < 0 or tree.nd_proven[child] == UNKNOWN else -1
 
     def _unmake_to(self, depth: int) -> None:
         """Take back the moves made beyond ``depth`` plies below the root."""

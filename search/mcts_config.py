@@ -90,6 +90,10 @@ class MCTSConfig:
     # correction instead of descending
     mcgs: bool = False
     mcgs_q_eps: float = 0.01
+    # The same paper's ε-greedy exploration (search.mcts.MCTS._exploration_start; CrazyAra's UCI
+    # defaults are 0.05 and 0.01, off here so the 2020 defaults stay the default)
+    epsilon_greedy: float = 0.0
+    epsilon_checks: float = 0.0
 
     @classmethod
     def sixtyfour(cls) -> MCTSConfig:
@@ -134,6 +138,11 @@ class MCTSConfig:
             raise MCTSConfigError("considered_actions must be >= 1; c_visit, c_scale and gumbel_scale >= 0")
         if self.mcgs_q_eps < 0:
             raise MCTSConfigError("mcgs_q_eps must be >= 0")
+        if not (0.0 <= self.epsilon_greedy <= 1.0 and 0.0 <= self.epsilon_checks <= 1.0
+                and self.epsilon_greedy + self.epsilon_checks <= 1.0):
+            raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")
+        if (self.epsilon_greedy > 0 or self.epsilon_checks > 0) and self.root_rule != "puct":
+            raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
 
 
 def cpuct(cfg: MCTSConfig, n: float) -> float:

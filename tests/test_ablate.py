@@ -42,6 +42,9 @@ def test_interval_edge_cases() -> None:
     assert all(math.isnan(x) for x in ablate.elo_interval([0, 0, 0, 0, 0]))
     score, elo, lo, hi = ablate.elo_interval([0, 0, 0, 0, 10])  # a perfect score: finite bounds
     assert score == 1.0 and math.isfinite(elo) and lo <= elo <= hi and elo > 300
+    assert lo < elo - 100  # a sweep is not a point: the Wilson interval of the pair scores
+    _, elo0, lo0, hi0 = ablate.elo_interval([10, 0, 0, 0, 0])
+    assert lo0 <= elo0 < hi0 and elo0 == pytest.approx(-elo) and hi0 == pytest.approx(-lo)
     _, elo, lo, hi = ablate.elo_interval([2, 5, 10, 5, 2])
     assert elo == pytest.approx(0.0, abs=1e-9) and lo < 0 < hi and lo == pytest.approx(-hi)
 

@@ -166,3 +166,72 @@ def test_mcgs_switch_on_every_mcts_engine() -> None:
         r = e.play(pos, Limits(nodes=64))
         assert r.forfeit is None and r.move in pos.legal_moves()
         e.close()
+
+
+# ------------------------------------------------------------------------- ε-greedy exploration
+
+def root_visits(m: MCTS) -> list[int]:
+    return [n for _, n, _, _ in m.root_stats()]
+
+
+@pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
+def test_epsilon_greedy_explores_below_the_policy(variant: str) -> None:
+    pos = random_position(variant, 5, 10)
+    plain = MCTS(ClassicalEvaluator(), MCTSConfig(batch_size=1), random.Random(3))
+    r_plain = plain.run(pos.copy(), Limits(nodes=600))
+    greedy = MCTS(ClassicalEvaluator(), MCTSConfig(batch_size=1, epsilon_greedy=0.3), random.Random(3))
+    r_greedy = greedy.run(pos.copy(), Limits(nodes=600))
+    assert r_plain.nodes == r_greedy.nodes == 600 and r_greedy.best_move in pos.legal_moves()
+    # the root's statistics hold only the simulations that started there (the others started lower)
+    assert sum(root_visits(plain)) == 599 and sum(root_visits(greedy)) < 599
+    # and more of its moves were tried
+    assert sum(n > 0 for n in root_visits(greedy)) > sum(n > 0 for n in root_visits(plain))
+    again = MCTS(ClassicalEvaluator(), MCTSConfig(batch_size=1, epsilon_greedy=0.3), random.Random(3))
+    assert again.run(pos.copy(), Limits(nodes=600)).best_move == r_greedy.best_move  # seeded
+    assert root_visits(again) == root_visits(greedy)
+
+
+def test_epsilon_checks_tries_every_check() -> None:
+    from search.checks import checking_moves
+
+    for seed in range(40):
+        pos = random_position("crazyhouse", seed, 16)
+        moves = pos.legal_moves()
+        checks = [mv for mv, c in zip(moves, checking_moves(pos, moves)) if c]
+        if len(checks) >= 3:
+            break
+    cfg = MCTSConfig(batch_size=1, epsilon_checks=0.5, check_enhancement=False)
+    m = MCTS(ZeroEvaluator(), cfg, random.Random(1))
+    m.run(pos.copy(), Limits(nodes=400))
+    visited = {mv for mv, n, _, _ in m.root_stats() if n > 0}
+    assert set(checks) <= visited
+
+
+@pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
+def test_epsilon_greedy_with_the_graph_and_batches(variant: str) -> None:
+    pos = random_position(variant, 7, 12)
+    for cfg in (MCTSConfig(epsilon_greedy=0.2, epsilon_checks=0.05),
+                MCTSConfig(epsilon_greedy=0.2, mcgs=True, batch_size=1)):
+        m = MCTS(ClassicalEvaluator(), cfg, random.Random(2))
+        r = m.run(pos.copy(), Limits(nodes=800))
+        assert r.best_move in pos.legal_moves() and r.nodes == 800
+        tree = m.tree
+        for node in range(tree.n_nodes):  # nothing left in flight, N(s) = the sum of its edges' visits
+            assert tree.nd_vl[node] == 0
+            if tree.nd_state[node] == EXPANDED and (not tree.mcgs or tree.nd_target[node] == node):
+                e0, k = int(tree.nd_edge0[node]), int(tree.nd_nedges[node])
+                assert tree.nd_sum_n[node] == pytest.approx(sum(tree.edge_n(e) for e in range(e0, e0 + k)))
+
+
+def test_epsilon_settings_are_checked() -> None:
+    from search.mcts_config import MCTSConfigError
+
+    for bad in (dict(epsilon_greedy=1.5), dict(epsilon_checks=-0.1), dict(epsilon_greedy=0.6, epsilon_checks=0.6),
+                dict(epsilon_greedy=0.05, root_rule="gumbel", score_formula="gumbel")):
+        with pytest.raises(MCTSConfigError):
+            MCTSConfig(**bad).validate()  # type: ignore[arg-type]
+    e = registry.create("material-mcts:epsilon_greedy=0.05,epsilon_checks=0.01", "crazyhouse")
+    pos = board.new_position("crazyhouse")
+    r = e.play(pos, Limits(nodes=64))
+    assert r.forfeit is None and r.move in pos.legal_moves()
+    e.close()

@@ -217,6 +217,13 @@ def elo_interval(counts: Sequence[int], z: float = 1.96) -> tuple[float, float, 
         p = min(max(p, eps), 1.0 - eps)
         return -400.0 * math.log10(1.0 / p - 1.0)
 
+    if var == 0.0:
+        # Every pair scored the same (a sweep, say): the normal interval collapses to a point;
+        # the Wilson interval of the pair scores (conservative for scores in [0, 1]) does not.
+        from experiments.harness.ratings import wilson
+
+        lo, hi = wilson(mu * n, n, z)
+        return mu, elo(mu), elo(lo), elo(hi)
     return mu, elo(mu), elo(mu - z * se), elo(mu + z * se)
 
 
@@ -395,7 +402,8 @@ def plot_forest(csv_path: Path, title: str) -> list[Path]:
         data = [r for r in csv.DictReader(f) if r["elo"]]
     variants = list(dict.fromkeys(r["variant"] for r in data))
     budgets = list(dict.fromkeys((r["axis"], r["budget"]) for r in data))
-    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.55 * max(1, len(variants))), dpi=120)
+    # tall enough for one row per variant and for the legend (one line per budget) beside the axes
+    fig, ax = plt.subplots(figsize=(9, 1.6 + max(0.55 * len(variants), 0.25 * len(budgets))), dpi=120)
     markers = "osD^v<>ph*"
     k = len(budgets)
     for j, (axis, b) in enumerate(budgets):
