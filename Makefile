@@ -49,8 +49,10 @@ $(VENV)/.installed: pyproject.toml requirements.txt
 
 # mypyc extensions, rebuilt whenever a compiled source changes (a stale .so would shadow edits).
 build: $(VENV)/.built
+# The old libraries are unlinked first, not overwritten: a running experiment keeps its mapped copy.
 $(VENV)/.built: $(VENV)/.installed setup.py $(SOURCES)
-	flock /tmp/searchbench-build.lock $(PY) setup.py -q build_ext --inplace > $(VENV)/build.log 2>&1 || { tail -40 $(VENV)/build.log; exit 1; }
+	flock /tmp/searchbench-build.lock sh -c 'find board search evaluators -name "*.so" -delete; rm -f searchbench_native__mypyc*.so; \
+	  $(PY) setup.py -q build_ext --inplace' > $(VENV)/build.log 2>&1 || { tail -40 $(VENV)/build.log; exit 1; }
 	touch $@
 
 clean:
