@@ -189,25 +189,40 @@ class GumbelTreeRule(TreeRule):
         if touched < end and tree.nd_tail_from[node] != touched:
             tree.find_tail_best(node, touched, end, False)
         tail: i64 = tree.nd_tail_best[node] if touched < end else -1
-        top = st.scale  # the largest σ: that of the largest completed Q
         vl = cfg.virtual_loss
-        # x(a) = P(a) e^(σ(a) - top), so that π'(a) = x(a) / Z
+        # x(a) = P(a) e^(σ(a) - top), so that π'(a) = x(a) / Z; top is the largest σ of an edge with
+        # P > 0 (σ spans c_visit + max N: with thousands of visits e^(σ - top) underflows elsewhere)
         x = self.x
         k: i64 = touched - e0
         while len(x) < k:
             x = append(x, 0.0)
         self.x = x
-        z = 0.0
+        top = -math.inf
         e: i64 = e0
         while e < touched:
-            xa = tree.ed_prior[e] * math.exp(self._sigma_of(tree, e, vl, st) - top)
+            sa = self._sigma_of(tree, e, vl, st)
+            x[e - e0] = sa
+            if tree.ed_prior[e] > 0.0 and sa > top:
+                top = sa
+            e += 1
+        p_tail = max(0.0, 1.0 - st.p_touched)
+        s_tail = st.sigma(st.v_mix)
+        if touched < end and p_tail > 0.0 and s_tail > top:
+            top = s_tail
+        if top == -math.inf:
+            top = 0.0
+        z = 0.0
+        e = e0
+        while e < touched:
+            xa = tree.ed_prior[e] * math.exp(x[e - e0] - top)
             x[e - e0] = xa
             z += xa
             e += 1
         x_tail = 0.0
         if touched < end:
-            x_tail = math.exp(st.sigma(st.v_mix) - top)
-            z += x_tail * max(0.0, 1.0 - st.p_touched)
+            x_tail = math.exp(s_tail - top)
+            z += x_tail * p_tail
+        inv_z = 1.0 / z if z > 0.0 else 0.0  # no prior mass: the visit term alone decides
         best = -math.inf
         best_e: i64 = -1
         denom = 1.0 + st.sum_n
@@ -224,13 +239,13 @@ class GumbelTreeRule(TreeRule):
                     if decided == 1:
                         e += 1
                         continue
-            score = x[e - e0] / z - n / denom
+            score = x[e - e0] * inv_z - n / denom
             if score > best:
                 best = score
                 best_e = e
             e += 1
         if tail >= 0:
-            score = tree.ed_prior[tail] * x_tail / z
+            score = tree.ed_prior[tail] * x_tail * inv_z
             if score > best:
                 best_e = tail
         return self.fallback(best_e, e0)

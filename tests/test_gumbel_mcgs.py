@@ -77,6 +77,16 @@ def test_gumbel_budget_and_determinism() -> None:
     assert len(runs) > 2  # with noise the considered actions differ between seeds
 
 
+@pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
+def test_gumbel_at_large_budgets(variant: str) -> None:
+    # σ spans c_visit + max N: with thousands of visits e^(σ - top) underflows for most edges, and
+    # the normaliser once came out 0 (a ZeroDivisionError at ~20,000 simulations from the start)
+    pos = board.new_position(variant)
+    m = MCTS(ClassicalEvaluator(), MCTSConfig.gumbel(), random.Random(1))  # seed 1 failed in chess
+    r = m.run(pos.copy(), Limits(nodes=20000))
+    assert r.nodes == 20000 and r.best_move in pos.legal_moves()
+
+
 @pytest.mark.parametrize("variant, fen", [(v, f) for v, f, n in MATES if n == 1])
 def test_gumbel_finds_mates_in_one_at_small_budgets(variant: str, fen: str) -> None:
     pos = board.new_position(variant, fen)
