@@ -199,16 +199,21 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_flags(run: Any, args: argparse.Namespace) -> None:
+    """The command line's --report-dir, --backend and --ray-address over a config's own."""
+    if args.report_dir:
+        run.report_dir = Path(args.report_dir)
+    if args.backend:
+        run.settings.backend = args.backend
+    if args.ray_address:
+        run.settings.ray_address = args.ray_address
+
+
 def cmd_scale(args: argparse.Namespace) -> int:
     from experiments.harness import scale
 
     sc = scale.load(args.config)
-    if args.report_dir:
-        sc.report_dir = Path(args.report_dir)
-    if args.backend:
-        sc.settings.backend = args.backend
-    if args.ray_address:
-        sc.settings.ray_address = args.ray_address
+    _run_flags(sc, args)
     command = "searchbench scale " + shlex.quote(str(args.config))
     _, paths = scale.run(sc, command, progress=not args.quiet)
     print("figure: " + ", ".join(str(p) for p in paths))
@@ -219,12 +224,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     from experiments.harness import ablate
 
     ab = ablate.load(args.config)
-    if args.report_dir:
-        ab.report_dir = Path(args.report_dir)
-    if args.backend:
-        ab.settings.backend = args.backend
-    if args.ray_address:
-        ab.settings.ray_address = args.ray_address
+    _run_flags(ab, args)
     rows, paths = ablate.run(ab, ablate.cli_command(str(args.config)), progress=not args.quiet)
     for r in rows:
         verdict = f"  LLR {r.llr:+.2f} {r.verdict}" if r.llr is not None else ""
