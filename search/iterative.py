@@ -10,7 +10,7 @@ each search's own (its config's default or maximum).
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Final, Sequence
 
 from mypy_extensions import mypyc_attr
 
@@ -18,6 +18,9 @@ from board.position import Position
 from evaluators.base import Evaluation, EvaluatorError, Leaf
 from search.base import Limits, Search
 from search.timeman import move_time
+
+#: seconds between two reads of the clock inside a search (see Budget._clock)
+CLOCK_PERIOD: Final = 0.001
 
 
 class LimitError(ValueError):
@@ -37,6 +40,10 @@ class Budget:
         self.aborted = False
         self.stop_requested = False
         self.time_check_interval = time_check_interval
+        self.past_deadline = False
+        self.next_check = 1  # the node count at which the clock is read next
+        self.last_nodes = 0
+        self.last_t = 0.0
 
     def arm(self, pos: Position, limits: Limits, default_nodes: int, t0: float) -> None:
         """Reset the counters and set the budget of a search of ``pos`` started at ``t0``."""
@@ -51,6 +58,10 @@ class Budget:
         self.eval_limit = limits.evals if limits.evals is not None else 0
         self.aborted = False
         self.stop_requested = False
+        self.past_deadline = False
+        self.next_check = 1
+        self.last_nodes = 0
+        self.last_t = t0
         budget = move_time(limits, pos.turn, pos.fullmove_number)
         self.deadline = t0 + budget if budget is not None and not limits.infinite else 0.0
         if limits.nodes is not None:
@@ -61,22 +72,38 @@ class Budget:
             self.node_limit = 0
 
     def check_limits(self) -> None:
-        """Set ``aborted`` once stopped, out of nodes or past the deadline (the clock is read every
-        ``time_check_interval`` nodes)."""
-        if self.nodes % self.time_check_interval == 0:
+        """Set ``aborted`` once stopped, out of nodes or past the deadline (the clock is read about
+        every millisecond: :meth:`_clock`)."""
+        if self.nodes >= self.next_check:
             # Compiled search + compiled evaluator never re-enter the interpreter, so CPython would
             # never hand the GIL to other threads (UCI input, watchdogs, external engines of the
             # same match): sleep(0) releases it for a moment.
             time.sleep(0)
+            self._clock()
         if self.stop_requested:
             self.aborted = True
         elif self.node_limit > 0 and self.nodes >= self.node_limit:
             self.aborted = True
         elif self.eval_limit > 0 and self.evals >= self.eval_limit:
             self.aborted = True
-        elif self.deadline > 0.0 and self.nodes % self.time_check_interval == 0:
-            if time.perf_counter() >= self.deadline:
-                self.aborted = True
+        elif self.past_deadline:
+            self.aborted = True
+
+    def _clock(self) -> None:
+        """Read the clock and plan the next read CLOCK_PERIOD later at the nodes/s seen since the
+        last one (at most ``time_check_interval`` nodes on): a fast evaluator is read every few
+        hundred nodes, a network (a few ms a node) every node, so a deadline is kept either way."""
+        now = time.perf_counter()
+        dn = self.nodes - self.last_nodes
+        dt = now - self.last_t
+        step = self.time_check_interval
+        if dn > 0 and dt > 0.0:
+            step = max(1, min(step, int(dn * CLOCK_PERIOD / dt)))
+        self.next_check = self.nodes + step
+        self.last_nodes = self.nodes
+        self.last_t = now
+        if self.deadline > 0.0 and now >= self.deadline:
+            self.past_deadline = True
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

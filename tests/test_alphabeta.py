@@ -149,3 +149,27 @@ def test_errors() -> None:
         AlphaBeta(EV).run(board.new_position("chess"), Limits(depth=0))
     with pytest.raises(ValueError):
         AlphaBeta(EV).run(board.new_position("chess", "7k/5QQ1/8/8/8/8/8/K7 b - - 0 1"), Limits(depth=1))
+
+
+def test_the_deadline_is_kept_with_a_slow_evaluator() -> None:
+    # The clock is read about every millisecond at the nodes/s seen so far, not every 512 nodes: with a
+    # network (a few ms a node) a fixed interval overran a 0.1 s move by several times.
+    import time as _time
+
+    import board as _board
+    from search.base import Limits as _Limits
+    from search.iterative import Budget
+
+    b = Budget(512)
+    b.arm(_board.new_position("chess"), _Limits(movetime=0.03), 800, _time.perf_counter())
+    while not b.aborted and b.nodes < 512:
+        _time.sleep(0.002)  # a node costs at least 2 ms: at most ~15 fit in the 30 ms
+        b.nodes += 1
+        b.check_limits()
+    assert b.aborted and b.nodes < 100
+    fast = Budget(512)
+    fast.arm(_board.new_position("chess"), _Limits(nodes=100_000), 800, _time.perf_counter())
+    for _ in range(5000):
+        fast.nodes += 1
+        fast.check_limits()
+    assert not fast.aborted and fast.next_check > fast.nodes  # a fast core reads the clock now and then
