@@ -84,14 +84,19 @@ def legal_softmax_torch(logits: torch.Tensor, seg: torch.Tensor, idx: torch.Tens
     e = torch.exp(x - mx[seg])
     tot = torch.zeros(n_leaves, device=x.device).index_add_(0, seg, e)
     return e / tot[seg]
+def weights_path(path: str) -> str:
+    """``path``, or the shipped file (evaluators/weights/) when it is a bare name that does not exist
+    here: ``rise_chess.pt`` works from any working directory."""
+    if not os.path.exists(path) and os.path.basename(path) == path:
+        return os.path.join(WEIGHTS_DIR, path)
+    return path
+
+
 def load_net(path: str | None, default_name: str, family: str, threads: int) -> tuple[nn.Module, dict[str, Any], str]:
     """(network in eval mode, saved dict, resolved path); EvaluatorError naming the file on failure."""
     if threads < 1:
         raise EvaluatorError(f"threads must be >= 1, got {threads}")
-    p = path if path is not None else os.path.join(WEIGHTS_DIR, default_name)
-    if path is not None and not os.path.exists(path) and os.path.basename(path) == path:
-        # A bare file name is a shipped file (evaluators/weights/), from any working directory.
-        p = os.path.join(WEIGHTS_DIR, path)
+    p = weights_path(path if path is not None else default_name)
     try:
         net, d = nets.load_model(p, family)
     except ValueError as e:

@@ -149,6 +149,28 @@ def test_rise_training_resume_and_evaluator(zh_data, tmp_path):
     assert "| epoch | step |" in card
 
 
+def test_heldout_scores_models_on_the_training_runs_validation_games(zh_data, tmp_path, capsys):
+    out = str(tmp_path / "rise")
+    m = train.train(train.TrainConfig(model="rise", data=[zh_data], out=out, size="tiny", epochs=1, batch=64,
+                                      val_fraction=0.3), progress=False)
+    model = os.path.join(out, "model.pt")
+    capsys.readouterr()
+    (row,) = policy_value.heldout([model], [zh_data], val_fraction=0.3)
+    assert row["family"] == "rise" and row["val_positions"] == m["val_positions"]
+    assert row["val_policy_acc"] == pytest.approx(m["val_policy_acc"])
+    assert row["mate1_top1"] == pytest.approx(m["mate1_top1"])
+    assert cli.main(["heldout", "--data", zh_data, "--weights", model, model, "--val-fraction", "0.3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and f"{m['val_policy_acc']:.2%}" in lines[1]
+    # a chess network on crazyhouse data, a file that is not a network: one line, exit 2
+    assert cli.main(["heldout", "--data", zh_data, "--weights", "rise_chess.pt"]) == 2
+    assert "chess network" in capsys.readouterr().err
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a model")
+    assert cli.main(["heldout", "--data", zh_data, "--weights", str(bad)]) == 2
+    assert "not a searchbench weights file" in capsys.readouterr().err
+
+
 def test_best_epoch_is_kept_and_selection_games_are_held_out(zh_data, tmp_path):
     """model.pt holds the epoch with the best selection-set policy accuracy (not the last one); the
     three splits are disjoint by game."""

@@ -43,6 +43,22 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_heldout(args: argparse.Namespace) -> int:
+    from experiments.training.policy_value import heldout
+
+    rows = heldout(args.weights, args.data, val_fraction=args.val_fraction, select_fraction=args.select_fraction,
+                   seed=args.seed, threads=args.threads)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{'weights':<44} {'policy top-1':>12} {'value sign':>10} {'mate-1 top-1':>12} {'policy loss':>11} "
+          f"{'positions':>9}")
+    for r in rows:
+        print(f"{r['weights']:<44} {r['val_policy_acc']:>12.2%} {r['val_value_sign_acc']:>10.2%} "
+              f"{r['mate1_top1']:>12.2%} {r['val_policy_loss']:>11.4f} {int(r['val_positions']):>9}")
+    return 0
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from experiments.training import train
     from experiments.paths import check_dir
@@ -115,6 +131,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("--json", action="store_true")
     a.add_argument("--quiet", action="store_true")
     a.set_defaults(func=_cmd_agreement)
+
+    h = sub.add_parser("heldout", help="policy/value accuracy of saved rise/sixtyfour networks on the same "
+                                       "held-out games (train's validation split of --data)")
+    h.add_argument("--data", required=True, nargs="+", help="data directories or shard files")
+    h.add_argument("--weights", required=True, nargs="+", help="model.pt files (or shipped weights paths)")
+    h.add_argument("--val-fraction", type=float, default=0.1, help="as train: share of games held out")
+    h.add_argument("--select-fraction", type=float, default=0.05, help="as train")
+    h.add_argument("--seed", type=int, default=0, help="as train (subsamples the validation positions)")
+    h.add_argument("--threads", type=int, default=1)
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(func=_cmd_heldout)
 
     t = sub.add_parser("train", help="train a network on data shards (paper recipes, SPEC.md section 3)")
     t.add_argument("model", choices=MODELS)

@@ -18,7 +18,7 @@ from torch import nn
 from board.position import RAW_CASTLING
 from evaluators import encodings as enc
 from evaluators import nets
-from evaluators.neural import PolicyValueEvaluator
+from evaluators.neural import PolicyValueEvaluator, weights_path
 from experiments.training.datagen import DataSet
 from experiments.training.train import (
     SIZES, Run, TrainConfig, legal_moves_of, mate_in_one_set, mirror_files, one_cycle, side_result, split,
@@ -259,3 +259,38 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
             "steps": step, "training_seconds": round(time.monotonic() - t0, 1), "device": str(device),
             "sel_policy_acc": float(run.best_score), **{k: float(v) for k, v in last.items()}}
     return run.finish(cfg.model, net, meta)
+
+
+def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, select_fraction: float = 0.05,
+            seed: int = 0, threads: int = 1) -> list[dict[str, Any]]:
+    """The validation metrics of saved rise/sixtyfour models on one held-out set: the validation games
+    of ``data`` exactly as ``train`` splits them with the same fractions and seed (by game uid, so a
+    model trained on other data never saw them). Compares a new network with a shipped one fairly.
+    Returns one row per weights file: its path, family and :meth:`PolicyValueTask.metrics`."""
+    from experiments.training import datagen
+
+    torch.set_num_threads(max(1, threads))
+    ds = datagen.load_dataset(data)
+    cfg = TrainConfig(model="rise", data=data, out="", val_fraction=val_fraction, select_fraction=select_fraction,
+                      seed=seed).resolved()
+    _, va, _ = split(ds, cfg)
+    legal_va, mates = legal_moves_of(ds, va, ds.variant), mate_in_one_set(ds, va, ds.variant)
+    rows = []
+    for path in weights:
+        net = family = None
+        for fam in ("rise", "sixtyfour"):
+            try:
+                net, d = nets.load_model(weights_path(path), fam)
+                family = fam
+                break
+            except ValueError as e:
+                err = str(e)
+        if net is None or family is None:
+            raise ValueError(err)
+        if d["config"].get("variant", ds.variant) != ds.variant:
+            raise ValueError(f"{path} is a {d['config'].get('variant')} network; the data are {ds.variant}")
+        net = net.float()
+        task = PolicyValueTask(family, ds.variant, 1.0)
+        with torch.inference_mode():
+            rows.append({"weights": path, "family": family, **task.metrics(net, ds, va, legal_va, mates)})
+    return rows
