@@ -159,9 +159,20 @@ def test_heldout_scores_models_on_the_training_runs_validation_games(zh_data, tm
     assert row["family"] == "rise" and row["val_positions"] == m["val_positions"]
     assert row["val_policy_acc"] == pytest.approx(m["val_policy_acc"])
     assert row["mate1_top1"] == pytest.approx(m["mate1_top1"])
-    assert cli.main(["heldout", "--data", zh_data, "--weights", model, model, "--val-fraction", "0.3"]) == 0
+    assert cli.main(["heldout", "--data", zh_data, "--weights", model, model, "--val-fraction", "0.3",
+                     "--classical"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3 and f"{m['val_policy_acc']:.2%}" in lines[1]
+    assert len(lines) == 4 and lines[1].startswith("classical") and f"{m['val_policy_acc']:.2%}" in lines[2]
+    # the classical row by hand: the sign of its side-to-move score against the game's result
+    ref = policy_value.heldout([], [zh_data], val_fraction=0.3, classical=True)[0]
+    ds = datagen.load_dataset([zh_data])
+    _, va, _ = train.split(ds, train.TrainConfig(model="rise", data=[zh_data], out="", val_fraction=0.3).resolved())
+    z = train.side_result(ds, va)
+    from evaluators import classical
+    from evaluators import encodings as enc
+    ok = [(classical.stm_score(board.new_position("crazyhouse", enc.raw_to_fen(ds.raw[i], "crazyhouse"))) > 0)
+          == (r > 0) for i, r in zip(va, z) if r != 0]
+    assert ref["val_value_sign_acc"] == pytest.approx(sum(ok) / len(ok)) and 0 <= ref["val_policy_acc"] <= 1
     # a chess network on crazyhouse data, a file that is not a network: one line, exit 2
     assert cli.main(["heldout", "--data", zh_data, "--weights", "rise_chess.pt"]) == 2
     assert "chess network" in capsys.readouterr().err

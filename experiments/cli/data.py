@@ -47,15 +47,16 @@ def _cmd_heldout(args: argparse.Namespace) -> int:
     from experiments.training.policy_value import heldout
 
     rows = heldout(args.weights, args.data, val_fraction=args.val_fraction, select_fraction=args.select_fraction,
-                   seed=args.seed, threads=args.threads)
+                   seed=args.seed, threads=args.threads, classical=args.classical)
     if args.json:
         print(json.dumps(rows))
         return 0
     print(f"{'weights':<44} {'policy top-1':>12} {'value sign':>10} {'mate-1 top-1':>12} {'policy loss':>11} "
           f"{'positions':>9}")
     for r in rows:
+        mate, loss = (f"{r['mate1_top1']:>12.2%}", f"{r['val_policy_loss']:>11.4f}") if "mate1_top1" in r else ("", "")
         print(f"{r['weights']:<44} {r['val_policy_acc']:>12.2%} {r['val_value_sign_acc']:>10.2%} "
-              f"{r['mate1_top1']:>12.2%} {r['val_policy_loss']:>11.4f} {int(r['val_positions']):>9}")
+              f"{mate:>12} {loss:>11} {int(r['val_positions']):>9}")
     return 0
 
 
@@ -140,6 +141,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     h.add_argument("--select-fraction", type=float, default=0.05, help="as train")
     h.add_argument("--seed", type=int, default=0, help="as train (subsamples the validation positions)")
     h.add_argument("--threads", type=int, default=1)
+    h.add_argument("--classical", action="store_true",
+                   help="add the classical evaluator as a reference row (value sign; policy = its top move score)")
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=_cmd_heldout)
 

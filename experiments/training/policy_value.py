@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import board
 from board.position import RAW_CASTLING
 from evaluators import encodings as enc
 from evaluators import nets
@@ -261,12 +262,32 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
     return run.finish(cfg.model, net, meta)
 
 
+def classical_metrics(ds: DataSet, idx: np.ndarray, legal: list[list[int]]) -> dict[str, float]:
+    """The classical evaluator as a reference on the same positions: value sign = the sign of its
+    side-to-move score, policy top-1 = its highest move score (the priors it gives MCTS)."""
+    from evaluators import classical
+
+    zh = ds.variant == "crazyhouse"
+    z = side_result(ds, idx)
+    correct = sign_ok = decisive = 0
+    for k, i in enumerate(idx):
+        pos = board.new_position(ds.variant, enc.raw_to_fen(ds.raw[i], ds.variant))
+        if z[k] != 0:
+            decisive += 1
+            sign_ok += int((classical.stm_score(pos) > 0) == (z[k] > 0))
+        ms = classical.move_scores(pos.raw_state(), legal[k], zh)
+        correct += int(legal[k][int(np.argmax(ms))] == int(ds.move[i]))
+    return {"val_policy_acc": correct / max(1, len(idx)), "val_value_sign_acc": sign_ok / max(1, decisive),
+            "val_positions": float(len(idx))}
+
+
 def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, select_fraction: float = 0.05,
-            seed: int = 0, threads: int = 1) -> list[dict[str, Any]]:
+            seed: int = 0, threads: int = 1, classical: bool = False) -> list[dict[str, Any]]:
     """The validation metrics of saved rise/sixtyfour models on one held-out set: the validation games
     of ``data`` exactly as ``train`` splits them with the same fractions and seed (by game uid, so a
     model trained on other data never saw them). Compares a new network with a shipped one fairly.
-    Returns one row per weights file: its path, family and :meth:`PolicyValueTask.metrics`."""
+    Returns one row per weights file: its path, family and :meth:`PolicyValueTask.metrics`; with
+    ``classical`` first a row for the classical evaluator (:func:`classical_metrics`)."""
     from experiments.training import datagen
 
     torch.set_num_threads(max(1, threads))
@@ -275,7 +296,9 @@ def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, sele
                       seed=seed).resolved()
     _, va, _ = split(ds, cfg)
     legal_va, mates = legal_moves_of(ds, va, ds.variant), mate_in_one_set(ds, va, ds.variant)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    if classical:
+        rows.append({"weights": "classical", "family": "classical", **classical_metrics(ds, va, legal_va)})
     for path in weights:
         net = family = None
         for fam in ("rise", "sixtyfour"):
