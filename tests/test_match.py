@@ -266,6 +266,22 @@ def test_cli_match_stores_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixt
         assert g.white_settings["limits"] == "nodes=16" and "search" in g.white_settings
 
 
+def test_stored_settings_name_the_network_that_played(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evaluators.neural import weights_path
+    from experiments.harness.store import file_id
+
+    db = tmp_path / "w.sqlite"
+    rc, _, err = _cli(["match", "rise-mcts", "material-ab", "--variant", "crazyhouse", "--games", "2", "--nodes",
+                       "8", "--max-plies", "6", "--db", str(db), "--quiet"], capsys)
+    assert rc == 0, err
+    with Store(db) as st:
+        for g in st.games():
+            rise = g.white_settings if g.white == "rise-mcts" else g.black_settings
+            other = g.black_settings if g.white == "rise-mcts" else g.white_settings
+            assert rise["weights"] == file_id(weights_path("rise_crazyhouse.pt"))
+            assert rise["weights"].startswith("rise_crazyhouse.pt:") and "weights" not in other
+
+
 @pytest.mark.parametrize("argv,message", [
     (["match", "nosuch-engine", "material-ab", "--nodes", "8", "--games", "2"], "nosuch-engine"),
     (["match", "material-ab", "material-mcts", "--nodes", "8", "--games", "2", "--db", "/proc/no/x.sqlite"],

@@ -64,14 +64,12 @@ def default_suite(variant: str) -> Path:
 def suite_id(path: str | Path) -> str:
     """The suite's identity for game keys: file name and content digest (not the path, so a run
     resumes from another directory; a changed suite gives new keys)."""
-    import hashlib
+    from experiments.harness.store import file_id
 
-    p = Path(path)
     try:
-        digest = hashlib.sha1(p.read_bytes()).hexdigest()[:10]
+        return file_id(path)
     except OSError as e:
-        raise OpeningError(f"cannot read opening suite {str(p)!r}: {e.strerror}") from None
-    return f"{p.name}:{digest}"
+        raise OpeningError(f"cannot read opening suite {str(path)!r}: {e.strerror}") from None
 
 
 def _parse_ops(text: str, where: str) -> dict[str, str]:

@@ -124,6 +124,16 @@ class GameRecord:
 _versions_cache: dict[str, str] | None = None
 
 
+def file_id(path: str | Path) -> str:
+    """A file's identity in records and keys: ``name:`` and the first 10 hex digits of its SHA-1 (the
+    content, not the path: the same file elsewhere has the same id, a changed one another). OSError
+    if it cannot be read."""
+    import hashlib
+
+    p = Path(path)
+    return f"{p.name}:{hashlib.sha1(p.read_bytes()).hexdigest()[:10]}"
+
+
 def versions() -> dict[str, str]:
     """Versions recorded with every game: searchbench, its git commit, Python and key libraries."""
     global _versions_cache

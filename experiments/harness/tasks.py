@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import zlib
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -73,6 +74,11 @@ class Player:
         if spec is not None:
             s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
                      options=dict(spec.options))
+        weights = getattr(getattr(engine, "evaluator", None), "path", None)
+        if isinstance(weights, str) and os.path.isfile(weights):
+            from experiments.harness.store import file_id
+
+            s["weights"] = file_id(weights)  # which network played, whatever the spec says
         return s
 
 
