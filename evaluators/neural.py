@@ -84,6 +84,8 @@ def legal_softmax_torch(logits: torch.Tensor, seg: torch.Tensor, idx: torch.Tens
     e = torch.exp(x - mx[seg])
     tot = torch.zeros(n_leaves, device=x.device).index_add_(0, seg, e)
     return e / tot[seg]
+
+
 def weights_path(path: str) -> str:
     """``path``, or the shipped file (evaluators/weights/) when it is a bare name that does not exist
     here: ``rise_chess.pt`` works from any working directory."""
