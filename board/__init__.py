@@ -15,7 +15,7 @@ from board.moves import (
 from board.position import (
     CRAZYHOUSE_STARTING_FEN, STARTING_FEN, VARIANTS, CrazyhousePosition, Position, new_position,
 )
-from board.perft import divide, perft, perft_bulk
+from board.perft import MAX_PERFT_DEPTH, divide, perft, perft_bulk
 
 __all__ = [
     "BISHOP", "BLACK", "KING", "KNIGHT", "PAWN", "QUEEN", "ROOK", "SQUARE_NAMES", "WHITE",
@@ -23,5 +23,5 @@ __all__ = [
     "NULL_MOVE", "Move", "make_drop", "make_move", "move_drop", "move_from", "move_from_uci",
     "move_promotion", "move_to", "move_to_uci",
     "CRAZYHOUSE_STARTING_FEN", "STARTING_FEN", "VARIANTS", "CrazyhousePosition", "Position",
-    "new_position", "divide", "perft", "perft_bulk",
+    "new_position", "MAX_PERFT_DEPTH", "divide", "perft", "perft_bulk",
 ]

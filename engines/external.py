@@ -99,6 +99,17 @@ def _quiet_closed_loop(u: Any) -> None:
 
 sys.unraisablehook = _quiet_closed_loop
 
+
+class _DropClosedLoopWarning(logging.Filter):
+    """asyncio's child watcher logs "Loop ... that handles pid N is closed" when an engine that never
+    finished starting exits after python-chess closed its loop: a second line after ours."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "that handles pid" not in record.getMessage()
+
+
+logging.getLogger("asyncio").addFilter(_DropClosedLoopWarning())
+
 #: options the adapter itself understands; any other name must be an option the program announces
 EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("nodes", "spin", None, _optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
@@ -223,7 +234,9 @@ class ExternalEngine(Engine):
         popen = (chess.engine.SimpleEngine.popen_uci if self.protocol == "uci"
                  else chess.engine.SimpleEngine.popen_xboard)
         try:
-            eng = popen(self.command, timeout=self.startup_timeout, stderr=asyncio.subprocess.DEVNULL)
+            # its own process group: a wrapper script's children are killed with it (see _kill)
+            eng = popen(self.command, timeout=self.startup_timeout, stderr=asyncio.subprocess.DEVNULL,
+                        start_new_session=True)
         except (asyncio.TimeoutError, concurrent.futures.TimeoutError):
             raise EngineError(f"engine {self.name} did not finish starting within {self.startup_timeout:g}s") from None
         except (OSError, chess.engine.EngineError) as e:
@@ -287,6 +300,11 @@ class ExternalEngine(Engine):
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
+        if pid is not None:  # and whatever it started (a wrapper script's engine): the whole group
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
     def _restart(self) -> None:
         if self._engine is not None:

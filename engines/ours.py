@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+import math
 import random
 import sys
 import time
@@ -90,7 +91,7 @@ class OptionInfo:
             value = self.parse(text)
         except (ValueError, TypeError) as e:
             raise EngineError(f"bad value {text!r} for option {self.name!r}: {e}") from None
-        if self.kind == "spin" and isinstance(value, int) and not self.minimum <= value <= self.maximum:
+        if isinstance(value, int) and not isinstance(value, bool) and not self.minimum <= value <= self.maximum:
             raise EngineError(f"option {self.name!r} must be in [{self.minimum}, {self.maximum}], got {value}")
         return self.format(value)
 
@@ -125,8 +126,8 @@ def parse_int(text: str) -> int:
 
 def parse_float(text: str) -> float:
     v = float(text.strip())
-    if v != v:
-        raise ValueError("not a number")
+    if not math.isfinite(v):
+        raise ValueError("not a finite number")
     return v
 
 

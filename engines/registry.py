@@ -19,6 +19,7 @@ itself announces when it starts.
 from __future__ import annotations
 
 import importlib
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,32 @@ def is_external(spec: EngineSpec) -> bool:
     return spec.search in PROTOCOLS
 
 
+#: environment switch of ``searchbench --no-external-programs`` (inherited by worker processes)
+NO_EXTERNAL_ENV = "SEARCHBENCH_NO_EXTERNAL"
+
+
+def external_programs_allowed() -> bool:
+    """False under ``--no-external-programs``: then a spec may name only the built-in external
+    engines, with the adapter's own options (nothing passed through to the program)."""
+    return os.environ.get(NO_EXTERNAL_ENV, "") in ("", "0")
+
+
+def _check_external_allowed(head: str, overrides: dict[str, str]) -> None:
+    if external_programs_allowed():
+        return
+    from engines.external import EXTERNAL_OPTIONS
+    from engines.ours import norm_key as norm
+
+    if head not in builtins():
+        raise EngineError(f"external programs are disabled (--no-external-programs): {head!r} is not a built-in "
+                          f"engine")
+    adapter = {norm(o.name) for o in EXTERNAL_OPTIONS if o.name != "args"}
+    passed = [k for k in overrides if norm(k) not in adapter]
+    if passed:
+        raise EngineError(f"external programs are disabled (--no-external-programs): option {passed[0]!r} would be "
+                          f"passed to {head!r} or its command line")
+
+
 # ---- resolving: every spec is parsed here, once ------------------------------------------------------
 
 def split_spec(text: str) -> tuple[str, dict[str, str]]:
@@ -168,7 +195,10 @@ def resolve(name_or_spec: str) -> EngineSpec:
     """The resolved :class:`EngineSpec` of a built-in name or a spec string (module docstring):
     every option parsed and the search config built, once; :class:`EngineError` for anything bad."""
     head, overrides = split_spec(name_or_spec)
-    return complete(_base(head), overrides)
+    base = _base(head)
+    if is_external(base):
+        _check_external_allowed(head, overrides)
+    return complete(base, overrides)
 
 
 def with_options(spec: EngineSpec, options: dict[str, str]) -> EngineSpec:

@@ -76,9 +76,11 @@ Sjeng 11.2 (``/usr/games/sjeng``) over XBoard, as tried by hand (and read in its
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import random
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -339,7 +341,8 @@ class XBoardSeat(Seat):
     def _start_process(self) -> None:
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True, bufsize=1)
+                                         stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                         start_new_session=True)  # its own group: see kill()
         except OSError as e:
             raise SeatError(f"cannot start {self.command[0]!r}: {e.strerror}") from None
         self.lines = queue.Queue()
@@ -400,6 +403,10 @@ class XBoardSeat(Seat):
                     proc.kill()
                     proc.wait(timeout=5)
         except (OSError, subprocess.SubprocessError):
+            pass
+        try:  # whatever it started (a wrapper script's engine) goes with it
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
             pass
 
     def close(self) -> None:

@@ -60,6 +60,7 @@ from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.nets import build_checked
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
@@ -297,8 +298,9 @@ def load(path: str) -> tuple[BughouseNet, dict[str, Any]]:
         got = d.get("family") if isinstance(d, dict) else type(d).__name__
         raise BughouseNetError(f"weights file {path} is not a bughouse network (found {got!r})")
     try:
-        net = BughouseNet(BughouseNetConfig(**dict(d["config"])))
-        net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in d["state_dict"].items()})
+        cfg = BughouseNetConfig(**dict(d["config"]))
+        net = build_checked(lambda: BughouseNet(cfg), d["state_dict"])
+        assert isinstance(net, BughouseNet)
     except (TypeError, RuntimeError, KeyError, ValueError) as e:
         raise BughouseNetError(f"weights file {path} does not match its bughouse configuration: "
                                f"{str(e).splitlines()[0]}") from None

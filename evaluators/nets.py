@@ -27,7 +27,7 @@ Saved models are plain dicts ``{"family", "config", "variant", "state_dict", "me
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -281,6 +281,28 @@ def save_model(path: str, family: str, net: nn.Module, meta: dict[str, Any] | No
     os.replace(tmp, path)
 
 
+def build_checked(make: Callable[[], nn.Module], state_dict: Any) -> nn.Module:
+    """``make()`` loaded with ``state_dict``, after checking the stored tensors against the shapes the
+    header's configuration asks for on the ``meta`` device (no memory): a header that lies
+    (``channels=6000`` beside 64-channel tensors) is refused before gigabytes are allocated.
+    ValueError (one line) if they differ."""
+    if not isinstance(state_dict, dict) or not all(isinstance(v, torch.Tensor) for v in state_dict.values()):
+        raise ValueError("the state dict is not a table of tensors")
+    with torch.device("meta"):
+        shape_net = make()
+    want = {k: tuple(v.shape) for k, v in shape_net.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state_dict.items()}
+    if want.keys() != got.keys():
+        extra, missing = sorted(got.keys() - want.keys()), sorted(want.keys() - got.keys())
+        raise ValueError(f"tensors {(missing or extra)[:3]} are {'missing' if missing else 'unexpected'}")
+    bad = next((k for k in want if want[k] != got[k]), None)
+    if bad is not None:
+        raise ValueError(f"the header asks for {bad} of shape {want[bad]}, the file holds {got[bad]}")
+    net = make()
+    net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state_dict.items()})
+    return net
+
+
 def load_model(path: str, family: str) -> tuple[nn.Module, dict[str, Any]]:
     """Load a saved model of ``family``; raises ValueError naming the file (one line) if the file is
     missing, unreadable or of another family."""
@@ -297,8 +319,8 @@ def load_model(path: str, family: str) -> tuple[nn.Module, dict[str, Any]]:
         got = d.get("family") if isinstance(d, dict) else type(d).__name__
         raise ValueError(f"weights file {path} is not a {family} model (found {got!r})")
     try:
-        net = build(family, dict(d["config"]))
-        net.load_state_dict(d["state_dict"])
+        config = dict(d["config"])
+        net = build_checked(lambda: build(family, config), d["state_dict"])
     except (TypeError, RuntimeError, KeyError, ValueError) as e:
         raise ValueError(f"weights file {path} does not match its {family} configuration: "
                          f"{str(e).splitlines()[0]}") from None

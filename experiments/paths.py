@@ -1,18 +1,32 @@
-"""Output paths: checked before any work starts, created only when something is written.
+"""Input and output paths: checked before any work starts, created only when something is written.
 
 Every command that writes (a database, a PGN, a report folder, a trained model, an opening suite)
 calls :func:`check_file` or :func:`check_dir` on its outputs first, so a path that cannot work is
 one line and exit code 2 before a game is played or a network trained, and a failed check leaves
-no empty file or folder behind (nothing is created here).
+no empty file or folder behind.  Whether a folder can be created is found out by trying (a
+temporary folder made and removed in the nearest existing ancestor): ``access()`` says yes to root
+even under ``/proc``.  A symbolic link that points nowhere is refused (writing through it would
+create a file elsewhere).
+
+Every file the suite reads as text (configs, opening suites) goes through :func:`read_text`: a
+regular file only (never ``/dev/zero`` or a pipe), at most a size limit, and a decoding error that
+names the file.
 """
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+MAX_TEXT_BYTES = 64 << 20  # a config or an opening suite is far smaller
 
 
 class OutputError(ValueError):
     """An output path that cannot be written (one-line message)."""
+
+
+class InputError(ValueError):
+    """An input file that cannot be read as what it should be (one-line message)."""
 
 
 def _existing_ancestor(p: Path) -> Path:
@@ -24,19 +38,26 @@ def _existing_ancestor(p: Path) -> Path:
 
 
 def _check_creatable(p: Path, what: str) -> None:
+    if p.is_symlink():
+        raise OutputError(f"{what} {str(p)!r} is a symbolic link to a missing file; give the target itself")
     anc = _existing_ancestor(p)
     if not anc.is_dir():
         raise OutputError(f"cannot create {what} {str(p)!r}: {str(anc)!r} is not a directory")
-    if not os.access(anc, os.W_OK | os.X_OK):
-        raise OutputError(f"cannot create {what} {str(p)!r}: directory {str(anc)!r} is not writable")
+    try:  # a real try: access() answers yes to root even where nothing can be made (/proc)
+        os.rmdir(tempfile.mkdtemp(prefix=".searchbench-probe-", dir=anc))
+    except OSError as e:
+        raise OutputError(f"cannot create {what} {str(p)!r}: directory {str(anc)!r}: {e.strerror}") from None
 
 
-def check_file(path: str | Path, what: str = "output file") -> Path:
-    """``path`` as a Path if it is a writable file or can be created; :class:`OutputError` if not."""
+def check_file(path: str | Path, what: str = "output file", regular: bool = False) -> Path:
+    """``path`` as a Path if it is a writable file or can be created; :class:`OutputError` if not.
+    ``regular``: an existing path must be a regular file (a database is never a device)."""
     p = Path(path)
     if p.is_dir():
         raise OutputError(f"{what} {str(p)!r} is a directory")
     if p.exists():
+        if regular and not p.is_file():
+            raise OutputError(f"{what} {str(p)!r} is not a regular file")
         if not os.access(p, os.W_OK):
             raise OutputError(f"{what} {str(p)!r} is not writable")
         return p
@@ -50,8 +71,80 @@ def check_dir(path: str | Path, what: str = "output directory") -> Path:
     if p.exists():
         if not p.is_dir():
             raise OutputError(f"{what} {str(p)!r} exists and is not a directory")
-        if not os.access(p, os.W_OK | os.X_OK):
-            raise OutputError(f"{what} {str(p)!r} is not writable")
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".searchbench-probe-", dir=p))
+        except OSError as e:
+            raise OutputError(f"{what} {str(p)!r} is not writable: {e.strerror}") from None
         return p
     _check_creatable(p, what)
     return p
+
+
+def ensure_parent(path: str | Path, what: str = "output file") -> None:
+    """Create the folder that will hold ``path`` (as the database's is), one line if it cannot be."""
+    parent = Path(path).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot create the folder of {what} {str(path)!r}: {e.strerror}") from None
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; :class:`InputError` otherwise."""
+    p = Path(path)
+    try:
+        if not p.exists():
+            raise InputError(f"cannot read {what} {str(p)!r}: no such file")
+        if not p.is_file():
+            raise InputError(f"cannot read {what} {str(p)!r}: not a regular file")
+        with open(p, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise InputError(f"cannot read {what} {str(p)!r}: {e.strerror}") from None
+    if len(data) > limit:
+        raise InputError(f"{what} {str(p)!r} is larger than {limit >> 20} MB: refusing to read it")
+    return data
+
+
+def read_text(path: str | Path, what: str = "file", limit: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of a regular file (see :func:`read_bytes`); a decoding error names the file."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{what} {str(path)!r} is not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})"
+                         ) from None
+
+
+#: files that make a run folder worth keeping after a failure (a run resumes from them)
+RUN_KEEP: tuple[str, ...] = ("checkpoint.pt", "model.pt")
+
+
+class run_dir:
+    """``with run_dir(path):`` the output folder of a training run, made if missing.  If the body
+    fails (a refused input, a bad split, an interrupt before the first checkpoint) and this run made
+    the folder, it is removed again with the parents it made, unless it holds something a rerun
+    resumes from (:data:`RUN_KEEP`): a refused run leaves no empty folder or lone ``command.txt``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.new = [d for d in (self.path, *self.path.parents) if not d.exists()]
+
+    def __enter__(self) -> Path:
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise OutputError(f"cannot create output folder {str(self.path)!r}: {e.strerror}") from None
+        return self.path
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        if kind is None or not self.new or any((self.path / k).exists() for k in RUN_KEEP):
+            return
+        import shutil
+
+        shutil.rmtree(self.path, ignore_errors=True)
+        for d in self.new[1:]:
+            try:
+                d.rmdir()
+            except OSError:
+                break

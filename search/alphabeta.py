@@ -109,6 +109,8 @@ class ABConfig:
             raise SearchConfigError(f"tt_size must be a power of two, got {self.tt_size}")
         if self.default_nodes < 1:
             raise SearchConfigError("default_nodes must be positive")
+        if self.time_check_interval < 1:
+            raise SearchConfigError("time_check_interval must be positive")
 
 
 def mate_in_moves(score: int) -> int | None:

@@ -65,6 +65,8 @@ class ComparatorConfig:
             raise ComparatorConfigError(f"depth must be in 1..32, got {self.depth}")
         if self.default_nodes < 1:
             raise ComparatorConfigError("default_nodes must be positive")
+        if self.time_check_interval < 1:
+            raise ComparatorConfigError("time_check_interval must be positive")
 
 
 class Item:

@@ -118,8 +118,14 @@ class MCTSConfig:
                    fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
 
     def validate(self) -> None:
-        if self.batch_size < 1:
-            raise MCTSConfigError(f"batch_size must be at least 1, got {self.batch_size}")
+        if not 1 <= self.batch_size <= 4096:
+            raise MCTSConfigError(f"batch_size must be from 1 to 4096, got {self.batch_size}")
+        for name, v in (("cpuct_base", self.cpuct_base), ("u_base", self.u_base),
+                        ("q_thresh_base", self.q_thresh_base), ("prior_noise_decay", self.prior_noise_decay)):
+            if not v > 0:  # each divides: 0 would end every game in a ZeroDivisionError
+                raise MCTSConfigError(f"{name} must be positive, got {v}")
+        if self.cpuct_init < 0 or self.max_tree_nodes < 1:
+            raise MCTSConfigError("cpuct_init must be >= 0 and max_tree_nodes >= 1")
         if self.virtual_loss < 0:
             raise MCTSConfigError("virtual_loss must not be negative")
         if self.score_formula not in TREE_RULES:

@@ -14,6 +14,7 @@ import argparse
 import re
 from pathlib import Path
 from typing import Any
+from experiments.cli.main import count, fraction, number, positive_float, seed
 
 RUNS = Path("runs")
 
@@ -74,14 +75,14 @@ def register(sub: Any) -> None:
     d = sub.add_parser("bughouse-datagen", help="bughouse training games through the four-seat server "
                                                 "(default Sjeng teams; resumable SQLite + BPGN)")
     d.add_argument("--db", default="data/bughouse-sjeng.sqlite", help="game database (resumes)")
-    d.add_argument("--games", type=int, default=400, help="stop when this many games are stored")
-    d.add_argument("--minutes", type=float, help="stop starting games after this many minutes")
+    d.add_argument("--games", type=count(1), default=400, help="stop when this many games are stored")
+    d.add_argument("--minutes", type=positive_float, help="stop starting games after this many minutes")
     d.add_argument("--pair", nargs=2, action="append", metavar=("TEAM_A", "TEAM_B"),
                    help="a pairing of teams (repeatable; default sjeng:depth=3 vs sjeng:depth=4 and "
                         "sjeng:depth=4 vs sjeng:depth=4)")
     d.add_argument("--tc", default="30+0", help="time control BASE+INC seconds per seat (default 30+0)")
-    d.add_argument("--chunk", type=int, default=4, help="games per pairing before switching to the next")
-    d.add_argument("--seed", type=int, default=1)
+    d.add_argument("--chunk", type=count(1), default=4, help="games per pairing before switching to the next")
+    d.add_argument("--seed", type=seed, default=1)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_bughouse_datagen)
 
@@ -89,16 +90,16 @@ def register(sub: Any) -> None:
     t.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"], help="game database(s)")
     t.add_argument("--out", default="runs/bughouse-net", help="run directory (model.pt, metrics.csv)")
     t.add_argument("--size", default="small", help="network size (tiny, small, lazybug)")
-    t.add_argument("--epochs", type=int, default=20)
-    t.add_argument("--minutes", type=float, default=15.0, help="wall-time budget")
-    t.add_argument("--batch", type=int, default=256)
-    t.add_argument("--lr", type=float, default=0.02, help="SGD learning rate (LazyBug: 0.02, static)")
-    t.add_argument("--value-weight", type=float, default=1.0, help="weight of the value MSE (LazyBug 1)")
-    t.add_argument("--policy-weight", type=float, default=0.01, help="weight of the policy CE (LazyBug 0.01)")
-    t.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out")
-    t.add_argument("--threads", type=int, default=1, help="torch threads")
+    t.add_argument("--epochs", type=count(1, 100_000), default=20)
+    t.add_argument("--minutes", type=positive_float, default=15.0, help="wall-time budget")
+    t.add_argument("--batch", type=count(1, 1 << 20), default=256)
+    t.add_argument("--lr", type=number(0, 100, lo_open=True), default=0.02, help="SGD learning rate (LazyBug: 0.02, static)")
+    t.add_argument("--value-weight", type=number(0, 1e6), default=1.0, help="weight of the value MSE (LazyBug 1)")
+    t.add_argument("--policy-weight", type=number(0, 1e6), default=0.01, help="weight of the policy CE (LazyBug 0.01)")
+    t.add_argument("--val-fraction", type=fraction, default=0.1, help="share of games held out")
+    t.add_argument("--threads", type=count(1, 256), default=1, help="torch threads")
     t.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu, cuda or cuda:N")
-    t.add_argument("--seed", type=int, default=1)
+    t.add_argument("--seed", type=seed, default=1)
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_bughouse_train)
 
@@ -108,11 +109,11 @@ def register(sub: Any) -> None:
                              "(bughouse-mcts[:nodes=N,movetime=S,...], rise-bughouse-mcts[:weights=PATH,...], "
                              "sjeng[:depth=N], PROGRAM+xboard)")
     p.add_argument("b", help="team B")
-    p.add_argument("--games", type=int, default=2, help="games (team colours alternate per game)")
+    p.add_argument("--games", type=count(1), default=2, help="games (team colours alternate per game)")
     p.add_argument("--tc", default="60+0", help="time control BASE+INC in seconds per seat (default 60+0)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--db", help="SQLite results (default runs/<a>-vs-<b>-bughouse.sqlite)")
     p.add_argument("--bpgn", help="BPGN output (default: beside the database)")
-    p.add_argument("--max-plies", type=int, default=600, help="draw after this many plies on both boards")
+    p.add_argument("--max-plies", type=count(1, 100_000), default=600, help="draw after this many plies on both boards")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_bughouse_match)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from experiments.cli.main import count, fraction, number, positive_float, seed
+
 MODELS = ("rise", "sixtyfour", "deepchess")
 
 
@@ -94,9 +96,9 @@ def _cmd_bench_encode(args: argparse.Namespace) -> int:
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     b = bench_sub.add_parser("encode", help="batch encoding time vs network time (and vs python-chess)")
     b.add_argument("--batches", default="1,8,64,256")
-    b.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
+    b.add_argument("--seconds", type=positive_float, default=1.0, help="time per measurement")
     b.add_argument("--weights", default=None, help="RISE weights (default: shipped)")
-    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--seed", type=seed, default=1)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_cmd_bench_encode)
 
@@ -105,30 +107,30 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("datagen", help="play Fairy-Stockfish games (or import a PGN) into data shards")
     p.add_argument("--out", required=True, help="data directory (shards are appended)")
     p.add_argument("--variant", choices=("chess", "crazyhouse"), default="crazyhouse")
-    p.add_argument("--games", type=int, default=100, help="new games to play")
-    p.add_argument("--nodes", type=int, default=2000, help="engine node budget per move")
-    p.add_argument("--workers", type=int, default=1, help="engine processes in parallel")
+    p.add_argument("--games", type=count(1), default=100, help="new games to play")
+    p.add_argument("--nodes", type=count(1), default=2000, help="engine node budget per move")
+    p.add_argument("--workers", type=count(1, 256), default=1, help="engine processes in parallel")
     p.add_argument("--random-plies", default="2-8", help="random opening plies, N or MIN-MAX")
-    p.add_argument("--max-plies", type=int, default=400, help="adjudicate a draw after this many plies")
-    p.add_argument("--shard-games", type=int, default=50, help="games per shard (flush interval)")
-    p.add_argument("--minutes", type=float, default=None, help="stop after this wall time")
+    p.add_argument("--max-plies", type=count(0, 100_000), default=400, help="adjudicate a draw after this many plies")
+    p.add_argument("--shard-games", type=count(1), default=50, help="games per shard (flush interval)")
+    p.add_argument("--minutes", type=positive_float, default=None, help="stop after this wall time")
     p.add_argument("--engine", default="fairy-stockfish")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=seed, default=None)
     p.add_argument("--pgn", default=None, help="import this PGN file instead of playing games")
     p.add_argument("--pgn-variant", choices=("chess", "crazyhouse"), default=None,
                    help="keep only games of this variant (default: from each game's Variant header)")
-    p.add_argument("--min-elo", type=int, default=0, help="PGN import: both players rated at least this")
+    p.add_argument("--min-elo", type=count(0, 5000), default=0, help="PGN import: both players rated at least this")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_datagen)
 
     a = sub.add_parser("agreement", help="how often the engine, searching afresh, repeats the moves of its own "
                                          "games (the ceiling of policy accuracy on that data)")
     a.add_argument("--data", required=True, nargs="+", help="data directories or shard files")
-    a.add_argument("--nodes", type=int, nargs="+", default=[3000], help="node budgets to replay at")
-    a.add_argument("--positions", type=int, default=1000, help="validation positions sampled")
-    a.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out (as train)")
+    a.add_argument("--nodes", type=count(1), nargs="+", default=[3000], help="node budgets to replay at")
+    a.add_argument("--positions", type=count(1), default=1000, help="validation positions sampled")
+    a.add_argument("--val-fraction", type=fraction, default=0.1, help="share of games held out (as train)")
     a.add_argument("--engine", default="fairy-stockfish")
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=seed, default=0)
     a.add_argument("--json", action="store_true")
     a.add_argument("--quiet", action="store_true")
     a.set_defaults(func=_cmd_agreement)
@@ -137,10 +139,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                        "held-out games (train's validation split of --data)")
     h.add_argument("--data", required=True, nargs="+", help="data directories or shard files")
     h.add_argument("--weights", required=True, nargs="+", help="model.pt files (or shipped weights paths)")
-    h.add_argument("--val-fraction", type=float, default=0.1, help="as train: share of games held out")
-    h.add_argument("--select-fraction", type=float, default=0.05, help="as train")
-    h.add_argument("--seed", type=int, default=0, help="as train (subsamples the validation positions)")
-    h.add_argument("--threads", type=int, default=1)
+    h.add_argument("--val-fraction", type=fraction, default=0.1, help="as train: share of games held out")
+    h.add_argument("--select-fraction", type=fraction, default=0.05, help="as train")
+    h.add_argument("--seed", type=seed, default=0, help="as train (subsamples the validation positions)")
+    h.add_argument("--threads", type=count(1, 256), default=1)
     h.add_argument("--classical", action="store_true",
                    help="add the classical evaluator as a reference row (value sign; policy = its top move score)")
     h.add_argument("--json", action="store_true")
@@ -151,28 +153,28 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--data", required=True, nargs="+", help="data directories or shard files")
     t.add_argument("--out", required=True, help="run directory: checkpoint.pt, metrics.csv, model.pt")
     t.add_argument("--size", default="small", help="network size preset (see experiments/train.py SIZES)")
-    t.add_argument("--epochs", type=int, default=None, help="default: the paper's")
-    t.add_argument("--batch", type=int, default=None)
-    t.add_argument("--lr", type=float, default=None, help="peak/initial learning rate (default: the paper's)")
-    t.add_argument("--value-weight", type=float, default=None, help="value-loss weight (RISE 0.01, SixtyFour 1)")
-    t.add_argument("--val-fraction", type=float, default=0.1, help="share of games held out")
-    t.add_argument("--ae-epochs", type=int, default=None, help="DeepChess: autoencoder epochs per layer")
-    t.add_argument("--max-positions", type=int, default=None, help="use at most this many training positions")
-    t.add_argument("--minutes", type=float, default=None, help="time budget: the schedule is fitted to it")
-    t.add_argument("--threads", type=int, default=1)
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=count(1, 100_000), default=None, help="default: the paper's")
+    t.add_argument("--batch", type=count(1, 1 << 20), default=None)
+    t.add_argument("--lr", type=number(0, 100, lo_open=True), default=None, help="peak/initial learning rate (default: the paper's)")
+    t.add_argument("--value-weight", type=number(0, 1e6), default=None, help="value-loss weight (RISE 0.01, SixtyFour 1)")
+    t.add_argument("--val-fraction", type=fraction, default=0.1, help="share of games held out")
+    t.add_argument("--ae-epochs", type=count(0, 100_000), default=None, help="DeepChess: autoencoder epochs per layer")
+    t.add_argument("--max-positions", type=count(1, 10**12), default=None, help="use at most this many training positions")
+    t.add_argument("--minutes", type=positive_float, default=None, help="time budget: the schedule is fitted to it")
+    t.add_argument("--threads", type=count(1, 256), default=1)
+    t.add_argument("--seed", type=seed, default=0)
     t.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
-    t.add_argument("--positions-per-game", type=int, default=10,
+    t.add_argument("--positions-per-game", type=count(1), default=10,
                    help="DeepChess: training positions sampled per decisive game (paper: 10)")
     t.add_argument("--half", action="store_true", help="store model.pt in float16 (half the size)")
-    t.add_argument("--select-fraction", type=float, default=0.05,
+    t.add_argument("--select-fraction", type=fraction, default=0.05,
                    help="share of games (besides validation) used only to pick the best epoch")
-    t.add_argument("--patience", type=int, default=None, help="early stopping: epochs without a better selection score")
-    t.add_argument("--weight-decay", type=float, default=1e-4, help="SGD weight decay (rise, deepchess comparator)")
-    t.add_argument("--dropout", type=float, default=0.0, help="DeepChess: comparator dropout (training only)")
-    t.add_argument("--input-dropout", type=float, default=0.0, help="DeepChess: input-bit dropout (training only)")
+    t.add_argument("--patience", type=count(1), default=None, help="early stopping: epochs without a better selection score")
+    t.add_argument("--weight-decay", type=number(0, 1), default=1e-4, help="SGD weight decay (rise, deepchess comparator)")
+    t.add_argument("--dropout", type=number(0, 1), default=0.0, help="DeepChess: comparator dropout (training only)")
+    t.add_argument("--input-dropout", type=number(0, 1), default=0.0, help="DeepChess: input-bit dropout (training only)")
     t.add_argument("--antisymmetric", action="store_true", help="DeepChess: P(a>b) = 1 - P(b>a) by construction")
-    t.add_argument("--score-weight", type=float, default=0.0,
+    t.add_argument("--score-weight", type=number(0, 1), default=0.0,
                    help="DeepChess: weight of the engine-score ordering in the pair target (0 = outcome only)")
     t.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
                    help="DeepChess comparator optimizer (sgd: the paper; adam: the seeds' report, lr 0.0005)")

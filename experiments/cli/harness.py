@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import board
-from experiments.cli.main import count, positive_float
+from experiments.cli.main import count, number, positive_float, seed
 from experiments.harness import match as match_mod
 from experiments.harness import openings as openings_mod
 from experiments.harness import ratings as ratings_mod
@@ -44,7 +44,7 @@ def _add_play_options(p: argparse.ArgumentParser, variants: tuple[str, ...] = bo
     p.add_argument("--workers", type=count(1), default=1, help="processes")
     p.add_argument("--openings", help="EPD opening suite (default: the shipped one of the variant)")
     p.add_argument("--random-openings", action="store_true", help="seeded shuffle of the suite")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--db", help="SQLite results (default runs/<a>-vs-<b>-<variant>.sqlite)")
     p.add_argument("--pgn", help="PGN output (default: beside the database)")
     p.add_argument("--max-plies", type=count(0), default=400, help="adjudicate a draw after this many plies (0: off)")
@@ -202,7 +202,9 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 def _run_flags(run: Any, args: argparse.Namespace) -> None:
     """The command line's --report-dir, --backend and --ray-address over a config's own."""
     if args.report_dir:
-        run.report_dir = Path(args.report_dir)
+        from experiments.paths import check_dir
+
+        run.report_dir = check_dir(args.report_dir, "report folder")
     if args.backend:
         run.settings.backend = args.backend
     if args.ray_address:
@@ -235,9 +237,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
 
 def cmd_ratings(args: argparse.Namespace) -> int:
-    if not Path(args.db).exists():
-        raise FileNotFoundError(f"no such database {args.db!r}")
-    with Store(args.db) as store:
+    with Store(args.db, readonly=True) as store:  # a reader: the file is never changed
         games = store.games(run=args.run) if args.run else store.games()
         if not games:
             raise ratings_mod.RatingError("no games in the database" + (f" for run {args.run!r}" if args.run else ""))
@@ -251,15 +251,15 @@ def cmd_openings(args: argparse.Namespace) -> int:
     from experiments.paths import check_file
 
     if args.out != "-":
-        check_file(args.out, "opening suite")  # before the minute of generation, not after
+        check_file(args.out, "opening suite", regular=True)  # before the minute of generation, not after
+        openings_mod.check_replaceable(args.out)
     lines = openings_mod.generate(args.variant, args.count, seed=args.seed, max_cp=args.max_cp, depth=args.depth,
                                   progress=not args.quiet)
     text = "\n".join(lines) + "\n"
     if args.out == "-":
         sys.stdout.write(text)
     else:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+        openings_mod.write_suite(args.out, text)
         print(f"{len(lines)} openings -> {args.out}")
     return 0
 
@@ -289,10 +289,10 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("sprt", help="pentanomial SPRT of A against B over game pairs (fishtest)")
     _add_play_options(p)
-    p.add_argument("--elo0", type=float, default=0.0, help="H0: normalised Elo of A - B")
-    p.add_argument("--elo1", type=float, default=10.0, help="H1: normalised Elo of A - B")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--beta", type=float, default=0.05)
+    p.add_argument("--elo0", type=number(-1000, 1000), default=0.0, help="H0: normalised Elo of A - B")
+    p.add_argument("--elo1", type=number(-1000, 1000), default=10.0, help="H1: normalised Elo of A - B")
+    p.add_argument("--alpha", type=number(0, 0.5, lo_open=True), default=0.05, help="false positive rate")
+    p.add_argument("--beta", type=number(0, 0.5, lo_open=True), default=0.05, help="false negative rate")
     p.add_argument("--max-games", type=count(2), default=2000)
     p.set_defaults(func=cmd_sprt)
 
@@ -321,15 +321,15 @@ def register(sub: Any) -> None:
     p.add_argument("db")
     p.add_argument("--run", help="only games of this run (match, sprt, or a config's name)")
     p.add_argument("--anchor")
-    p.add_argument("--anchor-elo", type=float, default=0.0)
+    p.add_argument("--anchor-elo", type=number(-1e5, 1e5), default=0.0, help="the anchor's rating")
     p.add_argument("--bootstrap", type=count(0), default=200)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(func=cmd_ratings)
 
     p = sub.add_parser("openings", help="generate a balanced opening suite with Fairy-Stockfish")
     p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
     p.add_argument("--count", type=count(1), default=50)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--depth", type=count(1), default=12)
     p.add_argument("--max-cp", type=int, help="keep positions within this score (default 60 chess, 150 crazyhouse)")
     p.add_argument("--out", default="-", help="output EPD file ('-': stdout)")
@@ -350,11 +350,11 @@ def register_bench(bsub: Any) -> None:
     p.add_argument("--uci-threads", default="1,2", help="UCI baselines to run, by Threads (1 is the default)")
     p.add_argument("--no-single", action="store_true", help="skip the in-process one-game-at-a-time row")
     p.add_argument("--no-table", action="store_true", help="skip the raw-network table (then no auto-tuning)")
-    p.add_argument("--table-seconds", type=float, default=0.25, help="seconds per network-table trial")
+    p.add_argument("--table-seconds", type=positive_float, default=0.25, help="seconds per network-table trial")
     p.add_argument("--rounds", type=int, default=1, help="play every row this often, alternating; best round kept")
     p.add_argument("--device", default=None, help="auto, cpu, cuda or cuda:N: pooled play with the network there, "
                                                   "as a share of the raw network's throughput (no UCI rows)")
     p.add_argument("--max-plies", type=int, default=200)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench_harness)

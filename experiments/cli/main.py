@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any, Callable, NoReturn
 
@@ -36,29 +37,60 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-def count(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer at least ``minimum``."""
+MAX_BUDGET = 10**9  # nodes, evaluator calls, depth: as the engine options' own cap
+MAX_INT = 2**63 - 1  # SQLite's integers (seeds are stored)
+
+
+def count(minimum: int, maximum: int = MAX_BUDGET) -> Callable[[str], int]:
+    """An argparse type: an integer from ``minimum`` to ``maximum``."""
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
+        if not minimum <= v <= maximum:
+            raise argparse.ArgumentTypeError(f"must be from {minimum} to {maximum:,}, got {v}")
         return v
     parse.__name__ = f"integer >= {minimum}"
     return parse
 
 
-def positive_float(text: str) -> float:
-    """An argparse type: a finite number above 0."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < v < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return v
+def seed(text: str) -> int:
+    """An argparse type: a seed, 0 to 2**63 - 1 (it is stored with every game)."""
+    return count(0, MAX_INT)(text)
+
+
+def number(lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in [lo, hi] (``lo_open``: above ``lo``)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+        if v < lo or (lo_open and v == lo) or v > hi:
+            where = f"above {lo:g}" if lo_open else f"at least {lo:g}"
+            raise argparse.ArgumentTypeError(f"must be {where}" + (f" and at most {hi:g}" if hi < math.inf else "")
+                                             + f", got {text}")
+        return v
+    parse.__name__ = "number"
+    return parse
+
+
+positive_float = number(0.0, 1e9, lo_open=True)
+positive_float.__name__ = "positive number"
+finite_float = number()
+fraction = number(0.0, 1.0, lo_open=True)  # a share: above 0, at most 1
+
+
+def check_numbers(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Whatever an argument's type: no NaN or infinity and no integer beyond SQLite's (before any work)."""
+    for k, v in vars(args).items():
+        if isinstance(v, float) and not math.isfinite(v):
+            parser.error(f"argument --{k.replace('_', '-')}: must be a finite number, got {v}")
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT:
+            parser.error(f"argument --{k.replace('_', '-')}: {v} is out of range")
 
 
 def _cmd_perft(args: argparse.Namespace) -> int:
@@ -84,11 +116,16 @@ COMMAND_MODULES: list[str] = ["experiments.cli.data", "experiments.cli.engines",
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="searchbench", description=__doc__)
+    p.add_argument("--no-external-programs", action="store_true",
+                   help="refuse engine specs that run a program other than the built-in Stockfish, Fairy-Stockfish "
+                        "and Sjeng, and options passed through to a program (for configs from others: a config "
+                        "is code)")
     sub = p.add_subparsers(dest="command", required=True)
 
     pp = sub.add_parser("perft", help="count leaf nodes of the legal move tree")
     pp.add_argument("--variant", choices=board.VARIANTS, default="chess")
-    pp.add_argument("--depth", type=count(0), required=True)
+    pp.add_argument("--depth", type=count(0, board.MAX_PERFT_DEPTH), required=True,
+                    help=f"plies, at most {board.MAX_PERFT_DEPTH}")
     pp.add_argument("--bulk", action="store_true", help="count the last ply from move lists (faster)")
     pp.add_argument("fen", nargs="+", help="one or more FENs (quote each)")
     pp.set_defaults(func=_cmd_perft)
@@ -98,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     bm = bsub.add_parser("movegen", help="perft and random playouts vs python-chess (and OpenSpiel)")
     bm.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
     bm.add_argument("--games", type=count(1), default=40, help="random playouts for our side")
-    bm.add_argument("--seed", type=int, default=1)
+    bm.add_argument("--seed", type=seed, default=1)
     bm.add_argument("--json", action="store_true", help="print one JSON object")
     bm.set_defaults(func=_cmd_bench_movegen)
 
@@ -115,7 +152,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+        check_numbers(parser, args)
+    except SystemExit as e:  # a usage error (one line, printed) or --help: its code, returned
+        return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
+    if args.no_external_programs:
+        import os
+
+        from engines.registry import NO_EXTERNAL_ENV
+
+        os.environ[NO_EXTERNAL_ENV] = "1"  # worker processes inherit it
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

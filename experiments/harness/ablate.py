@@ -55,7 +55,8 @@ from experiments.harness.costs import Cost, costs
 from experiments.harness.sprt import Sprt, pair_index
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import GameTask, MatchError, Player, match_tasks
-from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS
+from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, run_settings
 
 AXES = ("nodes", "evals", "movetime")
@@ -122,8 +123,9 @@ def _budgets(cfg: Section) -> list[tuple[str, float]]:
     for axis in ("evals", "movetime"):
         kind = int if axis == "evals" else float
         values = cfg.get(axis, list, [])
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in values):
-            raise cfg.error(axis, "must be an array of positive numbers")
+        cap = MAX_BUDGET if axis == "evals" else MAX_SECONDS
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= cap for x in values):
+            raise cfg.error(axis, f"must be an array of positive finite numbers up to {cap:,}")
         if axis == "evals" and not all(isinstance(x, int) for x in values):
             raise cfg.error(axis, "must be an array of positive integers")
         out += [(axis, float(kind(x))) for x in values]
@@ -143,7 +145,7 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
     except EngineError as e:
         raise cfg.error("baseline", str(e)) from None
     budgets = _budgets(cfg)
-    report_dir = Path(cfg.get("report_dir", str, "reports"))
+    report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
     sprt: dict[str, float] | None = None
     if cfg.has("sprt"):
         t = cfg.table("sprt")

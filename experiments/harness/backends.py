@@ -33,6 +33,22 @@ STOP_POLL_SECONDS = 0.5
 CONNECT_TIMEOUT = 10.0
 
 
+def loopback_only() -> None:
+    """Make a local Ray (started by this process) listen on 127.0.0.1 only, not on every interface.
+
+    Ray takes the node's address from the route to the outside unless its "cluster" mode is off
+    (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read when ``ray`` is imported, and its constant, for a
+    ``ray`` already imported); then the GCS, the raylets and the workers bind to loopback (checked
+    with ``ss -ltn``: every Ray port on 127.0.0.1).  A cluster (``--ray-address``) is left alone."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    try:
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    except (ImportError, AttributeError):  # another Ray layout: the environment variable still holds
+        pass
+
+
 def check_address(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     """A one-line :class:`MatchError` unless something listens at ``address`` (``HOST:PORT`` or
     ``ray://HOST:PORT``; ``auto`` is left to Ray): ``ray.init`` would otherwise retry for minutes
@@ -96,8 +112,15 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
             kw["address"] = address
         else:
             kw["num_cpus"] = max(1, int(workers * cpus_per_worker + 0.999))
+            kw["_node_ip_address"] = "127.0.0.1"
+            loopback_only()
             # local workers import this checkout (and the tests' helpers) like the driver
-            kw["runtime_env"] = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}}
+            env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            from engines.registry import NO_EXTERNAL_ENV
+
+            if os.environ.get(NO_EXTERNAL_ENV):
+                env[NO_EXTERNAL_ENV] = os.environ[NO_EXTERNAL_ENV]
+            kw["runtime_env"] = {"env_vars": env}
         try:
             ray.init(**kw)
         except Exception as e:  # noqa: BLE001 - e.g. no cluster at the address

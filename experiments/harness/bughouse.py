@@ -61,7 +61,7 @@ from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match i
 from evaluators.base import Evaluator
 from experiments.harness.pgn import append_text, game_id, ids_in
 from experiments.harness.pgn import check as pgn_check
-from experiments.harness.store import GameRecord, MoveStat, Store, versions
+from experiments.harness.store import GameRecord, MoveStat, Store, StoreError, versions
 
 log = logging.getLogger(__name__)
 
@@ -199,9 +199,15 @@ def bpgn_text(key: str, run: str, rnd: int, names: Sequence[str], res: GameResul
 class BughouseStore:
     """:class:`Store` plus the ``bughouse_games`` table, in one SQLite file."""
 
-    def __init__(self, path: str | Path, lock: bool = False) -> None:
-        self.store = Store(path, lock=lock)
-        self.store.db.executescript(BPGN_TABLE)
+    def __init__(self, path: str | Path, lock: bool = False, readonly: bool = False) -> None:
+        self.store = Store(path, lock=lock, readonly=readonly)
+        if readonly:
+            has = self.store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'bughouse_games'").fetchone()
+            if has is None:
+                self.store.close()
+                raise StoreError(f"{str(path)!r} holds no bughouse games (no bughouse_games table)")
+        else:
+            self.store.db.executescript(BPGN_TABLE)
 
     def close(self) -> None:
         self.store.close()

@@ -37,6 +37,7 @@ from experiments.harness.runner import (  # noqa: F401 - re-exported: the harnes
     MATE_CP, EngineFactory, EnginePool, RegistryFactory, Runner, RunStats, check_players,
 )
 from experiments.harness.store import GameRecord, Store, StoreError
+from experiments.paths import ensure_parent
 from experiments.harness.tasks import (  # noqa: F401 - re-exported
     BACKENDS, Adjudication, CommitError, GameTask, MatchError, Player, limits_text, match_id, match_tasks, parse_tc,
 )
@@ -70,6 +71,7 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     variant = variants.pop()
     if pgn_path is not None:
         pgn_out.check(pgn_path)
+        ensure_parent(pgn_path, "PGN file")  # as the database's folder is: now, not after the first game
     done = store.done_keys()
     todo = [t for t in tasks if t.key not in done]
     players = {p.name: p for t in todo for p in (t.white, t.black)}

@@ -69,7 +69,7 @@ def suite_id(path: str | Path) -> str:
     try:
         return file_id(path)
     except OSError as e:
-        raise OpeningError(f"cannot read opening suite {str(path)!r}: {e.strerror}") from None
+        raise OpeningError(f"cannot read opening suite {str(path)!r}: {e.strerror or e}") from None
 
 
 def _parse_ops(text: str, where: str) -> dict[str, str]:
@@ -111,11 +111,13 @@ def load_suite(path: str | Path, variant: str) -> list[Opening]:
     """All openings of an EPD file (blank lines and ``#`` comments skipped)."""
     if variant not in board.VARIANTS:
         raise OpeningError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
+    from experiments.paths import InputError, read_text
+
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise OpeningError(f"cannot read opening suite {str(p)!r}: {e.strerror}") from None
+        text = read_text(p, "opening suite")
+    except InputError as e:
+        raise OpeningError(str(e)) from None
     out: list[Opening] = []
     for no, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -125,6 +127,44 @@ def load_suite(path: str | Path, variant: str) -> list[Opening]:
     if not out:
         raise OpeningError(f"opening suite {str(p)!r} has no positions")
     return out
+
+
+def check_replaceable(path: str | Path) -> None:
+    """Refuse to replace ``path`` unless it is absent, empty or an EPD suite (every line a comment or
+    starting with a board of eight ranks): ``openings --out results.sqlite`` must not destroy a
+    database.  :class:`OpeningError` (one line)."""
+    from experiments.paths import InputError, read_text
+
+    p = Path(path)
+    if not p.exists() or (p.is_file() and p.stat().st_size == 0):
+        return
+    try:
+        text = read_text(p, "file")
+    except InputError:
+        text = "\0"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if "\0" in text or not lines or not all(ln.split()[0].count("/") >= 7 and len(ln.split()) >= 4 for ln in lines):
+        raise OpeningError(f"refusing to overwrite {str(p)!r}: it exists and is not an EPD opening suite")
+
+
+def write_suite(path: str | Path, text: str) -> None:
+    """Write a suite whole: a temporary file beside it, then a rename (a failure leaves the old one)."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def order(openings: Sequence[Opening], count: int, seed: int | None) -> list[Opening]:

@@ -31,6 +31,7 @@ from experiments.paths import OutputError, check_file
 from experiments.harness.store import GameRecord, MoveStat
 
 _GAME_ID = re.compile(r'^\[GameId "([^"]*)"\]', re.MULTILINE)
+_TAG_PAIR = re.compile(r'^\[[A-Za-z0-9_]+\s+"(?:[^"\\]|\\.)*"\]\s*$')
 
 
 def game_id(source: str, key: str) -> str:
@@ -39,10 +40,18 @@ def game_id(source: str, key: str) -> str:
 
 
 def check(path: str | Path, what: str = "PGN file") -> Path:
-    """``path`` if a PGN can be appended to it: absent, empty, or a text file that starts like a PGN
-    (a tag pair); :class:`~experiments.paths.OutputError` otherwise (before any game)."""
+    """``path`` if a PGN can be appended to it: absent, empty, or a text file whose first line is a
+    PGN tag pair (``[Event "..."]``); :class:`~experiments.paths.OutputError` otherwise (before any
+    game).  A JSON array or a TOML table also starts with ``[``: the tag pair's form tells them apart.
+    The folder that will hold a new file must exist or be creatable; a link to nowhere is refused."""
     p = check_file(path, what)
-    if not p.is_file() or p.stat().st_size == 0:  # absent, empty, or a device such as /dev/null
+    if not p.exists():
+        return p
+    if not p.is_file():
+        if p.is_char_device():
+            return p  # /dev/null, a terminal: written to, never read back or truncated
+        raise OutputError(f"refusing to write to {what} {str(p)!r}: it is not a regular file")
+    if p.stat().st_size == 0:
         return p
     with open(p, "rb") as f:
         head = f.read(1 << 16)
@@ -51,7 +60,7 @@ def check(path: str | Path, what: str = "PGN file") -> Path:
     except UnicodeDecodeError:
         text = "\0"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("%", ";"))), "[")
-    if "\0" in text or not first.startswith("["):
+    if "\0" in text or not _TAG_PAIR.match(first):
         raise OutputError(f"refusing to write to {what} {str(p)!r}: it exists and is not a PGN file")
     return p
 
@@ -69,14 +78,26 @@ def ids_in(path: str | Path) -> set[str]:
 
 
 def append_text(path: str | Path, text: str) -> None:
-    """Append ``text`` in one write under an exclusive lock (concurrent runs never interleave)."""
+    """Append ``text`` under an exclusive lock (concurrent runs never interleave).  A write that
+    fails part way (a full disk) is cut back to where it began, so no torn game stays in the file
+    (its ``GameId`` would count as present and the next game would be glued onto it)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        regular = os.path.isfile(path)
+        start = os.fstat(fd).st_size if regular else 0
         data = text.encode("utf-8")
-        while data:
-            n = os.write(fd, data)
-            data = data[n:]
+        try:
+            while data:
+                n = os.write(fd, data)
+                data = data[n:]
+        except BaseException:
+            if regular:
+                try:
+                    os.ftruncate(fd, start)
+                except OSError:
+                    pass
+            raise
     finally:
         os.close(fd)
 

@@ -41,7 +41,8 @@ from experiments.harness.costs import Cost, costs
 from experiments.harness.store import GameRecord
 from experiments.harness.match import GameTask, Player, match_tasks
 from experiments.harness.ratings import Rating
-from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.harness.tasks import MAX_BUDGET
+from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, player, run_settings
 
 
@@ -117,8 +118,8 @@ def _ladder(sec: Section) -> list[int]:
         raise sec.error("ladder", "give either nodes or ladder, not both")
     if sec.has("nodes"):
         nodes = sec.get("nodes", list)
-        if not nodes or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in nodes):
-            raise sec.error("nodes", "must be a non-empty array of positive integers")
+        if not nodes or not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_BUDGET for n in nodes):
+            raise sec.error("nodes", f"must be a non-empty array of positive integers up to {MAX_BUDGET:,}")
         if sorted(set(nodes)) != list(nodes):
             raise sec.error("nodes", "must be strictly increasing")
         return list(nodes)
@@ -126,9 +127,12 @@ def _ladder(sec: Section) -> list[int]:
     if not lad.data:
         raise sec.error("nodes", "missing: give nodes = [...] or ladder = {start, factor, steps}")
     start = lad.positive("start")
-    factor = lad.get("factor", float, check=lambda v: None if v > 1 else "must be greater than 1")
-    steps = lad.positive("steps")
+    factor = lad.get("factor", float, check=lambda v: None if 1 < v <= 1000 else "must be above 1 and at most 1000")
+    steps = lad.get("steps", int, check=lambda v: None if 1 <= v <= 64 else "must be from 1 to 64")
     lad.done()
+    top = start * factor ** (steps - 1)
+    if top > MAX_BUDGET:
+        raise lad.error(None, f"the ladder's last rung {top:.3g} is above {MAX_BUDGET:,} nodes")
     nodes = sorted({int(round(start * factor ** k)) for k in range(steps)})
     return nodes
 
@@ -137,7 +141,7 @@ def parse(cfg: Section) -> Scale:
     s = run_settings(cfg)
     cross = cfg.get("cross_games", int, s.games,
                     lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
-    report_dir = Path(cfg.get("report_dir", str, "reports"))
+    report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
     families: list[Family] = []
     names: dict[str, str] = {}
     for sec in cfg.tables("families", required=True):

@@ -16,11 +16,14 @@ One run per database: a command that plays games opens its store with ``lock=Tru
 exclusive ``flock`` on the database file for the run's life (released by the kernel when the process
 ends, ``kill -9`` included) and records the owner's pid in ``meta``; a second run on the same file
 is refused at once with that pid (:class:`StoreBusyError`).  Readers (``ratings``, reports) take no
-lock.  Each database has a random ``uid`` (``meta``), which the PGN export writes into every game's
+lock and open the file read-only (``readonly=True``).  Each database has a random ``uid`` (``meta``), which the PGN export writes into every game's
 ``GameId`` so that games of different databases are never mistaken for one another.
 
 A database file created by a run that fails before storing anything (a bad engine, a bad option) is
-removed again when the store is closed: failed validation leaves no empty file behind.
+removed again when the store is closed: failed validation leaves no empty file behind.  Only a file
+the run created *and* locked is ever removed (checked by inode), so a refused run never deletes the
+database another run is writing.  A writer refuses a SQLite file that holds tables but not
+searchbench's schema (another program's database); readers open read-only and change nothing.
 """
 from __future__ import annotations
 
@@ -127,11 +130,17 @@ _versions_cache: dict[str, str] | None = None
 def file_id(path: str | Path) -> str:
     """A file's identity in records and keys: ``name:`` and the first 10 hex digits of its SHA-1 (the
     content, not the path: the same file elsewhere has the same id, a changed one another). OSError
-    if it cannot be read."""
+    if it cannot be read or is not a regular file (``/dev/zero`` would never end)."""
     import hashlib
 
     p = Path(path)
-    return f"{p.name}:{hashlib.sha1(p.read_bytes()).hexdigest()[:10]}"
+    if p.exists() and not p.is_file():
+        raise OSError(f"{str(p)!r} is not a regular file")
+    h = hashlib.sha1()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return f"{p.name}:{h.hexdigest()[:10]}"
 
 
 def versions() -> dict[str, str]:
@@ -165,42 +174,73 @@ def versions() -> dict[str, str]:
 
 
 def check_writable(path: str | Path) -> None:
-    """Fail now (before any game) if ``path`` cannot be created or written (nothing is created)."""
+    """Fail now (before any game) if ``path`` cannot be created or written (nothing is created);
+    an existing path must be a regular file (``/dev/null`` is no database)."""
     from experiments.paths import OutputError, check_file
 
     try:
-        check_file(path)
+        check_file(path, "database", regular=True)
     except OutputError as e:
         raise StoreError(str(e)) from None
 
 
-class Store:
-    """The SQLite store of a run (see module doc); ``lock``: hold the database for this run."""
+def _ours(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database that holds tables and is not searchbench's (another program's file)."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return
+    schema = None
+    if {"meta", "games"} <= tables:
+        row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        schema = row[0] if row else None
+    if schema is None:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StoreError(f"{str(path)!r} is not a searchbench results database (it holds the tables {shown}); "
+                         "refusing to touch it: give another --db")
+    if int(schema) != SCHEMA_VERSION:
+        raise StoreError(f"{str(path)!r} has schema {schema}, this searchbench writes {SCHEMA_VERSION}")
 
-    def __init__(self, path: str | Path, lock: bool = False) -> None:
+
+class Store:
+    """The SQLite store of a run (see module doc).
+
+    ``lock``: hold the database for this run (writers).  ``readonly``: open it read-only (``mode=ro``;
+    readers such as ``ratings`` and the reports): nothing in the file is changed, a file that is not
+    a searchbench database (empty, foreign) is refused, and SQLite's ``-wal``/``-shm`` side files
+    that the reader itself made are removed again when it closes.
+    """
+
+    def __init__(self, path: str | Path, lock: bool = False, readonly: bool = False) -> None:
         self.path = Path(path)
-        check_writable(self.path)
-        self._created = not self.path.exists()
+        self.readonly = readonly
+        self._created = False
         self._lock_fd: int | None = None
         self._open = False
+        self._new_dirs: list[Path] = []
+        self._side_files: list[str] = []
+        if readonly:
+            self._open_readonly()
+            return
+        check_writable(self.path)
         self._new_dirs = [d for d in reversed(self.path.parents) if not d.exists()]
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise StoreError(f"cannot create directory {str(self.path.parent)!r}: {e.strerror}") from None
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
-            self._open = True
             if lock:
                 self._lock()
+            else:
+                self._created = not self.path.exists()
+            self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self._open = True
+            _ours(self.db, self.path)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
             row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None:
                 self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif int(row[0]) != SCHEMA_VERSION:
-                raise StoreError(f"{str(self.path)!r} has schema {row[0]}, this searchbench writes {SCHEMA_VERSION}")
             self.db.execute("INSERT OR IGNORE INTO meta VALUES ('uid', ?)", (uuid.uuid4().hex,))
             self.uid: str = self.db.execute("SELECT value FROM meta WHERE key='uid'").fetchone()[0]
             if lock:
@@ -212,34 +252,81 @@ class Store:
             self.close()
             raise
 
+    def _open_readonly(self) -> None:
+        p = self.path
+        if not p.exists():
+            raise StoreError(f"no such database {str(p)!r}")
+        if not p.is_file():
+            raise StoreError(f"{str(p)!r} is not a regular file, so not a results database")
+        if p.stat().st_size == 0:
+            raise StoreError(f"{str(p)!r} is empty: not a searchbench results database")
+        self._side_files = [str(p) + s for s in ("-wal", "-shm") if not os.path.exists(str(p) + s)]
+        from urllib.parse import quote
+
+        try:
+            self.db = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True, timeout=30.0,
+                                      isolation_level=None)
+            self._open = True
+            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"meta", "games"} <= tables:
+                raise StoreError(f"{str(p)!r} is not a searchbench results database")
+            _ours(self.db, p)
+            row = self.db.execute("SELECT value FROM meta WHERE key='uid'").fetchone()
+            self.uid = row[0] if row else ""
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise StoreError(f"cannot read {str(p)!r} as a results database: {e}") from None
+        except BaseException:
+            self.close()
+            raise
+
     def _lock(self) -> None:
-        fd = os.open(self.path, os.O_RDWR)
+        """Create (``O_EXCL``: ``_created`` says whether this run made the file) or open the file and
+        take the run's exclusive lock on it before SQLite writes anything."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            self._created = True
+        except FileExistsError:
+            fd = os.open(self.path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             pid = "?"
             try:
-                row = self.db.execute("SELECT value FROM meta WHERE key='owner_pid'").fetchone()
-                pid = row[0] if row else "?"
-            except sqlite3.DatabaseError:
+                with sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True) as db:
+                    row = db.execute("SELECT value FROM meta WHERE key='owner_pid'").fetchone()
+                    pid = row[0] if row else "?"
+            except sqlite3.Error:
                 pass
             raise StoreBusyError(f"database {str(self.path)!r} is in use by another run (pid {pid}); "
                                  "wait for it to finish or give another --db") from None
         self._lock_fd = fd
 
+    def _still_ours(self) -> bool:
+        """The file at ``path`` is the one this run created and holds locked (never another run's)."""
+        if not self._created or self._lock_fd is None:
+            return False
+        try:
+            a, b = os.stat(self.path), os.fstat(self._lock_fd)
+        except OSError:
+            return False
+        return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
     def close(self) -> None:
-        """Close (and unlock); a file this store created and never stored a game in is removed."""
+        """Close (and unlock).  A file this run created *and* locked and never stored a game in is
+        removed; nothing else ever is (a refused run leaves another run's database alone)."""
         empty = False
         if self._open:
-            try:
-                empty = self._created and self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
-            except sqlite3.DatabaseError:
-                empty = self._created
+            if self._still_ours():
+                try:
+                    empty = self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 0
+                except sqlite3.DatabaseError:
+                    empty = True
             self.db.close()
             self._open = False
         if empty:
-            for suffix in ("", "-wal", "-shm"):
+            for suffix in ("-wal", "-shm", ""):
                 try:
                     os.unlink(str(self.path) + suffix)
                 except OSError:
@@ -249,10 +336,35 @@ class Store:
                     d.rmdir()  # only if empty
                 except OSError:
                     break
+        if self._side_files:
+            self._remove_reader_side_files()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    def _remove_reader_side_files(self) -> None:
+        """The empty ``-wal`` and the ``-shm`` a read-only open made, unless a writer holds the file now."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return  # a run is writing: its side files are in use
+        try:
+            wal = str(self.path) + "-wal"
+            if wal in self._side_files and os.path.exists(wal) and os.path.getsize(wal) > 0:
+                return
+            for f in self._side_files:
+                try:
+                    os.unlink(f)
+                except OSError:
+                    pass
+        finally:
+            os.close(fd)
+        self._side_files = []
 
     def __enter__(self) -> "Store":
         return self

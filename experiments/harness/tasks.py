@@ -26,6 +26,24 @@ class CommitError(MatchError):
     """A finished game could not be stored (database or PGN write failed): the run stops (one line)."""
 
 
+MAX_BUDGET = 10**9  # nodes, evaluator calls, depth (the engine options' own cap)
+MAX_SECONDS = 10**6  # a move's time, a clock's base or increment (eleven days)
+SEED_RANGE = 2**63  # seeds are stored as SQLite integers
+
+
+def check_name(name: str, what: str = "player name") -> str | None:
+    """Why ``name`` cannot name a player (it goes into game keys and PGN tags), or None if it can:
+    non-empty, at most 200 characters, no quote, backslash or control character."""
+    if not name or not name.strip():
+        return f"{what} must not be empty"
+    if len(name) > 200:
+        return f"{what} is longer than 200 characters"
+    bad = next((c for c in name if c in '"\\' or ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        return f"{what} {name!r} contains {bad!r} (no quotes, backslashes or control characters)"
+    return None
+
+
 
 # --------------------------------------------------------------------------- players and tasks
 
@@ -42,16 +60,21 @@ class Player:
     evals: int | None = None  # evaluator calls per move
 
     def __post_init__(self) -> None:
+        why = check_name(self.name)
+        if why:
+            raise MatchError(why)
         if self.nodes is None and self.depth is None and self.movetime is None and self.tc is None and self.evals is None:
             raise MatchError(f"player {self.name!r}: give a limit (nodes, evals, depth, movetime or tc)")
         for k in ("nodes", "depth", "evals"):
             v = getattr(self, k)
-            if v is not None and v < 1:
-                raise MatchError(f"player {self.name!r}: {k} must be at least 1, got {v}")
-        if self.movetime is not None and self.movetime <= 0:
-            raise MatchError(f"player {self.name!r}: movetime must be positive")
-        if self.tc is not None and (self.tc[0] <= 0 or self.tc[1] < 0):
-            raise MatchError(f"player {self.name!r}: time control needs base > 0 and increment >= 0")
+            if v is not None and not 1 <= v <= MAX_BUDGET:
+                raise MatchError(f"player {self.name!r}: {k} must be from 1 to {MAX_BUDGET:,}, got {v}")
+        if self.movetime is not None and not 0 < self.movetime <= MAX_SECONDS:
+            raise MatchError(f"player {self.name!r}: movetime must be a positive number of seconds up to "
+                             f"{MAX_SECONDS:,}, got {self.movetime}")
+        if self.tc is not None and not (0 < self.tc[0] <= MAX_SECONDS and 0 <= self.tc[1] <= MAX_SECONDS):
+            raise MatchError(f"player {self.name!r}: time control needs 0 < base <= {MAX_SECONDS:,} and "
+                             f"0 <= increment <= {MAX_SECONDS:,} seconds")
 
     def limits_text(self) -> str:
         return limits_text(self.nodes, self.depth, self.movetime, self.tc, self.evals)
@@ -100,12 +123,17 @@ def limits_text(nodes: int | None = None, depth: int | None = None, movetime: fl
 
 
 def parse_tc(text: str) -> tuple[float, float]:
-    """``"60+0.6"`` (seconds) -> (60.0, 0.6)."""
+    """``"60+0.6"`` (seconds) -> (60.0, 0.6); finite, 0 < base and 0 <= increment, each at most
+    :data:`MAX_SECONDS`."""
     base, _, inc = text.partition("+")
     try:
-        return float(base), float(inc or 0)
+        b, i = float(base), float(inc or 0)
     except ValueError:
         raise MatchError(f"time control {text!r} is not BASE+INC in seconds (e.g. 60+0.6)") from None
+    if not (0 < b <= MAX_SECONDS and 0 <= i <= MAX_SECONDS):  # NaN fails every comparison
+        raise MatchError(f"time control {text!r}: needs 0 < BASE <= {MAX_SECONDS:,} and 0 <= INC <= "
+                         f"{MAX_SECONDS:,} seconds (finite)")
+    return b, i
 
 
 @dataclass(frozen=True)
@@ -136,6 +164,8 @@ def match_tasks(run: str, variant: str, a: Player, b: Player, openings: Sequence
         raise MatchError("no openings")
     if a.name == b.name:
         raise MatchError(f"both players are named {a.name!r}; give them distinct names")
+    if not 0 <= seed < SEED_RANGE:
+        raise MatchError(f"seed {seed} is out of range (0 to 2**63 - 1)")
     mid = match_id(variant, a, b, suite)
     out = []
     for i in range(games):

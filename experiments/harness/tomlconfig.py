@@ -5,6 +5,7 @@ line that set it, and :class:`Section` hands out typed values, rejecting unknown
 """
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -15,6 +16,7 @@ _KEY = re.compile(r'^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|\'[^\']*\')(?:\s*\.\s*(?:[A-Z
 _INLINE_KEY = re.compile(r'([A-Za-z0-9_-]+)\s*=')
 
 _REQUIRED = object()
+MAX_INT = 10**15  # no count, seed or budget in a config is larger (SQLite's integers end at 2**63)
 
 
 class ConfigError(ValueError):
@@ -74,11 +76,13 @@ def key_text(key: tuple[Any, ...]) -> str:
 
 
 def load(path: str | Path) -> "Section":
+    from experiments.paths import InputError, read_text
+
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise ConfigError(f"cannot read config {str(p)!r}: {e.strerror}") from None
+        text = read_text(p, "config")
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -116,6 +120,10 @@ class Section:
         if isinstance(v, bool) and bool not in kinds or not isinstance(v, kinds):
             names = " or ".join(_type_name(t) for t in kinds)
             raise self.error(k, f"expected {names}, got {v!r}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.error(k, f"must be a finite number, got {v!r}")
+        if isinstance(v, int) and not isinstance(v, bool) and not -MAX_INT <= v <= MAX_INT:
+            raise self.error(k, f"{v} is out of range (at most {MAX_INT:.0e} in size)")
         if check is not None:
             msg = check(v)
             if msg:
@@ -152,6 +160,17 @@ class Section:
         for k in self.data:
             if k not in self.used:
                 raise self.error(k, f"unknown key (known: {', '.join(sorted(self.used))})")
+
+
+def writable_dir(v: str) -> str | None:
+    """A ``check`` for an output folder key: why it cannot be written, or None."""
+    from experiments.paths import OutputError, check_dir
+
+    try:
+        check_dir(v, "folder")
+    except OutputError as e:
+        return str(e)
+    return None
 
 
 def _type_name(t: type) -> str:

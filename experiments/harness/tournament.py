@@ -39,9 +39,13 @@ from typing import Any, Callable, Sequence
 
 import board
 from experiments.harness import openings as openings_mod
+from experiments.harness import pgn as pgn_out
+from experiments.paths import OutputError, check_file
 from experiments.harness.runner import RunStats
 from experiments.harness.store import GameRecord, Store
-from experiments.harness.tasks import BACKENDS, Adjudication, GameTask, MatchError, Player, match_tasks, parse_tc
+from experiments.harness.tasks import (
+    BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player, check_name, match_tasks, parse_tc,
+)
 from experiments.harness.tomlconfig import ConfigError, Section
 
 RUNS_DIR = Path("runs")
@@ -76,7 +80,7 @@ class RunSettings:
 def _name_check(v: str) -> str | None:
     if not v or any(c in v for c in "/\\\0") or v.startswith("."):
         return "must be a non-empty name without slashes"
-    return None
+    return check_name(v, "name")
 
 
 def run_settings(cfg: Section) -> RunSettings:
@@ -86,17 +90,23 @@ def run_settings(cfg: Section) -> RunSettings:
     s = RunSettings(name=name, variant=variant, games=games)
     s.concurrency = cfg.positive("concurrency", 2)
     s.workers = cfg.positive("workers", 1)
-    s.seed = cfg.get("seed", int, 1)
+    s.seed = cfg.get("seed", int, 1, lambda v: None if 0 <= v < SEED_RANGE else "must be from 0 to 2**63 - 1")
     s.db = Path(cfg.get("db", str, str(RUNS_DIR / f"{name}.sqlite")))
     pgn = cfg.get("pgn", (str, bool), str(RUNS_DIR / f"{name}.pgn"))
     s.pgn = None if pgn is False else Path(str(pgn)) if pgn is not True else RUNS_DIR / f"{name}.pgn"
+    try:  # outputs checked now, before any game
+        check_file(s.db, "database", regular=True)
+        if s.pgn is not None:
+            pgn_out.check(s.pgn)
+    except OutputError as e:
+        raise cfg.error("pgn" if s.pgn is not None and str(s.pgn) in str(e) else "db", str(e)) from None
     ops = cfg.get("openings", str, str(openings_mod.default_suite(variant)))
     s.openings = Path(ops)
     if not s.openings.exists():
         raise cfg.error("openings", f"no such file {ops!r}")
     s.random_openings = cfg.get("random_openings", bool, False)
     s.anchor = cfg.get("anchor", str, None)
-    s.anchor_elo = cfg.get("anchor_elo", float, 0.0)
+    s.anchor_elo = cfg.get("anchor_elo", float, 0.0, lambda v: None if abs(v) <= 1e5 else "must be within +-100000")
     s.bootstrap = cfg.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be >= 0")
     s.backend = cfg.choice("backend", BACKENDS, "local")
     s.ray_address = cfg.get("ray_address", str, None)

@@ -86,7 +86,7 @@ def _done_keys(db: str | Path) -> set[str]:
         return set()
     from experiments.harness.store import Store
 
-    s = Store(db)
+    s = Store(db, readonly=True)
     try:
         return s.done_keys()
     finally:
@@ -132,6 +132,7 @@ def samples_from_db(paths: Sequence[str | Path], both_views: bool = True) -> Sam
     """Samples of every usable game stored in the given match databases."""
     from evaluators.bughouse_net import leaf_state, policy_indices_np
     from experiments.harness.bughouse import BughouseStore
+    from experiments.harness.store import StoreError
 
     states: list[tuple[int, ...]] = []
     moves: list[int] = []
@@ -143,7 +144,10 @@ def samples_from_db(paths: Sequence[str | Path], both_views: bool = True) -> Sam
     for path in paths:
         if not Path(path).exists():
             raise BughouseDataError(f"no such game database: {path}")
-        store = BughouseStore(path)
+        try:
+            store = BughouseStore(path, readonly=True)  # an input: never written to
+        except StoreError as e:
+            raise BughouseDataError(str(e)) from None
         try:
             for rec in store.store.games():
                 z0 = _result_value(rec.result)

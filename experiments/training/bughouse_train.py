@@ -56,7 +56,7 @@ class TrainConfig:
     def validate(self) -> None:
         if self.size not in bn.SIZES:
             raise BughouseDataError(f"unknown size {self.size!r}; known: {', '.join(bn.SIZES)}")
-        if self.epochs < 1 or self.batch < 1 or self.lr <= 0 or self.threads < 1:
+        if self.epochs < 1 or self.batch < 1 or not 0 < self.lr < float("inf") or self.threads < 1:
             raise BughouseDataError("epochs, batch, threads must be >= 1 and lr > 0")
         if not 0.0 < self.val_fraction < 1.0:
             raise BughouseDataError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
@@ -117,16 +117,23 @@ def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[st
 def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
           command: str | None = None) -> dict[str, Any]:
     """Train, write ``out/model.pt`` (+ metrics.csv, checkpoint.pt, command.txt); returns the metadata."""
-    from tqdm import tqdm
-
     from evaluators.devices import resolve_device
-    from experiments.training.train import save_checkpoint, write_metrics_row
+    from experiments.paths import run_dir
 
     cfg.validate()
     device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    os.makedirs(out, exist_ok=True)
+    with run_dir(out):  # a refused run (no bughouse games, a bad split) leaves no folder behind
+        return _train(dbs, out, cfg, device, progress, command)
+
+
+def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device, progress: bool,
+           command: str | None) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from experiments.training.train import save_checkpoint, write_metrics_row
+
     with open(os.path.join(out, "command.txt"), "w") as f:
         f.write((command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")
     samples = samples_from_db(list(dbs))
@@ -146,8 +153,11 @@ def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
     epoch0, elapsed0 = 0, 0.0
     recipe = {k: v for k, v in asdict(cfg).items() if k != "device"}  # a run may resume on another device
     if os.path.exists(ckpt_path):
-        ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-        if ck.get("recipe") == recipe:
+        try:
+            ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - a torn or foreign file
+            raise BughouseDataError(f"cannot read checkpoint {ckpt_path}: {type(e).__name__}") from None
+        if isinstance(ck, dict) and ck.get("recipe") == recipe:
             net.load_state_dict(ck["model"])
             opt.load_state_dict(ck["optimizer"])
             epoch0, elapsed0 = int(ck["epoch"]), float(ck["elapsed"])

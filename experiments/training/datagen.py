@@ -304,6 +304,22 @@ class DataSet:
 SHARD_KEYS = ("variant", "raw", "move", "score", "game", "game_uid", "game_result", "game_opening")
 
 
+def _check_shard(path: str, d: dict[str, np.ndarray]) -> None:
+    """The arrays of a shard agree with each other (a truncated or edited shard is refused here,
+    not met as an IndexError in the middle of training)."""
+    n, games = len(d["move"]), len(d["game_uid"])
+    if d["raw"].ndim != 2 or d["raw"].shape[1] != 16:
+        raise DataError(f"{path}: 'raw' has shape {d['raw'].shape}, expected (positions, 16)")
+    for k in ("raw", "score", "game"):
+        if len(d[k]) != n:
+            raise DataError(f"{path}: '{k}' holds {len(d[k])} positions, 'move' {n}: a damaged shard")
+    for k in ("game_result", "game_opening"):
+        if len(d[k]) != games:
+            raise DataError(f"{path}: '{k}' holds {len(d[k])} games, 'game_uid' {games}: a damaged shard")
+    if n and (d["game"].min() < 0 or d["game"].max() >= games):
+        raise DataError(f"{path}: 'game' refers to games outside 0..{games - 1}: a damaged shard")
+
+
 def load_shard(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -311,6 +327,7 @@ def load_shard(path: str) -> dict[str, np.ndarray]:
         missing = [k for k in SHARD_KEYS if k not in d]
         if missing:
             raise DataError(f"{path} is not a data shard (no {', '.join(missing)})")
+        _check_shard(path, d)
         return d
     except DataError:
         raise

@@ -75,6 +75,7 @@ from evaluators import encodings as enc
 from evaluators import nets
 from experiments.training import datagen
 from experiments.training.datagen import DataSet
+from experiments.paths import run_dir
 
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "rise": {
@@ -171,8 +172,13 @@ class TrainConfig:
         c.lr = float(d["lr"]) if self.lr is None else self.lr
         c.value_weight = float(d["value_weight"]) if self.value_weight is None else self.value_weight
         c.ae_epochs = int(d.get("ae_epochs", 0)) if self.ae_epochs is None else self.ae_epochs
-        if c.epochs < 1 or c.batch < 1 or c.lr <= 0:
-            raise TrainError("epochs, batch and lr must be positive")
+        if c.epochs < 1 or c.batch < 1 or not 0 < c.lr < math.inf:  # NaN fails the comparison too
+            raise TrainError("epochs, batch and lr must be positive (lr finite)")
+        if c.minutes is not None and not 0 < c.minutes < math.inf:
+            raise TrainError("--minutes must be a positive number")
+        for name in ("value_weight", "weight_decay", "score_weight", "dropout", "input_dropout"):
+            if not math.isfinite(float(getattr(c, name))):
+                raise TrainError(f"{name} must be a finite number")
         return c
 
 
@@ -342,9 +348,13 @@ class Run:
             ck: dict[str, Any] = torch.load(self.ck_path, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - a torn or foreign file
             raise TrainError(f"cannot read checkpoint {self.ck_path}: {type(e).__name__}") from None
-        net.load_state_dict(ck["model"])
-        if opt is not None and "optimizer" in ck:
-            opt.load_state_dict(ck["optimizer"])
+        try:
+            net.load_state_dict(ck["model"])
+            if opt is not None and "optimizer" in ck:
+                opt.load_state_dict(ck["optimizer"])
+        except (KeyError, RuntimeError, ValueError, TypeError):
+            raise TrainError(f"{self.ck_path} is the checkpoint of another network (model or --size differ); "
+                             f"give another --out, or --no-resume to start this one afresh") from None
         self.best_score, self.best_epoch = ck.get("best_score", -1.0), ck.get("best_epoch", 0)
         self.best_state, self.best_metrics = ck.get("best_state", {}), ck.get("best_metrics", {})
         return dict(ck.get("progress", {}))
@@ -396,11 +406,11 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict[str, Any]:
     torch.set_num_threads(max(1, cfg.threads))
     torch.manual_seed(cfg.seed)
     ds = datagen.load_dataset(cfg.data)
-    os.makedirs(cfg.out, exist_ok=True)
-    if cfg.model == "deepchess":
-        from experiments.training.deepchess_train import train_deepchess
+    with run_dir(cfg.out):  # a run refused from here on leaves no folder of its own behind
+        if cfg.model == "deepchess":
+            from experiments.training.deepchess_train import train_deepchess
 
-        return train_deepchess(cfg, ds, Run(cfg), device, progress)
-    from experiments.training.policy_value import train_policy_value
+            return train_deepchess(cfg, ds, Run(cfg), device, progress)
+        from experiments.training.policy_value import train_policy_value
 
-    return train_policy_value(cfg, ds, Run(cfg), device, progress)
+        return train_policy_value(cfg, ds, Run(cfg), device, progress)
