@@ -77,8 +77,10 @@ class Engine(ABC):
     spec: EngineSpec
     variants: frozenset[str]
 
-    def new_game(self) -> None:
-        """Forget everything tied to the previous game (search tree, hash, UCI ucinewgame)."""
+    def new_game(self, seed: int | None = None) -> None:
+        """Forget everything tied to the previous game (search tree, hash, UCI ucinewgame); ``seed``
+        (the game's stored seed) re-seeds the engine's random state, so a game replays from its seed
+        whatever the engine played before it."""
 
     @abstractmethod
     def play(self, pos: Position, limits: Limits) -> MoveResult:

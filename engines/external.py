@@ -323,8 +323,10 @@ class ExternalEngine(Engine):
         return self._engine.transport.get_pid() if self._engine is not None else None
 
     # ---- playing ----
-    def new_game(self) -> None:
-        self._game = object()  # python-chess sends ucinewgame / new for a new game object
+    def new_game(self, seed: int | None = None) -> None:
+        # python-chess sends ucinewgame / new for a new game object (engines clear their hash);
+        # an external engine has no seed to take: it is deterministic under node limits and 1 thread
+        self._game = object()
 
     def to_limit(self, pos: Position, limits: Limits) -> chess.engine.Limit:
         """python-chess limits for ``limits`` (spec defaults fill unset fields); EngineError if none fit."""

@@ -288,6 +288,9 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
                minimum=0),
     OptionInfo("depth", "spin", None, _optional(parse_int), help="default depth limit", minimum=0),
     OptionInfo("evals", "spin", None, _optional(parse_int), help="default evaluator-call limit", minimum=0),
+    OptionInfo("playouts", "spin", None, _optional(parse_int),
+               help="default limit on new MCTS simulations a move (lc0's playouts: reused visits not counted)",
+               minimum=0),
     OptionInfo("movetime", "string", None, _optional(parse_float), help="default seconds per move"),
     OptionInfo("threads", "spin", 1, parse_int, help="evaluator threads (neural evaluators)", minimum=1, maximum=256),
     OptionInfo("weights", "string", None, _optional(parse_str), help="weights file for the evaluator"),
@@ -318,12 +321,13 @@ def find_option(options: Sequence[OptionInfo], key: str, prefix: bool = True) ->
 # ---- the engine ---------------------------------------------------------------------------------
 
 def merge_limits(limits: Limits, nodes: int | None, depth: int | None, movetime: float | None,
-                 evals: int | None = None) -> Limits:
-    """``limits`` with its unset node, evaluator-call, depth and movetime fields filled from the
-    spec's defaults."""
+                 evals: int | None = None, playouts: int | None = None) -> Limits:
+    """``limits`` with its unset node, evaluator-call, playout, depth and movetime fields filled from
+    the spec's defaults."""
     return dataclasses.replace(
         limits,
         nodes=limits.nodes if limits.nodes is not None else (nodes or None),
+        playouts=limits.playouts if limits.playouts is not None else (playouts or None),
         evals=limits.evals if limits.evals is not None else (evals or None),
         depth=limits.depth if limits.depth is not None else (depth or None),
         movetime=limits.movetime if limits.movetime is not None else (movetime or None),
@@ -349,7 +353,8 @@ class OurEngine(InProcessEngine):
 
     def __init__(self, spec: EngineSpec, variant: str, evaluator: Evaluator,
                  make_search: Callable[[], Search], *, nodes: int | None = None,
-                 depth: int | None = None, movetime: float | None = None, evals: int | None = None) -> None:
+                 depth: int | None = None, movetime: float | None = None, evals: int | None = None,
+                 playouts: int | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.variant = variant
@@ -359,6 +364,7 @@ class OurEngine(InProcessEngine):
         self.search = make_search()
         self.default_nodes, self.default_depth, self.default_movetime = nodes, depth, movetime
         self.default_evals = evals
+        self.default_playouts = playouts
         self._pos: Position | None = None
         self._legal: list[int] = []
         self._error: str | None = None
@@ -367,12 +373,15 @@ class OurEngine(InProcessEngine):
         self._stopped = False
         self._steps = 0
 
-    def new_game(self) -> None:
+    def new_game(self, seed: int | None = None) -> None:
         reset = getattr(self.search, "new_game", None)
         if callable(reset):
             reset()
         else:
             self.search = self._make_search()
+        rng = getattr(self.search, "rng", None)
+        if seed is not None and isinstance(rng, random.Random):
+            rng.seed(game_seed(int(self.spec.settings.get("seed", 0) or 0), seed))
 
     # -- ask/tell steps for the harness --
     def start(self, pos: Position, limits: Limits) -> None:
@@ -382,7 +391,8 @@ class OurEngine(InProcessEngine):
         self._legal = self._pos.legal_moves()
         if not self._legal:
             raise EngineError(f"no legal moves in {pos.fen()}")
-        lim = merge_limits(limits, self.default_nodes, self.default_depth, self.default_movetime, self.default_evals)
+        lim = merge_limits(limits, self.default_nodes, self.default_depth, self.default_movetime, self.default_evals,
+                           self.default_playouts)
         self._error = None
         self._stopped = False
         self._steps = 0
@@ -475,6 +485,12 @@ class OurEngine(InProcessEngine):
 
     def close(self) -> None:
         self.evaluator.close()
+
+
+def game_seed(engine_seed: int, seed: int) -> int:
+    """The random state's seed for one game: the engine's own ``seed`` option and the game's seed
+    (two engines with different seeds differ in the same game; the same engine replays a game)."""
+    return (engine_seed * 0x9E3779B97F4A7C15 + seed) % (1 << 63)
 
 
 def make_rng(seed: int) -> random.Random:

@@ -344,7 +344,7 @@ def spec_limits(name_or_spec: str) -> dict[str, Any]:
     """The limits written in an engine spec (``material-mcts:nodes=32``): ``nodes``, ``depth`` and
     ``movetime`` (and ``evals`` for ours), None where the spec sets none (EngineError for a bad spec)."""
     st = resolve(name_or_spec).settings
-    return {k: st.get(k) for k in ("nodes", "evals", "depth", "movetime")}
+    return {k: st.get(k) for k in ("nodes", "evals", "playouts", "depth", "movetime")}
 
 
 def variants_of(spec: EngineSpec) -> tuple[str, ...]:
@@ -401,7 +401,7 @@ def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) ->
 
     st = spec.settings
     return ours.OurEngine(spec, variant, evaluator, make_search, nodes=st["nodes"], depth=st["depth"],
-                          movetime=st["movetime"], evals=st["evals"])
+                          movetime=st["movetime"], evals=st["evals"], playouts=st["playouts"])
 
 
 def describe(spec: EngineSpec) -> dict[str, str]:

@@ -61,6 +61,15 @@ DEFAULT_INFERENCE: Final = "frozen"
 FROZEN_ATOL: Final = 1e-3
 
 WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
+#: a CPU batch of two or more positions is padded to a multiple of this (copies of its first row):
+#: oneDNN's convolution kernels treat the rows of a block of 4 alike but the rows of a remainder
+#: otherwise, so without padding a position's outputs changed (by up to 1.2e-6, enough to change a
+#: search) with the size of the batch it came in, and a pooled run depended on which games shared a
+#: batch.  Measured on rise_crazyhouse.pt: 64 positions in batches of 4, 8, 16 and 64 give bit-identical
+#: outputs, batches of 5, 6, 7, 9 and 33 do not.  8 covers blocks of 4 and 8; a batch of one stays as
+#: it is (padding it costs 2.3x: 2.0 ms against 4.6 ms for RISE), so a position evaluated alone may
+#: differ from the same position in a batch by that much.
+CPU_BATCH_MULTIPLE: Final = 8
 #: batch sizes a GPU batch is padded to (the largest batch is split by max_batch first)
 BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: the share of sample positions whose top move bfloat16 must keep for ``half=auto`` to use it
@@ -232,11 +241,15 @@ class NeuralEvaluator(Evaluator):
         return self.device.type != "cpu"
 
     def to_device(self, x: np.ndarray) -> tuple[torch.Tensor, int]:
-        """A batch of encoded inputs as the network takes it, and its true size: on the CPU the
-        array itself; on a GPU padded to its bucket and copied in one transfer from pinned memory."""
+        """A batch of encoded inputs as the network takes it, and its true size: on the CPU padded to
+        a multiple of :data:`CPU_BATCH_MULTIPLE` (outputs independent of the batch); on a GPU padded to
+        its bucket and copied in one transfer from pinned memory."""
         t = torch.from_numpy(x)
         n = len(x)
         if not self.on_gpu:
+            pad = -n % CPU_BATCH_MULTIPLE if n > 1 else 0
+            if pad:
+                t = torch.cat([t, t[:1].expand(pad, *t.shape[1:])])
             return t, n
         b = bucket(n)
         if b > n:

@@ -12,10 +12,20 @@ A search is driven in steps so that leaves of many concurrent searches can share
 synchronous (alpha-beta with a classical score) may do all their work inside ``ask`` and return no
 leaves; the protocol is the same.
 
-Node accounting (one meaning of "nodes" for Elo-versus-nodes): for MCTS a node is a simulation (one
-leaf evaluated, a terminal or a transposition-table hit counted too); for alpha-beta a node is a
-position visited (interior, leaf and quiescence).  Every search also reports ``evals``, the number of
-evaluator calls (positions), so the two can be compared by cost as well.
+Node accounting (one meaning of "nodes" for Elo-versus-nodes):
+
+- MCTS family (PUCT, Gumbel, MCGS): a node is a visit of the root, as CrazyAra's node limit and
+  lc0's ``VisitsStopper`` count them: ``Limits.nodes = N`` stops the search once the root holds N
+  visits, *the visits kept from the previous move's tree included* (tree reuse is not free), and
+  ``SearchResult.nodes`` is the root's visits.  One simulation is one visit: a leaf evaluated, a
+  terminal, a proven or transposition-table hit.  ``Limits.playouts`` (lc0's playouts) caps the new
+  simulations of this move instead.  With batches the search may overshoot by nothing: a batch is
+  cut to the visits left (no slack).
+- alpha-beta and the comparator: a node is a position visited this move (interior, leaf and
+  quiescence; nothing is kept from the previous move but the transposition table).
+
+Every search also reports ``evals``, the number of evaluator calls this move (positions sent to the
+evaluator, or pairs to a comparator), the currency that is the same for every paradigm.
 """
 from __future__ import annotations
 
@@ -33,8 +43,9 @@ class Limits:
     ``evals`` caps the evaluator calls (``SearchResult.evals``; a search may visit more nodes than
     it evaluates: transpositions, terminals, quiescence without a static score)."""
 
-    nodes: int | None = None
+    nodes: int | None = None  # MCTS: root visits, reused ones included; alpha-beta: positions visited
     evals: int | None = None  # evaluator calls (positions sent to the evaluator): the cost axis of networks
+    playouts: int | None = None  # MCTS: new simulations this move (lc0's playouts)
     depth: int | None = None
     movetime: float | None = None  # seconds
     wtime: float | None = None  # seconds left on the clocks

@@ -89,8 +89,19 @@ class _Core(Budget):
         self.pos: Position = Position()
         self.draw_state = new_position(variant, DRAW_FEN).raw_state()
         self.pv_moves: list[int] = []
+        # the best root move of the running iteration so far (searched completely), its item and line
+        self.root_move = 0
+        self.root_item: Item | None = None
+        self.root_pv: list[int] = []
         self.neg_inf = Item(NEG_INF, (), 0)
         self.pos_inf = Item(POS_INF, (), 0)
+
+    def begin_iteration(self) -> None:
+        """Forget the last iteration's best root move (a method: assigned in the caller, mypy would
+        keep the attribute narrowed to None across the search)."""
+        self.root_move = 0
+        self.root_item = None
+        self.root_pv = []
 
     def p_better(self, a: tuple[int, ...], b: tuple[int, ...]) -> float:
         if a == b:
@@ -185,6 +196,10 @@ class _Core(Budget):
                 pv.clear()
                 pv.append(m)
                 pv.extend(child_pv)
+                if ply == 0:
+                    self.root_move = m
+                    self.root_item = child
+                    self.root_pv = list(pv)
                 if white:
                     if self.cmp(v, alpha) > 0.5:
                         alpha = v
@@ -240,9 +255,14 @@ class ComparatorAlphaBeta(IterativeDeepening):
         core = self._core
         depth = self._depth + 1
         pv: list[int] = []
+        core.begin_iteration()
         item = core.search(depth, core.neg_inf, core.pos_inf, 0, pv)
         self._elapsed = time.perf_counter() - self._t0
         if core.aborted:
+            if core.root_move:  # the unfinished iteration's best completed move
+                self._best_move = core.root_move
+                self._best_item = core.root_item
+                self._pv = list(core.root_pv)
             self._done = True
             return
         self._depth = depth

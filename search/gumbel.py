@@ -10,7 +10,9 @@ mctx's ``qtransform_completed_by_mix_value``)::
     v_mix = (v + Σ_b N(b) · Σ_{b visited} P(b) Q(b) / Σ_{b visited} P(b)) / (1 + Σ_b N(b))
 
 the completed Q are rescaled to ``q̂`` in [0, 1] by their minimum and maximum over the node's edges,
-and ``σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂`` (c_visit 50, c_scale 1).
+and ``σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂`` (c_visit 50; c_scale 1 as the paper's text:
+mctx's ``qtransform_completed_by_mix_value`` defaults to ``value_scale=0.1``, a tenth of it, so
+``c_scale=0.1`` is mctx's setting and makes σ a gentler correction of the priors at few visits).
 
 Root (:class:`SequentialHalving`): Gumbel noise ``g(a)`` (``gumbel_scale`` times a standard Gumbel
 draw from the injected random state; 0: none, deterministic) is drawn once; ``m = min(legal

@@ -69,8 +69,10 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
   descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
   the depth comes from the clock by SixtyFour's table when ``playout_depth_from_clock``).
 
-Node accounting: ``nodes`` = simulations (one per backed-up leaf: evaluated, terminal, proven or
-transposition-table hit); ``evals`` = positions sent to the evaluator.
+Node accounting (:mod:`search.base`): a simulation is one backed-up leaf (evaluated, terminal, proven
+or transposition-table hit); ``Limits.nodes`` caps the root's visits (``V0``, the visits a reused
+root brings, plus the new simulations), ``Limits.playouts`` the new simulations; ``nodes`` reported
+= the root's visits, ``evals`` = positions sent to the evaluator this move.
 
 The final-move rule is :meth:`MCTS.choose_move` (documented there, the only place it is decided).
 """
@@ -89,7 +91,7 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError,
 from search.base import Limits, Search, SearchResult
 from search.checks import checking_moves_vec, mates_in_one_vec
 from search.mcts_config import (
-    MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
+    MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, simulation_cap, u_divisor,
 )
 from search.mcts_tree import (
     DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, RootRule, TreeRule, _float_vec, _KeyIndex, _Tree,
@@ -145,9 +147,10 @@ class MCTS(Search):
         self._made = 0
         self._done = True
         self._stopped = False
-        self._nodes = 0
+        self._nodes = 0  # new simulations this move
+        self._visits0 = 0  # the root's visits when this move's search began (tree reuse)
         self._evals = 0
-        self._node_limit = 0
+        self._node_limit = 0  # cap on new simulations (0: none), from the node and playout limits
         self._eval_limit = 0
         self._seldepth = 0
         self._t0 = 0.0
@@ -258,17 +261,21 @@ class MCTS(Search):
         self.root = reused
         self._root_ply = pos.ply()
         self._root_hash = pos.zobrist
-        # Limits.
+        self._visits0 = 1 + int(self.tree.nd_sum_n[reused]) if self.tree.nd_state[reused] == EXPANDED else 0
         if limits.nodes is not None and limits.nodes < 1:
             raise MCTSConfigError(f"node limit must be positive, got {limits.nodes}")
+        if limits.playouts is not None and limits.playouts < 1:
+            raise MCTSConfigError(f"playout limit must be positive, got {limits.playouts}")
         budget = None if limits.infinite else move_time(limits, pos.turn, pos.fullmove_number, cfg.time)
         remaining = limits.wtime if pos.turn == 0 else limits.btime
         self._time = TimeControl(budget, cfg.time, remaining) if budget is not None else None
         if limits.evals is not None and limits.evals < 1:
             raise MCTSConfigError(f"evaluator-call limit must be positive, got {limits.evals}")
         self._eval_limit = limits.evals if limits.evals is not None else 0
-        if limits.nodes is not None:
-            self._node_limit = limits.nodes
+        cap = simulation_cap(limits.nodes, limits.playouts, self._visits0)
+        spent_out = cap <= 0  # a reused root with N visits already: nothing to add
+        if limits.nodes is not None or limits.playouts is not None:
+            self._node_limit = max(1, cap)
         elif self._eval_limit > 0:
             # simulations that need no evaluation (transpositions, terminals) are not capped by the
             # evaluator budget: a cap of their own keeps a solved or repetitive tree finite
@@ -288,6 +295,9 @@ class MCTS(Search):
         self._done = self._single_move != 0
         if self.tree.nd_state[self.root] == EXPANDED:
             self._root_ready()
+        if spent_out:
+            self._done = True
+            self._best = self._make_result()
 
     # ------------------------------------------------------------------ ask / tell
 
@@ -450,9 +460,10 @@ class MCTS(Search):
                     if tree.mcgs:
                         self._link(child)
                 node = child
-                if tree.mcgs and tree.nd_target[child] != child:
+                if tree.mcgs:
                     node = tree.nd_target[child]
-                    if self._transposition(child, node, path, nodes):
+                    # every edge into a transposition is checked, the first parent's too
+                    if tree.nd_parents[node] > 1 and self._transposition(child, node, path, nodes):
                         break
             elif state == TERMINAL:
                 tree.backup(path, nodes, node, tree.nd_value[node])
@@ -645,10 +656,11 @@ class MCTS(Search):
             self._root_ready()
 
     def _root_ready(self) -> None:
-        """The root is expanded (now, or reused): noise on its priors, then the root rule's start."""
+        """The root is expanded (now, or reused): noise on its priors, then the root rule's start with
+        its edges' budget, the root's final visits less its own evaluation (Sequential Halving's n)."""
         self._apply_root_noise()
-        budget = self._node_limit if self._node_limit > 0 else self.config.default_nodes
-        self.root_rule.begin(self.tree, self.root, budget, self.rng)
+        total = self._visits0 + self._node_limit if self._node_limit > 0 else self.config.default_nodes
+        self.root_rule.begin(self.tree, self.root, max(1, total - 1), self.rng)
 
     def _link(self, child: int) -> None:
         """MCGS: the position just reached through a new child has a node already: link to it;
@@ -657,7 +669,7 @@ class MCTS(Search):
         key = self._tt_key(self._pos, 1 if self._pos.is_repetition(2) else 0)
         t = tree.graph.get(key)
         if t >= 0 and t != child:
-            tree.nd_target[child] = t
+            tree.link(child, t)
             self._merges += 1
         else:
             tree.graph.put(key, child)
@@ -798,8 +810,8 @@ class MCTS(Search):
         move = self.choose_move()
         tree = self.tree
         if self._single_move or tree.nd_state[self.root] != EXPANDED:
-            return SearchResult(best_move=move, nodes=self._nodes, evals=self._evals, time=elapsed, pv=[move],
-                                depth=1, seldepth=self._seldepth)
+            return SearchResult(best_move=move, nodes=self._visits0 + self._nodes, evals=self._evals, time=elapsed,
+                                pv=[move], depth=1, seldepth=self._seldepth)
         e0 = int(tree.nd_edge0[self.root])
         q = 0.0
         for e in range(e0, e0 + int(tree.nd_nedges[self.root])):
@@ -819,8 +831,8 @@ class MCTS(Search):
         pv = self._principal_variation(move)
         self._last_q = q
         self._last_q_turn = self._pos.turn
-        return SearchResult(best_move=move, value=q, cp=value_to_cp(q, self._pos.variant), mate=mate, nodes=self._nodes,
-                            evals=self._evals, time=elapsed, depth=len(pv), seldepth=self._seldepth, pv=pv)
+        return SearchResult(best_move=move, value=q, cp=value_to_cp(q, self._pos.variant), mate=mate,
+                            nodes=self._visits0 + self._nodes, evals=self._evals, time=elapsed, depth=len(pv), seldepth=self._seldepth, pv=pv)
 
     def result(self) -> SearchResult:
         if self._best is None or not self._done:

@@ -79,7 +79,9 @@ class MCTSConfig:
     max_playout_depth: int = 0  # 0: unlimited
     playout_depth_from_clock: bool = False
     # The root rule ("puct": the tree rule at the root and the final policy; "gumbel": Gumbel
-    # sampling with Sequential Halving, search/gumbel.py) and Gumbel's parameters (mctx's defaults)
+    # sampling with Sequential Halving, search/gumbel.py) and Gumbel's parameters: c_visit 50 as the
+    # paper and mctx; c_scale 1.0 as the paper's text (its Go and chess runs), while mctx's
+    # qtransform_completed_by_mix_value defaults to value_scale=0.1 (set c_scale=0.1 for mctx's)
     root_rule: str = "puct"
     considered_actions: int = 16
     c_visit: float = 50.0
@@ -149,6 +151,17 @@ class MCTSConfig:
             raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")
         if (self.epsilon_greedy > 0 or self.epsilon_checks > 0) and self.root_rule != "puct":
             raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
+
+
+def simulation_cap(nodes: int | None, playouts: int | None, visits0: int) -> int:
+    """The new simulations a move may run: a node limit caps the root's visits, the ``visits0`` a
+    reused root brings included; a playout limit caps the new ones (<= 0: none left)."""
+    caps: list[int] = [1 << 62]
+    if nodes is not None:
+        caps.append(nodes - visits0)
+    if playouts is not None:
+        caps.append(playouts)
+    return min(caps)
 
 
 def cpuct(cfg: MCTSConfig, n: float) -> float:

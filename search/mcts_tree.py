@@ -55,6 +55,14 @@ arrays exist only in this mode, 24 bytes a node on top of the 128 above, plus th
     nd_target[i]  the position node of child i: i itself, or the node it links to
     nd_vsum[i]    the sum of the values backed up through position node i, for its side to move,
     nd_vcnt[i]    and their count (the evaluation included): Q(i) = nd_vsum / nd_vcnt
+    nd_parents[i] the edges that lead to position node i (1 + the links made to it); a node with
+                  more than one is a *transposition* (CrazyAra's ``Node::is_transposition``)
+
+As CrazyAra does it: the walk checks *every* edge into a transposition, its first parent's
+included, and backs up the correction when the edge's Q lags the node's (``MCTS._transposition``);
+and a backup that passes through a transposition re-aligns the edge above it: the value that edge
+receives is the one that makes its Q equal to the node's, ``N (Q_t − Q_e) + Q_t`` clipped to
+[-1, 1] (CrazyAra's ``backup_value`` with ``get_transposition_q_value``), not the plain value.
 """
 from __future__ import annotations
 
@@ -179,6 +187,7 @@ class _Tree:
         self.nd_target = vec[i64]()
         self.nd_vsum = vec[float]()
         self.nd_vcnt = vec[i64]()
+        self.nd_parents = vec[i64]()
         self.nd_edge0 = vec[i64]()
         self.nd_nedges = vec[i64]()
         self.nd_state = vec[i64]()
@@ -223,6 +232,7 @@ class _Tree:
             self.nd_target = append(self.nd_target, self.n_nodes)
             self.nd_vsum = append(self.nd_vsum, 0.0)
             self.nd_vcnt = append(self.nd_vcnt, 0)
+            self.nd_parents = append(self.nd_parents, 1)
         self.n_nodes += 1
         return self.n_nodes - 1
 
@@ -294,6 +304,15 @@ class _Tree:
     def node_after(self, e: int) -> int:
         """The position node edge e leads to (-1 while it has no child)."""
         return int(self.target(self.ed_child[e]))
+
+    def link(self, holder: int, node: int) -> None:
+        """MCGS: edge-holder ``holder`` leads to the existing position node ``node`` (one parent more)."""
+        self.nd_target[holder] = node
+        self.nd_parents[node] += 1
+
+    def is_transposition(self, node: i64) -> bool:
+        """MCGS: more than one edge leads to position node ``node``."""
+        return self.mcgs and self.nd_parents[node] > 1
 
     def node_q(self, node: int) -> float:
         """MCGS: the value of a position node for its side to move, averaged over every visit."""
@@ -426,6 +445,14 @@ class _Tree:
             if self.mcgs:
                 self.nd_vsum[parent] += v
                 self.nd_vcnt[parent] += 1
+                if i > 0 and self.nd_parents[parent] > 1:
+                    # the edge above a transposition gets the value that aligns its Q with the node's
+                    above = self.ed_child[path[i - 1]]
+                    n = self.nd_n[above]
+                    if n > 0:
+                        t = -self.nd_vsum[parent] / float(self.nd_vcnt[parent])
+                        x = float(n) * (t - self.nd_w[above] / float(n)) + t
+                        v = -max(-1.0, min(1.0, x))  # flipped back at the top of the loop
             if settle:
                 settle = self.update_proven(parent) and self.cfg.solver
             i -= 1

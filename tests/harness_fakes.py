@@ -42,7 +42,7 @@ class SteppedEngine(InProcessEngine):
         self.cp = cp
         self.games = 0
 
-    def new_game(self) -> None:
+    def new_game(self, seed: int | None = None) -> None:
         self.games += 1
 
     def start(self, pos: Position, limits: Limits) -> None:

@@ -86,3 +86,56 @@ def test_node_limit_determinism_and_errors() -> None:
         ComparatorAlphaBeta(EV, ComparatorConfig(depth=0))
     with pytest.raises(ValueError):
         ComparatorAlphaBeta(EV).run(pos, Limits(depth=0))
+
+
+class _Recording(ClassicalEvaluator):
+    """The classical evaluator, remembering every position it was asked to compare."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[int, ...]] = set()
+
+    def compare(self, pairs, variant):  # type: ignore[no-untyped-def]
+        for a, b in pairs:
+            self.seen.add(tuple(a))
+            self.seen.add(tuple(b))
+        return super().compare(pairs, variant)
+
+
+@pytest.mark.parametrize("budget", [8, 16, 40])
+def test_a_budget_below_the_legal_moves_plays_an_evaluated_move(budget: int) -> None:
+    """Depth 1 cannot finish: the move played is the best of the root moves searched, and its
+    position was compared (not the first capture-ordered move, unevaluated)."""
+    pos = board.new_position("crazyhouse", "r1bqkb1r/pppp1ppp/2n2n2/4p3/4P3/2N2N2/PPPP1PPP/R1BQKB1R[Pp] w KQkq - 0 4")
+    assert len(pos.legal_moves()) > budget
+    ev = _Recording()
+    s = ComparatorAlphaBeta(ev)
+    r = s.run(pos, Limits(nodes=budget))
+    after = pos.copy()
+    after.push(r.best_move)
+    assert tuple(after.raw_state()) in ev.seen
+    assert r.evals > 0 and r.depth == 0
+    # the best (for White, by the comparator's own scores) of the root moves it completed
+    searched = s._core.ordered(pos.legal_moves(), 0)[: r.nodes - 1]
+    def score(m: int) -> int:
+        p = pos.copy()
+        p.push(m)
+        return white_score_raw(p.raw_state(), True)
+    assert score(r.best_move) == max(score(m) for m in searched)
+
+
+def test_a_cut_second_iteration_keeps_a_move_that_beat_the_first() -> None:
+    """A budget that ends inside depth 2 plays the best move depth 2 completed, which is at least
+    the depth-1 move searched first (so never worse by depth 2's own judgement)."""
+    pos = random_position("chess", 5, 12)
+    full1 = ComparatorAlphaBeta(EV).run(pos, Limits(depth=1))
+    full2 = ComparatorAlphaBeta(EV).run(pos, Limits(depth=2))
+    r = ComparatorAlphaBeta(EV).run(pos, Limits(nodes=full1.nodes + (full2.nodes - full1.nodes) // 2))
+    assert r.depth == 1 and r.best_move == r.pv[0]
+
+    def value2(m: int) -> int:  # the move's depth-2 value for the side to move (alpha-beta = comparator here)
+        p = pos.copy()
+        p.push(m)
+        return -AlphaBeta(EV, EXACT).run(p, Limits(depth=1)).cp if p.legal_moves() else 0
+
+    assert value2(r.best_move) >= value2(full1.best_move)

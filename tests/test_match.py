@@ -307,8 +307,8 @@ def test_shipped_suites_are_balanced_and_replayable() -> None:
 
     for variant, bound in (("chess", 60), ("crazyhouse", 150)):
         suite = load_suite(default_suite(variant), variant)
-        assert len(suite) == 50
-        assert len({" ".join(o.position(variant).fen().split()[:4]) for o in suite}) == 50
+        assert len(suite) == 200
+        assert len({" ".join(o.position(variant).fen().split()[:4]) for o in suite}) == 200
         assert all(o.score is not None and abs(o.score) <= bound for o in suite)
         assert all(6 <= len(o.moves) <= 9 for o in suite)
 

@@ -210,8 +210,8 @@ def test_values_that_cannot_work_exit_2(argv: list[str], capsys: pytest.CaptureF
 # ------------------------------------------------------------------------------- 10. per-engine limits
 
 def _args(**kw: Any) -> argparse.Namespace:
-    base: dict[str, Any] = {k: None for k in ("nodes", "evals", "depth", "movetime", "tc")}
-    base.update({f"{k}_{s}": None for k in ("nodes", "evals", "depth", "movetime", "tc") for s in "ab"})
+    base: dict[str, Any] = {k: None for k in ("nodes", "evals", "playouts", "depth", "movetime", "tc")}
+    base.update({f"{k}_{s}": None for k in ("nodes", "evals", "playouts", "depth", "movetime", "tc") for s in "ab"})
     base.update(kw)
     return argparse.Namespace(**base)
 

@@ -94,5 +94,7 @@ def test_games_are_counted_in_pairs() -> None:
     t.add_game(_game("m", 1, "B", "A", "1-0"))  # pair 1: draw + loss = 0.5 points
     assert t.counts == [0, 1, 0, 1, 0]
     assert "LLR" in t.summary()
-    with pytest.raises(sprt.SprtError):
+    from experiments.harness.stats import StatsError
+
+    with pytest.raises(StatsError):  # pairing lives in experiments.harness.stats
         sprt.pair_index(0.7)

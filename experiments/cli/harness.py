@@ -31,12 +31,15 @@ def _add_play_options(p: argparse.ArgumentParser, variants: tuple[str, ...] = bo
     p.add_argument("--variant", choices=variants, default="crazyhouse")
     p.add_argument("--nodes", type=count(1), help="node budget per move (both engines)")
     p.add_argument("--evals", type=count(1), help="evaluator calls per move (in-process engines)")
+    p.add_argument("--playouts", type=count(1), help="MCTS: new simulations per move (--nodes counts the root's "
+                                                    "visits, those kept from the last move included)")
     p.add_argument("--depth", type=count(1), help="depth limit per move")
     p.add_argument("--movetime", type=positive_float, help="seconds per move")
     p.add_argument("--tc", help="time control BASE+INC in seconds, e.g. 60+0.6")
     for side in ("a", "b"):  # per engine, as cutechess-cli's per-engine options: they take precedence
         p.add_argument(f"--nodes-{side}", type=count(1), help=f"node budget of {side.upper()} (overrides --nodes)")
         p.add_argument(f"--evals-{side}", type=count(1), help=f"evaluator calls of {side.upper()}")
+        p.add_argument(f"--playouts-{side}", type=count(1), help=f"MCTS playouts of {side.upper()}")
         p.add_argument(f"--depth-{side}", type=count(1), help=f"depth limit of {side.upper()}")
         p.add_argument(f"--movetime-{side}", type=positive_float, help=f"seconds per move of {side.upper()}")
         p.add_argument(f"--tc-{side}", help=f"time control of {side.upper()}")
@@ -65,7 +68,7 @@ def _side_limits(args: argparse.Namespace, side: str, engine: str) -> dict[str, 
 
     spec = registry.spec_limits(engine)
     out: dict[str, Any] = {}
-    for k in ("nodes", "evals", "depth", "movetime", "tc"):
+    for k in ("nodes", "evals", "playouts", "depth", "movetime", "tc"):
         own = getattr(args, f"{k}_{side}")
         v = own if own is not None else spec.get(k) if spec.get(k) is not None else getattr(args, k)
         out[k] = match_mod.parse_tc(v) if k == "tc" and isinstance(v, str) else v
@@ -89,9 +92,14 @@ def _adjudication(args: argparse.Namespace) -> match_mod.Adjudication:
     return adj
 
 
-def _suite(args: argparse.Namespace, pairs: int) -> tuple[list[openings_mod.Opening], str]:
+def _suite(args: argparse.Namespace, pairs: int, distinct: bool = True) -> tuple[list[openings_mod.Opening], str]:
+    """The openings of a match's ``pairs`` game pairs: the suite in order (or a seeded shuffle), each
+    opening once (``distinct``: a match needs as many openings as pairs; an SPRT may cycle)."""
     path = args.openings or str(openings_mod.default_suite(args.variant))
     suite = openings_mod.load_suite(path, args.variant)
+    if distinct and pairs > len(suite):
+        raise match_mod.MatchError(f"{pairs} game pairs need {pairs} distinct openings, {path} has {len(suite)}: "
+                                   "give a larger --openings suite or fewer --games")
     return openings_mod.order(suite, pairs, args.seed if args.random_openings else None), openings_mod.suite_id(path)
 
 
@@ -122,6 +130,7 @@ def _bughouse_match(args: argparse.Namespace) -> int:
     from experiments.cli.bughouse import cmd_bughouse_match
 
     unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_a", "nodes_b", "evals", "evals_a", "evals_b",
+                                                        "playouts", "playouts_a", "playouts_b",
                                                         "depth", "depth_a", "depth_b",
                                                         "movetime", "movetime_a", "movetime_b", "tc_a", "tc_b",
                                                         "openings")
@@ -166,7 +175,7 @@ def cmd_sprt(args: argparse.Namespace) -> int:
     pairs = args.max_games // 2
     if pairs < 1:
         raise match_mod.MatchError("--max-games must be at least 2")
-    ops, suite_path = _suite(args, pairs)
+    ops, suite_path = _suite(args, pairs, distinct=False)  # fishtest-style: the book cycles over a long test
     tasks = match_mod.match_tasks("sprt", args.variant, a, b, ops, 2 * pairs, args.seed, suite_path)
     db, pgn = _paths(args, "-sprt")
     keys = {t.key for t in tasks}
@@ -244,6 +253,24 @@ def cmd_ratings(args: argparse.Namespace) -> int:
         rs = ratings_mod.rate(ratings_mod.from_games(games), args.anchor, args.anchor_elo, args.bootstrap, args.seed,
                               progress=True)
     print(ratings_mod.format_table(rs))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Exit 0 when every replayed game agrees with the database, 1 at the first divergence."""
+    from experiments.harness.replay import replay
+
+    outs = replay(args.db, args.game, args.run, progress=not args.quiet)
+    done = [o for o in outs if not o.skipped]
+    bad = [o for o in done if o.ply is not None]
+    skipped = len(outs) - len(done)
+    note = f" ({skipped} time-limited games skipped)" if skipped else ""
+    if bad:
+        o = bad[0]
+        print(f"game {o.key}: diverges at ply {o.ply + 1 if o.ply is not None else 0} of {o.plies}: stored {o.stored}, "
+              f"replayed {o.replayed} ({len(bad)} of {len(done)} games diverge){note}")
+        return 1
+    print(f"{len(done)} games replayed, every move agrees{note}")
     return 0
 
 
@@ -325,6 +352,14 @@ def register(sub: Any) -> None:
     p.add_argument("--bootstrap", type=count(0), default=200)
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(func=cmd_ratings)
+
+    p = sub.add_parser("replay", help="play stored games again move by move: the first divergence (exit 1) or "
+                                      "that every move agrees")
+    p.add_argument("db", help="a results database")
+    p.add_argument("--game", help="only the game with this key")
+    p.add_argument("--run", help="only the games of this run")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("openings", help="generate a balanced opening suite with Fairy-Stockfish")
     p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")

@@ -44,17 +44,17 @@ the versions).
 """
 from __future__ import annotations
 
-import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
-from experiments.harness.costs import Cost, costs
-from experiments.harness.sprt import Sprt, pair_index
+from experiments.harness.costs import NODE_CAPTION, Cost, costs
+from experiments.harness.sprt import Sprt
+from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord
-from experiments.harness.tasks import GameTask, MatchError, Player, match_tasks
+from experiments.harness.tasks import GameTask, MatchError, Player
 from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, run_settings
@@ -92,9 +92,7 @@ class Ablation:
 
     def matches(self) -> list[tuple[Variant, str, float, list[GameTask]]]:
         s = self.settings
-        ops = s.opening_list(s.games // 2)
-        suite = openings_mod.suite_id(s.openings)
-        return [(v, axis, b, match_tasks(s.name, s.variant, *self.players(v, axis, b), ops, s.games, s.seed, suite))
+        return [(v, axis, b, s.pairing_tasks(*self.players(v, axis, b), s.games))
                 for axis, b in self.budgets for v in self.variants]
 
     def tasks(self) -> list[GameTask]:
@@ -190,43 +188,7 @@ def load(path: str | Path) -> Ablation:
 
 # --------------------------------------------------------------------------- statistics
 
-def pentanomial(games: Sequence[GameRecord], player: str) -> list[int]:
-    """Counts of ``player``'s pair scores 0, 1/2, 1, 3/2, 2 over complete game pairs."""
-    half: dict[tuple[str, int], float] = {}
-    counts = [0, 0, 0, 0, 0]
-    for g in games:
-        key = (g.match, g.pair)
-        s = g.score_for(player)
-        if key in half:
-            counts[pair_index(half.pop(key) + s)] += 1
-        else:
-            half[key] = s
-    return counts
-
-
-def elo_interval(counts: Sequence[int], z: float = 1.96) -> tuple[float, float, float, float]:
-    """(score, Elo, low, high) of pentanomial counts (module docstring); NaNs without pairs."""
-    n = sum(counts)
-    if n == 0:
-        return math.nan, math.nan, math.nan, math.nan
-    scores = (0.0, 0.25, 0.5, 0.75, 1.0)
-    mu = sum(c * s for c, s in zip(counts, scores)) / n
-    var = sum(c * (s - mu) ** 2 for c, s in zip(counts, scores)) / n
-    se = math.sqrt(var / n)
-    eps = 1.0 / (4 * n)
-
-    def elo(p: float) -> float:
-        p = min(max(p, eps), 1.0 - eps)
-        return -400.0 * math.log10(1.0 / p - 1.0)
-
-    if var == 0.0:
-        # Every pair scored the same (a sweep, say): the normal interval collapses to a point;
-        # the Wilson interval of the pair scores (conservative for scores in [0, 1]) does not.
-        from experiments.harness.ratings import wilson
-
-        lo, hi = wilson(mu * n, n, z)
-        return mu, elo(mu), elo(lo), elo(hi)
-    return mu, elo(mu), elo(mu - z * se), elo(mu + z * se)
+elo_interval = pentanomial_elo  # (score, Elo, low, high) of pentanomial counts (experiments.harness.stats)
 
 
 @dataclass
@@ -245,6 +207,7 @@ class Row:
     verdict: str = ""
     cost: Cost = field(default_factory=Cost)
     base_cost: Cost = field(default_factory=Cost)
+    openings: int = 0  # distinct openings of the row's games
 
 
 def rows(ab: Ablation, games: Sequence[GameRecord]) -> list[Row]:
@@ -261,7 +224,8 @@ def rows(ab: Ablation, games: Sequence[GameRecord]) -> list[Row]:
             wdl[0 if sc == 1 else 1 if sc == 0.5 else 2] += 1
         counts = pentanomial(gs, a.name)
         score, elo, lo, hi = elo_interval(counts)
-        row = Row(v.name, axis, b, len(gs), (wdl[0], wdl[1], wdl[2]), counts, score, elo, lo, hi)
+        row = Row(v.name, axis, b, len(gs), (wdl[0], wdl[1], wdl[2]), counts, score, elo, lo, hi,
+                  openings=len({g.opening_fen for g in gs}))
         if ab.sprt is not None:
             test = Sprt(a.name, base.name, **ab.sprt)
             test.add_games(gs)
@@ -351,7 +315,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     csv_path = out / "ablation.csv"
     cols = ["variant", "axis", "budget", "nodes", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
             "elo_high", "ptnml", "llr", "verdict", "nodes_per_move", "evals_per_move", "seconds_per_move",
-            "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move"]
+            "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move", "openings"]
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -360,25 +324,27 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
                         *r.wdl, "" if r.score != r.score else f"{r.score:.4f}", _fmt(r.elo), _fmt(r.lo), _fmt(r.hi),
                         " ".join(map(str, r.ptnml)), "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
                         f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}",
-                        f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}"])
+                        f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}",
+                        r.openings])
     figs = plot_forest(csv_path, f"{ab.settings.name}: variants against {ab.baseline} ({ab.settings.variant})")
     s = ab.settings
     md = [f"# Ablation: {s.name}", "",
           f"Variant {s.variant}; baseline `{ab.baseline}`; {s.games} games per variant and budget (colour-reversed "
-          f"pairs of openings from `{_shown_path(s.openings)}`); Elo of each variant against the baseline with the 95% interval "
+          f"pairs, each pair on its own opening, drawn per variant and budget from `{_shown_path(s.openings)}`); Elo of each variant against the baseline with the 95% interval "
           f"of the pentanomial pair statistics (fishtest/fastchess); the baseline is 0.", "",
           "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
           "![forest plot](ablation.png)", "",
-          "| variant | budget | games | W-D-L | score | Elo | 95% interval | pentanomial | "
+          "| variant | budget | games (openings) | W-D-L | score | Elo | 95% interval | pentanomial | "
           + ("LLR | verdict | " if ab.sprt else "") + "nodes/move | evals/move | s/move (variant / baseline) |",
           "|---|---|---:|---|---:|---:|---|---|" + ("---:|---|" if ab.sprt else "") + "---|---|---|"]
     for r in rs:
         sp = f"{r.llr:+.2f} | {r.verdict} | " if ab.sprt and r.llr is not None else ("| | " if ab.sprt else "")
-        md.append(f"| {r.variant} | {r.axis} {r.budget:g} | {r.games} | {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]} | "
+        md.append(f"| {r.variant} | {r.axis} {r.budget:g} | {r.games} ({r.openings}) | {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]} | "
                   f"{'' if r.score != r.score else f'{100 * r.score:.1f}%'} | {_fmt(r.elo)} | "
                   f"[{_fmt(r.lo)}, {_fmt(r.hi)}] | {' '.join(map(str, r.ptnml))} | {sp}"
                   f"{r.cost.nodes:.0f} / {r.base_cost.nodes:.0f} | {r.cost.evals:.0f} / {r.base_cost.evals:.0f} | "
                   f"{r.cost.seconds:.3f} / {r.base_cost.seconds:.3f} |")
+    md += ["", NODE_CAPTION]
     md += ["", "Findings (a variant differs from the baseline where the 95% interval leaves out 0):", ""]
     md += findings(ab, rs)
     md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`" for v in ab.variants]

@@ -12,6 +12,13 @@ from typing import Iterable
 
 from experiments.harness.store import GameRecord
 
+#: what "nodes" and "evaluator calls" mean, written under every report's cost table
+NODE_CAPTION = ("Nodes: for the MCTS family (PUCT, Gumbel, MCGS) the root's visits when the move was played, "
+                "those kept from the previous move's tree included (what a node limit caps); for alpha-beta and "
+                "the comparator the positions visited for this move. Evaluator calls: new network or static "
+                "evaluations this move (comparator: position pairs), the unit that is the same for every "
+                "paradigm; 0 for external engines, which do not report them.")
+
 
 @dataclass
 class Cost:

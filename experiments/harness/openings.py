@@ -167,6 +167,22 @@ def write_suite(path: str | Path, text: str) -> None:
         raise
 
 
+def draw(openings: Sequence[Opening], pairs: int, seed: int, key: str) -> list[Opening]:
+    """``pairs`` distinct openings for one pairing, drawn without replacement from the suite by a
+    shuffle seeded with the run's seed and the pairing's ``key`` (its match id): every pairing plays
+    ``pairs`` different openings, different pairings draw different ones, and a rerun draws the same.
+    :class:`OpeningError` if the suite has fewer openings than the pairing has pairs."""
+    if pairs > len(openings):
+        raise OpeningError(f"{pairs} game pairs need {pairs} distinct openings, the suite has {len(openings)}: "
+                           "give a larger suite or fewer games")
+    rng = random.Random(f"{seed}:{key}")  # a str seed is hashed with SHA-512: the same in every process
+    return [openings[i] for i in rng.sample(range(len(openings)), pairs)]
+
+
+#: marks the keys of pairings whose openings come from :func:`draw` (games keyed before it differ)
+DRAWN = "drawn"
+
+
 def order(openings: Sequence[Opening], count: int, seed: int | None) -> list[Opening]:
     """``count`` openings: sequential (seed None) or a seeded shuffle, cycling through the suite."""
     ops = list(openings)

@@ -4,8 +4,14 @@ Notation.  Player i has rating r_i (Elo).  The expected score of i against j is 
 ``E_ij = 1 / (1 + 10^(-(r_i - r_j)/400))`` (SPEC.md section 5).  A game contributes its score s
 (1, 1/2, 0) as ``s log E_ij + (1 - s) log(1 - E_ij)``: a draw counts half a win and half a loss,
 the choice of Ordo, which keeps "expected score" and "Elo difference" on the one logistic scale that
-match statistics and SPRT use (BayesElo's draw model would inflate the scale).  ``prior`` virtual
-draws are added to every pair of players that met, so perfect scores give finite ratings.
+match statistics and SPRT use (BayesElo's draw model would inflate the scale).
+
+The virtual draw (``prior``): one virtual draw added to every pair of players that met keeps a
+perfect score finite, but pulls a lopsided result toward 0 (9.5/10 becomes about +400 instead of
++512).  ``prior=None`` (the default) adds it only where it is needed: when some pair of players met
+in fewer than :data:`PRIOR_MIN_GAMES` games or one of them scored everything; otherwise the fit is
+the plain maximum likelihood.  A bootstrap replicate adds it only to the pairs that have games in
+that replicate (a pair drawn with no games gets no phantom draw).
 
 The likelihood is maximised with scipy (L-BFGS-B, analytic gradient) over all players at once, with
 the anchor fixed at its given Elo (or, with no anchor, the mean fixed at 0).  Players must form one
@@ -24,9 +30,14 @@ from typing import Hashable, Iterable, Sequence
 
 import numpy as np
 
+from experiments.harness.stats import (  # noqa: F401 - re-exported: the statistics' one home
+    elo_of_score, expected_score, score_text, trinomial_elo, wilson,
+)
 from experiments.harness.store import GameRecord
 
 LN10_400 = math.log(10) / 400
+#: with fewer games than this between some pair of players, ``prior=None`` adds the virtual draw
+PRIOR_MIN_GAMES = 20
 
 
 class RatingError(ValueError):
@@ -58,54 +69,8 @@ class Rating:
         return (self.hi - self.lo) / 2
 
 
-def expected(d: float | np.ndarray) -> float | np.ndarray:
-    """Logistic expected score for an Elo difference ``d``."""
-    return 1.0 / (1.0 + np.power(10.0, -np.asarray(d) / 400.0))
-
-
-def elo_of_score(s: float) -> float:
-    s = min(max(s, 1e-6), 1 - 1e-6)
-    return -400.0 * math.log10(1.0 / s - 1.0)
-
-
-def match_elo(wins: int, draws: int, losses: int) -> tuple[float, float]:
-    """Elo difference of a head-to-head score and the half width of its 95% interval (trinomial)."""
-    n = wins + draws + losses
-    if n == 0:
-        return 0.0, float("inf")
-    s = (wins + 0.5 * draws) / n
-    if s in (0.0, 1.0):  # a perfect score: no finite estimate
-        return (float("inf") if s == 1.0 else float("-inf")), float("inf")
-    var = (wins * (1 - s) ** 2 + draws * (0.5 - s) ** 2 + losses * s ** 2) / n
-    se = math.sqrt(var / n)
-    lo, hi = elo_of_score(s - 1.96 * se), elo_of_score(s + 1.96 * se)
-    return elo_of_score(s), (hi - lo) / 2
-
-
-def wilson(points: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a score share (draws as half points), (0, 1) for no games."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = points / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def score_text(wins: int, draws: int, losses: int) -> str:
-    """``+7=2-1 80.0% [49.0%, 94.3%]`` and, once its interval is finite, the Elo with that interval
-    (``Elo +241 [-4, +487]``): at a perfect score or a handful of games the Elo is not printed as
-    +-inf or +-1234, only the score and the Wilson interval of the score."""
-    n = wins + draws + losses
-    head = f"+{wins}={draws}-{losses}"
-    if n == 0:
-        return head
-    s = (wins + 0.5 * draws) / n
-    lo, hi = wilson(wins + 0.5 * draws, n)
-    text = f"{head} {100 * s:.1f}% [{100 * lo:.1f}%, {100 * hi:.1f}%]"
-    if 0.0 < lo and hi < 1.0 and 0.0 < s < 1.0:
-        text += f" Elo {elo_of_score(s):+.0f} [{elo_of_score(lo):+.0f}, {elo_of_score(hi):+.0f}]"
-    return text
+expected = expected_score  # the logistic expected score (experiments.harness.stats)
+match_elo = trinomial_elo
 
 
 def from_games(games: Iterable[GameRecord]) -> list[Result]:
@@ -167,9 +132,9 @@ class _Data:
 
 def _fit(n_players: int, i: np.ndarray, j: np.ndarray, n: np.ndarray, s: np.ndarray, anchor: int | None,
          anchor_elo: float, prior: float, x0: np.ndarray | None = None) -> np.ndarray:
+    keep = n > 0  # the virtual draw goes only to pairs that have games (in a bootstrap replicate too)
     n = n + prior
     s = s + prior / 2
-    keep = n > 0
     i, j, n, s = i[keep], j[keep], n[keep], s[keep]
     fixed = 0 if anchor is None else anchor
     free = np.array([k for k in range(n_players) if k != fixed], dtype=np.int64)
@@ -200,10 +165,50 @@ def _fit(n_players: int, i: np.ndarray, j: np.ndarray, n: np.ndarray, s: np.ndar
     return r + anchor_elo
 
 
+def auto_prior(n: np.ndarray, s: np.ndarray) -> float:
+    """The virtual draws ``prior=None`` means (module doc): 1 if some pair met in fewer than
+    :data:`PRIOR_MIN_GAMES` games or was a sweep, else 0."""
+    met = n > 0
+    if not met.any():
+        return 1.0
+    few = bool((n[met] < PRIOR_MIN_GAMES).any())
+    sweep = bool(((s[met] <= 0.0) | (s[met] >= n[met])).any())
+    return 1.0 if few or sweep else 0.0
+
+
+@dataclass
+class Fit:
+    """Ratings with their bootstrap replicates: :meth:`difference` gives the interval of A − B from
+    the same replicates (not two intervals against the anchor)."""
+
+    ratings: list[Rating]
+    names: list[str]
+    elo: np.ndarray
+    samples: np.ndarray  # [bootstrap, players]; empty without a bootstrap
+    prior: float
+
+    def difference(self, a: str, b: str) -> tuple[float, float, float]:
+        """(Elo of a − Elo of b, low, high): the 95% percentile interval of the difference."""
+        from experiments.harness.stats import percentile_interval
+
+        ia, ib = self.names.index(a), self.names.index(b)
+        d = float(self.elo[ia] - self.elo[ib])
+        if not len(self.samples):
+            return d, d, d
+        lo, hi = percentile_interval(self.samples[:, ia] - self.samples[:, ib])
+        return d, lo, hi
+
+
 def rate(results: Sequence[Result], anchor: str | None = None, anchor_elo: float = 0.0, bootstrap: int = 200,
-         seed: int = 0, prior: float = 1.0, progress: bool = False) -> list[Rating]:
+         seed: int = 0, prior: float | None = None, progress: bool = False) -> list[Rating]:
     """Ratings of every player in ``results``, best first (see module doc); ``progress``: a bar over
     the bootstrap refits when they take more than a second."""
+    return fit(results, anchor, anchor_elo, bootstrap, seed, prior, progress).ratings
+
+
+def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float = 0.0, bootstrap: int = 200,
+        seed: int = 0, prior: float | None = None, progress: bool = False) -> Fit:
+    """:func:`rate` with the bootstrap replicates kept (:class:`Fit`)."""
     if not results:
         raise RatingError("no games to rate")
     data = _Data(results)
@@ -216,8 +221,11 @@ def rate(results: Sequence[Result], anchor: str | None = None, anchor_elo: float
         raise RatingError(f"players form {len(comps)} groups that never met: {groups}")
     a = None if anchor is None else names.index(anchor)
     n, s = data.aggregate()
+    if prior is None:
+        prior = auto_prior(n, s)
     elo = _fit(len(names), data.i, data.j, n, s, a, anchor_elo, prior)
     lo, hi = elo.copy(), elo.copy()
+    samples = np.empty((0, len(names)))
     if bootstrap > 0 and data.n_units > 1:
         rng = np.random.default_rng(seed)
         from tqdm import tqdm
@@ -240,7 +248,7 @@ def rate(results: Sequence[Result], anchor: str | None = None, anchor_elo: float
     out = [Rating(nm, float(elo[k]), float(lo[k]), float(hi[k]), int(games[k]), float(points[k] / games[k]))
            for k, nm in enumerate(names)]
     out.sort(key=lambda x: -x.elo)
-    return out
+    return Fit(out, names, elo, samples, prior)
 
 
 def format_table(ratings: Sequence[Rating]) -> str:

@@ -115,10 +115,11 @@ class EnginePool:
         self.variant = variant
         self.idle: dict[str, list[Engine]] = {}
 
-    def get(self, player: Player) -> Engine:
+    def get(self, player: Player, seed: int | None = None) -> Engine:
+        """An engine for ``player``, reset for a new game and re-seeded with the game's ``seed``."""
         free = self.idle.get(player.engine)
         eng = free.pop() if free else self.factory(player, self.variant)
-        eng.new_game()
+        eng.new_game(seed)
         return eng
 
     def put(self, player: Player, eng: Engine) -> None:
@@ -291,7 +292,7 @@ class Runner:
         engines: list[Engine] = []
         for side, player in enumerate((t.white, t.black)):
             try:
-                engines.append(self.pool.get(player))
+                engines.append(self.pool.get(player, t.seed))
             except Exception as e:  # noqa: BLE001 - an engine that cannot start loses the game
                 g = _Game(t, pos, engines + [_Absent(player.name)] * (2 - len(engines)),
                           _Adjudicator(self.adjudication), clocks, time.time())

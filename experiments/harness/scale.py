@@ -34,12 +34,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
-from experiments.harness.costs import Cost, costs
+from experiments.harness.costs import NODE_CAPTION, Cost, costs
 from experiments.harness.store import GameRecord
-from experiments.harness.match import GameTask, Player, match_tasks
+from experiments.harness.match import GameTask, Player
 from experiments.harness.ratings import Rating
 from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
@@ -106,11 +106,7 @@ class Scale:
 
     def tasks(self) -> list[GameTask]:
         s = self.settings
-        most = max(games for _, _, games in self.pairings())
-        ops = s.opening_list(most // 2)
-        suite = openings_mod.suite_id(s.openings)
-        return interleave([match_tasks(s.name, s.variant, a, b, ops, games, s.seed, suite)
-                           for a, b, games in self.pairings()])
+        return interleave([s.pairing_tasks(a, b, games) for a, b, games in self.pairings()])
 
 
 def _ladder(sec: Section) -> list[int]:
@@ -166,7 +162,7 @@ def parse(cfg: Section) -> Scale:
         raise cfg.error("families", "give at least one [[families]] table")
     anchors: list[Anchor] = []
     for sec in cfg.tables("anchors"):
-        sec.only("name", "engine", "nodes", "depth", "movetime", "tc", "games")
+        sec.only("name", "engine", "nodes", "playouts", "evals", "depth", "movetime", "tc", "games")
         p = player(sec)
         if p.name in names:
             raise sec.error("name", f"duplicate player name {p.name!r}")
@@ -226,8 +222,28 @@ number. Compare our Elo with other reports only through these engines and limits
 absolute numbers."""
 
 
+def differences(sc: Scale, fit: Any) -> list[str]:
+    """Markdown rows: at every budget two or more families share, each family against the first one
+    there, with the bootstrap interval of the difference itself (from the same replicates)."""
+    rows_md: list[str] = []
+    first = sc.families[0] if sc.families else None
+    for f in sc.families[1:]:
+        for p, n in zip(f.players, f.nodes):
+            if first is None or n not in first.nodes:
+                continue
+            q = first.players[first.nodes.index(n)]
+            d, lo, hi = fit.difference(p.name, q.name)
+            verdict = "stronger" if lo > 0 else "weaker" if hi < 0 else "not distinguishable"
+            rows_md.append(f"| {n} | {f.name} − {first.name} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+    if not rows_md:
+        return []
+    return ["", "Differences at equal nodes (each family against the first, the 95% bootstrap interval of the "
+            "difference itself, from the same replicates as the table):", "",
+            "| nodes | difference | Elo | 95% interval | verdict |", "|---:|---|---:|---|---|"] + rows_md
+
+
 def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
-                 game_records: Sequence[GameRecord] = ()) -> list[Path]:
+                 game_records: Sequence[GameRecord] = (), fit: Any = None) -> list[Path]:
     """``elo_vs_nodes.{csv,md,png,svg}`` and ``elo_vs_cost.{png,svg}`` in :attr:`Scale.out_dir`."""
     import csv
 
@@ -250,7 +266,8 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
                         f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}"])
     s = sc.settings
     md = [f"# Elo versus nodes: {s.name}", "",
-          f"Variant {s.variant}; {games} games; anchor {s.anchor} = {s.anchor_elo:g} Elo; "
+          f"Variant {s.variant}; {games} games on {len({g.opening_fen for g in game_records})} distinct openings "
+          f"(each pairing draws its own, one per colour-reversed pair); anchor {s.anchor} = {s.anchor_elo:g} Elo; "
           f"95% intervals from {s.bootstrap} bootstrap samples over game pairs; "
           f"logistic Bradley-Terry fit (draws = half points).", "",
           "Regenerate (resumes from the database, plays only missing games):", "",
@@ -258,13 +275,15 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
           "![Elo versus nodes](elo_vs_nodes.png)", "",
           "What a move costs (means per move over the stored games: nodes, evaluator calls = positions sent to "
           "a network or static evaluations, 0 for external engines; seconds on this machine):", "",
-          "![Elo versus seconds and evaluator calls per move](elo_vs_cost.png)", "",
+          "![Elo versus seconds and evaluator calls per move](elo_vs_cost.png)", "", NODE_CAPTION, "",
           "| family | engine | nodes | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rs:
         md.append(f"| {r.family} | `{r.engine}` | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
                   f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}] | {r.rating.games} | {100 * r.rating.score:.1f}% | "
                   f"{r.cost.nodes:.0f} | {r.cost.evals:.0f} | {1000 * r.cost.seconds:.1f} |")
+    if fit is not None:
+        md += differences(sc, fit)
     if sc.anchors:
         md += ["", ANCHOR_NOTE.format(anchor=s.anchor, anchor_elo=s.anchor_elo,
                                       anchors=", ".join(f"`{a.player.name}` = `{a.player.engine}` "
@@ -288,7 +307,7 @@ def run(sc: Scale, command: str, factory: object | None = None, progress: bool =
     s = sc.settings
     check_writable(sc.out_dir / "elo_vs_nodes.csv")
     _, games = play_run(s, sc.tasks(), [p.name for p in sc.players], factory, progress)
-    ratings = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed,
-                               progress=progress)
-    print(ratings_mod.format_table(ratings))
-    return ratings, write_report(sc, ratings, command, len(games), games)
+    fit = ratings_mod.fit(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed,
+                          progress=progress)
+    print(ratings_mod.format_table(fit.ratings))
+    return fit.ratings, write_report(sc, fit.ratings, command, len(games), games, fit)

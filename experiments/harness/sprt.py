@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from experiments.harness.stats import Pairing, pair_index  # noqa: F401 - pair_index re-exported
 from experiments.harness.store import GameRecord
 
 NELO_PER_T = 800.0 / math.log(10.0)  # normalised Elo per unit of per-game t-value
@@ -100,14 +101,6 @@ def normalised_elo(counts: Sequence[float]) -> tuple[float, float]:
     return nelo, 1.96 * NELO_PER_T / math.sqrt(2 * n)
 
 
-def pair_index(score_a: float) -> int:
-    """Pentanomial cell of A's points in a pair (0, 0.5, ..., 2)."""
-    k = int(round(score_a * 2))
-    if not 0 <= k <= 4 or abs(score_a * 2 - k) > 1e-9:
-        raise SprtError(f"a pair score must be one of 0, 0.5, ..., 2, got {score_a}")
-    return k
-
-
 @dataclass
 class Sprt:
     """The running test: feed finished games, ask :attr:`state`."""
@@ -119,7 +112,7 @@ class Sprt:
     alpha: float = 0.05
     beta: float = 0.05
     counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0, 0])
-    _half: dict[object, float] = field(default_factory=dict)
+    _pairing: Pairing | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.elo1 <= self.elo0:
@@ -131,12 +124,11 @@ class Sprt:
 
     def add_game(self, g: GameRecord) -> None:
         """Add a game; a pair counts once both of its games are in."""
-        key = (g.match, g.pair)
-        s = g.score_for(self.a)
-        if key in self._half:
-            self.add_pair(self._half.pop(key) + s)
-        else:
-            self._half[key] = s
+        if self._pairing is None:
+            self._pairing = Pairing(self.a)
+        k = self._pairing.add(g)
+        if k is not None:
+            self.counts[k] += 1
 
     def add_games(self, games: Iterable[GameRecord]) -> None:
         for g in games:

@@ -58,14 +58,16 @@ class Player:
     movetime: float | None = None  # seconds per move
     tc: tuple[float, float] | None = None  # (base seconds, increment seconds)
     evals: int | None = None  # evaluator calls per move
+    playouts: int | None = None  # MCTS: new simulations per move (``nodes`` counts the root's visits, reused ones too)
 
     def __post_init__(self) -> None:
         why = check_name(self.name)
         if why:
             raise MatchError(why)
-        if self.nodes is None and self.depth is None and self.movetime is None and self.tc is None and self.evals is None:
-            raise MatchError(f"player {self.name!r}: give a limit (nodes, evals, depth, movetime or tc)")
-        for k in ("nodes", "depth", "evals"):
+        if (self.nodes is None and self.depth is None and self.movetime is None and self.tc is None
+                and self.evals is None and self.playouts is None):
+            raise MatchError(f"player {self.name!r}: give a limit (nodes, playouts, evals, depth, movetime or tc)")
+        for k in ("nodes", "depth", "evals", "playouts"):
             v = getattr(self, k)
             if v is not None and not 1 <= v <= MAX_BUDGET:
                 raise MatchError(f"player {self.name!r}: {k} must be from 1 to {MAX_BUDGET:,}, got {v}")
@@ -77,7 +79,7 @@ class Player:
                              f"0 <= increment <= {MAX_SECONDS:,} seconds")
 
     def limits_text(self) -> str:
-        return limits_text(self.nodes, self.depth, self.movetime, self.tc, self.evals)
+        return limits_text(self.nodes, self.depth, self.movetime, self.tc, self.evals, self.playouts)
 
     @property
     def ident(self) -> str:
@@ -85,7 +87,8 @@ class Player:
         return f"{self.engine}[{self.limits_text()}]"
 
     def limits(self, clocks: Sequence[float] | None = None) -> Limits:
-        lim = Limits(nodes=self.nodes, depth=self.depth, movetime=self.movetime, evals=self.evals)
+        lim = Limits(nodes=self.nodes, depth=self.depth, movetime=self.movetime, evals=self.evals,
+                     playouts=self.playouts)
         if self.tc is not None and clocks is not None:
             lim.wtime, lim.btime = max(0.0, clocks[0]), max(0.0, clocks[1])
             lim.winc = lim.binc = self.tc[1]
@@ -106,11 +109,13 @@ class Player:
 
 
 def limits_text(nodes: int | None = None, depth: int | None = None, movetime: float | None = None,
-                tc: tuple[float, float] | None = None, evals: int | None = None) -> str:
-    """``nodes=800,evals=800,depth=4,movetime=0.5,tc=60+0.6`` (the limits that are set)."""
+                tc: tuple[float, float] | None = None, evals: int | None = None, playouts: int | None = None) -> str:
+    """``nodes=800,playouts=400,evals=800,depth=4,movetime=0.5,tc=60+0.6`` (the limits that are set)."""
     parts = []
     if nodes is not None:
         parts.append(f"nodes={nodes}")
+    if playouts is not None:
+        parts.append(f"playouts={playouts}")
     if evals is not None:
         parts.append(f"evals={evals}")
     if depth is not None:

@@ -12,7 +12,7 @@ Config (every key is checked; a bad one is reported with its line)::
     db = "runs/cz-rr.sqlite"       # default runs/<name>.sqlite
     pgn = "runs/cz-rr.pgn"         # default runs/<name>.pgn
     openings = "experiments/openings/crazyhouse.epd"   # default: the shipped suite of the variant
-    random_openings = false        # true: a seeded shuffle of the suite
+    random_openings = false        # accepted for old configs; every pairing draws its own openings
     anchor = "material-ab"         # rating anchor (a player name) and its Elo
     anchor_elo = 0
     bootstrap = 200                # bootstrap samples for the error bars
@@ -29,7 +29,8 @@ Config (every key is checked; a bad one is reported with its line)::
     [[engines]]
     name = "ab"                    # display name (default: the engine string)
     engine = "material-ab"         # registry name or spec
-    nodes = 2000                   # limits: nodes, depth, movetime (s), tc = "60+0.6"
+    nodes = 2000                   # limits: nodes (MCTS: root visits, reused included), playouts (MCTS:
+                                   # new simulations), evals, depth, movetime (s), tc = "60+0.6"
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from experiments.paths import OutputError, check_file
 from experiments.harness.runner import RunStats
 from experiments.harness.store import GameRecord, Store
 from experiments.harness.tasks import (
-    BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player, check_name, match_tasks, parse_tc,
+    BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player, check_name, match_id, match_tasks, parse_tc,
 )
 from experiments.harness.tomlconfig import ConfigError, Section
 
@@ -71,10 +72,21 @@ class RunSettings:
     backend: str = "local"
     ray_address: str | None = None
     adjudication: Adjudication = field(default_factory=Adjudication)
+    _suite: list[openings_mod.Opening] | None = field(default=None, repr=False, compare=False)
+    _suite_id: str = field(default="", repr=False, compare=False)
 
-    def opening_list(self, count: int) -> list[openings_mod.Opening]:
-        suite = openings_mod.load_suite(self.openings, self.variant)
-        return openings_mod.order(suite, count, self.seed if self.random_openings else None)
+    def pairing_tasks(self, a: Player, b: Player, games: int) -> list[GameTask]:
+        """The games of one pairing: ``games // 2`` colour-reversed pairs on as many distinct openings,
+        drawn for this pairing without replacement (:func:`experiments.harness.openings.draw`)."""
+        if self._suite is None:
+            self._suite = openings_mod.load_suite(self.openings, self.variant)
+            self._suite_id = openings_mod.suite_id(self.openings) + "/" + openings_mod.DRAWN
+        key = match_id(self.variant, a, b, self._suite_id)
+        try:
+            ops = openings_mod.draw(self._suite, (games + 1) // 2, self.seed, key)
+        except openings_mod.OpeningError as e:
+            raise MatchError(f"{a.name} vs {b.name}: {e}") from None
+        return match_tasks(self.name, self.variant, a, b, ops, games, self.seed, self._suite_id)
 
 
 def _name_check(v: str) -> str | None:
@@ -134,6 +146,7 @@ def player(sec: Section, name: str | None = None, nodes: int | None = None) -> P
         return Player(nm, engine,
                       nodes=nodes if nodes is not None else sec.get("nodes", int, None),
                       evals=sec.get("evals", int, None),
+                      playouts=sec.get("playouts", int, None),
                       depth=sec.get("depth", int, None),
                       movetime=sec.get("movetime", float, None), tc=tc)
     except MatchError as e:
@@ -155,10 +168,7 @@ class Tournament:
         return [(ps[i], ps[j]) for i in range(len(ps)) for j in range(i + 1, len(ps))]
 
     def tasks(self) -> list[GameTask]:
-        return interleave([match_tasks(self.settings.name, self.settings.variant, a, b,
-                                       self.settings.opening_list(self.settings.games // 2), self.settings.games,
-                                       self.settings.seed, openings_mod.suite_id(self.settings.openings))
-                           for a, b in self.pairings()])
+        return interleave([self.settings.pairing_tasks(a, b, self.settings.games) for a, b in self.pairings()])
 
 
 def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], factory: Any = None,
@@ -210,7 +220,7 @@ def parse(cfg: Section) -> Tournament:
     if len(secs) < 2:
         raise cfg.error("engines", "a tournament needs at least 2 engines")
     for sec in secs:
-        sec.only("name", "engine", "nodes", "evals", "depth", "movetime", "tc")
+        sec.only("name", "engine", "nodes", "evals", "playouts", "depth", "movetime", "tc")
     players = [player(sec) for sec in secs]
     seen: dict[str, int] = {}
     for i, (p, sec) in enumerate(zip(players, secs)):

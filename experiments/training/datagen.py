@@ -116,7 +116,7 @@ class UciProcess:
         while not self.readline().startswith(token):
             pass
 
-    def new_game(self) -> None:
+    def new_game(self, seed: int | None = None) -> None:
         self.send("ucinewgame")
         self.send("isready")
         self.wait_for("readyok")

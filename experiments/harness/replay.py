@@ -1,0 +1,108 @@
+"""``searchbench replay DB``: play stored games again, move by move, and report the first divergence.
+
+Every game row holds what is needed to play it again: both players' engine specs and limits, the
+opening (its moves from the initial position, or its FEN) and the game's seed, which re-seeds each
+engine at the start of the game (:meth:`engines.base.Engine.new_game`).  A replay makes fresh
+engines, plays the opening, then asks the engine to move at each ply and compares its move with the
+stored one; the first ply where they differ is the game's divergence.
+
+What replays exactly: games under node, playout, evaluator-call or depth limits, with in-process
+engines and external engines that are deterministic under node limits with one thread (Stockfish,
+Fairy-Stockfish).  Time-limited games (movetime, clocks) depend on the machine's speed and are
+skipped, with a count.  A replay plays one game at a time, so a neural evaluator sees its leaves in
+batches of one search's own (the run may have pooled the leaves of several games into one batch):
+where the network's outputs depend on the batch they came in, a game can diverge (reported, not
+hidden).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from experiments.harness.openings import Opening
+from experiments.harness.store import GameRecord, Store
+from experiments.harness.tasks import Player, parse_tc
+
+
+@dataclass
+class Outcome:
+    """One game's replay: ``ply`` of the first divergence (None: every move agreed), the stored and
+    replayed moves there, or ``skipped`` with the reason."""
+
+    key: str
+    plies: int
+    ply: int | None = None
+    stored: str = ""
+    replayed: str = ""
+    skipped: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        return self.ply is None and not self.skipped
+
+
+def player_of(name: str, settings: dict[str, Any]) -> Player:
+    """The :class:`Player` a stored game's settings describe (engine and limits text)."""
+    kw: dict[str, Any] = {}
+    for part in str(settings.get("limits", "")).split(","):
+        k, eq, v = part.partition("=")
+        if not eq:
+            continue
+        if k in ("nodes", "evals", "depth", "playouts"):
+            kw[k] = int(v)
+        elif k == "movetime":
+            kw[k] = float(v)
+        elif k == "tc":
+            kw[k] = parse_tc(v)
+    return Player(name, str(settings["engine"]), **kw)
+
+
+def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome:
+    """Play ``g`` again with engines from ``factory`` (see module doc)."""
+    import board
+    from engines.base import InProcessEngine
+
+    players = (player_of(g.white, g.white_settings), player_of(g.black, g.black_settings))
+    out = Outcome(g.key, len(g.moves))
+    if any(p.movetime is not None or p.tc is not None for p in players):
+        out.skipped = "time-limited"
+        return out
+    pos = Opening(g.opening, g.opening_fen, tuple(g.opening_moves)).position(g.variant)
+    engines = [factory(p, g.variant) for p in players]
+    try:
+        for e in engines:
+            e.new_game(g.seed)
+        for ply, stored in enumerate(g.moves):
+            side = 0 if pos.turn == board.WHITE else 1
+            r = engines[side].play(pos.copy(), players[side].limits(None))
+            got = board.move_to_uci(r.move) if r.move else (r.forfeit or "no move")
+            if got != stored:
+                out.ply, out.stored, out.replayed = ply, stored, got
+                return out
+            pos.push_uci(stored)
+    finally:
+        for e in engines:
+            if not isinstance(e, InProcessEngine) or not getattr(factory, "shares_evaluators", False):
+                e.close()
+    return out
+
+
+def replay(db: str | Path, key: str | None = None, run: str | None = None,
+           progress: bool = True) -> list[Outcome]:
+    """Replay the games of ``db`` (one ``key``, or those of ``run``, or all) in the order stored."""
+    from tqdm import tqdm
+
+    from experiments.harness.runner import RegistryFactory
+
+    with Store(db, readonly=True) as store:
+        games = store.games(run=run)
+    if key is not None:
+        games = [g for g in games if g.key == key]
+        if not games:
+            raise KeyError(f"no game {key!r} in {str(db)!r}")
+    factory = RegistryFactory()
+    try:
+        return [replay_game(g, factory) for g in tqdm(games, desc="replay", disable=not progress, dynamic_ncols=True)]
+    finally:
+        factory.close()
