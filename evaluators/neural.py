@@ -67,8 +67,9 @@ WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "w
 #: search) with the size of the batch it came in, and a pooled run depended on which games shared a
 #: batch.  Measured on rise_crazyhouse.pt: 64 positions in batches of 4, 8, 16 and 64 give bit-identical
 #: outputs, batches of 5, 6, 7, 9 and 33 do not.  8 covers blocks of 4 and 8; a batch of one stays as
-#: it is (padding it costs 2.3x: 2.0 ms against 4.6 ms for RISE), so a position evaluated alone may
-#: differ from the same position in a batch by that much.
+#: it is (padding it costs 2.3x: 2.0 ms against 4.6 ms for RISE) unless ``pad_single`` is set, which
+#: the harness does for node-limited runs (a search's root is evaluated alone, or with other games'
+#: leaves, as the pool falls: only padding it too makes the run independent of that).
 CPU_BATCH_MULTIPLE: Final = 8
 #: batch sizes a GPU batch is padded to (the largest batch is split by max_batch first)
 BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -210,6 +211,7 @@ class NeuralEvaluator(Evaluator):
         self.threads = threads
         self.meta = dict(meta or {})
         self.path = path
+        self.pad_single = False  # pad a batch of one too (CPU_BATCH_MULTIPLE)
         self.max_batch = max_batch or self.default_max_batch
         #: the mode asked for; ``inference`` is the mode in use once the network has run
         self.inference_requested: str = DEFAULT_INFERENCE
@@ -247,7 +249,7 @@ class NeuralEvaluator(Evaluator):
         t = torch.from_numpy(x)
         n = len(x)
         if not self.on_gpu:
-            pad = -n % CPU_BATCH_MULTIPLE if n > 1 else 0
+            pad = -n % CPU_BATCH_MULTIPLE if n > 1 or self.pad_single else 0
             if pad:
                 t = torch.cat([t, t[:1].expand(pad, *t.shape[1:])])
             return t, n

@@ -139,3 +139,24 @@ def test_a_cut_second_iteration_keeps_a_move_that_beat_the_first() -> None:
         return -AlphaBeta(EV, EXACT).run(p, Limits(depth=1)).cp if p.legal_moves() else 0
 
     assert value2(r.best_move) >= value2(full1.best_move)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)
+def test_more_nodes_play_stronger_in_matches(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The comparator is monotone in its budget again (issue 21): with the shipped crazyhouse
+    DeepChess network, 256 nodes scores above 50% against 64, and 1,024 against 256 (24 games each,
+    colour-reversed pairs on distinct openings)."""
+    from experiments.harness import match as M
+    from experiments.harness.openings import default_suite, load_suite, order
+    from experiments.harness.store import Store
+
+    ops = order(load_suite(default_suite("crazyhouse"), "crazyhouse"), 12, 7)
+    for low, high in ((64, 256), (256, 1024)):
+        a = M.Player(f"dc@{high}", "deepchess-ab", nodes=high)
+        b = M.Player(f"dc@{low}", "deepchess-ab", nodes=low)
+        tasks = M.match_tasks("mono", "crazyhouse", a, b, ops, 24, seed=1)
+        with Store(tmp_path / f"{low}-{high}.sqlite") as st:
+            M.play(tasks, st, concurrency=4, adjudication=M.Adjudication(max_plies=300), progress=False)
+            score = sum(g.score_for(a.name) for g in st.games())
+        assert score > 12, (low, high, score)

@@ -384,3 +384,20 @@ def test_a_positions_network_outputs_do_not_depend_on_its_batch() -> None:
         assert got == ref, size
     mixed = leaves[40:43] + leaves[:2]
     assert [(e.value, tuple(e.priors)) for e in ev.evaluate(mixed)] == ref[40:43] + ref[:2]
+    alone = [(e.value, tuple(e.priors)) for lf in leaves[:8] for e in ev.evaluate([lf])]
+    assert alone != ref[:8]  # a lone position runs another kernel ...
+    ev.pad_single = True  # ... unless padded too, as the harness does for node-limited runs
+    assert [(e.value, tuple(e.priors)) for lf in leaves[:8] for e in ev.evaluate([lf])] == ref[:8]
+
+
+def test_a_pooled_network_match_replays_exactly(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """RISE games played 4 at a time (their leaves pooled into shared batches) replay move by move
+    one game at a time: each position's network outputs do not depend on its batch."""
+    from experiments.cli import main as cli
+
+    db = tmp_path / "r.sqlite"
+    assert cli.main(["match", "rise-mcts", "rise-mcts:batch_size=3", "--nodes", "24", "--games", "4", "--max-plies",
+                     "40", "--concurrency", "4", "--db", str(db), "--pgn", str(tmp_path / "r.pgn"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["replay", str(db), "--quiet"]) == 0
+    assert "4 games replayed, every move agrees" in capsys.readouterr().out

@@ -64,7 +64,10 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     if not tasks:
         return RunStats()
     if factory is None:
-        factory = RegistryFactory()
+        # exact batches unless a clock decides anyway (time-limited games never replay exactly, and
+        # padding a lone position would slow one-leaf searches such as alpha-beta with a network)
+        timed = any(p.movetime is not None or p.tc is not None for t in tasks for p in (t.white, t.black))
+        factory = RegistryFactory(exact_batches=not timed)
     variants = {t.variant for t in tasks}
     if len(variants) != 1:
         raise MatchError(f"one variant per run, got {', '.join(sorted(variants))}")

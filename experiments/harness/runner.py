@@ -66,17 +66,21 @@ class RegistryFactory:
 
     shares_evaluators = True
 
-    def __init__(self, threads: int | None = None, max_batch: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, max_batch: int | None = None, exact_batches: bool = True) -> None:
         if threads is not None and threads < 1:
             raise MatchError(f"evaluator threads must be at least 1, got {threads}")
         if max_batch is not None and max_batch < 1:
             raise MatchError(f"max batch must be at least 1, got {max_batch}")
         self.threads = threads
         self.max_batch = max_batch
+        #: networks pad a batch of one too (evaluators.neural.CPU_BATCH_MULTIPLE): a position's outputs
+        #: then never depend on how the pooled leaves fell into batches (node-limited runs replay exactly)
+        self.exact_batches = exact_batches
         self.evaluators: dict[tuple[str, str | None, int, str | None, str, str], Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"evaluators": {}, "threads": self.threads, "max_batch": self.max_batch}  # a worker loads its own
+        return {"evaluators": {}, "threads": self.threads, "max_batch": self.max_batch,  # a worker loads its own
+                "exact_batches": self.exact_batches}
 
     def _evaluator_key(self, spec: Any, variant: str) -> tuple[str, str | None, int, str | None, str, str]:
         from engines import registry
@@ -96,6 +100,8 @@ class RegistryFactory:
             ev = self.evaluators[key] = registry.load_evaluator(*key[:5], variant=variant)
             if self.max_batch is not None and hasattr(ev, "max_batch"):
                 ev.max_batch = self.max_batch
+            if hasattr(ev, "pad_single"):
+                ev.pad_single = self.exact_batches
         return registry.create(spec, variant, evaluator=ev)
 
     def close(self) -> None:
