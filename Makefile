@@ -6,13 +6,17 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 SOURCES := $(shell find board search evaluators -name '*.py' 2>/dev/null)
 
-.PHONY: run test test-pure test-compiled test-slow bench install build sysdeps clean
+.PHONY: run test test-pure test-compiled test-slow typecheck bench install build sysdeps clean
 
 run: install
 	$(BIN)/searchbench scale experiments/configs/quick-crazyhouse.toml
 
 test: install
-	$(MAKE) test-compiled test-pure
+	$(MAKE) typecheck test-compiled test-pure
+
+# mypy --strict with the project's settings (pyproject.toml), over every package
+typecheck: install
+	$(BIN)/mypy board search evaluators engines experiments
 
 test-compiled: install
 	$(BIN)/pytest -q -p no:cacheprovider

@@ -197,12 +197,12 @@ class ExternalEngine(Engine):
             raise EngineError(f"unknown protocol {self.protocol!r}; known: uci, xboard")
         opts = check_external_options(spec.options)
         adapter = spec.settings or {o.name: o.parse(opts.get(o.name, o.format(o.default))) for o in EXTERNAL_OPTIONS}
-        self.default_nodes: int | None = adapter["nodes"]  # type: ignore[assignment]
-        self.default_depth: int | None = adapter["depth"]  # type: ignore[assignment]
-        self.default_movetime: float | None = adapter["movetime"]  # type: ignore[assignment]
-        self.timeout = float(adapter["timeout"])  # type: ignore[arg-type]
-        self.startup_timeout = float(adapter["startup"])  # type: ignore[arg-type]
-        self.overrun = float(adapter["overrun"])  # type: ignore[arg-type]
+        self.default_nodes: int | None = adapter["nodes"]
+        self.default_depth: int | None = adapter["depth"]
+        self.default_movetime: float | None = adapter["movetime"]
+        self.timeout = float(adapter["timeout"])
+        self.startup_timeout = float(adapter["startup"])
+        self.overrun = float(adapter["overrun"])
         if command is None:
             command = [find_program(spec.evaluator)] + shlex.split(str(adapter["args"]))
         self.command = list(command)

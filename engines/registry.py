@@ -116,9 +116,10 @@ def _copy(spec: EngineSpec) -> EngineSpec:
 
 
 def default_variant(spec: EngineSpec) -> str:
-    """The first variant a built-in engine plays (chess for other specs)."""
-    info = builtins().get(spec.name.partition(":")[0])
-    return info.variants[0] if info and info.variants else "chess"
+    """Chess wherever the engine plays it (a GUI that plays chess never sends ``UCI_Variant``:
+    cutechess calls it "standard"), else the first variant it plays."""
+    variants = variants_of(spec)
+    return "chess" if "chess" in variants or not variants else variants[0]
 
 
 def is_external(spec: EngineSpec) -> bool:

@@ -282,6 +282,16 @@ class NeuralEvaluator(Evaluator):
         network has no single-input forward, and runs eager)."""
         return None
 
+    def warm_up(self) -> None:
+        """Build the forward now (tracing and freezing, a few hundred ms) and run it once, so the
+        first real evaluation does not pay it (the UCI front end calls this before ``readyok``)."""
+        ex = self.example_inputs()
+        if ex is None:
+            return
+        x, _ = self.to_device(ex[0].numpy())
+        with torch.inference_mode():
+            self.forward(x)
+
     def forward(self, *inputs: torch.Tensor) -> Any:
         """The network's forward in the chosen inference mode (built at the first call)."""
         f = self._forward
@@ -304,7 +314,8 @@ class NeuralEvaluator(Evaluator):
         if self.on_gpu:  # eager on a GPU (the module docstring); half precision if it keeps the top move
             self.inference = "eager"
             self.half = self.half_mode == "on" or (self.half_mode == "auto" and self._half_agrees())
-            return self.net
+            eager: Callable[..., Any] = self.net
+            return eager
         mode = self.inference_requested
         examples = self.example_inputs() if mode == "frozen" else None
         if mode == "frozen" and examples is None:

@@ -29,7 +29,12 @@ class TimeConfig:
     proportional_from_move: int = 40
     proportional_share: float = 0.05
     increment_share: float = 0.7
-    move_overhead: float = 0.02  # seconds kept per move for communication
+    move_overhead: float = 0.02  # seconds kept per move for communication (UCI "Move Overhead", ms)
+    # moves' worth of time kept back under movestogo: the last move before the control takes at most
+    # half the clock (it took 85% with the share t/movestogo and the critical extension on top)
+    movestogo_reserve: float = 1.0
+    # the share of the clock left that one move may use at most, extension included
+    max_clock_share: float = 0.6
     easy_prior: float = 0.9
     critical_drop: float = 0.1
     stop_easy: bool = True
@@ -47,7 +52,7 @@ def move_time(limits: Limits, turn: int, fullmove_number: int, cfg: TimeConfig |
     inc = limits.winc if turn == 0 else limits.binc
     if limits.movestogo is not None and limits.movestogo > 0:
         togo = limits.movestogo
-        share = (t - c.move_overhead * togo) / togo + c.increment_share * inc
+        share = (t - c.move_overhead * togo) / (togo + c.movestogo_reserve) + c.increment_share * inc
     elif fullmove_number < c.proportional_from_move:
         togo = max(1, c.expected_game_length - fullmove_number)
         share = (t - c.move_overhead * togo) / togo + c.increment_share * inc
@@ -65,8 +70,8 @@ class TimeControl:
         self.deadline = allocated
         self.extended = False
         # Never extend past what the clock allows (with the overhead kept).
-        self.hard_cap = allocated * 1.5 if remaining is None else min(allocated * 1.5,
-                                                                      max(allocated, remaining - cfg.move_overhead))
+        self.hard_cap = allocated * 1.5 if remaining is None else min(
+            allocated * 1.5, max(allocated, cfg.max_clock_share * remaining - cfg.move_overhead))
 
     def should_stop(self, elapsed: float, easy: bool, critical: bool) -> bool:
         """Called during the search with the elapsed seconds and the current judgement of the position."""

@@ -3,6 +3,7 @@ adjudication, the store (commit per game, resume, never twice), PGN, a killed ru
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,7 +94,9 @@ def test_games_stored_with_settings_stats_and_pgn(tmp_path: Path) -> None:
     assert nodes[0].comment == "book"
     engine_comments = [n.comment for n in nodes[len(g.opening_moves):] if n.comment]
     assert engine_comments and all("/" in c for c in engine_comments)
-    assert any(c.endswith(" 4") or c.endswith(" 7") for c in engine_comments)
+    assert all(re.fullmatch(r"[+-](\d+\.\d\d|M\d+)/\d+ \d+\.\d{3}s", c) for c in engine_comments)  # cutechess's
+    assert first.headers["Termination"] in ("normal", "adjudication", "time forfeit", "rules infraction")
+    assert first.headers["TerminationDetails"] == games[0].reason
     assert first.headers["Result"] == games[0].result
     assert first.end().board().fen() is not None
 
@@ -346,11 +349,18 @@ def test_pgn_comment_format() -> None:
     from experiments.harness.pgn import move_comment
     from experiments.harness.store import MoveStat
 
-    assert move_comment(MoveStat(1600, 0.1, 31, None, 9)) == "+0.31/9 1600"
-    assert move_comment(MoveStat(50, 0.1, -250, None, 3)) == "-2.50/3 50"
-    assert move_comment(MoveStat(80, 0.1, None, 3, 5)) == "+M3/5 80"
-    assert move_comment(MoveStat(80, 0.1, None, -2, 5)) == "-M2/5 80"
+    assert move_comment(MoveStat(1600, 0.412, 31, None, 9)) == "+0.31/9 0.412s"  # cutechess's {score/depth time}
+    assert move_comment(MoveStat(50, 0.1, -250, None, 3)) == "-2.50/3 0.100s"
+    assert move_comment(MoveStat(80, 2.0, None, 3, 5)) == "+M3/5 2.000s"
+    assert move_comment(MoveStat(80, 0.1, None, -2, 5)) == "-M2/5 0.100s"
     assert move_comment(MoveStat(80, 0.1)) == ""
+    from experiments.harness.pgn import pawn_drops_with_letter, termination
+
+    assert pawn_drops_with_letter("1. e4 @d5 2. N@f3+ @e6 {+0.31/9 0.1s} 3. exd5 @h3#") == \
+        "1. e4 P@d5 2. N@f3+ P@e6 {+0.31/9 0.1s} 3. exd5 P@h3#"
+    assert [termination(r) for r in ("checkmate", "adjudication: max plies (400)", "time forfeit",
+                                     "forfeit: illegal move e2e5", "forfeit: hang: no move within 3s")] == \
+        ["normal", "adjudication", "time forfeit", "rules infraction", "rules infraction"]
 
 
 def test_ray_backend_local(tmp_path: Path) -> None:

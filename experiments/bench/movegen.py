@@ -83,7 +83,7 @@ def _pc_playouts(variant: str, fen: str, games: int, seed: int) -> int:
 
 def _spiel_playouts(variant: str, games: int, seed: int) -> int | None:
     try:
-        import pyspiel  # type: ignore[import-not-found]
+        import pyspiel
     except ImportError:
         return None
     game = pyspiel.load_game(variant)

@@ -19,8 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     pu = sub.add_parser("uci", help="speak UCI on stdin/stdout (for GUIs, cutechess-cli, lichess-bot)")
     pu.add_argument("--engine", required=True, help="an engine name or spec, e.g. material-ab or rise-mcts:nodes=800")
     pu.add_argument("--variant", choices=board.VARIANTS, default=None,
-                    help="variant until the GUI sets UCI_Variant (default: the engine's first, e.g. "
-                         "crazyhouse for rise-mcts, else chess)")
+                    help="variant until the GUI sets UCI_Variant (default: chess where the engine plays it, "
+                         "as GUIs that play chess never send UCI_Variant; else the engine's first)")
     pu.set_defaults(func=_cmd_uci)
 
 

@@ -121,7 +121,9 @@ class _Score:
         self.wdl[0 if s == 1 else 1 if s == 0.5 else 2] += 1
 
     def text(self) -> str:
-        return f"{self.a} {ratings_mod.score_text(*self.wdl)}"
+        from experiments.harness.stats import score_text
+
+        return f"{self.a} {score_text(*self.wdl)}"
 
 
 def _bughouse_match(args: argparse.Namespace) -> int:
@@ -260,7 +262,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """Exit 0 when every replayed game agrees with the database, 1 at the first divergence."""
     from experiments.harness.replay import replay
 
-    outs = replay(args.db, args.game, args.run, progress=not args.quiet)
+    outs = replay(args.db, args.game, args.run, progress=not args.quiet, every=args.every)
     done = [o for o in outs if not o.skipped]
     bad = [o for o in done if o.ply is not None]
     skipped = len(outs) - len(done)
@@ -358,6 +360,7 @@ def register(sub: Any) -> None:
     p.add_argument("db", help="a results database")
     p.add_argument("--game", help="only the game with this key")
     p.add_argument("--run", help="only the games of this run")
+    p.add_argument("--every", type=count(1), default=1, help="a sample: every k-th stored game")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_replay)
 

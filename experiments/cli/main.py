@@ -17,7 +17,13 @@ def _plain(text: str) -> str:
     return text.replace("``", "")
 
 
-class _Formatter(argparse.HelpFormatter):
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        """The help with its default, where there is one to show (not for flags and unset options)."""
+        if action.default is None or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
     def _format_text(self, text: str) -> str:
         return super()._format_text(_plain(text))
 
@@ -25,12 +31,44 @@ class _Formatter(argparse.HelpFormatter):
         return _plain(super()._expand_help(action))
 
 
+#: help of arguments every command names alike (an argument without its own help gets this one)
+COMMON_HELP = {
+    "variant": "the variant played",
+    "seed": "random seed (0 to 2**63-1; stored with every game, so a game replays from it)",
+    "json": "print one JSON object",
+    "quiet": "no progress bar",
+    "config": "a TOML config (examples in experiments/configs/)",
+    "engine": "an engine name or spec (searchbench engines lists them)",
+    "threads": "torch threads",
+    "batch": "positions per training batch",
+    "epochs": "passes over the training data",
+    "db": "the results database (SQLite)",
+    "games": "how many games",
+    "nodes": "node budget per move",
+    "max_plies": "draw after this many plies",
+    "model": "the network family: rise, sixtyfour or deepchess",
+    "anchor": "the player held at --anchor-elo (default: the mean rating is 0)",
+    "count": "how many openings",
+    "depth": "search depth",
+    "max_games": "stop undecided after this many games",
+    "batches": "batches encoded per measurement",
+    "bootstrap": "bootstrap samples for the 95%% intervals (0: none)",
+}
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (``searchbench CMD: error: ...``, exit 2) and plain help text."""
+    """argparse with one-line errors (``searchbench CMD: error: ...``, exit 2), plain help text, the
+    defaults shown, and a help text for every argument (:data:`COMMON_HELP` where none is given)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        if not action.help:
+            action.help = COMMON_HELP.get(action.dest, action.dest.replace("_", " "))
+        return action
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)

@@ -99,6 +99,11 @@ class Ablation:
         return interleave([m[3] for m in self.matches()])
 
 
+def make_sprt(a: str, b: str, settings: dict[str, float]) -> Sprt:
+    """The SPRT of a variant (``a``) against the baseline with a config's ``[sprt]`` settings."""
+    return Sprt(a, b, elo0=settings["elo0"], elo1=settings["elo1"], alpha=settings["alpha"], beta=settings["beta"])
+
+
 def with_options(spec: str, options: dict[str, str]) -> str:
     """``spec`` with ``options`` added (the spec's own options first)."""
     if not options:
@@ -151,7 +156,7 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
                 "alpha": t.get("alpha", float, 0.05), "beta": t.get("beta", float, 0.05)}
         t.done()
         try:
-            Sprt("a", "b", **sprt)
+            make_sprt("a", "b", sprt)
         except ValueError as e:
             raise cfg.error("sprt", str(e)) from None
     variants: list[Variant] = []
@@ -227,7 +232,7 @@ def rows(ab: Ablation, games: Sequence[GameRecord]) -> list[Row]:
         row = Row(v.name, axis, b, len(gs), (wdl[0], wdl[1], wdl[2]), counts, score, elo, lo, hi,
                   openings=len({g.opening_fen for g in gs}))
         if ab.sprt is not None:
-            test = Sprt(a.name, base.name, **ab.sprt)
+            test = make_sprt(a.name, base.name, ab.sprt)
             test.add_games(gs)
             row.llr, row.verdict = test.llr, test.state
         c = costs(gs)
@@ -250,7 +255,7 @@ def run(ab: Ablation, command: str, progress: bool = True, factory: Any = None) 
     if ab.sprt is not None:
         for v, axis, b, tasks in matches:
             a, base = ab.players(v, axis, b)
-            tests[tasks[0].match] = Sprt(a.name, base.name, **ab.sprt)
+            tests[tasks[0].match] = make_sprt(a.name, base.name, ab.sprt)
 
     def decided(t: GameTask) -> bool:
         return t.match in tests and tests[t.match].state != "continue"

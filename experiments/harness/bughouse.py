@@ -262,7 +262,7 @@ class MatchSummary:
     reasons: dict[str, int] = field(default_factory=dict)
 
     def line(self, a: str, b: str) -> str:
-        from experiments.harness.ratings import score_text
+        from experiments.harness.stats import score_text
 
         return (f"{a} vs {b}: {score_text(self.wins, self.draws, self.losses)}; "
                 f"played {self.played}, resumed past {self.skipped}")

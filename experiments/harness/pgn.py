@@ -1,10 +1,13 @@
 """PGN output of stored games (python-chess writes the PGN; we only build the game tree).
 
 Each game carries the Variant tag (python-chess adds it for crazyhouse), the opening's moves with a
-``{book}`` comment, and on every engine move a cutechess-style comment ``{score/depth nodes}``:
+``{book}`` comment, and on every engine move the comment cutechess writes, ``{score/depth time}``:
 score in pawns from the mover's point of view (``+1.25``, or ``+M3``/``-M3`` for mates), the
-search depth and the nodes searched, e.g. ``{+0.31/9 1600}``.  The Termination tag holds the
-harness's reason (checkmate, adjudication, forfeit, ...).
+search depth and the seconds the move took, e.g. ``{+0.31/9 0.412s}`` (nodes, evaluator calls and
+the rest are in the database).  The Termination tag holds the PGN standard's value (``normal``,
+``adjudication``, ``time forfeit``, ``rules infraction``) and TerminationDetails the harness's
+reason; clock and movetime games carry ``TimeControl`` as cutechess writes it (``60+0.6``).
+Crazyhouse pawn drops are written with their letter (``P@f3``), as cutechess reads them.
 
 The PGN is an export of the store and is only ever appended to, never truncated: every game
 carries ``[GameId "<database uid>/<game key>"]``; when a run starts, the games of the run that are
@@ -109,7 +112,32 @@ def move_comment(s: MoveStat) -> str:
         score = f"{s.cp / 100:+.2f}"
     else:
         return ""
-    return f"{score}/{s.depth} {s.nodes}"
+    return f"{score}/{s.depth} {s.time:.3f}s"
+
+
+def termination(reason: str) -> str:
+    """The PGN standard's ``Termination`` value of a stored reason (the reason itself goes into
+    ``TerminationDetails``): ``adjudication``, ``time forfeit``, ``rules infraction`` (an illegal
+    move, or an engine that crashed, hung or broke the protocol) or ``normal``."""
+    if reason.startswith("adjudication"):
+        return "adjudication"
+    if reason.startswith("time forfeit") or reason.startswith("forfeit: overrun"):
+        return "time forfeit"
+    if reason.startswith("forfeit"):
+        return "rules infraction"
+    return "normal"
+
+
+def time_control(settings: dict[str, object]) -> str | None:
+    """cutechess's ``TimeControl`` of a player's limits text (``tc=60+0.6`` -> ``60+0.6``,
+    ``movetime=0.5`` -> ``0.5/move``), None for a node or depth limit."""
+    for part in str(settings.get("limits", "")).split(","):
+        k, _, v = part.partition("=")
+        if k == "tc":
+            return v
+        if k == "movetime":
+            return f"{v}/move"
+    return None
 
 
 def to_game(g: GameRecord, source: str = "") -> chess.pgn.Game:
@@ -125,7 +153,14 @@ def to_game(g: GameRecord, source: str = "") -> chess.pgn.Game:
     game.headers["White"] = g.white
     game.headers["Black"] = g.black
     game.headers["Result"] = g.result
-    game.headers["Termination"] = g.reason
+    game.headers["Termination"] = termination(g.reason)
+    game.headers["TerminationDetails"] = g.reason
+    tcs = {time_control(g.white_settings), time_control(g.black_settings)} - {None}
+    if len(tcs) == 1:
+        game.headers["TimeControl"] = str(tcs.pop())
+    elif tcs:
+        game.headers["WhiteTimeControl"] = str(time_control(g.white_settings) or "-")
+        game.headers["BlackTimeControl"] = str(time_control(g.black_settings) or "-")
     game.headers["Opening"] = g.opening
     game.headers["PlyCount"] = str(len(g.opening_moves) + len(g.moves))
     game.headers["GameId"] = game_id(source, g.key)
@@ -142,9 +177,22 @@ def to_game(g: GameRecord, source: str = "") -> chess.pgn.Game:
     return game
 
 
+_PAWN_DROP = re.compile(r"(?<![A-Za-z0-9@])@([a-h][1-8])")
+
+
+def pawn_drops_with_letter(movetext: str) -> str:
+    """``@f3`` (python-chess's SAN of a pawn drop) as ``P@f3``, as cutechess and Fairy-Stockfish
+    write and read it (cutechess rejects ``@f3`` in an opening file)."""
+    return _PAWN_DROP.sub(r"P@\1", movetext)
+
+
 def to_pgn(g: GameRecord, source: str = "") -> str:
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
-    return to_game(g, source).accept(exporter) + "\n\n"
+    text = to_game(g, source).accept(exporter)
+    if g.variant == "crazyhouse":
+        head, sep, moves = text.partition("\n\n")  # tags (names may hold "@") stay as they are
+        text = head + sep + pawn_drops_with_letter(moves)
+    return text + "\n\n"
 
 
 def sync(path: str | Path, games: Iterable[GameRecord], source: str) -> int:

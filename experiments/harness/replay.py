@@ -89,8 +89,9 @@ def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome
 
 
 def replay(db: str | Path, key: str | None = None, run: str | None = None,
-           progress: bool = True) -> list[Outcome]:
-    """Replay the games of ``db`` (one ``key``, or those of ``run``, or all) in the order stored."""
+           progress: bool = True, every: int = 1) -> list[Outcome]:
+    """Replay the games of ``db`` (one ``key``, or those of ``run``, or all; ``every`` k-th of them
+    for a sample) in the order stored."""
     from tqdm import tqdm
 
     from experiments.harness.runner import RegistryFactory
@@ -101,6 +102,7 @@ def replay(db: str | Path, key: str | None = None, run: str | None = None,
         games = [g for g in games if g.key == key]
         if not games:
             raise KeyError(f"no game {key!r} in {str(db)!r}")
+    games = games[::max(1, every)]
     factory = RegistryFactory()
     try:
         return [replay_game(g, factory) for g in tqdm(games, desc="replay", disable=not progress, dynamic_ncols=True)]

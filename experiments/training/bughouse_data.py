@@ -46,6 +46,7 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     """Play up to ``games`` games in ``db`` (resumable); returns the number of games stored there."""
     from tqdm import tqdm
 
+    from engines.seats import parse_team
     from experiments.harness import bughouse as bm
 
     if games < 1 or chunk < 1 or not pairs:
@@ -59,7 +60,7 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     done = _done_keys(db)
     per_pair = []
     for a, b in pairs:
-        prefix = bm.match_key(bm.parse_team(a), bm.parse_team(b), base_ms, inc_ms, seed) + ":"
+        prefix = bm.match_key(parse_team(a), parse_team(b), base_ms, inc_ms, seed) + ":"
         n = sum(1 for k in done if k.startswith(prefix))
         per_pair.append(n + n % 2)
     bar = tqdm(total=games, initial=min(stored, games), desc="bughouse datagen", disable=not progress,
@@ -130,7 +131,8 @@ def _result_value(result: str) -> int | None:
 
 def samples_from_db(paths: Sequence[str | Path], both_views: bool = True) -> Samples:
     """Samples of every usable game stored in the given match databases."""
-    from evaluators.bughouse_net import leaf_state, policy_indices_np
+    from board.bughouse import leaf_state
+    from evaluators.bughouse_net import policy_indices_np
     from experiments.harness.bughouse import BughouseStore
     from experiments.harness.store import StoreError
 
