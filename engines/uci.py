@@ -406,7 +406,7 @@ class UCIServer:
             self.note("no engine for the current options: answering with a fallback move")
             self.send(f"bestmove {move_to_uci(fallback_move(pos))}")
             return
-        if limits.depth is not None and hasattr(engine.search, "root_rule"):  # the MCTS family
+        if limits.depth is not None and hasattr(getattr(engine, "search", None), "root_rule"):  # the MCTS family
             self.note(f"MCTS has no search depth: go depth {limits.depth} caps how deep each simulation "
                       "descends; the node limit (Nodes, go nodes) or the clock decides when the search ends")
         if self._thread is not None:
