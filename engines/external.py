@@ -324,9 +324,20 @@ class ExternalEngine(Engine):
 
     # ---- playing ----
     def new_game(self, seed: int | None = None) -> None:
-        # python-chess sends ucinewgame / new for a new game object (engines clear their hash);
-        # an external engine has no seed to take: it is deterministic under node limits and 1 thread
+        """A new game: python-chess sends ``ucinewgame`` / ``new`` for a new game object.  With a
+        ``seed`` (a harness game, which must replay from the database) the process is started afresh
+        as well: ``ucinewgame`` clears Stockfish's hash and histories but not its node-check counter
+        (``callsCnt``), so a node-limited search stopped a few nodes earlier or later depending on the
+        games the process had played before, and 6 of 41 sampled games of the quick-crazyhouse run
+        diverged at a Fairy-Stockfish move when replayed.  A restart costs some 30 ms a game."""
         self._game = object()
+        if seed is not None and self._engine is not None:
+            self._kill(self._engine)
+            self._engine = None  # started again by the first move (not counted as a restart)
+            try:
+                self._engine = self._start()
+            except EngineError as e:
+                log.warning("%s: start for a new game failed: %s (will retry at the first move)", self.name, e)
 
     def to_limit(self, pos: Position, limits: Limits) -> chess.engine.Limit:
         """python-chess limits for ``limits`` (spec defaults fill unset fields); EngineError if none fit."""

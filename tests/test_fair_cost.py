@@ -4,6 +4,7 @@ root's edges get; MCGS checks and re-aligns every edge into a transposition, as 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from collections import Counter
 
 import pytest
@@ -401,3 +402,26 @@ def test_a_pooled_network_match_replays_exactly(tmp_path, capsys) -> None:  # ty
     capsys.readouterr()
     assert cli.main(["replay", str(db), "--quiet"]) == 0
     assert "4 games replayed, every move agrees" in capsys.readouterr().out
+
+
+def test_games_with_a_pooled_external_engine_replay(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Fairy-Stockfish processes are reused across games of a run; ucinewgame does not reset its
+    node-check counter, so before each harness game started a fresh process, 3 of these 18 games
+    diverged at a Fairy-Stockfish move when replayed."""
+    import shutil
+
+    from experiments.harness import tournament
+    from experiments.harness.replay import replay
+
+    if not (shutil.which("fairy-stockfish") or Path("/usr/games/fairy-stockfish").exists()):
+        pytest.skip("fairy-stockfish is not installed")
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f'name = "fp"\nvariant = "crazyhouse"\ngames = 6\nconcurrency = 2\nworkers = 1\n'
+                   f'db = "{tmp_path}/t.sqlite"\npgn = false\n[adjudication]\nmax_plies = 60\n'
+                   '[[engines]]\nname = "f1"\nengine = "fairy-stockfish"\nnodes = 1000\n'
+                   '[[engines]]\nname = "f3"\nengine = "fairy-stockfish"\nnodes = 3000\n'
+                   '[[engines]]\nname = "m"\nengine = "material-ab"\nnodes = 200\n')
+    t = tournament.load(cfg)
+    tournament.play_run(t.settings, t.tasks(), [p.name for p in t.players], progress=False)
+    outs = replay(tmp_path / "t.sqlite", progress=False)
+    assert len(outs) == 18 and [o for o in outs if o.ply is not None] == []

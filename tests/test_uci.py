@@ -393,12 +393,14 @@ def test_options_apply_in_any_order() -> None:
     s.shutdown()
 
 
-def test_network_engine_defaults_to_its_variant() -> None:
+def test_network_engine_defaults_to_chess_and_plays_the_variant_it_is_given() -> None:
+    """Chess by default (a GUI playing standard chess never sends UCI_Variant); crazyhouse with its
+    own weights once python-chess sends UCI_Variant for a crazyhouse board."""
     if not (ROOT / "evaluators" / "weights" / "rise_crazyhouse.pt").exists():
         pytest.skip("no shipped RISE weights")
     e = chess.engine.SimpleEngine.popen_uci(uci_command("rise-mcts"), cwd=ROOT, timeout=120)
     try:
-        assert e.options["UCI_Variant"].default == "crazyhouse"
+        assert e.options["UCI_Variant"].default == "chess"
         b = chess.variant.CrazyhouseBoard()
         for _ in range(4):
             r = e.play(b, chess.engine.Limit(nodes=30), info=chess.engine.INFO_ALL)

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
-from experiments.harness.costs import NODE_CAPTION, Cost, costs
+from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.sprt import Sprt
 from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord
@@ -334,7 +334,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     figs = plot_forest(csv_path, f"{ab.settings.name}: variants against {ab.baseline} ({ab.settings.variant})")
     s = ab.settings
     md = [f"# Ablation: {s.name}", "",
-          f"Variant {s.variant}; baseline `{ab.baseline}`; {s.games} games per variant and budget (colour-reversed "
+          f"Variant {s.variant}; baseline `{ab.baseline}`{batch_text(ab.baseline)}; {s.games} games per variant and budget (colour-reversed "
           f"pairs, each pair on its own opening, drawn per variant and budget from `{_shown_path(s.openings)}`); Elo of each variant against the baseline with the 95% interval "
           f"of the pentanomial pair statistics (fishtest/fastchess); the baseline is 0.", "",
           "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
@@ -352,7 +352,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     md += ["", NODE_CAPTION]
     md += ["", "Findings (a variant differs from the baseline where the 95% interval leaves out 0):", ""]
     md += findings(ab, rs)
-    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`" for v in ab.variants]
+    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`{batch_text(v.engine)}" for v in ab.variants]
     md += ["", f"To narrow the intervals, raise `games` in `{ab.config_path}` and run the command again (only the "
            "new games are played); `workers` and `backend = \"ray\"` (with `ray_address`) spread the games over more "
            "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",

@@ -49,3 +49,17 @@ def costs(games: Iterable[GameRecord]) -> dict[str, Cost]:
             s[2] += st.evals
             s[3] += st.time
     return {p: Cost(int(s[0]), s[1] / s[0], s[2] / s[0], s[3] / s[0]) for p, s in sums.items() if s[0] > 0}
+
+
+def batch_text(spec: str) -> str:
+    """`` (batch 8, virtual loss 3)`` for an MCTS-family spec: the batch is part of a search's cost at
+    small budgets, so every report says which one its engines used ("" for other searches)."""
+    from engines.registry import resolve
+
+    try:
+        cfg = resolve(spec).config
+    except ValueError:
+        return ""
+    if cfg is None or not hasattr(cfg, "batch_size"):
+        return ""
+    return f" (batch {cfg.batch_size}, virtual loss {cfg.virtual_loss:g})"

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
-from experiments.harness.costs import NODE_CAPTION, Cost, costs
+from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord
 from experiments.harness.match import GameTask, Player
 from experiments.harness.ratings import Rating
@@ -279,7 +279,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
           "| family | engine | nodes | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rs:
-        md.append(f"| {r.family} | `{r.engine}` | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
+        md.append(f"| {r.family} | `{r.engine}`{batch_text(r.engine)} | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
                   f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}] | {r.rating.games} | {100 * r.rating.score:.1f}% | "
                   f"{r.cost.nodes:.0f} | {r.cost.evals:.0f} | {1000 * r.cost.seconds:.1f} |")
     if fit is not None:
