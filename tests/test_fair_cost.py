@@ -52,25 +52,28 @@ def test_node_limit_counts_the_visits_kept_from_the_last_move(variant: str, batc
     assert reused_seen > 0  # tree reuse really happened
 
 
-def test_playouts_count_only_new_simulations() -> None:
+def after_one_move(nodes: int) -> tuple[MCTS, board.Position]:
+    """A batch-1 search of ``nodes`` from QUIET, its move and the tree's favourite reply played."""
     pos = board.new_position("chess", QUIET)
     s = MCTS(EV, MCTSConfig(batch_size=1), random.Random(1))
-    r = s.run(pos, Limits(nodes=300))
+    r = s.run(pos, Limits(nodes=nodes))
     play_on(s, pos, r.best_move)
+    return s, pos
+
+
+def test_playouts_count_only_new_simulations() -> None:
+    s, pos = after_one_move(300)
     r = s.run(pos, Limits(playouts=100))
     v0 = s._visits0
     assert v0 > 0 and s._nodes == 100 and r.nodes == v0 + 100 == root_visits(s)
     # both limits: whichever comes first
     play_on(s, pos, r.best_move)
-    r = s.run(pos, Limits(nodes=s._visits0 + 1000 if s._visits0 else 1000, playouts=20))
+    r = s.run(pos, Limits(nodes=100_000, playouts=20))
     assert s._nodes == 20
 
 
 def test_a_root_that_already_has_the_visits_searches_no_more() -> None:
-    pos = board.new_position("chess", QUIET)
-    s = MCTS(EV, MCTSConfig(batch_size=1), random.Random(1))
-    r = s.run(pos, Limits(nodes=2000))
-    play_on(s, pos, r.best_move)
+    s, pos = after_one_move(2000)
     r2 = s.run(pos, Limits(nodes=5))
     assert s._visits0 >= 5 and s._nodes == 0 and r2.evals == 0
     assert r2.best_move in pos.legal_moves()

@@ -424,7 +424,8 @@ def test_sixtyfour_variant() -> None:
 def test_time_shares() -> None:
     tc = TimeConfig()
     assert move_time(Limits(movetime=1.0), 0, 1) == pytest.approx(0.98)
-    assert move_time(Limits(wtime=60.0, winc=1.0, movestogo=20), 0, 30) == pytest.approx((60 - 0.4) / 20 + 0.7)
+    # movestogo keeps one move of time in reserve (movestogo_reserve)
+    assert move_time(Limits(wtime=60.0, winc=1.0, movestogo=20), 0, 30) == pytest.approx((60 - 0.4) / 21 + 0.7)
     assert move_time(Limits(wtime=60.0, winc=1.0), 0, 10) == pytest.approx((60 - 0.8) / 40 + 0.7)
     assert move_time(Limits(btime=60.0, binc=1.0), 1, 45) == pytest.approx(0.05 * 60 + 0.7)
     assert move_time(Limits(wtime=0.5, winc=10.0), 0, 45) == pytest.approx(0.48)
