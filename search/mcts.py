@@ -692,8 +692,7 @@ class MCTS(Search):
         q_node = -tree.node_q(node)  # the node's value from the edge's side
         if abs(q_edge - q_node) <= self.config.mcgs_q_eps:
             return False
-        q_phi = max(-1.0, min(1.0, float(n) * (q_node - q_edge) + q_node))
-        tree.backup(path, nodes, node, -q_phi)
+        tree.backup(path, nodes, node, -tree.transposition_value(n, tree.nd_w[child], q_node))
         self._nodes += 1
         return True
 

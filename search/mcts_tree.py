@@ -305,6 +305,13 @@ class _Tree:
         """The position node edge e leads to (-1 while it has no child)."""
         return int(self.target(self.ed_child[e]))
 
+    @staticmethod
+    def transposition_value(n: i64, w: float, target: float) -> float:
+        """The value that brings an edge's Q (``w / n`` over ``n`` visits) to ``target`` in one more
+        visit, ``N (Q_t − Q_e) + Q_t`` clipped to [-1, 1] (Czech et al. 2021; CrazyAra's
+        ``get_transposition_q_value``)."""
+        return max(-1.0, min(1.0, float(n) * (target - w / float(n)) + target))
+
     def link(self, holder: int, node: int) -> None:
         """MCGS: edge-holder ``holder`` leads to the existing position node ``node`` (one parent more)."""
         self.nd_target[holder] = node
@@ -451,8 +458,7 @@ class _Tree:
                     n = self.nd_n[above]
                     if n > 0:
                         t = -self.nd_vsum[parent] / float(self.nd_vcnt[parent])
-                        x = float(n) * (t - self.nd_w[above] / float(n)) + t
-                        v = -max(-1.0, min(1.0, x))  # flipped back at the top of the loop
+                        v = -self.transposition_value(n, self.nd_w[above], t)  # flipped back at the loop's top
             if settle:
                 settle = self.update_proven(parent) and self.cfg.solver
             i -= 1

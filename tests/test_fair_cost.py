@@ -257,18 +257,25 @@ def board_suite() -> str:
 
 # ------------------------------------------------------------------------------------- reproducible games
 
-def _run_config(tmp_path, name: str, workers: int) -> list:  # type: ignore[no-untyped-def,type-arg]
+def play_tournament(db, games: int, concurrency: int, workers: int, max_plies: int,  # type: ignore[no-untyped-def]
+                    engines: list[tuple[str, str, int]]) -> None:
+    """A crazyhouse round robin of ``engines`` (name, spec, nodes) stored in ``db`` (no PGN)."""
     from experiments.harness import tournament
-    from experiments.harness.store import Store
 
-    cfg = tmp_path / f"{name}.toml"
-    cfg.write_text(f'name = "rep"\nvariant = "crazyhouse"\ngames = 4\nconcurrency = 3\nworkers = {workers}\n'
-                   f'db = "{tmp_path / name}.sqlite"\npgn = false\n[adjudication]\nmax_plies = 40\n'
-                   '[[engines]]\nname = "g"\nengine = "material-gumbel"\nnodes = 24\n'
-                   '[[engines]]\nname = "m"\nengine = "material-mcts:dirichlet_epsilon=0.25,temperature=1"\nnodes = 24\n'
-                   '[[engines]]\nname = "a"\nengine = "material-ab"\nnodes = 64\n')
+    cfg = db.with_suffix(".toml")
+    cfg.write_text(f'name = "{db.stem}"\nvariant = "crazyhouse"\ngames = {games}\nconcurrency = {concurrency}\n'
+                   f'workers = {workers}\ndb = "{db}"\npgn = false\n[adjudication]\nmax_plies = {max_plies}\n'
+                   + "".join(f'[[engines]]\nname = "{n}"\nengine = "{e}"\nnodes = {k}\n' for n, e, k in engines))
     t = tournament.load(cfg)
     tournament.play_run(t.settings, t.tasks(), [p.name for p in t.players], progress=False)
+
+
+def _run_config(tmp_path, name: str, workers: int) -> list:  # type: ignore[no-untyped-def,type-arg]
+    from experiments.harness.store import Store
+
+    play_tournament(tmp_path / f"{name}.sqlite", 4, 3, workers, 40,
+                    [("g", "material-gumbel", 24), ("m", "material-mcts:dirichlet_epsilon=0.25,temperature=1", 24),
+                     ("a", "material-ab", 64)])
     with Store(tmp_path / f"{name}.sqlite", readonly=True) as st:
         return sorted((g.key, g.seed, tuple(g.moves), g.result, g.reason) for g in st.games())
 
@@ -413,18 +420,11 @@ def test_games_with_a_pooled_external_engine_replay(tmp_path) -> None:  # type: 
     diverged at a Fairy-Stockfish move when replayed."""
     import shutil
 
-    from experiments.harness import tournament
     from experiments.harness.replay import replay
 
     if not (shutil.which("fairy-stockfish") or Path("/usr/games/fairy-stockfish").exists()):
         pytest.skip("fairy-stockfish is not installed")
-    cfg = tmp_path / "t.toml"
-    cfg.write_text(f'name = "fp"\nvariant = "crazyhouse"\ngames = 6\nconcurrency = 2\nworkers = 1\n'
-                   f'db = "{tmp_path}/t.sqlite"\npgn = false\n[adjudication]\nmax_plies = 60\n'
-                   '[[engines]]\nname = "f1"\nengine = "fairy-stockfish"\nnodes = 1000\n'
-                   '[[engines]]\nname = "f3"\nengine = "fairy-stockfish"\nnodes = 3000\n'
-                   '[[engines]]\nname = "m"\nengine = "material-ab"\nnodes = 200\n')
-    t = tournament.load(cfg)
-    tournament.play_run(t.settings, t.tasks(), [p.name for p in t.players], progress=False)
+    play_tournament(tmp_path / "t.sqlite", 6, 2, 1, 60,
+                    [("f1", "fairy-stockfish", 1000), ("f3", "fairy-stockfish", 3000), ("m", "material-ab", 200)])
     outs = replay(tmp_path / "t.sqlite", progress=False)
     assert len(outs) == 18 and [o for o in outs if o.ply is not None] == []

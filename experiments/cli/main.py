@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, NoReturn
 
 import board
+from experiments.harness.tasks import MAX_BUDGET, SEED_RANGE
 
 EXIT_USAGE = 2
 
@@ -75,8 +76,7 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_USAGE)
 
 
-MAX_BUDGET = 10**9  # nodes, evaluator calls, depth: as the engine options' own cap
-MAX_INT = 2**63 - 1  # SQLite's integers (seeds are stored)
+MAX_INT = SEED_RANGE - 1  # SQLite's largest integer (seeds are stored)
 
 
 def count(minimum: int, maximum: int = MAX_BUDGET) -> Callable[[str], int]:
@@ -118,7 +118,6 @@ def number(lo: float = -math.inf, hi: float = math.inf, lo_open: bool = False) -
 
 positive_float = number(0.0, 1e9, lo_open=True)
 positive_float.__name__ = "positive number"
-finite_float = number()
 fraction = number(0.0, 1.0, lo_open=True)  # a share: above 0, at most 1
 
 

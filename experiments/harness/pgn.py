@@ -32,6 +32,7 @@ import chess.variant
 
 from experiments.paths import OutputError, check_file
 from experiments.harness.store import GameRecord, MoveStat
+from experiments.harness.tasks import parse_limits
 
 _GAME_ID = re.compile(r'^\[GameId "([^"]*)"\]', re.MULTILINE)
 _TAG_PAIR = re.compile(r'^\[[A-Za-z0-9_]+\s+"(?:[^"\\]|\\.)*"\]\s*$')
@@ -129,14 +130,13 @@ def termination(reason: str) -> str:
 
 
 def time_control(settings: dict[str, object]) -> str | None:
-    """cutechess's ``TimeControl`` of a player's limits text (``tc=60+0.6`` -> ``60+0.6``,
+    """cutechess's ``TimeControl`` of a player's stored limits (``tc=60+0.6`` -> ``60+0.6``,
     ``movetime=0.5`` -> ``0.5/move``), None for a node or depth limit."""
-    for part in str(settings.get("limits", "")).split(","):
-        k, _, v = part.partition("=")
-        if k == "tc":
-            return v
-        if k == "movetime":
-            return f"{v}/move"
+    lim = parse_limits(str(settings.get("limits", "")))
+    if "tc" in lim:
+        return f"{lim['tc'][0]:g}+{lim['tc'][1]:g}"
+    if "movetime" in lim:
+        return f"{lim['movetime']:g}/move"
     return None
 
 

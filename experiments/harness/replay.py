@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from experiments.harness.openings import Opening
 from experiments.harness.store import GameRecord, Store
-from experiments.harness.tasks import Player, parse_tc
+from experiments.harness.tasks import Player, parse_limits
 
 
 @dataclass
@@ -44,18 +44,7 @@ class Outcome:
 
 def player_of(name: str, settings: dict[str, Any]) -> Player:
     """The :class:`Player` a stored game's settings describe (engine and limits text)."""
-    kw: dict[str, Any] = {}
-    for part in str(settings.get("limits", "")).split(","):
-        k, eq, v = part.partition("=")
-        if not eq:
-            continue
-        if k in ("nodes", "evals", "depth", "playouts"):
-            kw[k] = int(v)
-        elif k == "movetime":
-            kw[k] = float(v)
-        elif k == "tc":
-            kw[k] = parse_tc(v)
-    return Player(name, str(settings["engine"]), **kw)
+    return Player(name, str(settings["engine"]), **parse_limits(str(settings.get("limits", ""))))
 
 
 def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome:

@@ -184,18 +184,35 @@ def check_writable(path: str | Path) -> None:
         raise StoreError(str(e)) from None
 
 
-def _ours(db: sqlite3.Connection, path: Path) -> None:
-    """Refuse a database that holds tables and is not searchbench's (another program's file)."""
+def _unlink_quietly(paths: list[str]) -> None:
+    """Remove each file that is there (one that is gone already is no error)."""
+    for f in paths:
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
+
+
+def _readonly_uri(path: Path) -> str:
+    """SQLite's URI that opens ``path`` read-only (quoted: a ``?`` or ``#`` in a name stays a name)."""
+    from urllib.parse import quote
+
+    return f"file:{quote(str(path.resolve()))}?mode=ro"
+
+
+def _ours(db: sqlite3.Connection, path: Path, empty_ok: bool = True) -> None:
+    """Refuse a database that is not searchbench's (another program's file); one without tables is
+    a new database to a writer (``empty_ok``), nothing to read to a reader."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not tables:
+    if not tables and empty_ok:
         return
     schema = None
     if {"meta", "games"} <= tables:
         row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         schema = row[0] if row else None
     if schema is None:
-        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-        raise StoreError(f"{str(path)!r} is not a searchbench results database (it holds the tables {shown}); "
+        shown = (", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")) or "none"
+        raise StoreError(f"{str(path)!r} is not a searchbench results database (tables: {shown}); "
                          "refusing to touch it: give another --db")
     if int(schema) != SCHEMA_VERSION:
         raise StoreError(f"{str(path)!r} has schema {schema}, this searchbench writes {SCHEMA_VERSION}")
@@ -261,16 +278,10 @@ class Store:
         if p.stat().st_size == 0:
             raise StoreError(f"{str(p)!r} is empty: not a searchbench results database")
         self._side_files = [str(p) + s for s in ("-wal", "-shm") if not os.path.exists(str(p) + s)]
-        from urllib.parse import quote
-
         try:
-            self.db = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True, timeout=30.0,
-                                      isolation_level=None)
+            self.db = sqlite3.connect(_readonly_uri(p), uri=True, timeout=30.0, isolation_level=None)
             self._open = True
-            tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not {"meta", "games"} <= tables:
-                raise StoreError(f"{str(p)!r} is not a searchbench results database")
-            _ours(self.db, p)
+            _ours(self.db, p, empty_ok=False)
             row = self.db.execute("SELECT value FROM meta WHERE key='uid'").fetchone()
             self.uid = row[0] if row else ""
         except sqlite3.DatabaseError as e:
@@ -294,7 +305,7 @@ class Store:
             os.close(fd)
             pid = "?"
             try:
-                with sqlite3.connect(f"file:{self.path.resolve()}?mode=ro", uri=True) as db:
+                with sqlite3.connect(_readonly_uri(self.path), uri=True) as db:
                     row = db.execute("SELECT value FROM meta WHERE key='owner_pid'").fetchone()
                     pid = row[0] if row else "?"
             except sqlite3.Error:
@@ -326,11 +337,7 @@ class Store:
             self.db.close()
             self._open = False
         if empty:
-            for suffix in ("-wal", "-shm", ""):
-                try:
-                    os.unlink(str(self.path) + suffix)
-                except OSError:
-                    pass
+            _unlink_quietly([str(self.path) + suffix for suffix in ("-wal", "-shm", "")])
             for d in reversed(self._new_dirs):
                 try:
                     d.rmdir()  # only if empty
@@ -357,11 +364,7 @@ class Store:
             wal = str(self.path) + "-wal"
             if wal in self._side_files and os.path.exists(wal) and os.path.getsize(wal) > 0:
                 return
-            for f in self._side_files:
-                try:
-                    os.unlink(f)
-                except OSError:
-                    pass
+            _unlink_quietly(self._side_files)
         finally:
             os.close(fd)
         self._side_files = []

@@ -127,6 +127,22 @@ def limits_text(nodes: int | None = None, depth: int | None = None, movetime: fl
     return ",".join(parts)
 
 
+def parse_limits(text: str) -> dict[str, Any]:
+    """The limits of a :func:`limits_text` (as games store it) as :class:`Player` keywords."""
+    kw: dict[str, Any] = {}
+    for part in text.split(","):
+        k, eq, v = part.partition("=")
+        if not eq:
+            continue
+        if k in ("nodes", "evals", "depth", "playouts"):
+            kw[k] = int(v)
+        elif k == "movetime":
+            kw[k] = float(v)
+        elif k == "tc":
+            kw[k] = parse_tc(v)
+    return kw
+
+
 def parse_tc(text: str) -> tuple[float, float]:
     """``"60+0.6"`` (seconds) -> (60.0, 0.6); finite, 0 < base and 0 <= increment, each at most
     :data:`MAX_SECONDS`."""
