@@ -174,3 +174,21 @@ def test_bad_variant_options_fail_before_any_game(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "q_value_selectionn" in err[0] and "toy.toml:" in err[0]
     assert not (tmp_path / "toy.sqlite").exists() and not (tmp_path / "reports").exists()
+
+
+def test_a_variant_sets_its_own_games_and_the_report_prints_the_notes(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = write_config(tmp_path, extra='notes = "Changed: **new code**."')
+    cfg.write_text(cfg.read_text().replace('engine = "material-ab"', 'engine = "material-ab"\ngames = 2')
+                   .replace("nodes = [12, 24]", "nodes = [12]"))
+    assert cli.main(["ablate", str(cfg), "--quiet"]) == 0
+    assert "6 games played" in capsys.readouterr().out
+    report = tmp_path / "reports" / "toy"
+    rows = list(csv.DictReader(open(report / "ablation.csv")))
+    assert [(r["variant"], r["games"]) for r in rows] == [("no-q-value-selection", "4"), ("alpha-beta", "2")]
+    md = (report / "ablation.md").read_text()
+    assert "Changed: **new code**." in md and "2 or 4 games per variant and budget" in md
+    assert "`material-ab`; 2 games per budget" in md
+    cfg.write_text(cfg.read_text().replace("games = 2", "games = 3"))
+    with pytest.raises(ConfigError, match="even"):
+        ablate.load(cfg)

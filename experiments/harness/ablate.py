@@ -10,7 +10,8 @@ openings in colour-reversed pairs, every game in the same SQLite store as every 
     baseline = "rise-mcts"            # any engine spec
     nodes = [100, 400]                # or ladder = {start, factor, steps}; or evals = [...] /
                                       # movetime = [...] (seconds); several of them: several axes
-    games = 40                        # per variant and budget (20 colour-reversed pairs)
+    games = 40                        # per variant and budget (20 colour-reversed pairs); a variant
+                                      # may set its own (games = 100 in its table)
     seed = 1
     report_dir = "reports"            # output in <report_dir>/<name>/ablation.{csv,md,png,svg}
     db = "runs/zh-switches.sqlite"    # default runs/<name>.sqlite
@@ -67,6 +68,7 @@ AXIS_LABEL = {"nodes": "nodes", "evals": "evaluator calls", "movetime": "seconds
 class Variant:
     name: str
     engine: str  # the full spec played
+    games: int = 0  # per budget; 0: the config's games
 
 
 @dataclass
@@ -92,7 +94,7 @@ class Ablation:
 
     def matches(self) -> list[tuple[Variant, str, float, list[GameTask]]]:
         s = self.settings
-        return [(v, axis, b, s.pairing_tasks(*self.players(v, axis, b), s.games))
+        return [(v, axis, b, s.pairing_tasks(*self.players(v, axis, b), v.games or s.games))
                 for axis, b in self.budgets for v in self.variants]
 
     def tasks(self) -> list[GameTask]:
@@ -161,7 +163,7 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
             raise cfg.error("sprt", str(e)) from None
     variants: list[Variant] = []
     for sec in cfg.tables("variants", required=True):
-        sec.only("name", "options", "engine")
+        sec.only("name", "options", "engine", "games")
         name = sec.get("name", str, check=_name_check)
         if "@" in name or name == "baseline" or name in {v.name for v in variants}:
             raise sec.error("name", "must be unique, without '@', and not 'baseline'")
@@ -172,8 +174,9 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
             registry.resolve(spec)
         except EngineError as e:
             raise sec.error("options" if opts else "engine", str(e)) from None
+        games = sec.get("games", int, s.games, lambda n: None if n >= 2 and n % 2 == 0 else "must be even and at least 2")
         sec.done()
-        variants.append(Variant(name, spec))
+        variants.append(Variant(name, spec, games))
     if not variants:
         raise cfg.error("variants", "give at least one [[variants]] table")
     cfg.done()
@@ -333,10 +336,14 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
                         r.openings])
     figs = plot_forest(csv_path, f"{ab.settings.name}: variants against {ab.baseline} ({ab.settings.variant})")
     s = ab.settings
+    counts = sorted({v.games or s.games for v in ab.variants})
+    per = f"{counts[0]} games per variant and budget" if len(counts) == 1 else \
+        f"{' or '.join(map(str, counts))} games per variant and budget (see the variants)"
     md = [f"# Ablation: {s.name}", "",
-          f"Variant {s.variant}; baseline `{ab.baseline}`{batch_text(ab.baseline)}; {s.games} games per variant and budget (colour-reversed "
+          f"Variant {s.variant}; baseline `{ab.baseline}`{batch_text(ab.baseline)}; {per} (colour-reversed "
           f"pairs, each pair on its own opening, drawn per variant and budget from `{_shown_path(s.openings)}`); Elo of each variant against the baseline with the 95% interval "
           f"of the pentanomial pair statistics (fishtest/fastchess); the baseline is 0.", "",
+          *([s.notes, ""] if s.notes else []),
           "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
           "![forest plot](ablation.png)", "",
           "| variant | budget | games (openings) | W-D-L | score | Elo | 95% interval | pentanomial | "
@@ -352,7 +359,8 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     md += ["", NODE_CAPTION]
     md += ["", "Findings (a variant differs from the baseline where the 95% interval leaves out 0):", ""]
     md += findings(ab, rs)
-    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`{batch_text(v.engine)}" for v in ab.variants]
+    md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`{batch_text(v.engine)}"
+                                   + (f"; {v.games} games per budget" if len(counts) > 1 else "") for v in ab.variants]
     md += ["", f"To narrow the intervals, raise `games` in `{ab.config_path}` and run the command again (only the "
            "new games are played); `workers` and `backend = \"ray\"` (with `ray_address`) spread the games over more "
            "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",

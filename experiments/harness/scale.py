@@ -270,6 +270,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
           f"(each pairing draws its own, one per colour-reversed pair); anchor {s.anchor} = {s.anchor_elo:g} Elo; "
           f"95% intervals from {s.bootstrap} bootstrap samples over game pairs; "
           f"logistic Bradley-Terry fit (draws = half points).", "",
+          *([s.notes, ""] if s.notes else []),
           "Regenerate (resumes from the database, plays only missing games):", "",
           "```", command, "```", "",
           "![Elo versus nodes](elo_vs_nodes.png)", "",

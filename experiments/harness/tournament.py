@@ -17,6 +17,7 @@ Config (every key is checked; a bad one is reported with its line)::
     anchor_elo = 0
     bootstrap = 200                # bootstrap samples for the error bars
     backend = "local"              # or "ray" (Ray actors; ray_address = "..." for a cluster)
+    notes = "..."                  # Markdown printed in the report (what changed since its last version)
 
     [adjudication]                 # SPEC.md section 5 defaults; 0 disables a rule
     resign_moves = 5
@@ -71,6 +72,7 @@ class RunSettings:
     bootstrap: int = 200
     backend: str = "local"
     ray_address: str | None = None
+    notes: str = ""
     adjudication: Adjudication = field(default_factory=Adjudication)
     _suite: list[openings_mod.Opening] | None = field(default=None, repr=False, compare=False)
     _suite_id: str = field(default="", repr=False, compare=False)
@@ -122,6 +124,7 @@ def run_settings(cfg: Section) -> RunSettings:
     s.bootstrap = cfg.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be >= 0")
     s.backend = cfg.choice("backend", BACKENDS, "local")
     s.ray_address = cfg.get("ray_address", str, None)
+    s.notes = cfg.get("notes", str, "").strip()
     adj = cfg.table("adjudication")
     d = Adjudication()
     nonneg = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
