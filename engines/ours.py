@@ -62,8 +62,8 @@ def norm_key(name: str) -> str:
 class OptionInfo:
     """One settable option: its name, a parser from text, its default and its UCI form.
 
-    ``kind`` is the UCI option type: ``check`` (bool), ``spin`` (int), ``combo`` (choices) or
-    ``string`` (float, text, optional values).
+    ``kind`` is the UCI option type: ``check`` (bool), ``spin`` (int), ``combo`` (choices),
+    ``string`` (float, text, optional values) or ``button`` (an action, no value).
     """
 
     name: str
@@ -98,6 +98,8 @@ class OptionInfo:
     def uci_line(self) -> str:
         """The ``option name ... type ...`` line announced after ``uci``."""
         d = self.format(self.default)
+        if self.kind == "button":
+            return f"option name {self.name} type button"
         if self.kind == "spin" and self.default is None:  # an unset optional number: text
             return f"option name {self.name} type string default <empty>"
         if self.kind == "check":
@@ -219,6 +221,8 @@ def config_options(config_cls: type, prefix: str = "") -> list[OptionInfo]:
         raise EngineError(f"{config_cls.__name__} is not a dataclass")
     out: list[OptionInfo] = []
     defaults = config_cls()
+    # the bounds of integer fields, kept next to the class (the module's SPIN_RANGES, which validate checks)
+    ranges: dict[str, tuple[int, int]] = getattr(sys.modules[config_cls.__module__], "SPIN_RANGES", {})
     for f in dataclasses.fields(config_cls):
         if not f.init or f.name.startswith("_"):
             continue
@@ -231,7 +235,8 @@ def config_options(config_cls: type, prefix: str = "") -> list[OptionInfo]:
         except EngineError:
             continue  # a field that text cannot express (a table, a callable) is not an option
         help_text = str(f.metadata.get("help", "")) if f.metadata else ""
-        out.append(OptionInfo(prefix + f.name, kind, default, parse, choices, help_text))
+        lo, hi = ranges.get(f.name, (OptionInfo.minimum, OptionInfo.maximum))
+        out.append(OptionInfo(prefix + f.name, kind, default, parse, choices, help_text, minimum=lo, maximum=hi))
     return out
 
 
@@ -286,7 +291,7 @@ def build_config(config_cls: type, settings: dict[str, str], preset: str | None 
 ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("nodes", "spin", None, _optional(parse_int), help="default node limit (unset fields of the caller's limits)",
                minimum=0),
-    OptionInfo("depth", "spin", None, _optional(parse_int), help="default depth limit", minimum=0),
+    OptionInfo("depth", "spin", None, _optional(parse_int), help="default depth limit", minimum=0, maximum=1000),
     OptionInfo("evals", "spin", None, _optional(parse_int), help="default evaluator-call limit", minimum=0),
     OptionInfo("playouts", "spin", None, _optional(parse_int),
                help="default limit on new MCTS simulations a move (lc0's playouts: reused visits not counted)",
@@ -455,8 +460,12 @@ class OurEngine(InProcessEngine):
             return True
 
     def stop(self) -> None:
-        """Finish as soon as possible (UCI ``stop``); the move is then the best found so far."""
+        """Finish as soon as possible (UCI ``stop``); the move is then the best found so far.  Before
+        the first step the search is not told: it takes that step (an MCTS root must be evaluated
+        before it has a move), then :meth:`done` ends it."""
         self._stopped = True
+        if self._steps == 0:
+            return
         try:
             self.search.stop()
         except Exception as e:  # noqa: BLE001

@@ -21,16 +21,19 @@ found so far, or else a legal move chosen by a one-ply classical evaluation (:fu
 
 Options: ``UCI_Variant`` (chess, crazyhouse), ``Threads`` (evaluator threads: torch intra-op threads
 of a network evaluator; default 1), ``inference`` (``frozen`` TorchScript or ``eager``), ``Nodes`` (node limit
-for a ``go`` without one; 0 = the search's default), and every option of the engine (its engine
-options and every field of its search config, see :mod:`engines.ours`) under its own name.
+for a ``go`` without one; 0 = the search's default), UCI's usual ``Move Overhead`` (ms), ``MultiPV``,
+``Hash`` (MB: the MCTS tree or the alpha-beta table) and ``Clear Hash`` where the search has them
+(:data:`ALIASES`), and every other option of the engine (its engine options and every field of its
+search config with its real bounds, see :mod:`engines.ours`) under its own name.
 Option changes take effect at the next ``isready``, ``ucinewgame`` or ``go`` (the engine is rebuilt;
 the evaluator is kept unless the variant, weights, threads or inference mode changed).  Options may be
 sent in any order: each ``setoption`` only records its value, and the whole set is validated
 together when the engine is built; an invalid set is reported (``info string error: ...``) and kept,
 so the next ``setoption`` can repair it.
 
-Search output: ``info depth D seldepth S score cp X|mate M nodes N nps R time T pv ...`` about once
-a second and once at the end, then ``bestmove``; with ``go infinite`` the bestmove waits for ``stop``.
+Search output: ``info depth D seldepth S [multipv I] score cp X|mate M nodes N nps R time T pv ...``
+(one per PV with MultiPV) about once a second from a reporter thread and once at the end, then
+``bestmove``; with ``go infinite`` the bestmove waits for ``stop``.
 ``bestmove 0000`` only when the position has no legal move.
 """
 from __future__ import annotations
@@ -38,14 +41,17 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
 import board
 from board import Position, move_to_uci
 from engines.base import EngineError, EngineSpec, InProcessEngine
-from engines.ours import OptionInfo, OurEngine, find_option, parse_int
+from engines.ours import OptionInfo, OurEngine, find_option, norm_key, parse_int
 from evaluators.base import Evaluation, Evaluator, Leaf
-from search.base import Limits, SearchResult
+from search.alphabeta import TT_SLOT_BYTES
+from search.base import Limits, PVLine, SearchResult
+from search.mcts_config import TREE_NODE_BYTES
 
 INFO_INTERVAL = 1.0  # seconds between periodic info lines
 AUTHOR = "searchbench"
@@ -60,6 +66,37 @@ _EVALUATOR_KEYS = frozenset({"threads", "weights", "inference", "device"})
 #: the largest value a ``go`` limit keeps (larger ones are clamped): counts, and milliseconds
 GO_MAX = {"nodes": 10**12, "depth": 1000, "movestogo": 10**4, "mate": 1000, "movetime": 10**10, "wtime": 10**10,
           "btime": 10**10, "winc": 10**10, "binc": 10**10}
+
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A UCI option under its usual name that sets one of the engine's own options in other units."""
+
+    uci: str  # UCI's name
+    option: str  # the engine option it sets (the alias exists where the engine has it)
+    to_option: Callable[[int], str]  # the UCI value -> the option's text
+    from_option: Callable[[str], int]  # the option's text -> the UCI value (the announced default)
+    minimum: int
+    maximum: int
+
+
+def _tt_slots(mb: int) -> str:
+    return str(1 << ((mb * MB // TT_SLOT_BYTES).bit_length() - 1))  # the largest power of two that fits
+
+
+#: UCI's usual options: Move Overhead (ms) is the time manager's move_overhead (s); MultiPV the
+#: search's multipv; Hash (MB) sizes the MCTS tree (max_tree_nodes, TREE_NODE_BYTES a node: the
+#: search stops when it is full) or the alpha-beta transposition table (tt_size, TT_SLOT_BYTES a slot)
+ALIASES: tuple[Alias, ...] = (
+    Alias("Move Overhead", "time.move_overhead", lambda ms: str(ms / 1000.0), lambda t: round(float(t) * 1000), 0, 60_000),
+    Alias("MultiPV", "multipv", str, int, 1, 500),
+    Alias("Hash", "max_tree_nodes", lambda mb: str(max(1000, mb * MB // TREE_NODE_BYTES)),
+          lambda t: max(1, int(t) * TREE_NODE_BYTES // MB), 1, (1 << 31) * TREE_NODE_BYTES // MB),
+    Alias("Hash", "tt_size", _tt_slots, lambda t: max(1, int(t) * TT_SLOT_BYTES // MB), 1, (1 << 30) * TT_SLOT_BYTES // MB),
+)
 
 
 def fallback_move(pos: Position) -> int:
@@ -126,29 +163,40 @@ class UCIServer:
         self.send("info string " + printable(text, 200))
 
     # ---- engine (re)building ----
+    def _aliases(self) -> list[Alias]:
+        """The :data:`ALIASES` this engine has (one per UCI name)."""
+        names = {o.name for o in self._infos}
+        out: list[Alias] = []
+        for a in ALIASES:
+            if a.option in names and all(b.uci != a.uci for b in out):
+                out.append(a)
+        return out
+
     def _uci_options(self) -> list[OptionInfo]:
-        own = [o for o in self._infos if o.name not in ("threads", "nodes")]
+        aliases = self._aliases()
+        hidden = {"threads", "nodes"} | {a.option for a in aliases}
+        own = [o for o in self._infos if o.name not in hidden]
         threads = self._settings.get("threads", "1")
         nodes = self._settings.get("nodes", "none")
         return [
             OptionInfo("UCI_Variant", "combo", self.variant, str, self.variants),
             OptionInfo("Threads", "spin", int(threads) if threads.isdigit() else 1, parse_int, minimum=1, maximum=256),
             OptionInfo("Nodes", "spin", int(nodes) if nodes.isdigit() else 0, parse_int, minimum=0, maximum=10**9),
-        ] + ([OptionInfo("Move Overhead", "spin", self._overhead_ms(), parse_int, minimum=0, maximum=60_000)]
-             if any(o.name == "time.move_overhead" for o in own) else []) + [
+        ] + [OptionInfo(a.uci, "spin", self._alias_value(a), parse_int, minimum=a.minimum, maximum=a.maximum)
+             for a in aliases] + ([OptionInfo("Clear Hash", "button", None, str)] if aliases else []) + [
             dataclasses.replace(o, default=o.parse(self._settings[o.name])) if o.name in self._settings else o
             for o in own]
 
-    def _overhead_ms(self) -> int:
-        """``time.move_overhead`` (seconds, the search's option) as UCI's Move Overhead (ms)."""
-        text = self._settings.get("time.move_overhead")
+    def _alias_value(self, a: Alias) -> int:
+        """The current value of the option behind ``a`` in UCI's units."""
+        text = self._settings.get(a.option)
         if text is None:
-            info = next((o for o in self._infos if o.name == "time.move_overhead"), None)
-            text = str(info.default) if info is not None else "0"
+            info = next(o for o in self._infos if o.name == a.option)
+            text = info.format(info.default)
         try:
-            return int(round(float(text) * 1000))
+            return max(a.minimum, min(a.maximum, a.from_option(text)))
         except ValueError:
-            return 0
+            return a.minimum
 
     def _evaluator_key(self) -> tuple[str, ...]:
         """What the evaluator depends on: a change rebuilds it (other options keep it)."""
@@ -294,16 +342,25 @@ class UCIServer:
                 self.variant, self._dirty = v, True
                 self._pos = board.new_position(v)
             return
-        if key == "move overhead":  # UCI's name, in milliseconds: our time.move_overhead, in seconds
+        alias = next((a for a in self._aliases() if norm_key(a.uci) == norm_key(name)), None)
+        if alias is not None:  # Move Overhead, MultiPV, Hash: in UCI's units
             try:
-                ms = parse_int(value)
+                n = parse_int(value)
             except ValueError:
-                self.note(f"setoption: Move Overhead must be milliseconds, got {value!r}")
+                self.note(f"setoption: {alias.uci} must be an integer, got {printable(value)!r}")
                 return
-            self._settings["time.move_overhead"] = str(max(0, min(ms, 60_000)) / 1000.0)
+            if not alias.minimum <= n <= alias.maximum:
+                self.note(f"setoption: {alias.uci} {n} clamped to [{alias.minimum}, {alias.maximum}]")
+                n = max(alias.minimum, min(alias.maximum, n))
+            self._settings[alias.option] = alias.to_option(n)
             self._dirty = True
             return
-        if key in ("uci_chess960", "ponder", "multipv", "hash", "clear hash", "uci_analysemode"):
+        if key == "clear hash":
+            engine = self.ensure_engine()
+            if engine is not None:
+                engine.new_game()  # forgets the tree or the transposition table
+            return
+        if key in ("uci_chess960", "ponder", "uci_analysemode"):
             self.note(f"setoption: {name} is not supported; ignored")
             return
         if key == "nodes":
@@ -462,22 +519,20 @@ class UCIServer:
         return move_to_uci(best) if best else "0000"
 
     def _search_steps(self, engine: InProcessEngine, pos: Position, limits: Limits) -> None:
+        finished = threading.Event()
+        reporter = threading.Thread(target=self._report, args=(engine, pos, finished), name="uci-info", daemon=True)
         try:
             engine.start(pos, limits)
-            t0 = time.perf_counter()
-            last = t0
+            reporter.start()
             while not engine.done():
                 if self._stop_event.is_set() and isinstance(engine, OurEngine):
                     engine.stop()
                 engine.step()
-                now = time.perf_counter()
-                if now - last >= INFO_INTERVAL and isinstance(engine, OurEngine):
-                    progress = engine.progress()
-                    if progress is not None:
-                        self.send(self.info_line(pos, progress))
-                    last = now
+            finished.set()
+            reporter.join()
             result = engine.finish()
         except Exception as e:  # noqa: BLE001 - report, answer, keep the loop alive
+            finished.set()
             self.note(f"error: {type(e).__name__}: {e}")
             if limits.infinite:
                 self._stop_event.wait()
@@ -489,35 +544,50 @@ class UCIServer:
             self.note(f"error: {result.forfeit}; answering with the best move found so far")
             self._bestmove(self._rescue(engine, pos))
             return
-        info = self.info_line(pos, result.info, best=result.move) if result.info is not None else None
+        info = "\n".join(self.info_lines(pos, result.info, best=result.move)) if result.info is not None else None
         self._bestmove(move_to_uci(result.move), info)
 
+    def _report(self, engine: InProcessEngine, pos: Position, finished: threading.Event) -> None:
+        """The periodic ``info`` lines, every :data:`INFO_INTERVAL` seconds while the search runs, from
+        a thread of their own: a compiled alpha-beta iteration can last many seconds, and its limit
+        checks release the GIL about every millisecond (:class:`search.iterative.Budget`)."""
+        if not isinstance(engine, OurEngine):
+            return
+        while not finished.wait(INFO_INTERVAL):
+            progress = engine.progress()
+            if progress is not None and not finished.is_set():
+                for line in self.info_lines(pos, progress):
+                    self.send(line)
+
     @staticmethod
-    def info_line(pos: Position, r: SearchResult, best: int = 0) -> str:
-        """One ``info`` line; the PV is cut at its first illegal move and starts with the best move."""
-        pv = list(r.pv)
-        if best and (not pv or pv[0] != best):
-            pv = [best]
-        legal_pv: list[str] = []
-        p = pos.copy()
-        for m in pv:
-            if m not in p.legal_moves():
-                break
-            legal_pv.append(move_to_uci(m))
-            p.push(m)
-        depth = r.depth if r.depth > 0 else max(1, len(legal_pv))
-        parts = [f"info depth {depth}"]
-        if r.seldepth > 0:
-            parts.append(f"seldepth {max(r.seldepth, depth)}")
-        if r.mate is not None and r.mate != 0:
-            parts.append(f"score mate {r.mate}")
-        else:
-            parts.append(f"score cp {r.cp}")
-        ms = int(r.time * 1000)
-        parts.append(f"nodes {r.nodes} nps {int(r.nps)} time {ms}")
-        if legal_pv:
-            parts.append("pv " + " ".join(legal_pv))
-        return " ".join(parts)
+    def info_lines(pos: Position, r: SearchResult, best: int = 0) -> list[str]:
+        """The ``info`` lines of a result: one, or one per line of a multi-PV result (``multipv i``,
+        best first); a PV is cut at its first illegal move, and the first starts with the best move."""
+        lines = r.lines if len(r.lines) > 1 else [PVLine(r.best_move, r.value, r.cp, r.mate, list(r.pv))]
+        out = []
+        for i, line in enumerate(lines):
+            pv = list(line.pv)
+            if i == 0 and best and (not pv or pv[0] != best):
+                pv = [best]
+            legal_pv: list[str] = []
+            p = pos.copy()
+            for m in pv:
+                if m not in p.legal_moves():
+                    break
+                legal_pv.append(move_to_uci(m))
+                p.push(m)
+            depth = r.depth if r.depth > 0 else max(1, len(legal_pv))
+            parts = [f"info depth {depth}"]
+            if r.seldepth > 0:
+                parts.append(f"seldepth {max(r.seldepth, depth)}")
+            if len(lines) > 1:
+                parts.append(f"multipv {i + 1}")
+            parts.append(f"score mate {line.mate}" if line.mate else f"score cp {line.cp}")
+            parts.append(f"nodes {r.nodes} nps {int(r.nps)} time {int(r.time * 1000)}")
+            if legal_pv:
+                parts.append("pv " + " ".join(legal_pv))
+            out.append(" ".join(parts))
+        return out
 
 
 class Responsive(Evaluator):

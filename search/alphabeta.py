@@ -49,7 +49,7 @@ from board.bitboards import (
 )
 from board.position import Position
 from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require
-from search.base import Limits, SearchResult
+from search.base import Limits, PVLine, SearchResult, range_error
 from search.checks import checking_moves
 from search.iterative import Budget, IterativeDeepening
 
@@ -79,6 +79,17 @@ class SearchConfigError(ValueError):
     """A bad search setting (one-line message)."""
 
 
+#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
+SPIN_RANGES: Final = {
+    "max_depth": (1, MAX_PLY // 2), "default_nodes": (1, 10**9), "tt_size": (1, 1 << 30), "qs_max_ply": (0, 64),
+    "qs_evasion_plies": (0, 64), "delta_margin": (0, EVAL_CLAMP), "qs_check_drop_plies": (0, 64),
+    "qs_max_drops": (0, 256), "draw_score": (-1000, 1000), "time_check_interval": (1, 1 << 20), "multipv": (1, 500),
+}
+#: bytes of one transposition-table slot (a key word and a data word): UCI's Hash (MB) sets tt_size
+#: to the largest power of two slots that fit
+TT_SLOT_BYTES: Final = 16
+
+
 @dataclass
 class ABConfig:
     """Switches and parameters of :class:`AlphaBeta`."""
@@ -101,16 +112,14 @@ class ABConfig:
     root_priors: bool = False
     draw_score: int = 0
     time_check_interval: int = 512
+    multipv: int = 1  # root moves searched with exact scores and reported (UCI MultiPV)
 
     def validate(self) -> None:
-        if self.max_depth < 1 or self.max_depth > MAX_PLY // 2:
-            raise SearchConfigError(f"max_depth must be in 1..{MAX_PLY // 2}, got {self.max_depth}")
-        if self.tt_size < 1 or self.tt_size & (self.tt_size - 1):
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None:
+            raise SearchConfigError(bad)
+        if self.tt_size & (self.tt_size - 1):
             raise SearchConfigError(f"tt_size must be a power of two, got {self.tt_size}")
-        if self.default_nodes < 1:
-            raise SearchConfigError("default_nodes must be positive")
-        if self.time_check_interval < 1:
-            raise SearchConfigError("time_check_interval must be positive")
 
 
 def mate_in_moves(score: int) -> int | None:
@@ -370,6 +379,7 @@ class AlphaBeta(IterativeDeepening):
         self._best_score = 0
         self._pv: list[int] = []
         self._root_moves: list[int] = []
+        self._lines: list[tuple[int, int, list[int]]] = []  # multi-PV: (move, score, pv), best first
 
     def new_game(self) -> None:
         """Forget the table, killers and history (they are kept between moves of one game)."""
@@ -388,6 +398,7 @@ class AlphaBeta(IterativeDeepening):
         self._elapsed = 0.0
         self._depth = 0
         self._pv = []
+        self._lines = []
         self._best_score = 0
         self._max_depth = min(self.config.max_depth, limits.depth) if limits.depth is not None else self.config.max_depth
         core.arm(pos, limits, self.config.default_nodes, self._t0)
@@ -405,20 +416,25 @@ class AlphaBeta(IterativeDeepening):
         self._done = False
 
     def _iterate(self) -> None:
+        """One iteration at the next depth.  Multi-PV (``multipv`` = k > 1): the root's alpha is the
+        k-th best score found so far instead of the best, so the k best moves get exact scores (the
+        others fail low); the first k moves are searched with the full window."""
         core = self._core
         pos = core.pos
         depth = self._depth + 1
+        k = self.config.multipv
         alpha = -INF
         beta = INF
         best = -INF
         best_move = 0
+        top: list[int] = []  # the k best scores of this iteration, best first
+        scored: list[tuple[int, int]] = []  # (score, move) of every root move searched completely
         # Previous best first, then the order of the last iteration.
         moves = self._root_moves
         core.nodes += 1
-        first = True
         for m in moves:
             pos.push(m)
-            if first or not self.config.pvs:
+            if len(scored) < k or not self.config.pvs:
                 score = -core.negamax(depth - 1, -beta, -alpha, 1)
             else:
                 score = -core.negamax(depth - 1, -alpha - 1, -alpha, 1)
@@ -427,29 +443,49 @@ class AlphaBeta(IterativeDeepening):
             pos.pop()
             if core.aborted:
                 break
-            first = False
+            scored.append((score, m))
             if score > best:
                 best = score
                 best_move = m
-                if score > alpha:
-                    alpha = score
+            if k == 1:
+                alpha = max(alpha, score)
+            else:
+                top = sorted(top + [score], reverse=True)[:k]
+                alpha = top[k - 1] if len(top) == k else -INF
         self._elapsed = time.perf_counter() - self._t0
         if best_move:
             self._best_move = best_move
             self._best_score = best
             if not core.aborted:
                 self._depth = depth
-            # Move the best first for the next iteration.
-            self._root_moves = [best_move] + [m for m in self._root_moves if m != best_move]
+            if k == 1:  # the best first for the next iteration, the others in the order of this one
+                self._root_moves = [best_move] + [m for m in self._root_moves if m != best_move]
+            else:  # by this iteration's scores (stable), the moves a cut left unsearched last
+                done = {m for _, m in scored}
+                order = [m for _, m in sorted(scored, key=lambda sm: -sm[0])]
+                self._root_moves = order + [m for m in self._root_moves if m not in done]
             if self.config.use_tt:
                 core.tt_store(pos.zobrist, best_move, depth, BOUND_EXACT, best, 0)
             self._pv = self._extract_pv(best_move, depth)
+            if k > 1:
+                self._set_lines(scored, depth, not core.aborted)
         if core.aborted or depth >= self._max_depth:
             self._done = True
         elif best >= MATE_BOUND and (MATE - best) <= depth:
             self._done = True  # a mate found within the full-width depth cannot get shorter
         elif len(self._root_moves) == 1 and core.deadline > 0.0:
             self._done = True  # a single legal move under a clock: play it at once
+
+    def _set_lines(self, scored: list[tuple[int, int]], depth: int, complete: bool) -> None:
+        """The multi-PV lines: the k best of a complete iteration; after a cut iteration the last
+        complete one's, with this iteration's best move first."""
+        k = self.config.multipv
+        if complete:
+            ranked = sorted(scored, key=lambda sm: -sm[0])[:k]
+            self._lines = [(m, s, self._extract_pv(m, depth)) for s, m in ranked]
+            return
+        rest = [line for line in self._lines if line[0] != self._best_move]
+        self._lines = [(self._best_move, self._best_score, list(self._pv))] + rest[: k - 1]
 
     def _extract_pv(self, first: int, depth: int) -> list[int]:
         pos = self._core.pos
@@ -476,5 +512,6 @@ class AlphaBeta(IterativeDeepening):
         return SearchResult(
             best_move=self._best_move, value=cp_to_value(score, self._core.pos.variant), cp=score, mate=mate_in_moves(score),
             nodes=core.nodes, evals=core.evals,
-            time=self._elapsed if self._elapsed > 0 else time.perf_counter() - self._t0,
-            depth=self._depth, seldepth=core.seldepth, pv=list(self._pv))
+            time=self._elapsed if self._done else time.perf_counter() - self._t0,  # live while searching
+            depth=self._depth, seldepth=core.seldepth, pv=list(self._pv),
+            lines=[PVLine(m, cp_to_value(s, core.pos.variant), s, mate_in_moves(s), list(pv)) for m, s, pv in self._lines])

@@ -57,6 +57,18 @@ class Limits:
 
 
 @dataclass
+class PVLine:
+    """One line of a multi-PV answer (UCI ``MultiPV``): a root move, its value for the side to move
+    in [-1, 1] and centipawns, a mate distance when proven, and its principal variation."""
+
+    move: int
+    value: float = 0.0
+    cp: int = 0
+    mate: int | None = None
+    pv: list[int] = field(default_factory=list)
+
+
+@dataclass
 class SearchResult:
     """What a search reports for one move (``value`` for the side to move, in [-1, 1])."""
 
@@ -70,10 +82,23 @@ class SearchResult:
     depth: int = 0
     seldepth: int = 0
     pv: list[int] = field(default_factory=list)
+    # with ``multipv`` > 1: the best root moves, best first (lines[0] is the move played)
+    lines: list[PVLine] = field(default_factory=list)
 
     @property
     def nps(self) -> float:
         return self.nodes / self.time if self.time > 0 else 0.0
+
+
+def range_error(config: object, ranges: dict[str, tuple[int, int]]) -> str | None:
+    """The first integer field of ``config`` outside its ``ranges`` entry (a message), or None.
+    Each search config module keeps its ``SPIN_RANGES`` next to the class: its ``validate`` checks
+    them and the option system (:mod:`engines.ours`) announces them as UCI spin bounds."""
+    for name, (lo, hi) in ranges.items():
+        v = getattr(config, name)
+        if not lo <= v <= hi:
+            return f"{name} must be from {lo:,} to {hi:,}, got {v}"
+    return None
 
 
 class Steppable(Protocol):

@@ -61,6 +61,7 @@ from typing import Final, Sequence
 
 from board.bughouse import SIT, BughouseGame, leaf_state, seat_of, sit_move, split_move, team_of, two_board_move
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
+from search.base import range_error
 
 NEW: Final = 0
 PENDING: Final = 1
@@ -70,6 +71,11 @@ TERMINAL: Final = 3
 
 class BughouseSearchError(ValueError):
     """A bad bughouse search setting or call (one-line message)."""
+
+
+#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
+SPIN_RANGES: Final = {"virtual_loss": (0, 100), "batch_size": (1, 4096), "recent_moves": (1, 100),
+                      "default_move_ms": (1, 10**7), "default_nodes": (1, 10**9)}
 
 
 @dataclass
@@ -90,6 +96,9 @@ class BughouseMCTSConfig:
     reuse_tree: bool = True
 
     def validate(self) -> None:
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None:
+            raise BughouseSearchError(bad)
         if not 0.0 <= self.root_own_p <= 1.0:
             raise BughouseSearchError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
         if self.batch_size < 1 or self.virtual_loss < 0 or self.recent_moves < 1:

@@ -33,7 +33,7 @@ from librt.vecs import vec
 
 from board.position import Position, new_position
 from evaluators.base import COMPARE, Evaluator, require, value_to_cp
-from search.base import Limits, SearchResult
+from search.base import Limits, SearchResult, range_error
 from search.iterative import Budget, IterativeDeepening
 
 # Item kinds (ordered for the numeric comparisons of non-positions).
@@ -51,6 +51,10 @@ class ComparatorConfigError(ValueError):
     """A bad comparator-search setting (one-line message)."""
 
 
+#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
+SPIN_RANGES: Final = {"depth": (1, 32), "default_nodes": (1, 10**9), "time_check_interval": (1, 1 << 20)}
+
+
 @dataclass
 class ComparatorConfig:
     """Settings of :class:`ComparatorAlphaBeta`."""
@@ -61,12 +65,9 @@ class ComparatorConfig:
     time_check_interval: int = 256
 
     def validate(self) -> None:
-        if not 1 <= self.depth <= 32:
-            raise ComparatorConfigError(f"depth must be in 1..32, got {self.depth}")
-        if self.default_nodes < 1:
-            raise ComparatorConfigError("default_nodes must be positive")
-        if self.time_check_interval < 1:
-            raise ComparatorConfigError("time_check_interval must be positive")
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None:
+            raise ComparatorConfigError(bad)
 
 
 class Item:

@@ -347,6 +347,12 @@ class SequentialHalving(RootRule):
                     best = i
         return int(e0 + best)
 
+    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
+        """By visits, equals by ``g + logits + σ(q̂)`` (the final choice is the first)."""
+        e0 = int(tree.nd_edge0[root])
+        self._measure(tree, root)
+        return sorted(edges, key=lambda e: (-tree.edge_n(e), -self._score(tree, e, e - e0)))
+
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         e0 = int(tree.nd_edge0[root])
         self._measure(tree, root)

@@ -34,8 +34,7 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
 - batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
 - transposition table sharing evaluations (``transposition_table``): a new node whose position
   (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
-  before reuses that value and prior without an evaluator call (the table: an open-addressing index from key to slot,
-  the slots' values and priors in flat vecs);
+  before reuses that value and prior without an evaluator call (an open-addressing index, flat vecs);
 - terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
   inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
   moves are tested for mate (a king step out of check rules one out cheaply), a node with a mate in
@@ -47,21 +46,20 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
 - Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
   variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
   (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
-- check urgency (``check_urgency``, ``check_q_init``; our addition, not in CrazyAra 0.6.0, so off
-  by default to keep the default search CrazyAra's; an A/B candidate for ``searchbench sprt``): an unvisited checking move starts
-  from ``Q = 0`` instead of the fpu of -1.  With fpu -1 a node whose first move came back with a
-  good Q tries a second move only after about ``((1 + Q) / (cpuct · P))²`` visits: with a flat
-  prior (the classical evaluator) a side that is winning keeps deepening one line and the solver
-  never sees the forcing moves that would prove a mate (a crazyhouse mate in 3 with Q and R in
-  hand was not found in a million simulations).  Checks are the moves that keep the opponent's
-  replies few, so a proof needs them tried; this is the purpose of check enhancement, which
-  raises their prior but cannot overcome the fpu gap of 1 + Q;
+- check urgency (``check_urgency``, ``check_q_init``; our addition, off by default to keep the
+  default search CrazyAra's): an unvisited checking move starts from ``Q = 0`` instead of the fpu of
+  -1.  With fpu -1 a node whose first move came back with a good Q tries a second move only after
+  about ``((1 + Q) / (cpuct · P))²`` visits, so with a flat prior the solver never sees the forcing
+  moves that prove a mate (a crazyhouse mate in 3 with Q and R in hand was not found in a million
+  simulations); check enhancement raises their prior but cannot overcome the fpu gap of 1 + Q;
 - ε-greedy exploration (``epsilon_greedy``, ``epsilon_checks``; Czech, Korus, Kersting 2021, off by
   default): a share ε of the simulations starts at a random depth of the most visited line and
   tries there a move the rule would not (:meth:`MCTS._exploration_start`);
-- tree reuse between moves of one game (``tree_reuse``), Dirichlet noise at the root
-  (``dirichlet_epsilon``, 0 in matches) and temperature (``temperature``), both drawn from the injected
-  ``random.Random``;
+- tree reuse between moves of one game (``tree_reuse``), root Dirichlet noise (``dirichlet_epsilon``,
+  0 in matches) and temperature (``temperature``), both drawn from the injected ``random.Random``;
+- multi-PV (``multipv``, UCI MultiPV): the move played, then the root moves the root rule ranks
+  next (:meth:`search.mcts_tree.RootRule.ranked`); the tree holds at most ``max_tree_nodes`` nodes
+  (UCI Hash): the search stops when it is full;
 - time management (:mod:`search.timeman`): allocated time, stop with one legal move, early stop in
   easy positions, extension in critical ones; ``Limits.depth`` caps the depth of a simulation;
 - the SixtyFour variant (:meth:`MCTSConfig.sixtyfour`): its score formula, uniform prior noise that
@@ -69,10 +67,8 @@ Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
   descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
   the depth comes from the clock by SixtyFour's table when ``playout_depth_from_clock``).
 
-Node accounting (:mod:`search.base`): a simulation is one backed-up leaf (evaluated, terminal, proven
-or transposition-table hit); ``Limits.nodes`` caps the root's visits (``V0``, the visits a reused
-root brings, plus the new simulations), ``Limits.playouts`` the new simulations; ``nodes`` reported
-= the root's visits, ``evals`` = positions sent to the evaluator this move.
+Node accounting as :mod:`search.base` defines it: ``nodes`` = the root's visits (reused ones
+included), ``Limits.playouts`` caps the new simulations, ``evals`` = positions sent to the evaluator.
 
 The final-move rule is :meth:`MCTS.choose_move` (documented there, the only place it is decided).
 """
@@ -88,7 +84,7 @@ from mypy_extensions import i64, mypyc_attr
 
 from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require, value_to_cp
-from search.base import Limits, Search, SearchResult
+from search.base import Limits, PVLine, Search, SearchResult
 from search.checks import checking_moves_vec, mates_in_one_vec
 from search.mcts_config import (
     MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, simulation_cap, u_divisor,
@@ -375,7 +371,7 @@ class MCTS(Search):
 
     def _check_done(self) -> None:
         self._elapsed = time.perf_counter() - self._t0
-        if self._stopped or self._root_settled():
+        if self._stopped or self._root_settled() or self.tree.n_nodes >= self.config.max_tree_nodes:
             self._done = True
         elif self._node_limit > 0 and self._nodes >= self._node_limit:
             self._done = True
@@ -732,14 +728,6 @@ class MCTS(Search):
         return [(int(tree.ed_move[e]), tree.edge_n(e), tree.edge_q(e), tree.ed_prior[e])
                 for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
 
-    def root_q_pv(self) -> list[float]:
-        """Q of every root edge after the principal-variation rule (same order as root_stats)."""
-        tree = self.tree
-        if self.root < 0 or tree.nd_state[self.root] != EXPANDED:
-            return []
-        e0 = int(tree.nd_edge0[self.root])
-        return [tree.q_with_pv(e) for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
-
     def choose_move(self) -> int:
         """The final-move rule (the one place it is decided):
 
@@ -828,10 +816,23 @@ class MCTS(Search):
             q = 0.0
         q = max(-1.0, min(1.0, q))
         pv = self._principal_variation(move)
+        lines = self._lines(move, q, mate, pv) if self.config.multipv > 1 else []
         self._last_q = q
         self._last_q_turn = self._pos.turn
         return SearchResult(best_move=move, value=q, cp=value_to_cp(q, self._pos.variant), mate=mate,
-                            nodes=self._visits0 + self._nodes, evals=self._evals, time=elapsed, depth=len(pv), seldepth=self._seldepth, pv=pv)
+                            nodes=self._visits0 + self._nodes, evals=self._evals, time=elapsed, depth=len(pv), seldepth=self._seldepth, pv=pv,
+                            lines=lines)
+
+    def _lines(self, move: int, q: float, mate: int | None, pv: list[int]) -> list[PVLine]:
+        """Multi-PV: the move played, then the visited root moves the root rule ranks next."""
+        tree, variant = self.tree, self._pos.variant
+        e0 = int(tree.nd_edge0[self.root])
+        ranked = self.root_rule.ranked(tree, self.root, list(range(e0, e0 + int(tree.nd_nedges[self.root]))))
+        out = [PVLine(move, q, value_to_cp(q, variant), mate, pv)]
+        for e in [e for e in ranked if tree.ed_move[e] != move and tree.edge_n(e) > 0][: self.config.multipv - 1]:
+            qe, m = max(-1.0, min(1.0, tree.edge_q(e))), int(tree.ed_move[e])
+            out.append(PVLine(m, qe, value_to_cp(qe, variant), None, self._principal_variation(m)))
+        return out
 
     def result(self) -> SearchResult:
         if self._best is None or not self._done:

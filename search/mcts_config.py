@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Final
 
+from search.base import range_error
+from search.timeman import SPIN_RANGES as TIME_RANGES
 from search.timeman import TimeConfig
 
 #: the selection rules below the root (``MCTSConfig.score_formula``): "module:Class" of a
@@ -29,6 +31,17 @@ SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (1
 
 class MCTSConfigError(ValueError):
     """A bad MCTS setting (one-line message)."""
+
+
+#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
+SPIN_RANGES: Final = {
+    "batch_size": (1, 4096), "q_pv_depth": (1, 256), "temperature_moves": (0, 10_000), "default_nodes": (1, 10**9),
+    "max_tree_nodes": (1_000, 1 << 31), "max_playout_depth": (0, 1000), "considered_actions": (1, 1000),
+    "multipv": (1, 500),
+}
+#: bytes of tree memory per node, its edges included (128 a node + 25 an edge, some 35 legal moves in
+#: chess; crazyhouse positions have more): UCI's Hash (MB) sets max_tree_nodes = Hash MiB / this
+TREE_NODE_BYTES: Final = 1024
 
 
 @dataclass
@@ -68,7 +81,8 @@ class MCTSConfig:
     temperature_moves: int = 0  # > 0: temperature only for the first so many full moves
     stop_single_move: bool = True
     default_nodes: int = 800
-    max_tree_nodes: int = 2_000_000
+    max_tree_nodes: int = 2_000_000  # the search stops when its tree holds this many nodes (UCI Hash)
+    multipv: int = 1  # root moves reported with their Q and PV (UCI MultiPV); the move played is the first
     time: TimeConfig = field(default_factory=TimeConfig)
     # SixtyFour variant
     score_formula: str = "crazyara"
@@ -120,30 +134,31 @@ class MCTSConfig:
                    fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
 
     def validate(self) -> None:
-        if not 1 <= self.batch_size <= 4096:
-            raise MCTSConfigError(f"batch_size must be from 1 to 4096, got {self.batch_size}")
+        bad = range_error(self, SPIN_RANGES) or range_error(self.time, TIME_RANGES)
+        if bad is not None:
+            raise MCTSConfigError(bad)
         for name, v in (("cpuct_base", self.cpuct_base), ("u_base", self.u_base),
                         ("q_thresh_base", self.q_thresh_base), ("prior_noise_decay", self.prior_noise_decay)):
             if not v > 0:  # each divides: 0 would end every game in a ZeroDivisionError
                 raise MCTSConfigError(f"{name} must be positive, got {v}")
-        if self.cpuct_init < 0 or self.max_tree_nodes < 1:
-            raise MCTSConfigError("cpuct_init must be >= 0 and max_tree_nodes >= 1")
+        if self.cpuct_init < 0:
+            raise MCTSConfigError("cpuct_init must be >= 0")
         if self.virtual_loss < 0:
             raise MCTSConfigError("virtual_loss must not be negative")
         if self.score_formula not in TREE_RULES:
             raise MCTSConfigError(f"score_formula must be one of {', '.join(TREE_RULES)}, got {self.score_formula!r}")
         if not 0.0 <= self.dirichlet_epsilon <= 1.0:
             raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
-        if self.dirichlet_alpha <= 0 or self.temperature < 0 or self.default_nodes < 1:
-            raise MCTSConfigError("dirichlet_alpha and default_nodes must be positive, temperature >= 0")
+        if self.dirichlet_alpha <= 0 or self.temperature < 0:
+            raise MCTSConfigError("dirichlet_alpha must be positive, temperature >= 0")
         if not 0.0 <= self.q_factor <= 1.0:
             raise MCTSConfigError("q_factor must be in [0, 1]")
         if not -1.0 <= self.check_q_init <= 1.0:
             raise MCTSConfigError("check_q_init must be in [-1, 1]")
         if self.root_rule not in ROOT_RULES:
             raise MCTSConfigError(f"root_rule must be one of {', '.join(ROOT_RULES)}, got {self.root_rule!r}")
-        if self.considered_actions < 1 or self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
-            raise MCTSConfigError("considered_actions must be >= 1; c_visit, c_scale and gumbel_scale >= 0")
+        if self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
+            raise MCTSConfigError("c_visit, c_scale and gumbel_scale must be >= 0")
         if self.mcgs_q_eps < 0:
             raise MCTSConfigError("mcgs_q_eps must be >= 0")
         if not (0.0 <= self.epsilon_greedy <= 1.0 and 0.0 <= self.epsilon_checks <= 1.0

@@ -538,6 +538,10 @@ class RootRule:
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         raise NotImplementedError
 
+    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
+        """``edges`` best first by the final-move rule without randomness (multi-PV); by visits here."""
+        return sorted(edges, key=lambda e: -tree.edge_n(e))
+
 
 class VisitsRoot(RootRule):
     """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
@@ -566,6 +570,10 @@ class VisitsRoot(RootRule):
             if pi[i] > pi[best]:
                 best = i
         return candidates[best]
+
+    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
+        pi = final_policy(self.cfg, [tree.edge_n(e) for e in edges], [tree.q_with_pv(e) for e in edges])
+        return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
 
 
 def _import(entry: str) -> Any:

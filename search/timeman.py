@@ -17,8 +17,12 @@ Alpha-beta uses :func:`move_time` alone (the same share, without early stop or e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-from search.base import Limits
+from search.base import Limits, range_error
+
+#: the bounds of every integer field (announced as UCI spin bounds)
+SPIN_RANGES: Final = {"expected_game_length": (1, 1000), "proportional_from_move": (1, 1000)}
 
 
 @dataclass

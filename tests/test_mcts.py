@@ -325,15 +325,21 @@ def test_check_enhancement_raises_checking_moves() -> None:
     assert checks_prior(True) > checks_prior(False)
 
 
+def _root_q_pv(m: MCTS) -> list[float]:
+    """Q of every root edge after the principal-variation rule (the order of root_stats)."""
+    e0 = int(m.tree.nd_edge0[m.root])
+    return [m.tree.q_with_pv(e) for e in range(e0, e0 + int(m.tree.nd_nedges[m.root]))]
+
+
 def test_q_with_principal_variation_is_pessimistic() -> None:
     pos = random_position("crazyhouse", 9, 12)
     m, _ = search(pos, 1500, MCTSConfig(q_pv=True))
     stats = m.root_stats()
-    qpv = m.root_q_pv()
+    qpv = _root_q_pv(m)
     assert all(qp <= q + 1e-12 for (_, n, q, _), qp in zip(stats, qpv) if n > 0)
     assert any(qp < q for (_, n, q, _), qp in zip(stats, qpv) if n > 0)
     m_off, _ = search(pos, 1500, MCTSConfig(q_pv=False))
-    assert m_off.root_q_pv() == [q for _, _, q, _ in m_off.root_stats()]
+    assert _root_q_pv(m_off) == [q for _, _, q, _ in m_off.root_stats()]
 
 
 def test_virtual_loss_spreads_a_batch() -> None:

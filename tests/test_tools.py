@@ -99,3 +99,115 @@ def test_go_depth_under_mcts_is_explained() -> None:
     out = subprocess.run(cmd, input="uci\nisready\nposition startpos\ngo depth 3\nquit\n", capture_output=True,
                          text=True, timeout=120).stdout
     assert "info string MCTS has no search depth" in out and "bestmove " in out
+
+
+def _popen(engine: str) -> chess.engine.SimpleEngine:
+    return chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "experiments.cli", "uci", "--engine", engine],
+                                               timeout=120)
+
+
+@pytest.mark.parametrize("engine, nodes", [("material-ab", 20000), ("rise-mcts", 300), ("rise-gumbel", 200)])
+def test_multipv_through_python_chess(engine: str, nodes: int) -> None:
+    """python-chess ``analyse(multipv=3)``: three lines, distinct first moves, the first the move played."""
+    eng = _popen(engine)
+    try:
+        b = chess.Board()
+        infos = eng.analyse(b, chess.engine.Limit(nodes=nodes), multipv=3)
+        assert [i.get("multipv") for i in infos] == [1, 2, 3]
+        firsts = [i["pv"][0] for i in infos]
+        assert len(set(firsts)) == 3 and all(m in b.legal_moves for m in firsts)
+        if engine == "material-ab":  # exact scores, best first
+            scores = [i["score"].white().score() for i in infos]
+            assert scores == sorted(scores, reverse=True)
+        assert eng.play(b, chess.engine.Limit(nodes=nodes)).move == firsts[0]
+    finally:
+        eng.quit()
+
+
+def test_alpha_beta_multipv_lines_are_exact() -> None:
+    """With MultiPV k the k best root moves carry exact scores: each line's score equals the score
+    of a single-PV search of the same depth with the better lines' moves taken away."""
+    from board import new_position
+    from evaluators.classical import ClassicalEvaluator
+    from search.alphabeta import ABConfig, AlphaBeta
+    from search.base import Limits
+
+    fen = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
+    ev = ClassicalEvaluator()
+    r = AlphaBeta(ev, ABConfig(multipv=3, quiescence=False)).run(new_position("chess", fen), Limits(depth=3))
+    assert len(r.lines) == 3 and r.lines[0].move == r.best_move
+    for i, line in enumerate(r.lines):
+        p = new_position("chess", fen)
+        s = AlphaBeta(ev, ABConfig(quiescence=False))
+        s.start(p, Limits(depth=3))
+        s._root_moves = [m for m in s._root_moves if m not in [x.move for x in r.lines[:i]]]
+        while not s.done():
+            s.ask()
+        single = s.result()
+        assert single.cp == line.cp, (i, line, single)
+
+
+def test_mcts_multipv_and_a_full_tree() -> None:
+    """MCTS MultiPV: the move played first, then visited moves by the final-move rule; a tree that
+    reaches max_tree_nodes (UCI Hash) ends the search."""
+    from board import new_position
+    from evaluators.classical import ClassicalEvaluator
+    from search.base import Limits
+    from search.mcts import MCTS, MCTSConfig
+
+    m = MCTS(ClassicalEvaluator(), MCTSConfig(multipv=4))
+    r = m.run(new_position("chess"), Limits(nodes=400))
+    assert len(r.lines) == 4 and r.lines[0].move == r.best_move and len({x.move for x in r.lines}) == 4
+    full = MCTS(ClassicalEvaluator(), MCTSConfig(max_tree_nodes=1000))
+    r = full.run(new_position("chess"), Limits(nodes=100_000))
+    assert r.nodes < 100_000 and full.tree.n_nodes <= 1000 + 4 * full.config.batch_size  # checked after a batch
+
+
+def test_hash_sizes_the_table_or_the_tree() -> None:
+    import subprocess
+
+    def options(engine: str, script: str) -> str:
+        cmd = [sys.executable, "-m", "experiments.cli", "uci", "--engine", engine]
+        return subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=120).stdout
+
+    out = options("material-ab", "uci\nsetoption name Hash value 1\nuci\nquit\n")
+    assert "option name Hash type spin default 4 min 1 max 16384" in out  # 2^18 slots of 16 bytes
+    assert "option name Hash type spin default 1 min 1" in out and "option name Clear Hash type button" in out
+    assert "tt_size" not in out  # Hash is its UCI name
+    out = options("material-mcts", "uci\nsetoption name Hash value 64\nsetoption name MultiPV value 2\nuci\nquit\n")
+    assert "option name Hash type spin default 1953 min 1" in out and "option name Hash type spin default 64" in out
+    assert "option name MultiPV type spin default 2 min 1 max 500" in out and "info string" not in out
+
+
+def test_spin_options_have_real_bounds() -> None:
+    """Every integer option of every built-in engine announces the bounds its config accepts, not
+    the -10^9..10^9 placeholder (batch_size used to)."""
+    from engines.ours import OptionInfo
+
+    for name in registry.builtins():
+        spec = registry.resolve(name)
+        if registry.is_external(spec):
+            continue
+        for o in registry.option_infos(spec):
+            if o.kind == "spin":
+                assert (o.minimum, o.maximum) != (OptionInfo.minimum, OptionInfo.maximum), (name, o.name)
+                assert o.minimum <= (o.default if isinstance(o.default, int) else o.minimum) <= o.maximum, (name, o.name)
+
+
+def test_alpha_beta_reports_about_once_a_second_under_go_infinite() -> None:
+    """The info lines come from a reporter thread: a long alpha-beta iteration no longer silences
+    them (one line in 6 s before), and the last line is not written twice."""
+    import subprocess
+    import time
+
+    cmd = [sys.executable, "-m", "experiments.cli", "uci", "--engine", "material-ab"]
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write("uci\nisready\nposition startpos\ngo infinite\n")
+    p.stdin.flush()
+    time.sleep(4.5)
+    out, _ = p.communicate("stop\nquit\n", timeout=120)
+    lines = out.splitlines()
+    infos = [ln for ln in lines[: lines.index(next(x for x in lines if x.startswith("bestmove")))] if ln.startswith("info depth")]
+    assert len(infos) >= 3, infos
+    assert infos[-1] != infos[-2]
