@@ -35,12 +35,19 @@ class MoveStat:
     depth: int = 0
     evals: int = 0
 
-    def to_list(self) -> list[Any]:
-        return [self.nodes, round(self.time, 4), self.cp, self.mate, self.depth, self.evals]
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: named fields (``time`` in seconds, 4 decimals)."""
+        return {"nodes": self.nodes, "time": round(self.time, 4), "cp": self.cp, "mate": self.mate,
+                "depth": self.depth, "evals": self.evals}
 
     @staticmethod
-    def from_list(v: list[Any]) -> "MoveStat":
-        return MoveStat(int(v[0]), float(v[1]), v[2], v[3], int(v[4]), int(v[5]))
+    def from_json(v: dict[str, Any] | list[Any]) -> "MoveStat":
+        """A stored move's stats: an object with named fields, or the array
+        ``[nodes, time, cp, mate, depth, evals]`` of databases written before names were stored."""
+        if isinstance(v, list):
+            v = dict(zip(("nodes", "time", "cp", "mate", "depth", "evals"), v))
+        return MoveStat(int(v.get("nodes", 0)), float(v.get("time", 0.0)), v.get("cp"), v.get("mate"),
+                        int(v.get("depth", 0)), int(v.get("evals", 0)))
 
 
 @dataclass

@@ -104,14 +104,14 @@ def test_toy_run_writes_the_report_and_resumes(tmp_path: Path, capsys: pytest.Ca
         assert (report / name).stat().st_size > 0
     rows = list(csv.DictReader(open(report / "ablation.csv")))
     for col in ("variant", "nodes", "games", "wins", "draws", "losses", "score", "elo", "elo_low", "elo_high",
-                "ptnml", "llr", "verdict"):
+                "ptnml_LL", "ptnml_LD", "ptnml_DD_WL", "ptnml_WD", "ptnml_WW", "llr", "verdict"):
         assert col in rows[0]
     assert [(r["variant"], r["nodes"], r["games"]) for r in rows] == [
         ("no-q-value-selection", "12", "4"), ("alpha-beta", "12", "4"), ("no-q-value-selection", "24", "4"),
         ("alpha-beta", "24", "4")]
     for r in rows:
         assert int(r["wins"]) + int(r["draws"]) + int(r["losses"]) == 4
-        assert sum(map(int, r["ptnml"].split())) == 2
+        assert sum(int(r[c]) for c in ablate.PTNML_COLUMNS) == 2
         assert float(r["elo_low"]) <= float(r["elo"]) <= float(r["elo_high"])
         assert float(r["nodes_per_move"]) > 0 and float(r["evals_per_move"]) > 0
     md = (report / "ablation.md").read_text()

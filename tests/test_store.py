@@ -46,3 +46,24 @@ def test_bad_input(tmp_path: Path) -> None:
         Store(tmp_path)  # a directory
     with pytest.raises(KeyError):
         rec("k").score_for("c")
+
+
+def test_move_stats_are_stored_with_named_fields_and_old_arrays_still_read(tmp_path: Path) -> None:
+    """move_stats is queryable by name (json_extract), and a database written before the names read alike."""
+    st = MoveStat(nodes=800, time=0.12345, cp=-31, mate=None, depth=7, evals=612)
+    assert MoveStat.from_json(st.to_json()) == MoveStat(800, 0.1235, -31, None, 7, 612)
+    assert MoveStat.from_json([800, 0.1235, -31, None, 7, 612]) == MoveStat.from_json(st.to_json())
+    db = tmp_path / "s.sqlite"
+    with Store(db) as store:
+        g = rec("k1")
+        g.move_stats = [st, MoveStat(nodes=5, cp=None, mate=3)]
+        store.add(g)
+    con = sqlite3.connect(db)
+    row = con.execute("SELECT json_extract(move_stats, '$[0].evals'), json_extract(move_stats, '$[1].mate') "
+                      "FROM games").fetchone()
+    assert row == (612, 3)
+    con.execute("UPDATE games SET move_stats = '[[800, 0.1235, -31, null, 7, 612]]'")
+    con.commit()
+    con.close()
+    with Store(db, readonly=True) as store:
+        assert store.games()[0].move_stats == [MoveStat(800, 0.1235, -31, None, 7, 612)]

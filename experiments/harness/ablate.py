@@ -38,7 +38,8 @@ finite bound, not infinity).  With ``sprt`` the generalised pentanomial SPRT of
 decided variant stops at that budget (its remaining pairs are not played).
 
 Output in ``<report_dir>/<name>/``: ``ablation.csv`` (columns ``variant, axis, budget, nodes,
-games, wins, draws, losses, score, elo, elo_low, elo_high, ptnml, llr, verdict`` and the per-move
+games, wins, draws, losses, score, elo, elo_low, elo_high``, the pentanomial counts ``ptnml_LL,
+ptnml_LD, ptnml_DD_WL, ptnml_WD, ptnml_WW`` (pairs scoring 0, 0.5, 1, 1.5, 2), ``llr, verdict`` and the per-move
 costs of both sides), ``ablation.png``/``.svg`` (a forest plot: Elo and interval per variant, one
 marker per budget, the baseline at 0), ``ablation.md`` (the table, the config, the command and
 the versions).
@@ -61,6 +62,8 @@ from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, run_settings
 
 AXES = ("nodes", "evals", "movetime")
+#: the CSV's pentanomial columns: colour-reversed pairs by the variant's score in the pair (0 .. 2)
+PTNML_COLUMNS = ("ptnml_LL", "ptnml_LD", "ptnml_DD_WL", "ptnml_WD", "ptnml_WW")
 AXIS_LABEL = {"nodes": "nodes", "evals": "evaluator calls", "movetime": "seconds"}
 
 
@@ -322,7 +325,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "ablation.csv"
     cols = ["variant", "axis", "budget", "nodes", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
-            "elo_high", "ptnml", "llr", "verdict", "nodes_per_move", "evals_per_move", "seconds_per_move",
+            "elo_high", *PTNML_COLUMNS, "llr", "verdict", "nodes_per_move", "evals_per_move", "seconds_per_move",
             "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move", "openings"]
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
@@ -330,7 +333,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
         for r in rs:
             w.writerow([r.variant, r.axis, f"{r.budget:g}", f"{r.budget:g}" if r.axis == "nodes" else "", r.games,
                         *r.wdl, "" if r.score != r.score else f"{r.score:.4f}", _fmt(r.elo), _fmt(r.lo), _fmt(r.hi),
-                        " ".join(map(str, r.ptnml)), "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
+                        *r.ptnml, "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
                         f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}",
                         f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}",
                         r.openings])

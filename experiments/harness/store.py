@@ -9,8 +9,10 @@ the games in flight.
 
 A row keeps everything needed to rebuild the game and its PGN: the variant, the opening (name, FEN,
 moves that reach it), the game's moves in UCI, result, reason, both players with their full
-settings (engine spec and limits, as JSON), per-move statistics (nodes, time, score, depth), the
-seed and the software versions.
+settings (engine spec and limits, as JSON), per-move statistics (``move_stats``: a JSON array with one
+object per move, ``{"nodes", "time" (s), "cp", "mate", "depth", "evals"}``, readable with SQLite's
+``json_each``/``json_extract`` or pandas; databases written before the names were stored hold arrays
+``[nodes, time, cp, mate, depth, evals]`` and are read the same), the seed and the software versions.
 
 One run per database: a command that plays games opens its store with ``lock=True``, which holds an
 exclusive ``flock`` on the database file for the run's life (released by the kernel when the process
@@ -385,7 +387,7 @@ class Store:
         row = (g.key, g.run, g.match, g.pair, g.variant, g.white, g.black,
                json.dumps(g.white_settings, sort_keys=True), json.dumps(g.black_settings, sort_keys=True),
                g.opening, g.opening_fen, " ".join(g.opening_moves), " ".join(g.moves), g.result, g.reason,
-               len(g.moves), json.dumps([s.to_list() for s in g.move_stats]), g.seed,
+               len(g.moves), json.dumps([s.to_json() for s in g.move_stats]), g.seed,
                json.dumps(g.versions, sort_keys=True), g.started, g.finished or time.time())
         try:
             cur = self.db.execute(
@@ -429,7 +431,7 @@ class Store:
             white=r["white"], black=r["black"], white_settings=json.loads(r["white_settings"]),
             black_settings=json.loads(r["black_settings"]), opening=r["opening"], opening_fen=r["opening_fen"],
             opening_moves=r["opening_moves"].split(), moves=r["moves"].split(), result=r["result"],
-            reason=r["reason"], move_stats=[MoveStat.from_list(v) for v in json.loads(r["move_stats"])],
+            reason=r["reason"], move_stats=[MoveStat.from_json(v) for v in json.loads(r["move_stats"])],
             seed=r["seed"], versions=json.loads(r["versions"]), started=r["started"], finished=r["finished"],
             id=r["id"])
 
