@@ -19,6 +19,7 @@ itself announces when it starts.
 from __future__ import annotations
 
 import importlib
+from importlib import resources
 import os
 import tomllib
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ import board
 from engines.base import Engine, EngineError, EngineSpec
 from evaluators.base import Evaluator
 
-BUILTIN_FILE = Path(__file__).with_name("builtin.toml")
+BUILTIN_FILE = Path(str(resources.files("engines") / "builtin.toml"))  # package data, installed or not
 PROTOCOLS = ("uci", "xboard")
 
 

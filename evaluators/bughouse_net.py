@@ -49,6 +49,7 @@ Saved models are the plain dicts of :mod:`evaluators.nets` with family ``"bughou
 from __future__ import annotations
 
 import os
+from importlib import resources
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Self, Sequence
 
@@ -63,7 +64,7 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError,
 from evaluators.nets import build_checked
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
-WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
+WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package data, installed or not
 FAMILY: Final = "bughouse"
 DEFAULT_WEIGHTS: Final = "bughouse_lazybug.pt"
 PLANES_PER_BOARD: Final = 14

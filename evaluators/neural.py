@@ -37,6 +37,7 @@ else off; ``on``; ``off``) reports the agreement it measured in ``half_agreement
 from __future__ import annotations
 
 import logging
+from importlib import resources
 import os
 import time
 import warnings
@@ -60,7 +61,7 @@ DEFAULT_INFERENCE: Final = "frozen"
 #: built (values lie in [-1, 1]; policy logits are O(10); float32 reassociation gives ~1e-5)
 FROZEN_ATOL: Final = 1e-3
 
-WEIGHTS_DIR: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
+WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package data, installed or not
 #: a CPU batch of two or more positions is padded to a multiple of this (copies of its first row):
 #: oneDNN's convolution kernels treat the rows of a block of 4 alike but the rows of a remainder
 #: otherwise, so without padding a position's outputs changed (by up to 1.2e-6, enough to change a

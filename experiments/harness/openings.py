@@ -19,6 +19,7 @@ run reproducible for the same engine build.  See ``experiments/openings/README.m
 from __future__ import annotations
 
 import random
+from importlib import resources
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Sequence
 import board
 from board import Position, new_position
 
-SUITE_DIR = Path(__file__).resolve().parent.parent / "openings"
+SUITE_DIR = Path(str(resources.files("experiments") / "openings"))  # package data, installed or not
 
 
 class OpeningError(ValueError):
