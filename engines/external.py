@@ -56,7 +56,7 @@ from board import Position, move_from_uci
 from board.convert import to_python_chess
 from engines.base import Engine, EngineError, EngineSpec, MoveResult
 from evaluators.scale import cp_to_value
-from engines.ours import OptionInfo, _optional, find_option, parse_float, parse_int, parse_str
+from engines.options import OptionInfo, find_option, optional, parse_float, parse_int, parse_str
 from search.base import Limits, SearchResult
 
 log = logging.getLogger(__name__)
@@ -112,13 +112,13 @@ logging.getLogger("asyncio").addFilter(_DropClosedLoopWarning())
 
 #: options the adapter itself understands; any other name must be an option the program announces
 EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
-    OptionInfo("nodes", "spin", None, _optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
-    OptionInfo("depth", "spin", None, _optional(parse_int), help="default depth limit", minimum=1),
-    OptionInfo("movetime", "string", None, _optional(parse_float), help="default seconds per move"),
-    OptionInfo("elo", "spin", None, _optional(parse_int), help="UCI_LimitStrength + UCI_Elo"),
-    OptionInfo("skill", "spin", None, _optional(parse_int), help="Skill Level", minimum=-20, maximum=20),
-    OptionInfo("threads", "spin", None, _optional(parse_int), help="Threads", minimum=1, maximum=512),
-    OptionInfo("hash", "spin", None, _optional(parse_int), help="Hash (MB)", minimum=1, maximum=1 << 20),
+    OptionInfo("nodes", "spin", None, optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
+    OptionInfo("depth", "spin", None, optional(parse_int), help="default depth limit", minimum=1),
+    OptionInfo("movetime", "string", None, optional(parse_float), help="default seconds per move"),
+    OptionInfo("elo", "spin", None, optional(parse_int), help="UCI_LimitStrength + UCI_Elo"),
+    OptionInfo("skill", "spin", None, optional(parse_int), help="Skill Level", minimum=-20, maximum=20),
+    OptionInfo("threads", "spin", None, optional(parse_int), help="Threads", minimum=1, maximum=512),
+    OptionInfo("hash", "spin", None, optional(parse_int), help="Hash (MB)", minimum=1, maximum=1 << 20),
     OptionInfo("timeout", "string", 30.0, parse_float,
                help="watchdog: seconds allowed beyond the time limit, or per move under node/depth limits"),
     OptionInfo("startup", "string", 10.0, parse_float, help="seconds allowed to start and configure"),

@@ -11,8 +11,8 @@ Examples: ``material-ab``, ``rise-mcts:nodes=400`` (a built-in with overrides),
 Built-in specs are data (``engines/builtin.toml``).  Evaluators and searches are looked up lazily
 (:data:`EVALUATORS`, :data:`SEARCHES`: module and class names), so a missing or broken module is an
 :class:`EngineError` naming it when an engine is created, never an ImportError at import time.
-Option names of in-process engines are checked against :data:`engines.ours.ENGINE_OPTIONS` and the
-fields of the search's config dataclass (see :mod:`engines.ours`); those of external engines against
+Option names of in-process engines are checked against :data:`engines.options.ENGINE_OPTIONS` and the
+fields of the search's config dataclass (see :mod:`engines.options`); those of external engines against
 :data:`engines.external.EXTERNAL_OPTIONS`, or, for any other name, against the options the program
 itself announces when it starts.
 """
@@ -141,7 +141,7 @@ def _check_external_allowed(head: str, overrides: dict[str, str]) -> None:
     if external_programs_allowed():
         return
     from engines.external import EXTERNAL_OPTIONS
-    from engines.ours import norm_key as norm
+    from engines.options import norm_key as norm
 
     if head not in builtins():
         raise EngineError(f"external programs are disabled (--no-external-programs): {head!r} is not a built-in "
@@ -212,7 +212,7 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
     """``base`` with ``overrides`` applied and everything parsed: canonical option names and text,
     ``settings`` (engine options, defaults filled) and ``config`` (in-process engines; None while the
     search's module cannot be imported: :func:`create` then says so)."""
-    from engines.ours import ENGINE_OPTIONS, build_config, config_options, find_option
+    from engines.options import ENGINE_OPTIONS, build_config, config_options, find_option
 
     options = dict(base.options)
     canonical: dict[str, str] = {}
@@ -322,7 +322,7 @@ def evaluator_for(spec: EngineSpec, variant: str | None = None) -> Evaluator:
 
 def option_infos(spec: EngineSpec) -> list[Any]:
     """Every option an in-process engine takes (engine options, then config fields)."""
-    from engines.ours import ENGINE_OPTIONS, config_options
+    from engines.options import ENGINE_OPTIONS, config_options
 
     if is_external(spec):
         raise EngineError(f"{spec.name} is an external engine")

@@ -40,14 +40,14 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
 import board
 from board import Position, move_to_uci
 from engines.base import EngineError, EngineSpec, InProcessEngine
-from engines.ours import OptionInfo, OurEngine, find_option, norm_key, parse_int
+from engines.options import OptionInfo, find_option, norm_key, parse_int
+from engines.ours import OurEngine
 from evaluators.base import Evaluation, Evaluator, Leaf
 from search.alphabeta import TT_SLOT_BYTES
 from search.base import Limits, PVLine, SearchResult

@@ -14,7 +14,8 @@ import pytest
 import board
 from engines import registry
 from engines.base import EngineError, EngineSpec, InProcessEngine
-from engines.ours import OurEngine, build_config, config_options, hard_stop_after, merge_limits, presets
+from engines.options import build_config, config_options, presets
+from engines.ours import OurEngine, hard_stop_after, merge_limits
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
 from evaluators.classical import ClassicalEvaluator
 from search.base import Limits

@@ -182,7 +182,7 @@ def test_hash_sizes_the_table_or_the_tree() -> None:
 def test_spin_options_have_real_bounds() -> None:
     """Every integer option of every built-in engine announces the bounds its config accepts, not
     the -10^9..10^9 placeholder (batch_size used to)."""
-    from engines.ours import OptionInfo
+    from engines.options import OptionInfo
 
     for name in registry.builtins():
         spec = registry.resolve(name)
