@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from engines.base import EngineError
+from evaluators.base import INFERENCE_MODES
 
 _TRUE = frozenset({"true", "on", "yes", "1"})
 _FALSE = frozenset({"false", "off", "no", "0"})
@@ -279,8 +280,8 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("movetime", "string", None, optional(parse_float), help="default seconds per move"),
     OptionInfo("threads", "spin", 1, parse_int, help="evaluator threads (neural evaluators)", minimum=1, maximum=256),
     OptionInfo("weights", "string", None, optional(parse_str), help="weights file for the evaluator"),
-    OptionInfo("inference", "combo", "frozen", _choice(("frozen", "eager")), choices=("frozen", "eager"),
-               help="how a network runs: frozen TorchScript (default, faster) or eager (evaluators.neural)"),
+    OptionInfo("inference", "combo", INFERENCE_MODES[0], _choice(INFERENCE_MODES), choices=INFERENCE_MODES,
+               help="how a network runs: frozen TorchScript (default), eager torch, or ONNX Runtime (evaluators.neural)"),
     OptionInfo("device", "string", "auto", parse_device,
                help="where a network runs: auto (CUDA when there is one), cpu, cuda, cuda:N"),
     OptionInfo("seed", "spin", 0, parse_int, help="seed of the search's random state", minimum=0, maximum=2**31 - 1),

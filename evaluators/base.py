@@ -39,6 +39,10 @@ COMPARE: Final = "compare"
 CAPABILITIES: Final = (POLICY_VALUE, SCORE, COMPARE)
 
 
+#: how a network evaluator runs (evaluators.neural): TorchScript (the default), eager torch, ONNX Runtime
+INFERENCE_MODES: Final = ("frozen", "eager", "onnxruntime")
+
+
 class EvaluatorError(ValueError):
     """A search was paired with an evaluator that cannot serve it, or weights are unusable."""
 

@@ -27,7 +27,27 @@ def _cmd_bench_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_net(args: argparse.Namespace) -> int:
+    from experiments.bench import net as bench_net
+
+    nets = [n for n in bench_net.NETWORKS if args.network in ("all", n[0] + "_" + n[1])]
+    r = bench_net.run(nets, batches=args.batches, seconds=args.seconds)
+    print(json.dumps(r) if args.json else bench_net.format_table(r))
+    return 0
+
+
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from experiments.bench.net import BATCHES, NETWORKS
+    from experiments.cli.main import positive_float
+
+    n = bench_sub.add_parser("net", help="raw network evaluations/s per inference backend (TorchScript, eager, "
+                                         "ONNX Runtime), one thread, with the share of the core's SGEMM peak")
+    n.add_argument("--network", choices=("all",) + tuple(f"{f}_{v}" for f, v in NETWORKS), default="all",
+                   help="a shipped network, or all of them")
+    n.add_argument("--batches", type=_positive, nargs="+", default=list(BATCHES), help="batch sizes")
+    n.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 trials per figure")
+    n.add_argument("--json", action="store_true", help="print one JSON object")
+    n.set_defaults(func=_cmd_bench_net)
     p = bench_sub.add_parser("search", help="MCTS overhead vs OpenSpiel, alpha-beta vs python-chess, MCTS with a net")
     p.add_argument("--variant", choices=("both",) + tuple(board.VARIANTS), default="both")
     p.add_argument("--sims", type=_positive, default=3000, help="MCTS simulations per position (ours)")

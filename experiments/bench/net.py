@@ -1,0 +1,105 @@
+"""``searchbench bench net``: the raw networks under each inference backend, side by side in one run.
+
+For each shipped policy-value network (RISE and SixtyFour, chess and crazyhouse) and each backend of
+:data:`evaluators.base.INFERENCE_MODES` (frozen TorchScript, eager torch, ONNX Runtime when it is
+installed): evaluations per second at batch 1, 8, 32 and 64 on one thread (the best of a few short
+trials, :meth:`evaluators.neural.PolicyValueEvaluator.network_throughput`), the ratio to TorchScript,
+and the share of the core's float32 peak: the network's multiply-adds per evaluation (counted from
+its convolutions and linear layers) against a single-thread 1024x1024x1024 SGEMM measured in the same
+run.  A backend that falls back (its outputs differ from eager torch) is shown with its reason.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import torch
+from torch import nn
+
+NETWORKS: tuple[tuple[str, str], ...] = (("rise", "crazyhouse"), ("rise", "chess"), ("sixtyfour", "crazyhouse"),
+                                         ("sixtyfour", "chess"))
+BATCHES: tuple[int, ...] = (1, 8, 32, 64)
+
+
+def sgemm_gflops(n: int = 1024, seconds: float = 0.5) -> float:
+    """Single-thread float32 matrix-multiply rate (GFLOPS, 2 n^3 per product), best of 3 trials."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        torch.mm(a, b)
+        best = 0.0
+        for _ in range(3):
+            k, t0 = 0, time.perf_counter()
+            while time.perf_counter() - t0 < seconds / 3:
+                torch.mm(a, b)
+                k += 1
+            best = max(best, 2.0 * n ** 3 * k / (time.perf_counter() - t0) / 1e9)
+        return best
+    finally:
+        torch.set_num_threads(old)
+
+
+def flops_per_eval(net: nn.Module, x: torch.Tensor) -> float:
+    """2 x the multiply-adds of one evaluation in ``net``'s Conv2d and Linear layers (input ``x``)."""
+    total = [0.0]
+
+    def conv(m: nn.Conv2d, _inp: Any, out: torch.Tensor) -> None:
+        k = m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1]
+        total[0] += out[0].numel() * k
+
+    def linear(m: nn.Linear, _inp: Any, out: torch.Tensor) -> None:
+        total[0] += out[0].numel() * m.in_features
+
+    hooks = [m.register_forward_hook(conv) for m in net.modules() if isinstance(m, nn.Conv2d)]
+    hooks += [m.register_forward_hook(linear) for m in net.modules() if isinstance(m, nn.Linear)]
+    try:
+        with torch.inference_mode():
+            net(x[:1])
+    finally:
+        for h in hooks:
+            h.remove()
+    return 2.0 * total[0]
+
+
+def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] = BATCHES,
+        seconds: float = 0.3) -> dict[str, Any]:
+    from engines import registry
+    from evaluators.base import INFERENCE_MODES
+    from evaluators.neural import PolicyValueEvaluator
+    from evaluators.onnx_runtime import available
+
+    backends = [m for m in INFERENCE_MODES if m != "onnxruntime" or available() is None]
+    peak = sgemm_gflops()
+    rows: list[dict[str, Any]] = []
+    for family, variant in networks:
+        for mode in backends:
+            ev = registry.load_evaluator(family, None, 1, mode, device="cpu", variant=variant)
+            assert isinstance(ev, PolicyValueEvaluator)
+            rates = {b: ev.network_throughput(b, threads=1, seconds=seconds) for b in batches}
+            x = torch.from_numpy(ev.example_planes(1))
+            rows.append({"network": f"{family}_{variant}", "backend": mode, "running": ev.inference,
+                         "fallback": ev.inference_error, "flops": flops_per_eval(ev.net, x),
+                         "evals_per_s": {str(b): r for b, r in rates.items()}})
+    for r in rows:
+        base = next(x for x in rows if x["network"] == r["network"] and x["backend"] == "frozen")
+        r["ratio_to_torchscript"] = {b: v / base["evals_per_s"][b] for b, v in r["evals_per_s"].items()}
+        r["share_of_peak"] = {b: v * r["flops"] / (peak * 1e9) for b, v in r["evals_per_s"].items()}
+    return {"sgemm_gflops_1_thread": peak, "batches": list(batches), "rows": rows,
+            "missing": [] if "onnxruntime" in backends else [available()]}
+
+
+def format_table(r: dict[str, Any]) -> str:
+    bs = [str(b) for b in r["batches"]]
+    lines = [f"one thread; SGEMM peak {r['sgemm_gflops_1_thread']:.1f} GFLOPS; evaluations per second "
+             f"(x TorchScript, share of peak)", ""]
+    head = f"{'network':<22}{'backend':<13}{'MFLOP':>7}" + "".join(f"{'batch ' + b:>26}" for b in bs)
+    lines += [head, "-" * len(head)]
+    for row in r["rows"]:
+        cells = "".join(f"{row['evals_per_s'][b]:>10,.0f} ({row['ratio_to_torchscript'][b]:.2f}x, "
+                        f"{100 * row['share_of_peak'][b]:>3.0f}%)" for b in bs)
+        lines.append(f"{row['network']:<22}{row['backend']:<13}{row['flops'] / 1e6:>7.1f}{cells}")
+        if row["running"] != row["backend"]:
+            lines.append(f"{'':<35}runs {row['running']}: {row['fallback']}")
+    lines += [f"not measured: {m}" for m in r["missing"]]
+    return "\n".join(lines)

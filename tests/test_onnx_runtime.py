@@ -1,0 +1,88 @@
+"""The ONNX Runtime backend (issue 23): outputs equal eager torch on every shipped policy-value
+network, the export cache is keyed and rebuilt when corrupt, and bad requests are one line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from board import new_position
+from engines import registry
+from evaluators import neural, onnx_runtime
+from evaluators.base import EvaluatorError, Leaf
+from search.base import Limits
+
+pytestmark = pytest.mark.skipif(onnx_runtime.available() is not None, reason="onnxruntime/onnx not installed")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SEARCHBENCH_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize("family, variant", [("rise", "crazyhouse"), ("rise", "chess"), ("sixtyfour", "chess"),
+                                             ("sixtyfour", "crazyhouse")])
+def test_onnxruntime_matches_eager_on_the_shipped_weights(family: str, variant: str) -> None:
+    ev = registry.load_evaluator(family, None, 1, "onnxruntime", device="cpu", variant=variant)
+    eager = registry.load_evaluator(family, None, 1, "eager", device="cpu", variant=variant)
+    p = new_position(variant)
+    leaves = []
+    for i in range(24):  # positions along a game, batched together
+        moves = p.legal_moves()
+        leaves.append(Leaf.of(p, moves))
+        p.push(moves[(7 * i) % len(moves)])
+    got, ref = ev.evaluate(leaves), eager.evaluate(leaves)
+    assert ev.inference == "onnxruntime" and ev.inference_error is None
+    for a, b in zip(got, ref):
+        assert abs(a.value - b.value) < 1e-4
+        assert np.argmax(a.priors) == np.argmax(b.priors) and np.allclose(a.priors, b.priors, atol=1e-4)
+
+
+def test_the_export_is_cached_by_the_weights_and_a_corrupt_entry_is_rebuilt(_cache: Path) -> None:
+    ev = registry.load_evaluator("rise", None, 1, "onnxruntime", device="cpu", variant="crazyhouse")
+    ev.warm_up()
+    files = list((_cache / "onnx").glob("*.onnx"))
+    assert len(files) == 1 and files[0].stem == onnx_runtime.weights_key(ev.net)
+    again = registry.load_evaluator("rise", None, 1, "onnxruntime", device="cpu", variant="crazyhouse")
+    again.warm_up()
+    assert again._forward.cached  # type: ignore[union-attr]
+    files[0].write_bytes(b"not a model")
+    third = registry.load_evaluator("rise", None, 1, "onnxruntime", device="cpu", variant="crazyhouse")
+    third.warm_up()
+    assert not third._forward.cached and third.inference == "onnxruntime"  # type: ignore[union-attr]
+    assert files[0].stat().st_size > 1000  # rewritten
+    other = registry.load_evaluator("rise", None, 1, "onnxruntime", device="cpu", variant="chess")
+    assert onnx_runtime.weights_key(other.net) != files[0].stem
+
+
+def test_a_session_that_disagrees_falls_back_to_torchscript(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = onnx_runtime.OrtForward.__call__
+
+    def off(self: onnx_runtime.OrtForward, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(t + 0.5 for t in real(self, x))
+
+    monkeypatch.setattr(onnx_runtime.OrtForward, "__call__", off)
+    ev = registry.load_evaluator("rise", None, 1, "onnxruntime", device="cpu", variant="crazyhouse")
+    ev.warm_up()
+    assert ev.inference == "frozen" and "onnxruntime outputs differ" in str(ev.inference_error)
+
+
+def test_missing_package_and_unknown_mode_are_one_line_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EvaluatorError, match="unknown inference mode 'onnx'"):
+        neural.check_inference("onnx")
+    monkeypatch.setattr(onnx_runtime, "available", lambda: "inference=onnxruntime needs the onnxruntime and onnx "
+                                                           "packages (onnxruntime is missing)")
+    with pytest.raises(EvaluatorError, match="onnxruntime is missing"):
+        neural.check_inference("onnxruntime")
+
+
+def test_a_match_and_uci_take_the_option() -> None:
+    from experiments.cli.main import main
+
+    assert main(["engines", "rise-mcts:inference=onnxruntime"]) == 0
+    e = registry.create("rise-mcts:inference=onnxruntime", "crazyhouse")
+    r = e.play(new_position("crazyhouse"), Limits(nodes=64))
+    assert r.forfeit is None and e.evaluator.inference == "onnxruntime"
