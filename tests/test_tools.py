@@ -211,3 +211,45 @@ def test_alpha_beta_reports_about_once_a_second_under_go_infinite() -> None:
     infos = [ln for ln in lines[: lines.index(next(x for x in lines if x.startswith("bestmove")))] if ln.startswith("info depth")]
     assert len(infos) >= 3, infos
     assert infos[-1] != infos[-2]
+
+
+def _cutechess() -> str | None:
+    import os
+    import shutil
+
+    return os.environ.get("CUTECHESS_CLI") or shutil.which("cutechess-cli")
+
+
+@pytest.mark.skipif(_cutechess() is None, reason="cutechess-cli not found (set CUTECHESS_CLI; README: building it)")
+@pytest.mark.timeout(900)
+def test_cutechess_reads_our_crazyhouse_pgn_as_openings_and_plays_our_engines(tmp_path: object) -> None:
+    """cutechess-cli 1.4 takes a crazyhouse PGN written by the project (drops P@f6) as its opening
+    file without an illegal-move warning, and plays chess with an engine that never gets UCI_Variant."""
+    import subprocess
+    from pathlib import Path
+
+    from experiments.harness.match import Player
+    from experiments.harness.tournament import RunSettings, play_run
+
+    out = Path(str(tmp_path))
+    s = RunSettings(name="cc", variant="crazyhouse", games=2, concurrency=2, db=out / "cc.sqlite", pgn=out / "cc.pgn")
+    s.openings = Path("experiments/openings/crazyhouse.epd")
+    a, b = Player("mcts", "material-mcts", nodes=64), Player("ab", "material-ab", nodes=300)
+    play_run(s, s.pairing_tasks(a, b, 2), ["mcts", "ab"], None, False)
+    with open(out / "cc.pgn") as f:
+        game = chess.pgn.read_game(f)
+    assert game is not None
+    moves = list(game.mainline_moves())
+    first_drop = next(i for i, m in enumerate(moves) if m.drop is not None)  # cutechess must parse it
+    assert first_drop + 1 < len(moves)
+    uci = [f"cmd={sys.executable}", "arg=-m", "arg=experiments.cli", "arg=uci", "arg=--engine"]
+    cmd = [str(_cutechess()), "-variant", "crazyhouse", "-engine", "name=a", *uci, "arg=material-mcts", "proto=uci",
+           "nodes=32", "-engine", "name=b", *uci, "arg=material-ab", "proto=uci", "nodes=300", "-each", "tc=inf",
+           "-openings", f"file={out / 'cc.pgn'}", "format=pgn", "order=sequential", f"plies={first_drop + 1}", "-games", "2",
+           "-pgnout", str(out / "back.pgn")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert "Finished match" in r.stdout and "illegal" not in (r.stdout + r.stderr).lower(), r.stdout[-2000:]
+    cmd = [str(_cutechess()), "-engine", "name=a", *uci, "arg=rise-mcts", "proto=uci", "nodes=32", "-engine",
+           "name=b", *uci, "arg=material-ab", "proto=uci", "nodes=300", "-each", "tc=inf", "-games", "2"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert "Finished match" in r.stdout and "illegal" not in (r.stdout + r.stderr).lower(), r.stdout[-2000:]
