@@ -612,6 +612,9 @@ class Responsive(Evaluator):
     def score(self, pos: Position) -> int:
         return self.inner.score(pos)
 
+    def score_many(self, positions: Sequence[Position]) -> list[int]:
+        return self.inner.score_many(positions)
+
     def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
         return self.inner.compare(pairs, variant)
 

@@ -67,6 +67,11 @@ class Evaluator(ABC):
         """Static score in centipawns for the side to move (``SCORE``)."""
         raise EvaluatorError(f"evaluator {self.name!r} does not serve {SCORE}")
 
+    def score_many(self, positions: Sequence[Position]) -> list[int]:
+        """:meth:`score` of several positions, in order (a network answers them in one call; the
+        same numbers as one at a time where its outputs do not depend on the batch)."""
+        return [self.score(p) for p in positions]
+
     def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
         """For each pair of raw states (a, b): P(a is better than b for White) (``COMPARE``)."""
         raise EvaluatorError(f"evaluator {self.name!r} does not serve {COMPARE}")

@@ -548,3 +548,16 @@ class PolicyValueEvaluator(NeuralEvaluator):
 
     def score(self, pos: Position) -> int:
         return value_to_cp(self.value(pos), self.variant)
+
+    def score_many(self, positions: Sequence[Position]) -> list[int]:
+        """The scores of ``positions`` from batched network calls (at most ``max_batch`` a call)."""
+        for p in positions:
+            self._check_variant(p.variant)
+        raw = enc.raw_array([p.raw_state() for p in positions])
+        out: list[int] = []
+        for i in range(0, len(raw), self.max_batch):
+            x, n = self.to_device(self._planes(raw[i:i + self.max_batch]))
+            with torch.inference_mode():
+                v, _ = self.forward(x)
+            out += [value_to_cp(float(t), self.variant) for t in v[:n].float().cpu()]
+        return out

@@ -61,9 +61,9 @@ def test_agrees_with_minimax(variant: str, seed: int, plies: int, depth: int) ->
 
 @pytest.mark.parametrize("variant,fen,n", MATES)
 def test_finds_mates(variant: str, fen: str, n: int) -> None:
-    pos = board.new_position(variant, fen)
+    pos = board.board.new_position(variant, fen)
     r = AlphaBeta(EV).run(pos, Limits(depth=2 * n))
-    assert pos.fen() == board.new_position(variant, fen).fen()
+    assert pos.fen() == board.board.new_position(variant, fen).fen()
     assert r.mate == n, (board.move_to_uci(r.best_move), r.cp)
     assert r.cp == MATE - (2 * n - 1)
     assert r.value == 1.0
@@ -86,7 +86,7 @@ def assert_forced_mate(pos: board.Position, move: int, n: int) -> None:
 @pytest.mark.slow
 def test_finds_drop_mate_in_three() -> None:
     variant, fen, n = DROP_MATE_IN_3
-    pos = board.new_position(variant, fen)
+    pos = board.board.new_position(variant, fen)
     r = AlphaBeta(EV).run(pos, Limits(depth=2 * n))
     assert r.mate == n
 
@@ -173,3 +173,34 @@ def test_the_deadline_is_kept_with_a_slow_evaluator() -> None:
         fast.nodes += 1
         fast.check_limits()
     assert not fast.aborted and fast.next_check > fast.nodes  # a fast core reads the clock now and then
+
+
+@pytest.mark.parametrize("variant, fen", [
+    ("chess", "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"),
+    ("crazyhouse", "r1bqk2r/pppp1ppp/2n2n2/2b1p3/2B1P3/2N2N2/PPPP1PPP/R1BQK2R[] w KQkq - 6 5"),
+])
+def test_batched_leaves_search_the_same_tree(variant: str, fen: str) -> None:
+    """batch_leaves sends a frontier node's children (and a quiescence node's captures) in one call:
+    the move, score, PV and nodes equal the one-at-a-time search; only the evaluator calls grow."""
+    from evaluators.classical import ClassicalEvaluator
+    from search.alphabeta import ABConfig
+
+    ev = ClassicalEvaluator()
+    one = AlphaBeta(ev, ABConfig()).run(board.new_position(variant, fen), Limits(depth=4))
+    many = AlphaBeta(ev, ABConfig(batch_leaves=True)).run(board.new_position(variant, fen), Limits(depth=4))
+    assert (many.best_move, many.cp, many.pv, many.nodes) == (one.best_move, one.cp, one.pv, one.nodes)
+    assert many.evals >= one.evals
+
+
+def test_batched_leaves_with_a_network_search_the_same_tree() -> None:
+    """With RISE (TorchScript padded to whole blocks, so a position's value does not depend on its batch)
+    the batched search equals the one-at-a-time search."""
+    from engines import registry
+    from search.alphabeta import ABConfig
+
+    rise = registry.load_evaluator("rise", None, 1, "frozen", device="cpu", variant="crazyhouse")
+    rise.pad_single = True  # type: ignore[attr-defined]
+    p = board.new_position("crazyhouse")
+    one = AlphaBeta(rise, ABConfig()).run(p.copy(), Limits(depth=2))
+    many = AlphaBeta(rise, ABConfig(batch_leaves=True)).run(p.copy(), Limits(depth=2))
+    assert (many.best_move, many.cp, many.pv, many.nodes) == (one.best_move, one.cp, one.pv, one.nodes)
