@@ -61,9 +61,9 @@ def test_agrees_with_minimax(variant: str, seed: int, plies: int, depth: int) ->
 
 @pytest.mark.parametrize("variant,fen,n", MATES)
 def test_finds_mates(variant: str, fen: str, n: int) -> None:
-    pos = board.board.new_position(variant, fen)
+    pos = board.new_position(variant, fen)
     r = AlphaBeta(EV).run(pos, Limits(depth=2 * n))
-    assert pos.fen() == board.board.new_position(variant, fen).fen()
+    assert pos.fen() == board.new_position(variant, fen).fen()
     assert r.mate == n, (board.move_to_uci(r.best_move), r.cp)
     assert r.cp == MATE - (2 * n - 1)
     assert r.value == 1.0
@@ -86,7 +86,7 @@ def assert_forced_mate(pos: board.Position, move: int, n: int) -> None:
 @pytest.mark.slow
 def test_finds_drop_mate_in_three() -> None:
     variant, fen, n = DROP_MATE_IN_3
-    pos = board.board.new_position(variant, fen)
+    pos = board.new_position(variant, fen)
     r = AlphaBeta(EV).run(pos, Limits(depth=2 * n))
     assert r.mate == n
 
