@@ -314,6 +314,44 @@ def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, s
             str(st.get("device") or "auto"))
 
 
+class EvaluatorPool:
+    """The one cache of loaded evaluators (the harness's pooled games, the bughouse seats): engines
+    whose evaluator settings are the same share one evaluator, so their leaves go into one batch.
+    The key is everything an evaluator is loaded with: (evaluator, weights, threads, inference,
+    device, variant).  ``threads`` and ``max_batch`` (None: as each spec says) and ``pad_single``
+    tune every network it loads (see :class:`experiments.harness.match.RegistryFactory`)."""
+
+    def __init__(self, threads: int | None = None, max_batch: int | None = None, pad_single: bool = False) -> None:
+        self.threads = threads
+        self.max_batch = max_batch
+        self.pad_single = pad_single
+        self.evaluators: dict[tuple[str, str | None, int, str | None, str, str | None], Evaluator] = {}
+
+    def key(self, spec: EngineSpec, variant: str | None) -> tuple[str, str | None, int, str | None, str, str | None]:
+        weights, threads, inference, device = evaluator_settings(spec)
+        return (spec.evaluator, weights, self.threads or threads, inference, device, variant)
+
+    def get(self, spec: EngineSpec, variant: str | None) -> Evaluator:
+        """The evaluator of ``spec`` in ``variant``, loaded at the first request."""
+        key = self.key(spec, variant)
+        ev = self.evaluators.get(key)
+        if ev is None:
+            ev = self.evaluators[key] = load_evaluator(*key[:5], variant=variant)
+            if self.max_batch is not None and hasattr(ev, "max_batch"):
+                ev.max_batch = self.max_batch
+            if hasattr(ev, "pad_single"):
+                ev.pad_single = self.pad_single
+        return ev
+
+    def close(self) -> None:
+        for ev in self.evaluators.values():
+            try:
+                ev.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self.evaluators.clear()
+
+
 def evaluator_for(spec: EngineSpec, variant: str | None = None) -> Evaluator:
     """A fresh evaluator for an in-process spec (its ``weights``, ``threads`` and ``inference``
     applied; without weights, the shipped ones of ``variant``)."""

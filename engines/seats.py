@@ -86,7 +86,7 @@ import threading
 import time
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from board import move_to_uci
 from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
@@ -94,6 +94,9 @@ from board.bughouse import BughouseGame, partner_seat, seat_of
 from board.position import Position
 from engines.base import EngineError, MoveStat
 from evaluators.base import Evaluator, value_to_cp
+
+if TYPE_CHECKING:
+    from engines.registry import EvaluatorPool
 
 log = logging.getLogger(__name__)
 
@@ -622,9 +625,9 @@ def parse_team(text: str) -> TeamSpec:
     return TeamSpec(text.strip(), specs)
 
 
-def make_seat(text: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Seat:
+def make_seat(text: str, seed: int, evaluators: EvaluatorPool) -> Seat:
     """A seat for an engine spec: ours (seats with the same evaluator settings share one evaluator
-    through ``evaluator_cache``) or an XBoard program; ``seed`` unless the spec sets one."""
+    of ``evaluators``) or an XBoard program; ``seed`` unless the spec sets one."""
     from engines import registry
     from engines.external import find_program
 
@@ -636,10 +639,5 @@ def make_seat(text: str, seed: int, evaluator_cache: dict[str, Evaluator]) -> Se
             raise SeatError(f"{spec.name}: a bughouse XBoard seat takes depth and startup only, not {', '.join(unknown)}")
         startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
         return XBoardSeat(text, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
-    weights, threads, _, device = registry.evaluator_settings(spec)
-    key = f"{spec.evaluator}:{weights}:{threads}:{device}"
-    if key not in evaluator_cache:
-        evaluator_cache[key] = registry.load_evaluator(spec.evaluator, weights, threads, device=device,
-                                                       variant="bughouse")
-    return OurSeat(text, evaluator_cache[key], spec.config, st["nodes"], st["movetime"],
+    return OurSeat(text, evaluators.get(spec, "bughouse"), spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options))

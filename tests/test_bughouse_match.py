@@ -14,6 +14,7 @@ from evaluators.bughouse_classical import BughouseClassicalEvaluator
 from experiments.cli import main as cli
 from experiments.harness.ratings import from_games, rate
 from engines.base import EngineError
+from engines.registry import EvaluatorPool
 from engines.seats import GameContext, OurSeat, Seat, SeatError, XBoardSeat, fen_without_pockets, make_seat, parse_team
 from experiments.harness.bughouse import BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
@@ -284,9 +285,9 @@ def test_team_specs_and_errors():
     with pytest.raises(EngineError, match="unknown engine"):
         parse_team("no-such-engine")
     with pytest.raises(EngineError, match="unknown option"):
-        make_seat("bughouse-mcts:bogus=1", 1, {})
+        make_seat("bughouse-mcts:bogus=1", 1, EvaluatorPool())
     with pytest.raises(EngineError, match="bad value"):
-        make_seat("bughouse-mcts:nodes=many", 1, {})
+        make_seat("bughouse-mcts:nodes=many", 1, EvaluatorPool())
     with pytest.raises(EngineError, match="not installed|not found"):
         make_seat("no-such-engine-xyz+xboard", 1, {})
     with pytest.raises(EngineError, match="bughouse-mcts"):

@@ -58,7 +58,7 @@ from board.bughouse import (
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
     GameContext, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
 )
-from evaluators.base import Evaluator
+from engines.registry import EvaluatorPool
 from experiments.harness.pgn import append_text, game_id, ids_in
 from experiments.harness.pgn import check as pgn_check
 from experiments.harness.store import GameRecord, MoveStat, Store, StoreError, versions
@@ -275,7 +275,7 @@ def match_key(a: TeamSpec, b: TeamSpec, base_ms: int, inc_ms: int, seed: int) ->
 def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, db: str | Path,
               bpgn: str | Path | None = None, seed: int = 1, run: str = "bughouse-match",
               max_plies: int = 600, progress: bool = True,
-              seat_factory: Callable[[str, int, dict[str, Evaluator]], Seat] = make_seat) -> MatchSummary:
+              seat_factory: Callable[[str, int, EvaluatorPool], Seat] = make_seat) -> MatchSummary:
     """Play ``games`` games of team A vs team B (colours alternating per pair), storing each."""
     if games < 1:
         raise BughouseMatchError(f"--games must be >= 1, got {games}")
@@ -290,7 +290,7 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     done = store.done_keys()
     summary = MatchSummary()
     seats_of: dict[str, list[Seat]] = {}
-    cache: dict[str, Evaluator] = {}
+    cache = EvaluatorPool()
     try:
         stored_keys = [k for k in keys if k in done]
         have = ids_in(bpgn_path)  # the BPGN is appended to, never rewritten (see experiments/pgn.py)
@@ -341,8 +341,7 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
         for lst in seats_of.values():
             for s in lst:
                 s.close()
-        for ev in cache.values():
-            ev.close()
+        cache.close()
         store.close()
     return summary
 

@@ -76,17 +76,25 @@ class RegistryFactory:
         #: networks pad a batch of one too (evaluators.neural.CPU_BATCH_MULTIPLE): a position's outputs
         #: then never depend on how the pooled leaves fell into batches (node-limited runs replay exactly)
         self.exact_batches = exact_batches
-        self.evaluators: dict[tuple[str, str | None, int, str | None, str, str], Any] = {}
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> Any:
+        from engines.registry import EvaluatorPool
+
+        return EvaluatorPool(self.threads, self.max_batch, pad_single=self.exact_batches)
+
+    @property
+    def evaluators(self) -> dict[Any, Any]:
+        """The loaded evaluators by key (the pool's)."""
+        return dict(self.pool.evaluators)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"evaluators": {}, "threads": self.threads, "max_batch": self.max_batch,  # a worker loads its own
+        return {"threads": self.threads, "max_batch": self.max_batch,  # a worker loads its own evaluators
                 "exact_batches": self.exact_batches}
 
-    def _evaluator_key(self, spec: Any, variant: str) -> tuple[str, str | None, int, str | None, str, str]:
-        from engines import registry
-
-        weights, threads, inference, device = registry.evaluator_settings(spec)
-        return (spec.evaluator, weights, self.threads or threads, inference, device, variant)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.pool = self._new_pool()
 
     def __call__(self, player: Player, variant: str) -> Engine:
         from engines import registry
@@ -94,23 +102,10 @@ class RegistryFactory:
         spec = registry.resolve(player.engine)
         if registry.is_external(spec):
             return registry.create(spec, variant)
-        key = self._evaluator_key(spec, variant)
-        ev = self.evaluators.get(key)
-        if ev is None:
-            ev = self.evaluators[key] = registry.load_evaluator(*key[:5], variant=variant)
-            if self.max_batch is not None and hasattr(ev, "max_batch"):
-                ev.max_batch = self.max_batch
-            if hasattr(ev, "pad_single"):
-                ev.pad_single = self.exact_batches
-        return registry.create(spec, variant, evaluator=ev)
+        return registry.create(spec, variant, evaluator=self.pool.get(spec, variant))
 
     def close(self) -> None:
-        for ev in self.evaluators.values():
-            try:
-                ev.close()
-            except Exception:  # noqa: BLE001
-                pass
-        self.evaluators.clear()
+        self.pool.close()
 
 
 class EnginePool:
