@@ -99,7 +99,7 @@ class RegistryFactory:
     def __call__(self, player: Player, variant: str) -> Engine:
         from engines import registry
 
-        spec = registry.resolve(player.engine)
+        spec = player.spec  # resolved once per player
         if registry.is_external(spec):
             return registry.create(spec, variant)
         return registry.create(spec, variant, evaluator=self.pool.get(spec, variant))

@@ -4,6 +4,7 @@ key) and matches (two players over an opening suite, each opening twice with col
 rerun resumes."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -11,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from engines.base import Engine
+from engines.base import Engine, EngineSpec
 from experiments.harness.openings import Opening
 from search.base import Limits
 
@@ -80,6 +81,15 @@ class Player:
 
     def limits_text(self) -> str:
         return limits_text(self.nodes, self.depth, self.movetime, self.tc, self.evals, self.playouts)
+
+    @functools.cached_property
+    def spec(self) -> EngineSpec:
+        """The engine resolved once (:func:`engines.registry.resolve`, options parsed and checked):
+        every engine instance of this player is built from this record, which travels with the
+        player to worker processes; ``engine`` stays the text that games and keys store."""
+        from engines import registry
+
+        return registry.resolve(self.engine)
 
     @property
     def ident(self) -> str:
