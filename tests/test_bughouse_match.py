@@ -289,9 +289,9 @@ def test_team_specs_and_errors():
     with pytest.raises(EngineError, match="bad value"):
         make_seat("bughouse-mcts:nodes=many", 1, EvaluatorPool())
     with pytest.raises(EngineError, match="not installed|not found"):
-        make_seat("no-such-engine-xyz+xboard", 1, {})
+        make_seat("no-such-engine-xyz+xboard", 1, EvaluatorPool())
     with pytest.raises(EngineError, match="bughouse-mcts"):
-        make_seat("material-mcts", 1, {})  # a chess engine cannot take a bughouse seat
+        make_seat("material-mcts", 1, EvaluatorPool())  # a chess engine cannot take a bughouse seat
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

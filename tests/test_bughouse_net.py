@@ -283,6 +283,7 @@ def test_train_tiny_and_load(tmp_path: Path):
 
 def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
     from engines.base import EngineError
+    from engines.registry import EvaluatorPool
     from engines.seats import OurSeat, make_seat, parse_team
 
     w = tmp_path / "sub" / "w.pt"
@@ -290,18 +291,18 @@ def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
     bn.save(str(w), bn.build("tiny"))
     team = parse_team(f"rise-bughouse-mcts:weights={w},nodes=20/bughouse-mcts:nodes=10")
     assert team.seat_specs == (f"rise-bughouse-mcts:weights={w},nodes=20", "bughouse-mcts:nodes=10")
-    cache: dict = {}
+    cache = EvaluatorPool()
     a = make_seat(team.seat_specs[0], 1, cache)
     b = make_seat(f"bughouse-net+bughouse-mcts:weights={w}", 2, cache)
     c = make_seat(team.seat_specs[1], 3, cache)
     assert isinstance(a, OurSeat) and a.evaluator is b.evaluator and a.evaluator.name == "bughouse-net"
     assert c.evaluator.name == "bughouse-classical"
     with pytest.raises(EngineError, match="nope.pt"):
-        make_seat(f"rise-bughouse-mcts:weights={tmp_path / 'nope.pt'}", 1, {})
+        make_seat(f"rise-bughouse-mcts:weights={tmp_path / 'nope.pt'}", 1, EvaluatorPool())
     with pytest.raises(EngineError, match="unknown evaluator"):
-        make_seat("magic+bughouse-mcts", 1, {})
+        make_seat("magic+bughouse-mcts", 1, EvaluatorPool())
     with pytest.raises(EngineError, match="takes no weights"):
-        make_seat(f"bughouse-mcts:weights={w}", 1, {})
+        make_seat(f"bughouse-mcts:weights={w}", 1, EvaluatorPool())
 
 
 # ------------------------------------------------------------------------------------ generation, CLI
