@@ -22,8 +22,8 @@ def _package_data() -> dict[str, list[str]]:
 
 def _shipped(path: Path) -> bool:
     rel = path.resolve().relative_to(ROOT)
-    pkg, rest = rel.parts[0], "/".join(rel.parts[1:])
-    return any(fnmatch.fnmatch(rest, pat) for pat in _package_data().get(pkg, []))
+    pkg, name = ".".join(rel.parts[:-1]), rel.parts[-1]
+    return any(fnmatch.fnmatch(name, pat) for pat in _package_data().get(pkg, []))
 
 
 def test_every_data_file_the_code_reads_is_package_data() -> None:
