@@ -347,15 +347,11 @@ class _Core(Budget):
             if best > alpha:
                 alpha = best
             candidates = self.order(self.noisy_moves(moves, qply), 0, ply)
-        delta = self.cfg.delta_margin
         if self.cfg.batch_leaves and best > -INF:  # the captures delta pruning lets through (alpha only rises)
-            self.score_children([m for m in candidates if (m >> 15) or (m >> 12) & 7 or delta <= 0 or best
-                                 + int(_DELTA_VALUES[pos.mailbox[(m >> 6) & 63] & 7]) + delta > alpha])
+            self.score_children([m for m in candidates if not self.delta_pruned(m, best, alpha)])
         for m in candidates:
-            if best > -INF and delta > 0 and not (m >> 15) and not (m >> 12) & 7:
-                # Delta pruning: a capture that cannot lift the score near alpha is not tried.
-                if best + int(_DELTA_VALUES[pos.mailbox[(m >> 6) & 63] & 7]) + delta <= alpha:
-                    continue
+            if best > -INF and self.delta_pruned(m, best, alpha):
+                continue
             pos.push(m)
             self.nodes += 1
             self.check_limits()
@@ -380,6 +376,14 @@ class _Core(Budget):
                     if alpha >= beta:
                         break
         return best
+
+    def delta_pruned(self, m: int, best: int, alpha: int) -> bool:
+        """Delta pruning: a capture (not a drop or promotion) that cannot lift ``best`` to within
+        ``delta_margin`` of ``alpha`` is not tried."""
+        delta = self.cfg.delta_margin
+        if delta <= 0 or (m >> 15) or (m >> 12) & 7:
+            return False
+        return best + int(_DELTA_VALUES[self.pos.mailbox[(m >> 6) & 63] & 7]) + delta <= alpha
 
     def noisy_moves(self, moves: list[int], qply: int) -> list[int]:
         pos = self.pos
