@@ -125,6 +125,11 @@ class InProcessEngine(Engine):
     def finish(self) -> MoveResult:
         """The decided move (call once :meth:`done` is True)."""
 
+    def policy_target(self) -> list[tuple[int, float]] | None:
+        """After :meth:`finish`: the search's policy training target, (move, probability) over the
+        legal moves (self-play), or None if the search has none."""
+        return None
+
     def step(self) -> None:
         """One ask, evaluate, tell with :attr:`evaluator` (the single-game loop)."""
         step(self, self.evaluator)

@@ -204,6 +204,10 @@ class OurEngine(InProcessEngine):
             return MoveResult(0, info=info, forfeit=f"illegal move {move_to_uci(info.best_move)}", time=elapsed)
         return MoveResult(info.best_move, info=info, time=elapsed)
 
+    def policy_target(self) -> list[tuple[int, float]] | None:
+        target = getattr(self.search, "policy_target", None)
+        return target() if callable(target) and self._error is None else None
+
     def close(self) -> None:
         self.evaluator.close()
 

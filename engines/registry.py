@@ -171,6 +171,15 @@ def split_spec(text: str) -> tuple[str, dict[str, str]]:
     return head, options
 
 
+def join_spec(text: str, options: dict[str, str]) -> str:
+    """``text`` (a name or spec string) with ``options`` appended, its own options first (the one
+    writer of spec strings, the inverse of :func:`split_spec`; the text is what game keys hold)."""
+    if not options:
+        return text
+    extra = ",".join(f"{k}={v}" for k, v in options.items())
+    return f"{text},{extra}" if ":" in text else f"{text}:{extra}"
+
+
 def _base(head: str) -> EngineSpec:
     """The unparsed spec a head names: a built-in (with its default options) or EVALUATOR+SEARCH."""
     known = builtins()

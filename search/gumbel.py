@@ -353,6 +353,16 @@ class SequentialHalving(RootRule):
         self._measure(tree, root)
         return sorted(edges, key=lambda e: (-tree.edge_n(e), -self._score(tree, e, e - e0)))
 
+    def target(self, tree: _Tree, root: int) -> list[float]:
+        """The Gumbel training target: the improved policy ``π' = softmax(l + σ(completed Q))`` at the
+        root (mctx's ``action_weights``; no Gumbel noise in it), over the root's edges in order."""
+        e0 = int(tree.nd_edge0[root])
+        edges = range(e0, e0 + int(tree.nd_nedges[root]))
+        visits = [float(tree.edge_n(e)) for e in edges]
+        qs = [tree.edge_q(e) if n > 0.0 else 0.0 for e, n in zip(edges, visits)]
+        return improved_policy([tree.ed_prior[e] for e in edges], qs, visits, tree.nd_value[root],
+                               self.cfg.c_visit, self.cfg.c_scale)
+
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         e0 = int(tree.nd_edge0[root])
         self._measure(tree, root)

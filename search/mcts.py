@@ -102,13 +102,8 @@ class _Pending:
 
     def __init__(self, node: int, path: vec[i64], nodes: vec[i64], moves: vec[i64], key: i64,
                  gives_check: vec[i64], mates: vec[i64]) -> None:
-        self.node = node
-        self.path = path
-        self.nodes = nodes
-        self.moves = moves
-        self.key = key
-        self.gives_check = gives_check
-        self.mates = mates
+        self.node, self.path, self.nodes, self.moves = node, path, nodes, moves
+        self.key, self.gives_check, self.mates = key, gives_check, mates
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -125,8 +120,7 @@ class MCTS(Search):
         self.rule: TreeRule = make_rule(self.config)
         self.root_rule: RootRule = make_root_rule(self.config, self.rule)
         self.tree = _Tree(self.config, self.rule.check_urgency)
-        self.root = -1
-        self._root_ply = -1
+        self.root, self._root_ply = -1, -1
         self._root_hash: i64 = 0
         # Transposition table: key -> slot; a slot's value, move count and priors (the evaluator's
         # own, before check enhancement and noise) live in flat vecs (no per-entry Python objects).
@@ -169,8 +163,7 @@ class MCTS(Search):
     def new_game(self) -> None:
         """Forget the tree, the transposition table and the last move's Q."""
         self.tree = _Tree(self.config, self.rule.check_urgency)
-        self.root = -1
-        self._root_ply = -1
+        self.root, self._root_ply = -1, -1
         self._tt = _KeyIndex()
         self._tt_value = vec[float]()
         self._tt_off = vec[i64]()
@@ -728,6 +721,14 @@ class MCTS(Search):
         return [(int(tree.ed_move[e]), tree.edge_n(e), tree.edge_q(e), tree.ed_prior[e])
                 for e in range(e0, e0 + int(tree.nd_nedges[self.root]))]
 
+    def policy_target(self) -> list[tuple[int, float]]:
+        """(move, probability) over the root's moves: the root rule's training target (PUCT: visit
+        shares; Gumbel: the improved policy); the one legal move has probability 1."""
+        if self._single_move or self.tree.nd_state[self.root] != EXPANDED:
+            return [(self.choose_move(), 1.0)]
+        e0 = int(self.tree.nd_edge0[self.root])
+        return [(int(self.tree.ed_move[e0 + i]), p) for i, p in enumerate(self.root_rule.target(self.tree, self.root))]
+
     def choose_move(self) -> int:
         """The final-move rule (the one place it is decided):
 
@@ -844,6 +845,5 @@ class MCTS(Search):
         return self._best
 
 
-__all__ = ["MCTS", "MCTSConfig", "MCTSConfigError", "cpuct", "u_divisor", "q_thresh",
-           "final_policy", "playout_depth_for_clock", "DRAW", "EXPANDED", "LOSS", "PENDING", "TERMINAL", "UNKNOWN",
-           "WIN", "counters_hash"]
+__all__ = ["MCTS", "MCTSConfig", "MCTSConfigError", "cpuct", "u_divisor", "q_thresh", "final_policy",
+           "playout_depth_for_clock", "DRAW", "EXPANDED", "LOSS", "PENDING", "TERMINAL", "UNKNOWN", "WIN", "counters_hash"]

@@ -542,6 +542,18 @@ class RootRule:
         """``edges`` best first by the final-move rule without randomness (multi-PV); by visits here."""
         return sorted(edges, key=lambda e: -tree.edge_n(e))
 
+    def target(self, tree: _Tree, root: int) -> list[float]:
+        """The policy training target over the root's edges, in edge order: AlphaZero's visit
+        distribution ``N(a) / Σ_b N(b)`` (the priors while no edge is visited)."""
+        e0 = int(tree.nd_edge0[root])
+        k = int(tree.nd_nedges[root])
+        ns = [float(tree.edge_n(e)) for e in range(e0, e0 + k)]
+        total = sum(ns)
+        if total <= 0.0:
+            ns = [tree.ed_prior[e] for e in range(e0, e0 + k)]
+            total = sum(ns)
+        return [n / total for n in ns] if total > 0.0 else [1.0 / k] * k
+
 
 class VisitsRoot(RootRule):
     """PUCT's root: the tree rule selects; the move played is ``argmax π`` of

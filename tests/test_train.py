@@ -17,7 +17,7 @@ from evaluators.rise import RiseEvaluator
 from evaluators.sixtyfour import SixtyFourEvaluator
 from experiments.cli import main as cli
 from experiments.training import datagen
-from experiments.training import deepchess_train, policy_value, train
+from experiments.training import deepchess_train, policy_value, recipe, train
 
 MATES = {  # games that end in mate: (moves, result)
     "fool": (["f2f3", "e7e5", "g2g4", "d8h4"], -1),
@@ -75,7 +75,7 @@ def _rows(path):
 
 def test_mate_in_one_set(zh_data):
     ds = datagen.load_dataset(zh_data)
-    idx, mates, legal = train.mate_in_one_set(ds, np.arange(len(ds)), "crazyhouse")
+    idx, mates, legal = recipe.mate_in_one_set(ds, np.arange(len(ds)), "crazyhouse")
     assert len(idx) == 12  # 6 fool's mates + 6 scholar's mates
     for i, ms in zip(idx, mates):
         assert int(ds.move[i]) in ms
@@ -88,12 +88,12 @@ def test_is_capture_and_deepchess_sampling(zh_data):
     pos = new_position("crazyhouse", "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR[] w KQkq f6 0 3")
     raw = np.array([pos.raw_state()] * 3, dtype=np.int64)
     mv = np.array([pos.parse_uci(u) for u in ("e5f6", "e5e6", "d1h5")])
-    assert train.is_capture(raw, mv).tolist() == [True, False, False]
+    assert recipe.is_capture(raw, mv).tolist() == [True, False, False]
     rng = np.random.default_rng(0)
     games = np.arange(len(ds.game_uid))
     keep, res = deepchess_train.deepchess_positions(ds, games, rng)
     assert len(keep) > 0 and set(res.tolist()) <= {1, -1}
-    assert not train.is_capture(ds.raw[keep], ds.move[keep]).any()
+    assert not recipe.is_capture(ds.raw[keep], ds.move[keep]).any()
     per_game = np.bincount(ds.game[keep])
     assert per_game.max() <= 10
     assert (ds.raw[keep, 14] >= 6).all()  # full-move number: the first 5 moves are skipped
@@ -167,7 +167,7 @@ def test_heldout_scores_models_on_the_training_runs_validation_games(zh_data, tm
     ref = policy_value.heldout([], [zh_data], val_fraction=0.3, classical=True)[0]
     ds = datagen.load_dataset([zh_data])
     _, va, _ = train.split(ds, train.TrainConfig(model="rise", data=[zh_data], out="", val_fraction=0.3).resolved())
-    z = train.side_result(ds, va)
+    z = recipe.side_result(ds, va)
     from evaluators import classical
     from evaluators import encodings as enc
     ok = [(classical.stm_score(board.new_position("crazyhouse", enc.raw_to_fen(ds.raw[i], "crazyhouse"))) > 0)
@@ -202,7 +202,7 @@ def test_best_epoch_is_kept_and_selection_games_are_held_out(zh_data, tmp_path):
     assert not (g_tr & g_va) and not (g_tr & g_se) and not (g_va & g_se)
     net, _ = nets.load_model(os.path.join(out, "model.pt"), "rise")
     task = policy_value.PolicyValueTask("rise", "crazyhouse", 0.01)
-    legal = train.legal_moves_of(ds, se, "crazyhouse")
+    legal = recipe.legal_moves_of(ds, se, "crazyhouse")
     got = task.metrics(net, ds, se, legal, (np.zeros(0, dtype=np.int64), [], []), 512)
     assert abs(got["val_policy_acc"] - accs[best]) < 1e-5
 

@@ -94,9 +94,9 @@ def run(batches: tuple[int, ...] = (1, 8, 64, 256), seconds: float = 1.0, seed: 
         ev = RiseEvaluator.load(weights)
         net, label = ev.net, f"weights {ev.path}"
     except ValueError:
-        from experiments.training.train import SIZES
+        from experiments.training.families import FAMILIES
 
-        net, label = nets.build("rise", {**SIZES["rise"]["small"], "variant": "crazyhouse"}), "fresh small RISE"
+        net, label = nets.build("rise", {**FAMILIES["rise"].sizes["small"], "variant": "crazyhouse"}), "fresh small RISE"
         net.eval()
     ps = _positions(max(batches), seed)
     leaves = [Leaf.of(p) for p in ps]

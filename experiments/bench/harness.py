@@ -376,9 +376,9 @@ def run_device(engine: str, variant: str, games: int, nodes: int, device: str, c
     evaluations per second as a share of the raw network's (goal on a GPU: >= 70%)."""
     from engines import registry
     from engines.base import EngineError
-    from experiments.harness.ablate import with_options
+    from engines.registry import join_spec
 
-    spec_text = with_options(engine, {"device": device})
+    spec_text = join_spec(engine, {"device": device})
     spec = registry.resolve(spec_text)
     if registry.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")

@@ -5,8 +5,9 @@ import argparse
 import json
 
 from experiments.cli.main import count, fraction, number, positive_float, seed
+from experiments.training.families import FAMILIES
 
-MODELS = ("rise", "sixtyfour", "deepchess")
+MODELS = tuple(FAMILIES)
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
@@ -76,7 +77,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
                             bf16=args.bf16, mirror=args.mirror, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
                             score_weight=args.score_weight, optimizer=args.optimizer, device=args.device,
-                            large_batch=args.large_batch)
+                            large_batch=args.large_batch, init=args.init, q_weight=args.q_weight)
     summary = train.train(cfg, progress=not args.quiet)
     print(json.dumps(summary))
     return 0
@@ -184,5 +185,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu, cuda or cuda:N")
     t.add_argument("--large-batch", action="store_true",
                    help="rise: CrazyAra's large-batch recipe (batch 1024, lr 0.35, one-cycle)")
+    t.add_argument("--init", default=None, help="rise/sixtyfour: start from these weights (their size), "
+                                                "e.g. a shipped network or the self-play loop's best")
+    t.add_argument("--q-weight", type=number(0, 1), default=0.0,
+                   help="value target (1 - w) result + w root_q on self-play shards (0: the result, AlphaZero)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)

@@ -148,7 +148,7 @@ def _cmd_bench_movegen(args: argparse.Namespace) -> int:
 # Modules that add subcommands: each has ``register(sub)`` (top level) and/or
 # ``register_bench(bench_sub)`` (under ``searchbench bench``).  Add yours here.
 COMMAND_MODULES: list[str] = ["experiments.cli.data", "experiments.cli.engines", "experiments.cli.harness",
-                               "experiments.cli.bughouse", "experiments.cli.search"]
+                               "experiments.cli.bughouse", "experiments.cli.search", "experiments.cli.rl"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from engines.registry import join_spec
 from experiments.harness import openings as openings_mod
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.sprt import Sprt
@@ -109,14 +110,6 @@ def make_sprt(a: str, b: str, settings: dict[str, float]) -> Sprt:
     return Sprt(a, b, elo0=settings["elo0"], elo1=settings["elo1"], alpha=settings["alpha"], beta=settings["beta"])
 
 
-def with_options(spec: str, options: dict[str, str]) -> str:
-    """``spec`` with ``options`` added (the spec's own options first)."""
-    if not options:
-        return spec
-    extra = ",".join(f"{k}={v}" for k, v in options.items())
-    return f"{spec},{extra}" if ":" in spec else f"{spec}:{extra}"
-
-
 def _option_text(v: Any) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
@@ -172,7 +165,7 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
             raise sec.error("name", "must be unique, without '@', and not 'baseline'")
         engine = sec.get("engine", str, baseline)
         opts = {str(k): _option_text(v) for k, v in sec.table("options").data.items()}
-        spec = with_options(engine, opts)
+        spec = join_spec(engine, opts)
         try:
             registry.resolve(spec)
         except EngineError as e:

@@ -1,8 +1,8 @@
 """Where a run's games are played besides the calling process: local worker processes and Ray actors.
 
 Both take the tasks still to play, an engine factory and a ``commit`` callback, and run a pooled
-:class:`~experiments.harness.runner.Runner` in each worker; every finished game comes back to the
-caller, the one process that writes the store, so resume and "never a game twice" work as in one
+:class:`~experiments.harness.runner.Runner` in each worker (``targets``: self-play records with
+their policy targets); every finished game comes back to the caller, the one process that writes the store, so resume and "never a game twice" work as in one
 process.
 
 Processes (``workers > 1``): spawned processes pull tasks from a common queue; a worker stops when
@@ -70,7 +70,7 @@ class _Worker:
     """The body of a Ray actor: runs a pooled :class:`Runner` over tasks from a Ray queue."""
 
     def run(self, task_q: Any, result_q: Any, stop_q: Any, factory: EngineFactory, variant: str, concurrency: int,
-            adjudication: Adjudication, settings: dict[str, dict[str, Any]]) -> tuple[int, int]:
+            adjudication: Adjudication, settings: dict[str, dict[str, Any]], targets: bool = False) -> tuple[int, int]:
         from ray.util.queue import Empty
 
         state = {"stopped": False, "last": 0.0}
@@ -90,7 +90,7 @@ class _Worker:
                     return
 
         runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
-                        settings=settings)
+                        settings=settings, targets=targets)
         runner.run(tasks())
         return runner.eval_calls, runner.eval_leaves
 
@@ -98,7 +98,7 @@ class _Worker:
 def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
              adjudication: Adjudication, settings: dict[str, dict[str, Any]], commit: Callable[[GameRecord], None],
              stop: Callable[[], bool], stats: RunStats, address: str | None = None,
-             cpus_per_worker: float = 1.0) -> None:
+             cpus_per_worker: float = 1.0, targets: bool = False) -> None:
     try:
         import ray
         from ray.util.queue import Empty, Queue
@@ -132,7 +132,7 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
         actor_cls: Any = ray.remote(num_cpus=cpus_per_worker)(_Worker)
         per = max(1, concurrency // workers)
         actors: list[Any] = [actor_cls.remote() for _ in range(workers)]
-        refs = [a.run.remote(task_q, result_q, stop_q, factory, variant, per, adjudication, settings)
+        refs = [a.run.remote(task_q, result_q, stop_q, factory, variant, per, adjudication, settings, targets)
                 for a in actors]
         pending = list(refs)
         error: str | None = None
@@ -167,7 +167,7 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
 
 
 def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, variant: str, concurrency: int,
-            adjudication: Adjudication, settings: dict[str, dict[str, Any]]) -> None:
+            adjudication: Adjudication, settings: dict[str, dict[str, Any]], targets: bool = False) -> None:
     def tasks() -> Iterator[GameTask]:
         while True:
             try:
@@ -185,7 +185,7 @@ def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, va
 
     try:
         runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
-                        settings=settings)
+                        settings=settings, targets=targets)
         runner.run(tasks())
         result_q.put(("done", runner.eval_calls, runner.eval_leaves))
     except KeyboardInterrupt:
@@ -197,7 +197,8 @@ def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, va
 
 def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
                     adjudication: Adjudication, settings: dict[str, dict[str, Any]],
-                    commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats) -> None:
+                    commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats,
+                    targets: bool = False) -> None:
     ctx = mp.get_context("spawn")
     task_q = ctx.Queue()
     result_q = ctx.Queue()
@@ -206,7 +207,7 @@ def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: st
         task_q.put(t)
     per = max(1, concurrency // workers)
     procs = [ctx.Process(target=_worker, args=(task_q, result_q, stop_ev, factory, variant, per, adjudication,
-                                               settings), daemon=True) for _ in range(workers)]
+                                               settings, targets), daemon=True) for _ in range(workers)]
     for p in procs:
         p.start()
     running = len(procs)

@@ -204,6 +204,7 @@ class _Game:
     t0: float = 0.0
     future: Future[MoveResult] | None = None
     broken: list[bool] = field(default_factory=lambda: [False, False])
+    targets: list[tuple[list[int], list[float], float]] | None = None
 
     @property
     def mover(self) -> Engine:
@@ -226,14 +227,15 @@ class Runner:
 
     ``on_game`` receives each finished :class:`GameRecord` (the caller commits it); ``stop`` is
     polled between steps: once it returns True no new game starts and active games are abandoned
-    (they were never stored, so a rerun plays them again).
+    (they were never stored, so a rerun plays them again).  With ``targets`` (self-play) every
+    record carries each move's policy target and root value (:attr:`GameRecord.targets`).
     """
 
     def __init__(self, factory: EngineFactory, variant: str, concurrency: int = 1,
                  adjudication: Adjudication | None = None,
                  on_game: Callable[[GameRecord], None] | None = None,
                  stop: Callable[[], bool] | None = None,
-                 settings: dict[str, dict[str, Any]] | None = None) -> None:
+                 settings: dict[str, dict[str, Any]] | None = None, targets: bool = False) -> None:
         if concurrency < 1:
             raise MatchError(f"concurrency must be at least 1, got {concurrency}")
         self.pool = EnginePool(factory, variant)
@@ -243,6 +245,7 @@ class Runner:
         self.on_game = on_game or (lambda g: None)
         self.stop = stop or (lambda: False)
         self.settings = settings or {}
+        self.targets = targets
         self.executor: ThreadPoolExecutor | None = None
         #: the error of ``on_game`` (a game that could not be stored): the run stops and raises it
         self.failure: Exception | None = None
@@ -302,6 +305,7 @@ class Runner:
                           f"forfeit: cannot start: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 return None
         g = _Game(t, pos, engines, _Adjudicator(self.adjudication), clocks, time.time())
+        g.targets = [] if self.targets else None
         over = pos.outcome(claim_draw=True)
         if over is not None:
             self._end(g, over[0], over[1])
@@ -414,6 +418,10 @@ class Runner:
             self._end(g, loss, f"forfeit: illegal move {move_to_uci(mr.move) if mr.move else '(none)'}")
             return
         info = mr.info
+        if g.targets is not None:
+            eng = g.mover
+            target = (eng.policy_target() if isinstance(eng, InProcessEngine) else None) or [(mr.move, 1.0)]
+            g.targets.append(([m for m, _ in target], [p for _, p in target], info.value if info else 0.0))
         score: int | None = None
         if info is not None:
             if info.mate is not None:
@@ -443,7 +451,7 @@ class Runner:
             black_settings=self.settings.get(t.black.name) or t.black.settings(g.engines[1]),
             opening=t.opening.name, opening_fen=t.opening.fen, opening_moves=list(t.opening.moves),
             moves=g.moves, result=result, reason=reason, move_stats=g.stats, seed=t.seed,
-            versions=self.versions, started=g.started, finished=time.time())
+            versions=self.versions, started=g.started, finished=time.time(), targets=g.targets)
         for side, (player, eng) in enumerate(((t.white, g.engines[0]), (t.black, g.engines[1]))):
             if isinstance(eng, _Absent):
                 continue

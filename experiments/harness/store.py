@@ -111,6 +111,9 @@ class GameRecord:
     started: float = 0.0
     finished: float = 0.0
     id: int | None = None
+    #: self-play only (never stored in the database): per move the mover's policy training target
+    #: (moves, probabilities) and its root value for the side to move (:class:`~experiments.harness.runner.Runner`)
+    targets: list[tuple[list[int], list[float], float]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def plies(self) -> int:

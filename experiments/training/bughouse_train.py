@@ -132,7 +132,7 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
            command: str | None) -> dict[str, Any]:
     from tqdm import tqdm
 
-    from experiments.training.train import save_checkpoint, write_metrics_row
+    from experiments.training.recipe import save_checkpoint, write_metrics_row
 
     with open(os.path.join(out, "command.txt"), "w") as f:
         f.write((command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")

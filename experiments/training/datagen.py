@@ -17,6 +17,18 @@ G games)::
     game_fen     str   [G]      start FEN of the game
     variant      str   []       "chess" or "crazyhouse"
 
+Self-play shards (:mod:`experiments.training.selfplay`) add the search's targets, position i's
+policy target being entries ``policy_offset[i] .. policy_offset[i + 1] - 1`` (M entries in all)::
+
+    policy_offset int64   [N + 1]  where each position's entries begin (policy_offset[0] = 0)
+    policy_move   int32   [M]      a legal move (board.moves layout)
+    policy_prob   float32 [M]      its probability (a position's entries sum to 1)
+    root_q        float32 [N]      the search's value of the position for the side to move
+    score                          holds the root value in centipawns, as the engine reported it
+
+A data set that mixes shards with and without targets gives the others a one-hot target (the
+played move) and ``root_q`` NaN (no search value: the value target is the result alone).
+
 Appending and resuming: a run reads the shards already in the directory, skips the openings they
 used (openings are de-duplicated by the position they reach) and writes new shards after them.
 Finished games are flushed every ``shard_games`` games and on interrupt, so an interrupted run
@@ -164,6 +176,9 @@ class GameRecord:
     scores: list[int] = field(default_factory=list)
     result: int = 0
     termination: str = ""
+    #: self-play: each position's policy target (moves, probabilities) and root value
+    policy: list[tuple[list[int], list[float]]] = field(default_factory=list)
+    root_q: list[float] = field(default_factory=list)
 
 
 def random_opening(variant: str, rng: random.Random, min_plies: int, max_plies: int) -> tuple[list[str], int] | None:
@@ -272,6 +287,14 @@ def write_shard(directory: str, games: list[GameRecord]) -> str:
         "game_fen": np.array([g.start_fen for g in games], dtype=np.str_),
         "variant": np.array(games[0].variant if games else "crazyhouse"),
     }
+    if any(g.policy for g in games):
+        if any(len(g.policy) != len(g.moves) or len(g.root_q) != len(g.moves) for g in games):
+            raise DataError("a shard's games must all carry a policy target and a root value for every position")
+        targets = [t for g in games for t in g.policy]
+        arrays["policy_offset"] = np.concatenate([[0], np.cumsum([len(m) for m, _ in targets])]).astype(np.int64)
+        arrays["policy_move"] = np.array([m for ms, _ in targets for m in ms], dtype=np.int32)
+        arrays["policy_prob"] = np.array([p for _, ps in targets for p in ps], dtype=np.float32)
+        arrays["root_q"] = np.array([q for g in games for q in g.root_q], dtype=np.float32)
     tmp = path + ".tmp.npz"
     np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
     os.replace(tmp, path)
@@ -290,6 +313,22 @@ class DataSet:
     game_uid: np.ndarray
     game_result: np.ndarray
     game_opening: np.ndarray
+    #: search targets (self-play shards; None when no shard has them): see the module docstring
+    policy_offset: np.ndarray | None = None
+    policy_move: np.ndarray | None = None
+    policy_prob: np.ndarray | None = None
+    root_q: np.ndarray | None = None
+
+    def policy_targets(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The policy targets of positions ``idx`` as flat arrays (row in ``idx``, move, probability);
+        the played move with probability 1 where the data have no search targets."""
+        if self.policy_offset is None or self.policy_move is None or self.policy_prob is None:
+            return np.arange(len(idx)), self.move[idx].astype(np.int64), np.ones(len(idx), dtype=np.float32)
+        lo, hi = self.policy_offset[idx], self.policy_offset[np.asarray(idx) + 1]
+        counts = hi - lo
+        rows = np.repeat(np.arange(len(idx)), counts)
+        flat = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(int(counts.sum()))
+        return rows, self.policy_move[flat].astype(np.int64), self.policy_prob[flat]
 
     @property
     def result(self) -> np.ndarray:
@@ -318,6 +357,11 @@ def _check_shard(path: str, d: dict[str, np.ndarray]) -> None:
             raise DataError(f"{path}: '{k}' holds {len(d[k])} games, 'game_uid' {games}: a damaged shard")
     if n and (d["game"].min() < 0 or d["game"].max() >= games):
         raise DataError(f"{path}: 'game' refers to games outside 0..{games - 1}: a damaged shard")
+    if "policy_offset" in d:
+        off = d["policy_offset"]
+        if (len(off) != n + 1 or len(d.get("root_q", ())) != n or off[0] != 0 or np.any(np.diff(off) < 1)
+                or off[-1] != len(d.get("policy_move", ())) or off[-1] != len(d.get("policy_prob", ()))):
+            raise DataError(f"{path}: the policy targets do not match the positions: a damaged shard")
 
 
 def load_shard(path: str) -> dict[str, np.ndarray]:
@@ -353,6 +397,19 @@ def load_dataset(directories: list[str] | str) -> DataSet:
     if len(variants) != 1:
         raise DataError(f"data mixes variants {sorted(variants)}")
     offsets = np.cumsum([0] + [len(p["game_uid"]) for p in parts[:-1]])
+    targets: dict[str, np.ndarray] = {}
+    if any("policy_offset" in p for p in parts):
+        for p in parts:  # a shard without search targets: the played move, no search value
+            if "policy_offset" not in p:
+                n = len(p["move"])
+                p.update(policy_offset=np.arange(n + 1, dtype=np.int64), policy_move=p["move"].astype(np.int32),
+                         policy_prob=np.ones(n, dtype=np.float32), root_q=np.full(n, np.nan, dtype=np.float32))
+        starts = np.cumsum([0] + [len(p["policy_move"]) for p in parts[:-1]])
+        targets = dict(policy_offset=np.concatenate([parts[0]["policy_offset"][:1]] + [
+                           p["policy_offset"][1:] + s0 for p, s0 in zip(parts, starts)]),
+                       policy_move=np.concatenate([p["policy_move"] for p in parts]),
+                       policy_prob=np.concatenate([p["policy_prob"] for p in parts]),
+                       root_q=np.concatenate([p["root_q"] for p in parts]))
     return DataSet(
         variant=variants.pop(),
         raw=np.concatenate([p["raw"] for p in parts]),
@@ -362,6 +419,7 @@ def load_dataset(directories: list[str] | str) -> DataSet:
         game_uid=np.concatenate([p["game_uid"] for p in parts]),
         game_result=np.concatenate([p["game_result"] for p in parts]),
         game_opening=np.concatenate([p["game_opening"] for p in parts]),
+        **targets,
     )
 
 

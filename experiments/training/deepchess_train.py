@@ -16,7 +16,8 @@ from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
 from experiments.training import datagen
 from experiments.training.datagen import DataSet
-from experiments.training.train import SIZES, Run, TrainConfig, TrainError, is_capture
+from experiments.training.families import FAMILIES
+from experiments.training.recipe import Run, TrainConfig, TrainError, is_capture
 
 def deepchess_positions(ds: DataSet, idx_games: np.ndarray, rng: np.random.Generator,
                         per_game: int = 10, skip_moves: int = 5) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +214,7 @@ def train_deepchess(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.devic
     from tqdm import tqdm
 
     assert cfg.epochs is not None and cfg.ae_epochs is not None
-    net = nets.build("deepchess", {**SIZES["deepchess"][cfg.size], "variant": ds.variant, "dropout": cfg.dropout,
+    net = nets.build("deepchess", {**FAMILIES["deepchess"].sizes[cfg.size], "variant": ds.variant, "dropout": cfg.dropout,
                                      "input_dropout": cfg.input_dropout, "antisymmetric": cfg.antisymmetric})
     assert isinstance(net, nets.DeepChessNet)
     rng = np.random.default_rng(cfg.seed)

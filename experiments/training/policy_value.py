@@ -21,8 +21,10 @@ from evaluators import encodings as enc
 from evaluators import nets
 from evaluators.neural import PolicyValueEvaluator, weights_path
 from experiments.training.datagen import DataSet
-from experiments.training.train import (
-    SIZES, Run, TrainConfig, legal_moves_of, mate_in_one_set, mirror_files, one_cycle, side_result, split,
+from experiments.training.families import FAMILIES, policy_value_families
+from experiments.training.recipe import (
+    Run, TrainConfig, TrainError, legal_moves_of, mate_in_one_set, mirror_files, mirror_moves, one_cycle, side_result,
+    split,
 )
 
 #: positions per evaluation batch of the per-epoch metrics
@@ -41,10 +43,12 @@ def evaluator_class(model: str) -> type[PolicyValueEvaluator]:
 class PolicyValueTask:
     """Inputs, targets, loss and metrics of one family on one device."""
 
-    def __init__(self, model: str, variant: str, value_weight: float, device: torch.device | str = "cpu") -> None:
+    def __init__(self, model: str, variant: str, value_weight: float, device: torch.device | str = "cpu",
+                 q_weight: float = 0.0) -> None:
         self.model = model
         self.variant = variant
         self.value_weight = value_weight
+        self.q_weight = q_weight
         self.device = torch.device(device)
         self.ev = evaluator_class(model)
 
@@ -62,21 +66,44 @@ class PolicyValueTask:
         return self.ev.policy_indices(moves, raw, np.arange(len(moves)))
 
     def loss_of(self, v: torch.Tensor, p: torch.Tensor, ds: DataSet, idx: np.ndarray,
-                raw: np.ndarray | None = None, moves: np.ndarray | None = None) -> tuple[torch.Tensor, dict[str, float]]:
-        """The loss of positions idx (``raw``/``moves``: their rows as given to the net, if changed)."""
+                raw: np.ndarray | None = None, moves: np.ndarray | None = None,
+                mirrored: np.ndarray | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+        """The loss of positions idx (``raw``/``moves``: their rows as given to the net, if changed;
+        ``mirrored``: which rows were mirrored, so that search targets are mirrored with them).
+
+        Policy target: the search's distribution π where the data have one (self-play shards), else
+        the played move.  Cross entropy ``-Σ_a π(a) log p(a)`` (rise; with a one-hot π the usual
+        cross entropy) or SixtyFour's Poisson NLL against the outcome-scaled target.  Value target:
+        the result z for the side to move, or ``(1 - q_weight) z + q_weight root_q``."""
         raw = ds.raw[idx] if raw is None else raw
-        moves = ds.move[idx] if moves is None else moves
-        t = torch.from_numpy(self.move_index(raw, moves).astype(np.int64)).to(p.device)
+        if ds.policy_offset is None:
+            rows = np.arange(len(idx))
+            tm = ds.move[idx] if moves is None else moves
+            tp = np.ones(len(idx), dtype=np.float32)
+        else:
+            rows, tm, tp = ds.policy_targets(idx)
+            if mirrored is not None and mirrored.any():
+                tm = np.where(mirrored[rows], mirror_moves(tm), tm)
+        ix = torch.from_numpy(self.ev.policy_indices(tm, raw, rows).astype(np.int64)).to(p.device)
+        rows_t = torch.from_numpy(rows.astype(np.int64)).to(p.device)
+        prob = torch.from_numpy(np.ascontiguousarray(tp, dtype=np.float32)).to(p.device)
         z_np = side_result(ds, idx).astype(np.float32)
+        if self.q_weight > 0.0 and ds.root_q is not None:
+            q = ds.root_q[idx]
+            z_np = np.where(np.isnan(q), z_np, (1.0 - self.q_weight) * z_np + self.q_weight * q).astype(np.float32)
         z = torch.from_numpy(z_np).to(v.device)
         if self.ev.policy_loss == "cross_entropy":
-            lp = F.cross_entropy(p, t)
+            if ds.policy_offset is None:
+                lp = F.cross_entropy(p, ix)
+            else:
+                lp = -(prob * F.log_softmax(p, dim=1)[rows_t, ix]).sum() / len(idx)
             lv = F.mse_loss(v, z)
         else:
-            scale = torch.tensor([enc.SIXTYFOUR_POLICY_SCALE[int(r)] for r in z_np.tolist()], dtype=torch.float32,
-                                 device=p.device)
-            # Poisson NLL with log-rate p: sum_j exp(p_j) - target_j * p_j, target = scale * onehot
-            lp = (p.exp().sum(dim=1) - scale * p.gather(1, t[:, None]).squeeze(1)).mean()
+            scale = torch.tensor([enc.SIXTYFOUR_POLICY_SCALE[int(round(r))] for r in side_result(ds, idx).tolist()],
+                                 dtype=torch.float32, device=p.device)
+            # Poisson NLL with log-rate p: sum_j exp(p_j) - target_j * p_j, target = scale * π
+            picked = torch.zeros(len(idx), device=p.device).index_add(0, rows_t, prob * p[rows_t, ix])
+            lp = (p.exp().sum(dim=1) - scale * picked).mean()
             lv = F.mse_loss((v + 1) / 2, (z + 1) / 2)
         loss = lp + self.value_weight * lv
         return loss, {"policy_loss": float(lp.detach()), "value_loss": float(lv.detach())}
@@ -125,18 +152,20 @@ class PolicyValueTask:
 
 
 def _batches(cfg: TrainConfig, task: PolicyValueTask, ds: DataSet, perm: np.ndarray, first: int, steps: int,
-             base_step: int, prefetch: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, torch.Tensor]]:
-    """(positions, raw rows, moves, input planes) of steps ``first`` .. ``steps - 1`` of an epoch
+             base_step: int, prefetch: bool) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, torch.Tensor]]:
+    """(positions, raw rows, moves, which rows are mirrored, input planes) of steps ``first`` .. ``steps - 1`` of an epoch
     whose first step is the run's step ``base_step`` (mirrored as ``cfg.mirror`` says, seeded by
     the run's step); with ``prefetch`` encoded two batches ahead on a thread."""
-    def make(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, torch.Tensor]:
+    def make(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, torch.Tensor]:
         b = np.sort(perm[k * cfg.batch:(k + 1) * cfg.batch])  # type: ignore[operator]
         raw_b, moves_b = ds.raw[b], ds.move[b]
+        flip = np.zeros(len(b), dtype=bool)
         if cfg.mirror:
             coin = np.random.default_rng([cfg.seed, base_step + k]).random(len(b)) < 0.5
-            raw_b, moves_b = mirror_files(raw_b, moves_b, coin & (raw_b[:, RAW_CASTLING] == 0))
+            flip = coin & (raw_b[:, RAW_CASTLING] == 0)
+            raw_b, moves_b = mirror_files(raw_b, moves_b, flip)
         x = task.encode(raw_b)
-        return b, raw_b, moves_b, (x.pin_memory() if prefetch else x)
+        return b, raw_b, moves_b, flip, (x.pin_memory() if prefetch else x)
 
     if not prefetch:
         for k in range(first, steps):
@@ -164,18 +193,33 @@ def _batches(cfg: TrainConfig, task: PolicyValueTask, ds: DataSet, perm: np.ndar
                 q.get_nowait()
 
 
+def initial_network(cfg: TrainConfig, variant: str) -> nn.Module:
+    """A fresh network of ``cfg.size``, or the weights ``cfg.init`` (their own size) to go on from."""
+    if cfg.init is None:
+        return nets.build(cfg.model, {**FAMILIES[cfg.model].sizes[cfg.size], "variant": variant})
+    try:
+        net, d = nets.load_model(weights_path(cfg.init), cfg.model)
+    except ValueError as e:
+        raise TrainError(str(e)) from None
+    if d["config"].get("variant", variant) != variant:
+        raise TrainError(f"--init {cfg.init} is a {d['config'].get('variant')} network; the data are {variant}")
+    net = net.float()
+    net.train()
+    return net
+
+
 def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.device, progress: bool) -> dict[str, Any]:
     """Train rise or sixtyfour (the recipe of :mod:`experiments.training.train`); returns model.pt's metadata."""
     from tqdm import tqdm
 
     assert cfg.epochs is not None and cfg.batch is not None and cfg.lr is not None and cfg.value_weight is not None
     variant = ds.variant
-    net = nets.build(cfg.model, {**SIZES[cfg.model][cfg.size], "variant": variant}).to(device)
-    task = PolicyValueTask(cfg.model, variant, cfg.value_weight, device)
+    net = initial_network(cfg, variant).to(device)
+    task = PolicyValueTask(cfg.model, variant, cfg.value_weight, device, cfg.q_weight)
     tr, va, se = split(ds, cfg)
     if cfg.bf16:
         net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    one_cycle_schedule = cfg.model == "rise"
+    one_cycle_schedule = FAMILIES[cfg.model].schedule == "one_cycle"
     if one_cycle_schedule:
         opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.95, nesterov=True,
                                                      weight_decay=cfg.weight_decay)
@@ -204,7 +248,7 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
             perm = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(tr)
             net.train()
             run_loss, n_loss, n_pos, e0 = 0.0, 0, 0, time.monotonic()
-            for b, raw_b, moves_b, x in _batches(cfg, task, ds, perm, step_in_epoch, steps_per_epoch,
+            for b, raw_b, moves_b, flip, x in _batches(cfg, task, ds, perm, step_in_epoch, steps_per_epoch,
                                                   step - step_in_epoch, prefetch=device.type == "cuda"):
                 elapsed = time.monotonic() - t0
                 prog = step / total_steps if budget is None else max(step / total_steps, elapsed / budget)
@@ -218,7 +262,7 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
                 x = task.to_device(x)
                 with autocast:
                     v, p = net(x.contiguous(memory_format=torch.channels_last) if cfg.bf16 else x)
-                loss, _ = task.loss_of(v.float(), p.float(), ds, b, raw_b, moves_b)
+                loss, _ = task.loss_of(v.float(), p.float(), ds, b, raw_b, moves_b, flip)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()  # type: ignore[no-untyped-call]
                 opt.step()
@@ -256,7 +300,8 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
         bar.close()
     last = run.best_metrics or last
     meta = {"train_positions": int(len(tr)), "val_positions": int(len(va)), "sel_positions": int(len(se)),
-            "games": int(len(ds.game_uid)), "positions": int(len(ds)), "variant": variant, "size": cfg.size,
+            "games": int(len(ds.game_uid)), "positions": int(len(ds)), "variant": variant,
+            "size": cfg.size if cfg.init is None else f"that of {cfg.init}",
             "steps": step, "training_seconds": round(time.monotonic() - t0, 1), "device": str(device),
             "sel_policy_acc": float(run.best_score), **{k: float(v) for k, v in last.items()}}
     return run.finish(cfg.model, net, meta)
@@ -301,7 +346,7 @@ def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, sele
         rows.append({"weights": "classical", "family": "classical", **classical_metrics(ds, va, legal_va)})
     for path in weights:
         net = family = None
-        for fam in ("rise", "sixtyfour"):
+        for fam in policy_value_families():
             try:
                 net, d = nets.load_model(weights_path(path), fam)
                 family = fam

@@ -1,0 +1,70 @@
+"""``searchbench selfplay`` and ``searchbench rl``: self-play games as training shards, and the
+self-play learning loop (:mod:`experiments.training.selfplay`, :mod:`experiments.training.rl`)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from experiments.cli.main import count, seed
+
+
+def _cmd_selfplay(args: argparse.Namespace) -> int:
+    from experiments.training import selfplay
+
+    lo, _, hi = args.random_plies.partition("-")
+    try:
+        min_p, max_p = int(lo), int(hi or lo)
+    except ValueError:
+        raise selfplay.SelfPlayError(f"--random-plies wants N or MIN-MAX, not {args.random_plies!r}") from None
+    cfg = selfplay.SelfPlayConfig(engine=args.engine, out=args.out, variant=args.variant, games=args.games,
+                                  nodes=args.nodes, concurrency=args.concurrency, workers=args.workers,
+                                  backend=args.backend, ray_address=args.ray_address, seed=args.seed,
+                                  min_random_plies=min_p, max_random_plies=max_p, max_plies=args.max_plies,
+                                  shard_games=args.shard_games, explore=not args.no_explore)
+    print(json.dumps(selfplay.play(cfg, progress=not args.quiet)))
+    return 0
+
+
+def _cmd_rl(args: argparse.Namespace) -> int:
+    from experiments.training import rl
+
+    cfg = rl.parse(args.config)
+    summary = rl.run(cfg, progress=not args.quiet, until=args.until)
+    for arm in cfg.arms:
+        gens = summary[arm.name]["gens"]
+        decisions = ", ".join(f"gen {g}: {'accepted' if r['gate']['accepted'] else 'rejected'} ({r['gate']['score']:.3f})"
+                              for g, r in sorted(gens.items(), key=lambda kv: int(kv[0])) if "gate" in r)
+        print(f"{arm.name}: best generation {summary[arm.name]['best']}; {decisions or 'no gate yet'}")
+    if "report" in summary:
+        print(f"report: {summary['report']}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("selfplay", help="self-play games of an MCTS-family engine into training shards with the "
+                                        "search's policy targets (resumable)")
+    p.add_argument("--engine", required=True, help="an MCTS-family engine, e.g. rise-mcts or rise-gumbel:weights=W")
+    p.add_argument("--out", required=True, help="data directory (shards + pending.jsonl)")
+    p.add_argument("--variant", choices=("chess", "crazyhouse"), default="crazyhouse")
+    p.add_argument("--games", type=count(1), default=100, help="games of the run in all (a rerun plays the missing ones)")
+    p.add_argument("--nodes", type=count(1), default=16, help="simulations (root visits) per move")
+    p.add_argument("--concurrency", type=count(1, 4096), default=16, help="games at once per process (leaves pooled)")
+    p.add_argument("--workers", type=count(1, 256), default=1, help="processes (or Ray actors)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--ray-address", default=None, help="a Ray cluster (default: a local one)")
+    p.add_argument("--random-plies", default="0", help="random opening plies before self-play, N or MIN-MAX")
+    p.add_argument("--max-plies", type=count(1, 100_000), default=300)
+    p.add_argument("--shard-games", type=count(1), default=50, help="games per shard")
+    p.add_argument("--no-explore", action="store_true",
+                   help="no added exploration (Dirichlet noise and temperature for PUCT, Gumbel noise)")
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_selfplay)
+
+    r = sub.add_parser("rl", help="the self-play learning loop from a TOML config: generate, train, gate, "
+                                  "repeat; then rate every generation and write the report (resumable)")
+    r.add_argument("config")
+    r.add_argument("--until", choices=("selfplay", "train", "gate"), default=None,
+                   help="stop after this stage of the last generation (no rating)")
+    r.add_argument("--quiet", action="store_true")
+    r.set_defaults(func=_cmd_rl)

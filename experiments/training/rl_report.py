@@ -1,0 +1,282 @@
+"""The rating and the report of a self-play loop (:mod:`experiments.training.rl`), ``[rate]``.
+
+Players: every generation's network of every arm (generation 0 and every trained candidate, kept or
+not), each searching with its arm's gate engine at ``rate.nodes``.  Each plays ``rate.games`` games
+on distinct openings (colour-reversed pairs): generation 0 all of them against the external anchors,
+a later generation half against the anchors and half against its arm's generation 0.  All games go
+into one database (``OUT/rate.sqlite`` + PGN) and are rated together (Bradley-Terry, bootstrap over
+game pairs: :mod:`experiments.harness.ratings`) with the first arm's generation 0 at 0 Elo; the
+difference between two arms at a generation comes with its own interval (:meth:`Fit.difference`,
+from the same bootstrap replicates).
+
+Keys (defaults in brackets)::
+
+    [rate]  games [100], nodes [64], concurrency [16], workers [1], bootstrap [200], seed [1],
+            anchors [[{name = "fairy-stockfish", engine = "fairy-stockfish", nodes = 1000}]],
+            heldout [[]] (data directories: searchbench heldout on every generation),
+            report_dir ["reports/NAME"], notes [""] (Markdown printed in the report)
+
+The report (``report_dir``): ``ratings.csv`` (player, arm, generation, gate decision, self-play games
+and CPU hours so far, Elo with its interval, games, score), ``gates.csv``, ``heldout.csv``, the
+figures ``elo_vs_generation``, ``elo_vs_selfplay_games`` and ``elo_vs_cpu_hours`` (PNG + SVG), and
+``README.md`` with the command that regenerates everything.  CPU hours are wall seconds times the
+cores a stage used (self-play workers, training threads, gate workers), summed up to the generation.
+"""
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from experiments.harness.tomlconfig import Section, writable_dir
+
+if TYPE_CHECKING:
+    from experiments.training.rl import LoopConfig, State
+
+
+def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
+    from engines import registry
+    from engines.base import EngineError
+
+    if not r.data:
+        return {}
+    anchors = []
+    for a in r.tables("anchors") or []:
+        anchors.append({"name": a.get("name", str), "engine": a.get("engine", str), "nodes": a.positive("nodes")})
+        try:
+            registry.resolve(anchors[-1]["engine"])
+        except EngineError as e:
+            raise a.error("engine", str(e)) from None
+        a.done()
+    if not r.has("anchors"):
+        anchors = [{"name": "fairy-stockfish", "engine": "fairy-stockfish", "nodes": 1000}]
+    out = dict(games=r.get("games", int, 100, lambda v: None if v >= 4 and v % 4 == 0 else "must be a multiple of 4"),
+               nodes=r.positive("nodes", 64), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
+               bootstrap=r.get("bootstrap", int, 200), seed=r.get("seed", int, 1), anchors=anchors,
+               heldout=r.get("heldout", list, []), notes=r.get("notes", str, ""),
+               report_dir=r.get("report_dir", str, f"reports/{cfg.name}", check=writable_dir))
+    r.done()
+    return out
+
+
+def _player_name(arm: str, gen: int) -> str:
+    return f"{arm}-g{gen}"
+
+
+def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: bool = True) -> str:
+    """Play the rating games (resumable), rate, write the report; returns the report's folder."""
+    from experiments.harness import match as match_mod
+    from experiments.harness import openings as openings_mod
+    from experiments.harness import ratings as ratings_mod
+    from experiments.harness.store import Store
+    from experiments.training.rl import _with_weights, weights_of
+
+    rt = cfg.rate
+    suite = cfg.gate["openings"] or str(openings_mod.default_suite(cfg.variant))
+    suite_ops = openings_mod.load_suite(suite, cfg.variant)
+    sid = openings_mod.suite_id(suite)
+    anchors = [match_mod.Player(a["name"], a["engine"], nodes=a["nodes"]) for a in rt["anchors"]]
+    players: dict[str, match_mod.Player] = {}
+    tasks = []
+
+    def pairing(a: match_mod.Player, b: match_mod.Player, games: int) -> None:
+        mid = match_mod.match_id(cfg.variant, a, b, sid)
+        ops = openings_mod.draw(suite_ops, games // 2, rt["seed"], mid)
+        tasks.extend(match_mod.match_tasks(cfg.name, cfg.variant, a, b, ops, games, rt["seed"], sid))
+
+    for arm in cfg.arms:
+        g0 = None
+        for gen in range(cfg.generations + 1):
+            if gen > 0 and "gate" not in states[arm.name].gen(gen):
+                continue
+            p = match_mod.Player(_player_name(arm.name, gen), _with_weights(arm.gate_engine, weights_of(cfg, arm.name, gen)),
+                                 nodes=rt["nodes"])
+            players[p.name] = p
+            vs_anchor = rt["games"] if gen == 0 else rt["games"] // 2
+            per = max(2, (vs_anchor // len(anchors)) // 2 * 2)
+            for a in anchors:
+                pairing(p, a, per)
+            if gen == 0:
+                g0 = p
+            elif g0 is not None:
+                pairing(p, g0, rt["games"] // 2)
+    db = os.path.join(cfg.out, "rate.sqlite")
+    with Store(db, lock=True) as store:
+        match_mod.play(tasks, store, concurrency=rt["concurrency"], workers=rt["workers"],
+                       adjudication=match_mod.Adjudication(max_plies=cfg.selfplay["max_plies"]),
+                       pgn_path=Path(db).with_suffix(".pgn"), progress=progress, desc=f"rate {cfg.name}")
+        keys = {t.key for t in tasks}
+        games = [g for g in store.games(run=cfg.name) if g.key in keys]
+    first = _player_name(cfg.arms[0].name, 0)
+    fit = ratings_mod.fit(ratings_mod.from_games(games), first, 0.0, rt["bootstrap"], rt["seed"], progress=progress)
+    return write_report(cfg, states, fit, games, tasks)
+
+
+def _cumulative(state: "State", gen: int) -> tuple[int, float]:
+    """(self-play games, CPU hours) an arm spent up to and including generation ``gen``."""
+    games, secs = 0, 0.0
+    for g in range(1, gen + 1):
+        rec = state.gen(g)
+        for stage in ("selfplay", "train", "gate"):
+            if stage in rec:
+                secs += float(rec[stage]["seconds"]) * float(rec[stage]["cores"])
+        games += int(rec.get("selfplay", {}).get("games", 0))
+    return games, secs / 3600.0
+
+
+def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games: list[Any], tasks: list[Any]) -> str:
+    out = Path(cfg.rate["report_dir"])
+    out.mkdir(parents=True, exist_ok=True)
+    by_name = {r.name: r for r in fit.ratings}
+    rows = []
+    for arm in cfg.arms:
+        st = states[arm.name]
+        for gen in range(cfg.generations + 1):
+            r = by_name.get(_player_name(arm.name, gen))
+            if r is None:
+                continue
+            sp_games, hours = _cumulative(st, gen)
+            gate = st.gen(gen).get("gate", {}) if gen else {}
+            rows.append({"player": r.name, "arm": arm.name, "generation": gen,
+                         "gate": "" if gen == 0 else ("accepted" if gate.get("accepted") else "rejected"),
+                         "selfplay_games": sp_games, "cpu_hours": round(hours, 3), "elo": round(r.elo, 1),
+                         "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games, "score": round(r.score, 4)})
+    anchors = [r for r in fit.ratings if not any(r.name == row["player"] for row in rows)]
+    _write_csv(out / "ratings.csv", rows + [{"player": a.name, "arm": "anchor", "generation": "", "gate": "",
+                                            "selfplay_games": "", "cpu_hours": "", "elo": round(a.elo, 1),
+                                            "lo": round(a.lo, 1), "hi": round(a.hi, 1), "games": a.games,
+                                            "score": round(a.score, 4)} for a in anchors])
+    gates = [{"arm": arm.name, "generation": g, **{k: v for k, v in states[arm.name].gen(g).get("gate", {}).items()}}
+             for arm in cfg.arms for g in range(1, cfg.generations + 1) if "gate" in states[arm.name].gen(g)]
+    if gates:
+        _write_csv(out / "gates.csv", gates)
+    held = _heldout(cfg, rows)
+    figures = [_figure(out, rows, x, label) for x, label in
+               (("generation", "generation"), ("selfplay_games", "self-play games"), ("cpu_hours", "CPU hours"))]
+    diffs = []
+    if len(cfg.arms) >= 2:
+        a, b = cfg.arms[1].name, cfg.arms[0].name
+        for gen in range(cfg.generations + 1):
+            na, nb = _player_name(a, gen), _player_name(b, gen)
+            if na in fit.names and nb in fit.names:
+                d, lo, hi = fit.difference(na, nb)
+                diffs.append((gen, d, lo, hi))
+    openings = len({(g.opening_fen, g.match) for g in games})
+    text = _markdown(cfg, rows, anchors, gates, held, diffs, figures, len(games), openings)
+    (out / "README.md").write_text(text)
+    return str(out)
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _heldout(cfg: "LoopConfig", rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from experiments.training.policy_value import heldout
+    from experiments.training.rl import weights_of
+
+    if not cfg.rate["heldout"]:
+        return []
+    paths = [(row["player"], weights_of(cfg, row["arm"], int(row["generation"]))) for row in rows]
+    res = heldout([p for _, p in paths], list(cfg.rate["heldout"]))
+    out = [{"player": name, "policy_top1": round(r["val_policy_acc"], 4), "value_sign": round(r["val_value_sign_acc"], 4),
+            "policy_loss": round(r["val_policy_loss"], 4), "value_loss": round(r["val_value_loss"], 4),
+            "positions": int(r["val_positions"])} for (name, _), r in zip(paths, res)]
+    _write_csv(Path(cfg.rate["report_dir"]) / "heldout.csv", out)
+    return out
+
+
+def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for arm in dict.fromkeys(r["arm"] for r in rows):
+        pts = [r for r in rows if r["arm"] == arm]
+        xs = [float(r[x]) for r in pts]
+        ys = [r["elo"] for r in pts]
+        err = [[r["elo"] - r["lo"] for r in pts], [r["hi"] - r["elo"] for r in pts]]
+        line = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=arm)
+        rej = [r for r in pts if r["gate"] == "rejected"]
+        ax.scatter([float(r[x]) for r in rej], [r["elo"] for r in rej], s=80, facecolors="none",
+                   edgecolors=line[0].get_color(), marker="s")
+    ax.axhline(0.0, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel(label)
+    ax.set_ylabel("Elo (first arm's generation 0 = 0), 95% interval")
+    ax.set_title("self-play generations (squares: rejected by the gate)", fontsize=10)
+    ax.legend()
+    fig.tight_layout()
+    stem = f"elo_vs_{x if x != 'selfplay_games' else 'selfplay_games'}"
+    for ext in ("png", "svg"):
+        fig.savefig(out / f"{stem}.{ext}", dpi=110)
+    plt.close(fig)
+    return stem
+
+
+def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any], gates: list[dict[str, Any]],
+              held: list[dict[str, Any]], diffs: list[tuple[int, float, float, float]], figures: list[str],
+              n_games: int, n_openings: int) -> str:
+    sp, tr, gt, rt = cfg.selfplay, cfg.train, cfg.gate, cfg.rate
+    lines = [f"# Self-play loop: {cfg.name}", "",
+             "Regenerate (every stage resumes; finished games and generations are not played again):", "",
+             "```", f"searchbench rl {cfg.path}", "```", ""]
+    if rt["notes"]:
+        lines += [rt["notes"].strip(), ""]
+    lines += ["## Setup", "",
+              f"- {cfg.variant}, family `{cfg.model}`, generation 0 = `{cfg.initial}`; {cfg.generations} generations",
+              *[f"- arm `{a.name}`: self-play `{a.engine}` (+ exploration), gate and rating `{a.gate_engine}`"
+                for a in cfg.arms],
+              f"- self-play: {sp['games']} games a generation at {sp['nodes']} nodes a move (root visits), "
+              f"random opening plies {sp['min_random_plies']}-{sp['max_random_plies']}, draw at {sp['max_plies']} plies",
+              f"- training: window {tr['window']} generations, {tr['epochs']} epoch(s), from the best network; "
+              f"q_weight {tr['q_weight']}; supervised {tr['supervised'] or 'none'}",
+              f"- gate: {gt['games']} games at {gt['nodes']} nodes on distinct openings, "
+              + (f"SPRT [{gt['elo0']:g}, {gt['elo1']:g}]" if gt["sprt"] else f"accept at score >= {gt['threshold']:g}"),
+              f"- rating: {n_games} games on {n_openings} distinct (opening, pairing) pairs at {rt['nodes']} nodes, "
+              f"anchors {', '.join(a['name'] + ' at ' + str(a['nodes']) + ' nodes' for a in rt['anchors'])} and each "
+              f"arm's generation 0; Bradley-Terry, {rt['bootstrap']} bootstrap replicates over game pairs", ""]
+    lines += ["## Elo of every generation", "", "| player | arm | gen | gate | self-play games | CPU h | Elo | 95% | games | score |",
+              "|---|---|---:|---|---:|---:|---:|---|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['player']} | {r['arm']} | {r['generation']} | {r['gate']} | {r['selfplay_games']} | "
+                     f"{r['cpu_hours']:.2f} | {r['elo']:+.0f} | [{r['lo']:+.0f}, {r['hi']:+.0f}] | {r['games']} | "
+                     f"{r['score']:.3f} |")
+    for a in anchors:
+        lines.append(f"| {a.name} | anchor | | | | | {a.elo:+.0f} | [{a.lo:+.0f}, {a.hi:+.0f}] | {a.games} | {a.score:.3f} |")
+    lines += [""] + [f"![{f}]({f}.png)" for f in figures] + [""]
+    if diffs:
+        a, b = cfg.arms[1].name, cfg.arms[0].name
+        lines += [f"## {a} minus {b}, generation by generation", "",
+                  "| generation | Elo difference | 95% interval | verdict |", "|---:|---:|---|---|"]
+        for gen, d, lo, hi in diffs:
+            verdict = f"{a} stronger" if lo > 0 else f"{b} stronger" if hi < 0 else "no difference shown"
+            lines.append(f"| {gen} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+        lines.append("")
+    if gates:
+        lines += ["## Gate decisions", "", "| arm | gen | against | +/=/- | score | decision | rule |", "|---|---:|---:|---|---:|---|---|"]
+        for g in gates:
+            lines.append(f"| {g['arm']} | {g['generation']} | {g['against']} | +{g['wins']} ={g['draws']} -{g['losses']} | "
+                         f"{g['score']:.3f} | {'accepted' if g['accepted'] else 'rejected'} | {g['rule']} |")
+        lines.append("")
+    if held:
+        lines += [f"## Held-out figures (`searchbench heldout --data {' '.join(cfg.rate['heldout'])}`)", "",
+                  "| player | policy top-1 | value sign | policy loss | value loss | positions |", "|---|---:|---:|---:|---:|---:|"]
+        for h in held:
+            lines.append(f"| {h['player']} | {h['policy_top1']:.2%} | {h['value_sign']:.2%} | {h['policy_loss']:.4f} | "
+                         f"{h['value_loss']:.4f} | {h['positions']} |")
+        lines.append("")
+    lines += ["Files: `ratings.csv`, `gates.csv`" + (", `heldout.csv`" if held else "") + ", the figures as PNG and SVG; "
+              f"the games in `{os.path.join(cfg.out, 'rate.sqlite')}` and each generation's gate.sqlite (not in git).", ""]
+    return "\n".join(lines)
+
+
+__all__ = ["parse_rate", "rate_and_report", "write_report"]

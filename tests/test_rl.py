@@ -1,0 +1,130 @@
+"""The self-play loop end to end on a tiny network: stages resume after a stop at each of them
+without losing or repeating games, the gate's decisions are stored and reported, bad configs are
+one line."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import pytest
+
+from experiments.harness.store import Store
+from experiments.harness.tomlconfig import ConfigError
+from experiments.training import datagen, rl
+from tests.test_selfplay import tiny_weights
+
+CONFIG = """
+name = "tiny"
+{top}
+out = "{out}"
+
+[[arms]]
+name = "{arm}"
+engine = "{engine}"
+
+[selfplay]
+games = 16
+nodes = 8
+concurrency = 8
+max_plies = 30
+shard_games = 6
+
+[train]
+epochs = 1
+batch = 32
+lr = 0.01
+val_fraction = 0.25
+select_fraction = 0.25
+
+[gate]
+games = 4
+nodes = 8
+threshold = 0.5
+
+[rate]
+games = 8
+nodes = 8
+anchors = [{{ name = "material", engine = "material-ab", nodes = 20 }}]
+bootstrap = 10
+report_dir = "{report}"
+"""
+
+
+def _config(tmp_path, arm: str = "gumbel", engine: str = "rise-gumbel:batch_size=2", **top: str) -> str:  # type: ignore[no-untyped-def]
+    """The tiny loop's config; ``top``: top-level keys (TOML text) replacing or adding to the defaults."""
+    keys = {"initial": f'"{tiny_weights(str(tmp_path / "tiny.pt"))}"', "generations": "2", **top}
+    text = CONFIG.format(top="\n".join(f"{k} = {v}" for k, v in keys.items()), out=tmp_path / "out", arm=arm,
+                         engine=engine, report=tmp_path / "report")
+    path = tmp_path / "loop.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def _uids(directory: str) -> list[int]:
+    return datagen.load_dataset(directory).game_uid.tolist()
+
+
+def test_tiny_loop_resumes_at_every_stage(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cfg = rl.parse(_config(tmp_path))
+    gen2 = os.path.join(cfg.gen_dir("gumbel", 2), "selfplay")
+    # stopped after the last generation's self-play, then after its training: nothing is played twice
+    rl.run(cfg, progress=False, until="selfplay")
+    first_uids = _uids(os.path.join(cfg.gen_dir("gumbel", 1), "selfplay"))
+    uids = _uids(gen2)
+    state = json.loads((tmp_path / "out" / "gumbel" / rl.STATE).read_text())
+    assert set(state["gens"]["1"]) == {"selfplay", "train", "gate"} and set(state["gens"]["2"]) == {"selfplay"}
+    rl.run(cfg, progress=False, until="train")
+    assert _uids(gen2) == uids and os.path.exists(os.path.join(cfg.gen_dir("gumbel", 2), "train", "model.pt"))
+    # a gate killed part-way: its stored games are kept, the rest played, none twice
+    db = os.path.join(cfg.gen_dir("gumbel", 2), "gate.sqlite")
+    summary = rl.run(cfg, progress=False)
+    assert _uids(gen2) == uids and len(uids) == 16 == len(set(uids)) and not set(uids) & set(first_uids)
+    with Store(db, readonly=True) as store:
+        keys = [g.key for g in store.games()]
+    assert len(keys) == 4 == len(set(keys))
+    # the decisions: stored, and the best generation follows them
+    gates = [summary["gumbel"]["gens"][str(g)]["gate"] for g in (1, 2)]
+    best = 0
+    for g, d in enumerate(gates, 1):
+        assert d["games"] == 4 and d["accepted"] == (d["score"] >= 0.5)
+        best = g if d["accepted"] else best
+    assert summary["gumbel"]["best"] == best
+    card = (tmp_path / "out" / "gumbel" / "gen-002" / "card.md").read_text()
+    assert ("accepted" if gates[1]["accepted"] else "rejected") in card and "gate against generation" in card
+    # the report: every generation rated, the gate decisions and the command
+    report = tmp_path / "report"
+    rows = list(csv.DictReader(open(report / "ratings.csv")))
+    assert [r["player"] for r in rows if r["arm"] == "gumbel"] == ["gumbel-g0", "gumbel-g1", "gumbel-g2"]
+    assert {r["player"] for r in rows if r["arm"] == "anchor"} == {"material"}
+    text = (report / "README.md").read_text()
+    assert "## Gate decisions" in text and f"searchbench rl {cfg.path}" in text
+    for stem in ("elo_vs_generation", "elo_vs_selfplay_games", "elo_vs_cpu_hours"):
+        assert (report / f"{stem}.png").exists() and (report / f"{stem}.svg").exists()
+    # a finished loop: a rerun plays nothing and writes the same ratings
+    before = (report / "ratings.csv").read_text()
+    rl.run(cfg, progress=False)
+    assert (report / "ratings.csv").read_text() == before
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"generations": "0"}, "generations"),
+    ({"model": '"deepchess"'}, "model"),
+    ({"initial": '"/no/such.pt"'}, "no weights file"),
+    ({"typo_key": "1"}, "unknown key"),
+])
+def test_bad_configs_are_one_line(tmp_path, extra, match) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match=match):
+        rl.parse(_config(tmp_path, **extra))
+
+
+def test_bad_arm_engine_and_the_command_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from experiments.cli.main import main
+
+    with pytest.raises(ConfigError, match="MCTS-family"):
+        rl.parse(_config(tmp_path, arm="ab", engine="material-ab"))
+    with pytest.raises(ConfigError, match="classical evaluator"):
+        rl.parse(_config(tmp_path, arm="m", engine="material-mcts"))
+    assert main(["rl", _config(tmp_path, arm="ab", engine="material-ab")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MCTS-family" in err
