@@ -128,3 +128,31 @@ def test_bad_arm_engine_and_the_command_line(tmp_path, capsys) -> None:  # type:
     assert main(["rl", _config(tmp_path, arm="ab", engine="material-ab")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "MCTS-family" in err
+
+
+@pytest.mark.slow
+def test_two_generations_on_a_two_node_ray_cluster(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Self-play workers as Ray actors on a two-node cluster (simulated on this machine), training
+    and gating on the driver: the same loop, the same games."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    try:
+        path = _config(tmp_path)
+        text = open(path).read().replace("shard_games = 6", f'shard_games = 6\nbackend = "ray"\n'
+                                                            f'ray_address = "{cluster.address}"\nworkers = 2')
+        open(path, "w").write(text)
+        cfg = rl.parse(path)
+        assert cfg.selfplay["backend"] == "ray"
+        summary = rl.run(cfg, progress=False, until="gate")
+        for gen in (1, 2):
+            uids = _uids(os.path.join(cfg.gen_dir("gumbel", gen), "selfplay"))
+            assert len(uids) == 16 == len(set(uids))
+            assert summary["gumbel"]["gens"][str(gen)]["gate"]["games"] == 4
+        ray.init(address=cluster.address)
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -93,11 +93,10 @@ def _network_evaluator(engine: str, threads: int = 1, inference: str | None = No
     to measure (else None)."""
     from engines import registry
 
-    spec = registry.resolve(engine)
+    spec = registry.resolve(registry.join_spec(engine, {"inference": inference}) if inference else engine)
     if registry.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
-    weights, _, own, _ = registry.evaluator_settings(spec)
-    ev = registry.load_evaluator(spec.evaluator, weights, threads, inference or own)
+    ev = registry.EvaluatorPool(threads).get(spec, None)
     return ev if hasattr(ev, "network_throughput") else None
 
 
@@ -392,7 +391,7 @@ def run_device(engine: str, variant: str, games: int, nodes: int, device: str, c
         raise BenchError(str(e)) from None
     per_call = m["eval_leaves"] / m["eval_calls"] if m["eval_calls"] else 0.0
     pooled = m["eval_leaves"] / m["seconds"] if m["seconds"] > 0 else 0.0
-    ev = registry.load_evaluator(spec.evaluator, *registry.evaluator_settings(spec), variant=variant)
+    ev = registry.EvaluatorPool().get(spec, variant)
     batch = max(1, int(round(per_call)))
     raw = ev.network_throughput(batch, seconds=seconds) if hasattr(ev, "network_throughput") else None
     return {"engine": spec_text, "variant": variant, "device": str(getattr(ev, "device", device)), "games": games,
