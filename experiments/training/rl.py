@@ -203,10 +203,9 @@ class State:
 
 
 def weights_of(cfg: LoopConfig, arm: str, gen: int) -> str:
-    """The network of generation ``gen`` of an arm (0: the initial one)."""
-    from evaluators.neural import weights_path
-
-    return weights_path(cfg.initial) if gen == 0 else os.path.join(cfg.gen_dir(arm, gen), "train", "model.pt")
+    """The network of generation ``gen`` of an arm (0: the initial one, as the config names it: a
+    shipped name stays a name, so engine strings and game keys do not depend on the checkout's path)."""
+    return cfg.initial if gen == 0 else os.path.join(cfg.gen_dir(arm, gen), "train", "model.pt")
 
 
 def _with_weights(engine: str, weights: str) -> str:
