@@ -40,7 +40,8 @@ CAPABILITIES: Final = (POLICY_VALUE, SCORE, COMPARE)
 
 
 #: how a network evaluator runs (evaluators.neural): TorchScript (the default), eager torch, ONNX Runtime
-INFERENCE_MODES: Final = ("frozen", "eager", "onnxruntime")
+#: (float32), ONNX Runtime with static int8 quantisation (policy-value networks)
+INFERENCE_MODES: Final = ("frozen", "eager", "onnxruntime", "onnxruntime-int8")
 
 
 class EvaluatorError(ValueError):

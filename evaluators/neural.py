@@ -9,7 +9,12 @@
   folded into the convolutions) and passed through ``torch.jit.optimize_for_inference`` (oneDNN
   convolutions); ``eager`` runs the ``nn.Module`` as it is; ``onnxruntime`` runs an ONNX export of
   it in ONNX Runtime (:mod:`evaluators.onnx_runtime`; checked against eager the same way, falling back
-  to TorchScript with a warning; about 4x TorchScript's rate at batch 1 and 1.6x at batch 8).  The frozen graph is built lazily at
+  to TorchScript with a warning; about 4x TorchScript's rate at batch 1 and 1.6x at batch 8);
+  ``onnxruntime-int8`` (policy-value networks) quantises that export to int8, calibrated on
+  :data:`INT8_SAMPLE` sample positions, and runs it only if on as many other positions it keeps the
+  float32 top legal move on :data:`INT8_MIN_AGREEMENT` of them and every value within
+  :data:`INT8_VALUE_ATOL`, else float32 ONNX Runtime with a warning (the shipped networks: 92-96%
+  agreement, so they run float32; int8 would be 2.0-2.8x float32 ONNX Runtime, ``bench net``).  The frozen graph is built lazily at
   the first evaluation, works for any batch size (the batch dimension is not specialised), and is
   checked against eager on two batch sizes when it is built: if tracing fails or any output differs
   by more than :data:`FROZEN_ATOL` (absolute), or if the frozen graph later raises, the evaluator
@@ -79,6 +84,11 @@ CPU_BATCH_MULTIPLE: Final = 8
 BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: the share of sample positions whose top move bfloat16 must keep for ``half=auto`` to use it
 HALF_MIN_AGREEMENT: Final = 0.99
+#: inference=onnxruntime-int8: sample positions to calibrate on (and as many others to check on), the
+#: share of them on which int8 must keep the float32 top move, and the largest value difference allowed
+INT8_SAMPLE: Final = 512
+INT8_MIN_AGREEMENT: Final = 0.99
+INT8_VALUE_ATOL: Final = 0.1
 HALF_MODES: Final = ("auto", "on", "off")
 
 
@@ -125,7 +135,7 @@ def check_inference(mode: str) -> str:
     """``mode`` if it is one of :data:`INFERENCE_MODES`, else a one-line EvaluatorError."""
     if mode not in INFERENCE_MODES:
         raise EvaluatorError(f"unknown inference mode {mode!r}; known: {', '.join(INFERENCE_MODES)}")
-    if mode == "onnxruntime":
+    if mode.startswith("onnxruntime"):
         from evaluators import onnx_runtime
 
         missing = onnx_runtime.available()
@@ -210,6 +220,8 @@ class NeuralEvaluator(Evaluator):
         #: top-move agreement with float32 measured for ``half=auto``
         self.half = False
         self.half_agreement: float | None = None
+        #: top-move agreement of int8 with float32 measured for ``inference=onnxruntime-int8``
+        self.int8_agreement: float | None = None
         if self.device.type != "cpu":
             net = net.to(self.device)
             torch.backends.cudnn.benchmark = True
@@ -310,12 +322,12 @@ class NeuralEvaluator(Evaluator):
         if self.half:
             with torch.autocast(self.device.type, dtype=torch.bfloat16):
                 return f(*inputs)
-        if self.inference not in ("frozen", "onnxruntime"):
+        if self.inference not in ("frozen", "onnxruntime", "onnxruntime-int8"):
             return f(*inputs)
         try:
             return f(*inputs)
         except Exception as e:  # noqa: BLE001 - a frozen graph or session that fails at run time: eager from now on
-            what = "frozen graph" if self.inference == "frozen" else "onnxruntime session"
+            what = "frozen graph" if self.inference == "frozen" else f"{self.inference} session"
             self.inference_error = (f"{what} failed: {type(e).__name__}: "
                                     f"{str(e).splitlines()[0] if str(e) else ''}")
             log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
@@ -329,6 +341,11 @@ class NeuralEvaluator(Evaluator):
             eager: Callable[..., Any] = self.net
             return eager
         mode = self.inference_requested
+        if mode == "onnxruntime-int8":
+            session = self._build_int8()
+            if session is not None:
+                return session
+            mode = "onnxruntime"  # the warning names why; float32 instead
         if mode == "onnxruntime":
             session = self._build_onnx()
             if session is not None:
@@ -379,6 +396,14 @@ class NeuralEvaluator(Evaluator):
     def _half_agrees(self) -> bool:
         """Measure bfloat16 against float32 on sample positions; True if the top move agrees often enough."""
         return False
+
+    def _build_int8(self) -> Callable[..., Any] | None:
+        """An int8 ONNX Runtime session calibrated on sample positions, if it keeps the float32 top
+        move on at least :data:`INT8_MIN_AGREEMENT` of other sample positions and every value within
+        :data:`INT8_VALUE_ATOL`; else None and a warning (policy-value networks only)."""
+        self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
+        log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
+        return None
 
     def _check_variant(self, variant: str) -> None:
         if variant != self.variant:
@@ -514,6 +539,49 @@ class PolicyValueEvaluator(NeuralEvaluator):
             if p.legal_moves():
                 out.append(p)
         return out
+
+    def int8_session(self) -> Callable[..., Any]:
+        """The int8 ONNX Runtime session, calibrated on :data:`INT8_SAMPLE` sample positions (no check)."""
+        from evaluators.onnx_runtime import OrtForward
+
+        examples = self.example_inputs()
+        assert examples is not None
+        calibration = self._planes(enc.raw_array([p.raw_state() for p in self.sample_positions(INT8_SAMPLE, seed=1)]))
+        return OrtForward(self.net, examples[0], self.threads, calibration)
+
+    def _build_int8(self) -> Callable[..., Any] | None:
+        try:
+            session = self.int8_session()
+            with torch.inference_mode():
+                tops, values = self._top_moves([self.net, session], self.sample_positions(INT8_SAMPLE, seed=0))
+            self.int8_agreement = float((tops[0] == tops[1]).mean())
+            worst = float(np.abs(values[0] - values[1]).max())
+            if self.int8_agreement >= INT8_MIN_AGREEMENT and worst <= INT8_VALUE_ATOL:
+                self.inference = "onnxruntime-int8"
+                return session
+            self.inference_error = (f"int8 keeps the float32 top move on {100 * self.int8_agreement:.1f}% of "
+                                    f"{INT8_SAMPLE} positions (< {100 * INT8_MIN_AGREEMENT:g}%) or moves a value by "
+                                    f"{worst:.3f} (> {INT8_VALUE_ATOL:g})")
+        except Exception as e:  # noqa: BLE001 - a quantisation or session failure: float32 instead
+            self.inference_error = f"cannot quantise: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
+        return None
+
+    def _top_moves(self, forwards: Sequence[Callable[..., Any]], positions: Sequence[Position]
+                   ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each forward's top legal move (index among the legal moves) and value on ``positions`` (CPU)."""
+        leaves = [Leaf.of(p, p.legal_moves()) for p in positions]
+        raw = enc.raw_array([lf.state for lf in leaves])
+        moves, seg, counts = flatten_moves(leaves)
+        idx = self._move_indices(moves, raw, seg)
+        x = torch.from_numpy(self._planes(raw))
+        tops, values = [], []
+        for f in forwards:
+            v, logits = _outputs(f(x))[:2]
+            p = legal_softmax(logits.float().numpy(), seg, idx, counts)
+            tops.append(np.array([int(np.argmax(q)) for q in p]))
+            values.append(v.float().numpy().reshape(-1))
+        return tops, values
 
     def _half_agrees(self) -> bool:
         positions = self.sample_positions(256)

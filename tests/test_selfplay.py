@@ -120,6 +120,8 @@ def test_selfplay_shards_resume_without_losing_or_repeating_games(tmp_path, monk
         f.write(lines[0] + "\n")
     assert selfplay.play(cfg, progress=False)["games"] == 0
     assert len(datagen.load_dataset(cfg.out).game_uid) == cfg.games
+    with pytest.raises(selfplay.SelfPlayError, match="nodes 8, not 16"):
+        selfplay.play(selfplay.SelfPlayConfig(**{**cfg.__dict__, "nodes": 16}), progress=False)
     with open(journal, "w") as f:
         f.write("not json\n" + lines[0] + "\n")
     with pytest.raises(selfplay.SelfPlayError, match="damaged journal"):

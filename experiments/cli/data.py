@@ -5,6 +5,7 @@ import argparse
 import json
 
 from experiments.cli.main import count, fraction, number, positive_float, seed
+from evaluators.base import INFERENCE_MODES
 from experiments.training.families import FAMILIES
 
 MODELS = tuple(FAMILIES)
@@ -50,7 +51,7 @@ def _cmd_heldout(args: argparse.Namespace) -> int:
     from experiments.training.policy_value import heldout
 
     rows = heldout(args.weights, args.data, val_fraction=args.val_fraction, select_fraction=args.select_fraction,
-                   seed=args.seed, threads=args.threads, classical=args.classical)
+                   seed=args.seed, threads=args.threads, classical=args.classical, inference=args.inference)
     if args.json:
         print(json.dumps(rows))
         return 0
@@ -146,6 +147,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     h.add_argument("--threads", type=count(1, 256), default=1)
     h.add_argument("--classical", action="store_true",
                    help="add the classical evaluator as a reference row (value sign; policy = its top move score)")
+    h.add_argument("--inference", choices=INFERENCE_MODES, default=None,
+                   help="run each network in this evaluator mode (default: eager torch); onnxruntime-int8 is "
+                        "measured even where its load check refuses it: what quantisation costs")
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=_cmd_heldout)
 

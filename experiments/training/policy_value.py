@@ -327,12 +327,14 @@ def classical_metrics(ds: DataSet, idx: np.ndarray, legal: list[list[int]]) -> d
 
 
 def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, select_fraction: float = 0.05,
-            seed: int = 0, threads: int = 1, classical: bool = False) -> list[dict[str, Any]]:
+            seed: int = 0, threads: int = 1, classical: bool = False, inference: str | None = None) -> list[dict[str, Any]]:
     """The validation metrics of saved rise/sixtyfour models on one held-out set: the validation games
     of ``data`` exactly as ``train`` splits them with the same fractions and seed (by game uid, so a
     model trained on other data never saw them). Compares a new network with a shipped one fairly.
     Returns one row per weights file: its path, family and :meth:`PolicyValueTask.metrics`; with
-    ``classical`` first a row for the classical evaluator (:func:`classical_metrics`)."""
+    ``classical`` first a row for the classical evaluator (:func:`classical_metrics`).  ``inference``
+    (an evaluator inference mode; None: eager torch) runs each network as an engine would, so
+    ``onnxruntime-int8`` shows what quantisation costs (measured even where its load check refuses it)."""
     from experiments.training import datagen
 
     torch.set_num_threads(max(1, threads))
@@ -358,7 +360,29 @@ def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, sele
         if d["config"].get("variant", ds.variant) != ds.variant:
             raise ValueError(f"{path} is a {d['config'].get('variant')} network; the data are {ds.variant}")
         net = net.float()
+        if inference is not None:
+            net = _EngineForward(family, path, ds.variant, threads, inference)
         task = PolicyValueTask(family, ds.variant, 1.0)
         with torch.inference_mode():
-            rows.append({"weights": path, "family": family, **task.metrics(net, ds, va, legal_va, mates)})
+            rows.append({"weights": path, "family": family, **({"inference": inference} if inference else {}),
+                         **task.metrics(net, ds, va, legal_va, mates)})
     return rows
+
+
+class _EngineForward(nn.Module):
+    """A network run through its evaluator's inference mode, as (value, policy logits) like the module."""
+
+    def __init__(self, family: str, path: str, variant: str, threads: int, inference: str) -> None:
+        from engines import registry
+
+        super().__init__()
+        self.ev = registry.load_evaluator(family, path, threads, "eager", device="cpu", variant=variant)
+        if inference == "onnxruntime-int8":
+            self.f = self.ev.int8_session()  # type: ignore[attr-defined]
+        else:
+            self.ev.set_inference(inference)  # type: ignore[attr-defined]
+            self.f = self.ev.forward  # type: ignore[attr-defined]
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.f(x)
+        return out[0], out[1]

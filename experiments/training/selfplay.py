@@ -24,7 +24,9 @@ Durability: game ``i`` of a run has a uid and a seed fixed by (``seed``, i), so 
 command plays exactly the games not yet written.  Each finished game is appended at once to
 ``OUT/pending.jsonl`` (flushed and synced), and every ``shard_games`` games the pending ones become a
 shard (written to a temporary name and renamed; the journal is emptied after).  A kill loses only
-the games in progress; a game in both a shard and the journal is taken once.
+the games in progress; a game in both a shard and the journal is taken once.  ``OUT/selfplay.json``
+holds the run's settings (engine, variant, nodes, seed, openings, max plies): a rerun with others is
+refused, so one directory never mixes two runs under the same uids.
 """
 from __future__ import annotations
 
@@ -213,6 +215,34 @@ class Journal:
 
 # --------------------------------------------------------------------------- playing
 
+RUN_FILE = "selfplay.json"
+
+
+def _check_run(cfg: SelfPlayConfig, engine: str) -> None:
+    """``OUT/selfplay.json`` records what the run plays; a rerun with other settings is refused (its
+    games would be mixed with games of another engine, budget or seed under the same uids)."""
+    want = {"engine": engine, "variant": cfg.variant, "nodes": cfg.nodes, "seed": cfg.seed,
+            "random_plies": [cfg.min_random_plies, cfg.max_random_plies], "max_plies": cfg.max_plies}
+    path = os.path.join(cfg.out, RUN_FILE)
+    if os.path.exists(path):
+        try:
+            with open(path) as f:
+                have = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            raise SelfPlayError(f"{path} is not a self-play run file; give another --out") from None
+        diff = [k for k in want if have.get(k) != want[k]]
+        if diff:
+            k = diff[0]
+            raise SelfPlayError(f"{cfg.out} holds self-play games with {k} {have.get(k)!r}, not {want[k]!r}: "
+                                f"give the same settings to resume, or another --out")
+        return
+    if datagen.shard_paths(cfg.out) or os.path.exists(os.path.join(cfg.out, JOURNAL)):
+        return  # games of a run from before the run file: taken as they are
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(want, f)
+    os.replace(tmp, path)
+
 def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Play the run's missing games and write them; returns counts and timings."""
     from tqdm import tqdm
@@ -224,6 +254,7 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
     engine = selfplay_engine(cfg.engine, cfg.variant, cfg.explore)
     check_dir(cfg.out, "self-play directory")
     os.makedirs(cfg.out, exist_ok=True)
+    _check_run(cfg, engine)
     journal = Journal(cfg.out, cfg.variant)
     player = Player("selfplay", engine, nodes=cfg.nodes)
     done = journal.done
