@@ -6,7 +6,8 @@ installed): evaluations per second at batch 1, 8, 32 and 64 on one thread (the b
 trials, :meth:`evaluators.neural.PolicyValueEvaluator.network_throughput`), the ratio to TorchScript,
 and the share of the core's float32 peak: the network's multiply-adds per evaluation (counted from
 its convolutions and linear layers) against a single-thread 1024x1024x1024 SGEMM measured in the same
-run.  A backend that falls back (its outputs differ from eager torch) is shown with its reason; int8
+run, and (:func:`pooled`) the pooled NN-MCTS rate of the harness as a share of the fastest accepted
+backend's raw rate at the batch it forms.  A backend that falls back (its outputs differ from eager torch) is shown with its reason; int8
 is measured even where its load check refuses it (the rate it would have), with the reason.
 """
 from __future__ import annotations
@@ -95,6 +96,29 @@ def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] =
             "missing": [] if "onnxruntime" in backends else [available()]}
 
 
+def pooled(rows: list[dict[str, Any]], games: int = 8, nodes: int = 64, concurrency: int = 16,
+           seconds: float = 0.3) -> list[dict[str, Any]]:
+    """NN-MCTS in the pooled harness (``rise-mcts``, ``concurrency`` games in one process, one thread)
+    with each network's fastest backend that its load check accepted: its evaluations per second as a
+    share of that backend's raw rate at the batch the pooled games formed (measured in the same run)."""
+    from engines.registry import join_spec
+    from experiments.bench.harness import run_device
+
+    out = []
+    for net in dict.fromkeys(r["network"] for r in rows):
+        family, variant = net.split("_")
+        if family != "rise":
+            continue
+        ok = [r for r in rows if r["network"] == net and r["running"] == r["backend"]]
+        best = max(ok, key=lambda r: r["evals_per_s"][max(r["evals_per_s"], key=int)])
+        engine = join_spec("rise-mcts", {"inference": best["backend"]})
+        d = run_device(engine, variant, games, nodes, "cpu", concurrency=concurrency, seconds=seconds)
+        out.append({"network": net, "backend": best["backend"], "engine": engine, "games": games, "nodes": nodes,
+                    "leaves_per_call": d["leaves_per_call"], "pooled_evals_per_s": d["pooled_evals_per_s"],
+                    "raw_batch": d["raw_batch"], "raw_evals_per_s": d["raw_evals_per_s"], "share": d["share"]})
+    return out
+
+
 def format_table(r: dict[str, Any]) -> str:
     bs = [str(b) for b in r["batches"]]
     lines = [f"one thread; SGEMM peak {r['sgemm_gflops_1_thread']:.1f} GFLOPS; evaluations per second "
@@ -108,4 +132,9 @@ def format_table(r: dict[str, Any]) -> str:
         if row["running"] != row["backend"]:
             lines.append(f"{'':<40}runs {row['running']}: {row['fallback']}")
     lines += [f"not measured: {m}" for m in r["missing"]]
+    for p in r.get("pooled", []):
+        lines.append(f"pooled NN-MCTS ({p['engine']}, {p['games']} games at {p['nodes']} nodes, one process): "
+                     f"{p['pooled_evals_per_s']:,.0f} evaluations/s at {p['leaves_per_call']:.1f} leaves a call = "
+                     f"{100 * (p['share'] or 0):.0f}% of the raw {p['backend']} rate at batch {p['raw_batch']} "
+                     f"({p['raw_evals_per_s']:,.0f}/s)")
     return "\n".join(lines)

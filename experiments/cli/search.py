@@ -32,6 +32,8 @@ def _cmd_bench_net(args: argparse.Namespace) -> int:
 
     nets = [n for n in bench_net.NETWORKS if args.network in ("all", n[0] + "_" + n[1])]
     r = bench_net.run(nets, batches=args.batches, seconds=args.seconds)
+    if not args.no_pooled:
+        r["pooled"] = bench_net.pooled(r["rows"], seconds=args.seconds)
     print(json.dumps(r) if args.json else bench_net.format_table(r))
     return 0
 
@@ -46,6 +48,7 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
                    help="a shipped network, or all of them")
     n.add_argument("--batches", type=_positive, nargs="+", default=list(BATCHES), help="batch sizes")
     n.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 trials per figure")
+    n.add_argument("--no-pooled", action="store_true", help="leave out the pooled NN-MCTS share (RISE)")
     n.add_argument("--json", action="store_true", help="print one JSON object")
     n.set_defaults(func=_cmd_bench_net)
     p = bench_sub.add_parser("search", help="MCTS overhead vs OpenSpiel, alpha-beta vs python-chess, MCTS with a net")
