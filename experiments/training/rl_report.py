@@ -154,6 +154,11 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
     held = _heldout(cfg, rows)
     figures = [_figure(out, rows, x, label) for x, label in
                (("generation", "generation"), ("selfplay_games", "self-play games"), ("cpu_hours", "CPU hours"))]
+    gains = []  # each generation against its arm's generation 0, from the same bootstrap
+    for r in rows:
+        g0 = _player_name(r["arm"], 0)
+        if r["generation"] != 0 and g0 in fit.names:
+            gains.append((r["player"], *fit.difference(r["player"], g0)))
     diffs = []
     if len(cfg.arms) >= 2:
         a, b = cfg.arms[1].name, cfg.arms[0].name
@@ -163,7 +168,7 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
                 d, lo, hi = fit.difference(na, nb)
                 diffs.append((gen, d, lo, hi))
     openings = len({(g.opening_fen, g.match) for g in games})
-    text = _markdown(cfg, rows, anchors, gates, held, diffs, figures, len(games), openings)
+    text = _markdown(cfg, rows, anchors, gates, held, diffs, figures, len(games), openings, gains)
     (out / "README.md").write_text(text)
     return str(out)
 
@@ -182,10 +187,11 @@ def _heldout(cfg: "LoopConfig", rows: list[dict[str, Any]]) -> list[dict[str, An
     from experiments.training.policy_value import heldout
     from experiments.training.rl import weights_of
 
-    if not cfg.rate["heldout"]:
+    data = [d for d in cfg.rate["heldout"] if os.path.exists(d)]
+    if not data:
         return []
     paths = [(row["player"], weights_of(cfg, row["arm"], int(row["generation"]))) for row in rows]
-    res = heldout([p for _, p in paths], list(cfg.rate["heldout"]))
+    res = heldout([p for _, p in paths], data)
     out = [{"player": name, "policy_top1": round(r["val_policy_acc"], 4), "value_sign": round(r["val_value_sign_acc"], 4),
             "policy_loss": round(r["val_policy_loss"], 4), "value_loss": round(r["val_value_loss"], 4),
             "positions": int(r["val_positions"])} for (name, _), r in zip(paths, res)]
@@ -224,7 +230,7 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str) -> str:
 
 def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any], gates: list[dict[str, Any]],
               held: list[dict[str, Any]], diffs: list[tuple[int, float, float, float]], figures: list[str],
-              n_games: int, n_openings: int) -> str:
+              n_games: int, n_openings: int, gains: list[tuple[str, float, float, float]]) -> str:
     sp, tr, gt, rt = cfg.selfplay, cfg.train, cfg.gate, cfg.rate
     lines = [f"# Self-play loop: {cfg.name}", "",
              "Regenerate (every stage resumes; finished games and generations are not played again):", "",
@@ -253,6 +259,13 @@ def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any],
     for a in anchors:
         lines.append(f"| {a.name} | anchor | | | | | {a.elo:+.0f} | [{a.lo:+.0f}, {a.hi:+.0f}] | {a.games} | {a.score:.3f} |")
     lines += [""] + [f"![{f}]({f}.png)" for f in figures] + [""]
+    if gains:
+        lines += ["## Each generation against its arm's generation 0", "",
+                  "| player | Elo over generation 0 | 95% interval | verdict |", "|---|---:|---|---|"]
+        for name, d, lo, hi in gains:
+            verdict = "stronger" if lo > 0 else "weaker" if hi < 0 else "no difference shown"
+            lines.append(f"| {name} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+        lines.append("")
     if diffs:
         a, b = cfg.arms[1].name, cfg.arms[0].name
         lines += [f"## {a} minus {b}, generation by generation", "",
@@ -267,6 +280,9 @@ def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any],
             lines.append(f"| {g['arm']} | {g['generation']} | {g['against']} | +{g['wins']} ={g['draws']} -{g['losses']} | "
                          f"{g['score']:.3f} | {'accepted' if g['accepted'] else 'rejected'} | {g['rule']} |")
         lines.append("")
+    missing = [d for d in cfg.rate["heldout"] if not os.path.exists(d)]
+    if missing:
+        lines += [f"Held-out data not found here, figures left out: {', '.join(missing)}.", ""]
     if held:
         lines += [f"## Held-out figures (`searchbench heldout --data {' '.join(cfg.rate['heldout'])}`)", "",
                   "| player | policy top-1 | value sign | policy loss | value loss | positions |", "|---|---:|---:|---:|---:|---:|"]
