@@ -116,7 +116,12 @@ def test_shipped_configs_parse() -> None:
     for p in cfgs:
         data = tomlconfig.load(p).data
         from experiments.harness import ablate
+        from experiments.training import rl
 
+        if "arms" in data:  # a self-play loop
+            loop = rl.parse(str(p))
+            assert loop.name and loop.arms and loop.rate
+            continue
         loaded = (scale.load(p) if "families" in data else ablate.load(p) if "baseline" in data
                   else tournament.load(p))
         assert loaded.settings.name and loaded.tasks()
