@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from experiments.cli.main import count, fraction, number, positive_float, seed
+from experiments.cli.main import count, fraction, number, plies_range, positive_float, seed
 from evaluators.base import INFERENCE_MODES
 from experiments.training.families import FAMILIES
 
@@ -20,11 +20,7 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
         stats = datagen.import_pgn(args.pgn, args.out, variant=args.pgn_variant, min_elo=args.min_elo,
                                    progress=not args.quiet, seed=args.seed)
     else:
-        lo, _, hi = args.random_plies.partition("-")
-        try:
-            min_p, max_p = int(lo), int(hi or lo)
-        except ValueError:
-            raise datagen.DataError(f"--random-plies wants N or MIN-MAX, not {args.random_plies!r}") from None
+        min_p, max_p = args.random_plies
         cfg = datagen.GenConfig(out=args.out, variant=args.variant, games=args.games, nodes=args.nodes,
                                 workers=args.workers, min_plies=min_p, max_opening_plies=max_p,
                                 max_plies=args.max_plies, shard_games=args.shard_games, seed=args.seed,
@@ -112,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--games", type=count(1), default=100, help="new games to play")
     p.add_argument("--nodes", type=count(1), default=2000, help="engine node budget per move")
     p.add_argument("--workers", type=count(1, 256), default=1, help="engine processes in parallel")
-    p.add_argument("--random-plies", default="2-8", help="random opening plies, N or MIN-MAX")
+    p.add_argument("--random-plies", type=plies_range, default=(2, 8), help="random opening plies, N or MIN-MAX")
     p.add_argument("--max-plies", type=count(0, 100_000), default=400, help="adjudicate a draw after this many plies")
     p.add_argument("--shard-games", type=count(1), default=50, help="games per shard (flush interval)")
     p.add_argument("--minutes", type=positive_float, default=None, help="stop after this wall time")

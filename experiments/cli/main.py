@@ -93,6 +93,21 @@ def count(minimum: int, maximum: int = MAX_BUDGET) -> Callable[[str], int]:
     return parse
 
 
+def plies_range(text: str) -> tuple[int, int]:
+    """An argparse type: random opening plies, ``N`` or ``MIN-MAX`` (0 <= MIN <= MAX <= 1000)."""
+    lo, _, hi = text.partition("-")
+    try:
+        a, b = int(lo), int(hi or lo)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or MIN-MAX, got {text!r}") from None
+    if not 0 <= a <= b <= 1000:
+        raise argparse.ArgumentTypeError(f"expected 0 <= MIN <= MAX <= 1000, got {text!r}")
+    return a, b
+
+
+plies_range.__name__ = "plies"
+
+
 def seed(text: str) -> int:
     """An argparse type: a seed, 0 to 2**63 - 1 (it is stored with every game)."""
     return count(0, MAX_INT)(text)

@@ -5,17 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from experiments.cli.main import count, seed
+from experiments.cli.main import count, plies_range, seed
 
 
 def _cmd_selfplay(args: argparse.Namespace) -> int:
     from experiments.training import selfplay
 
-    lo, _, hi = args.random_plies.partition("-")
-    try:
-        min_p, max_p = int(lo), int(hi or lo)
-    except ValueError:
-        raise selfplay.SelfPlayError(f"--random-plies wants N or MIN-MAX, not {args.random_plies!r}") from None
+    min_p, max_p = args.random_plies
     cfg = selfplay.SelfPlayConfig(engine=args.engine, out=args.out, variant=args.variant, games=args.games,
                                   nodes=args.nodes, concurrency=args.concurrency, workers=args.workers,
                                   backend=args.backend, ray_address=args.ray_address, seed=args.seed,
@@ -52,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--workers", type=count(1, 256), default=1, help="processes (or Ray actors)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
     p.add_argument("--ray-address", default=None, help="a Ray cluster (default: a local one)")
-    p.add_argument("--random-plies", default="0", help="random opening plies before self-play, N or MIN-MAX")
+    p.add_argument("--random-plies", type=plies_range, default=(0, 0),
+                   help="random opening plies before self-play, N or MIN-MAX")
     p.add_argument("--max-plies", type=count(1, 100_000), default=300)
     p.add_argument("--shard-games", type=count(1), default=50, help="games per shard")
     p.add_argument("--no-explore", action="store_true",
