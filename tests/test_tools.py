@@ -203,11 +203,18 @@ def test_alpha_beta_reports_about_once_a_second_under_go_infinite() -> None:
     cmd = [sys.executable, "-m", "experiments.cli", "uci", "--engine", "material-ab"]
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert p.stdin is not None and p.stdout is not None
-    p.stdin.write("uci\nisready\nposition startpos\ngo infinite\n")
+    p.stdin.write("uci\nisready\n")
+    p.stdin.flush()
+    lines = []
+    while not lines or lines[-1] != "readyok":  # started (imports take seconds on a busy machine)
+        line = p.stdout.readline()
+        assert line, f"the engine exited: {lines}"
+        lines.append(line.strip())
+    p.stdin.write("position startpos\ngo infinite\n")
     p.stdin.flush()
     time.sleep(4.5)
     out, _ = p.communicate("stop\nquit\n", timeout=120)
-    lines = out.splitlines()
+    lines += out.splitlines()
     infos = [ln for ln in lines[: lines.index(next(x for x in lines if x.startswith("bestmove")))] if ln.startswith("info depth")]
     assert len(infos) >= 3, infos
     assert infos[-1] != infos[-2]

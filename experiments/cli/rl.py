@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--nodes", type=count(1), default=16, help="simulations (root visits) per move")
     p.add_argument("--concurrency", type=count(1, 4096), default=16, help="games at once per process (leaves pooled)")
     p.add_argument("--workers", type=count(1, 256), default=1, help="processes (or Ray actors)")
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--backend", choices=("local", "ray"), default="local", help="where the workers run: processes here, or Ray actors")
     p.add_argument("--ray-address", default=None, help="a Ray cluster (default: a local one)")
     p.add_argument("--random-plies", type=plies_range, default=(0, 0),
                    help="random opening plies before self-play, N or MIN-MAX")
