@@ -151,6 +151,13 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
              for arm in cfg.arms for g in range(1, cfg.generations + 1) if "gate" in states[arm.name].gen(g)]
     if gates:
         _write_csv(out / "gates.csv", gates)
+    # each generation's model card, beside the report (the weights stay in OUT)
+    for arm in cfg.arms:
+        for gen in range(1, cfg.generations + 1):
+            card = Path(cfg.gen_dir(arm.name, gen)) / "card.md"
+            if card.exists():
+                (out / "cards").mkdir(exist_ok=True)
+                (out / "cards" / f"{_player_name(arm.name, gen)}.md").write_text(card.read_text())
     held = _heldout(cfg, rows)
     figures = [_figure(out, rows, x, label) for x, label in
                (("generation", "generation"), ("selfplay_games", "self-play games"), ("cpu_hours", "CPU hours"))]
@@ -290,7 +297,8 @@ def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any],
             lines.append(f"| {h['player']} | {h['policy_top1']:.2%} | {h['value_sign']:.2%} | {h['policy_loss']:.4f} | "
                          f"{h['value_loss']:.4f} | {h['positions']} |")
         lines.append("")
-    lines += ["Files: `ratings.csv`, `gates.csv`" + (", `heldout.csv`" if held else "") + ", the figures as PNG and SVG; "
+    lines += ["Files: `ratings.csv`, `gates.csv`" + (", `heldout.csv`" if held else "") + ", the figures as PNG and SVG, "
+              "each generation's model card in `cards/`; "
               f"the games in `{os.path.join(cfg.out, 'rate.sqlite')}` and each generation's gate.sqlite (not in git).", ""]
     return "\n".join(lines)
 
