@@ -156,3 +156,20 @@ def test_two_generations_on_a_two_node_ray_cluster(tmp_path) -> None:  # type: i
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_the_training_gain_difference_comes_from_the_same_bootstrap() -> None:
+    import numpy as np
+
+    from experiments.training.rl_report import _gain_difference
+
+    class Fit:  # the fields of experiments.harness.ratings.Fit the report reads
+        names = ["a-g0", "a-g1", "b-g0", "b-g1"]
+        elo = np.array([-500.0, -480.0, 0.0, -60.0])
+        samples = np.array([[-500.0 + e, -480.0 + e + k, 0.0, -60.0 + k] for e, k in
+                            [(x, y) for x in (-50, 0, 50) for y in (-10, 0, 10)]] * 10)
+
+    d, lo, hi = _gain_difference(Fit(), "a", "b", 1)
+    # a gained 20, b lost 60: a's training gained 80 more; the players' shared shifts cancel
+    assert d == 80.0 and lo == hi == 80.0
+    assert _gain_difference(Fit(), "a", "b", 0)[0] == 0.0
