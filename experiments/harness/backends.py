@@ -240,3 +240,27 @@ def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: st
                 p.terminate()
     if error is not None:
         raise MatchError(f"a worker failed: {error}")
+
+
+def play_on(backend: str, todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int,
+            workers: int, adjudication: Adjudication, settings: dict[str, dict[str, Any]],
+            commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats,
+            address: str | None = None, targets: bool = False, skip: Callable[[GameTask], bool] | None = None) -> None:
+    """Play ``todo`` where ``backend`` and ``workers`` say: Ray actors, worker processes (both load
+    their own engines: the factory's evaluators here are closed first), or a pooled
+    :class:`Runner` in this process, the only place ``skip`` is asked before a task starts."""
+    if backend == "ray" or workers > 1:
+        close = getattr(factory, "close", None)
+        if callable(close):
+            close()
+    if backend == "ray":
+        play_ray(todo, factory, variant, concurrency, max(1, workers), adjudication, settings, commit, stop, stats,
+                 address=address, targets=targets)
+    elif workers <= 1:
+        runner = Runner(factory, variant, concurrency, adjudication, on_game=commit, stop=stop, settings=settings,
+                        targets=targets)
+        runner.run(t for t in todo if skip is None or not skip(t))
+        stats.eval_calls, stats.eval_leaves = runner.eval_calls, runner.eval_leaves
+    else:
+        play_processes(todo, factory, variant, concurrency, workers, adjudication, settings, commit, stop, stats,
+                       targets=targets)

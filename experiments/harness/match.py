@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from experiments.harness import pgn as pgn_out
-from experiments.harness.backends import check_address, play_processes, play_ray
+from experiments.harness.backends import check_address, play_on
 from experiments.harness.runner import (  # noqa: F401 - re-exported: the harness API in one place
     MATE_CP, EngineFactory, EnginePool, RegistryFactory, Runner, RunStats, check_players,
 )
@@ -79,10 +79,6 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     todo = [t for t in tasks if t.key not in done]
     players = {p.name: p for t in todo for p in (t.white, t.black)}
     settings = check_players(list(players.values()), variant, factory) if check and todo else {}
-    if workers > 1 or backend == "ray":
-        close = getattr(factory, "close", None)
-        if callable(close):
-            close()  # the workers load their own
     runs = {t.run for t in tasks}
     if pgn_path is not None:
         keys = {t.key for t in tasks}
@@ -120,17 +116,8 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
 
     stopper = stop or (lambda: False)
     try:
-        if backend == "ray":
-            play_ray(todo, factory, variant, concurrency, max(1, workers), adjudication or Adjudication(), settings,
-                     commit, stopper, stats, address=ray_address)
-        elif workers <= 1:
-            runner = Runner(factory, variant, concurrency, adjudication, on_game=commit, stop=stopper,
-                            settings=settings)
-            runner.run(t for t in todo if skip is None or not skip(t))
-            stats.eval_calls, stats.eval_leaves = runner.eval_calls, runner.eval_leaves
-        else:
-            play_processes(todo, factory, variant, concurrency, workers, adjudication or Adjudication(),
-                            settings, commit, stopper, stats)
+        play_on(backend, todo, factory, variant, concurrency, workers, adjudication or Adjudication(), settings,
+                commit, stopper, stats, address=ray_address, skip=skip)
     finally:
         bar.close()
     stats.seconds = time.perf_counter() - t0

@@ -42,7 +42,7 @@ import board
 from board import new_position
 from evaluators.base import value_to_cp
 from experiments.harness.openings import Opening
-from experiments.harness.runner import RegistryFactory, Runner, RunStats, check_players
+from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player
 from experiments.training import datagen
@@ -247,7 +247,7 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
     """Play the run's missing games and write them; returns counts and timings."""
     from tqdm import tqdm
 
-    from experiments.harness.backends import play_processes, play_ray
+    from experiments.harness.backends import play_on
     from experiments.paths import check_dir
 
     cfg.check()
@@ -292,19 +292,8 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
     try:
         if todo:
             settings = check_players([player], cfg.variant, factory)
-            if cfg.backend == "ray":
-                factory.close()
-                play_ray(todo, factory, cfg.variant, cfg.concurrency, cfg.workers, adjudication, settings, commit,
-                         stopper, run_stats, address=cfg.ray_address, targets=True)
-            elif cfg.workers > 1:
-                factory.close()
-                play_processes(todo, factory, cfg.variant, cfg.concurrency, cfg.workers, adjudication, settings,
-                               commit, stopper, run_stats, targets=True)
-            else:
-                runner = Runner(factory, cfg.variant, cfg.concurrency, adjudication, on_game=commit, stop=stopper,
-                                settings=settings, targets=True)
-                runner.run(todo)
-                run_stats.eval_calls, run_stats.eval_leaves = runner.eval_calls, runner.eval_leaves
+            play_on(cfg.backend, todo, factory, cfg.variant, cfg.concurrency, cfg.workers, adjudication, settings,
+                    commit, stopper, run_stats, address=cfg.ray_address, targets=True)
     except MatchError as e:
         raise SelfPlayError(str(e)) from None
     finally:
