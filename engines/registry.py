@@ -291,7 +291,7 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
     """A fresh evaluator by registry name (share one between engines to pool their leaves).
 
     ``weights`` None: the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``);
-    ``inference`` (``frozen``/``eager``, None: the evaluator's default) applies to networks only."""
+    ``inference`` (``INFERENCE_MODES``, None: the evaluator's default) applies to networks only."""
     entry = EVALUATORS.get(ALIASES.get(name, name))
     if entry is None:
         raise EngineError(f"unknown evaluator {name!r}; known: {', '.join(EVALUATORS)}")
@@ -313,6 +313,17 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
     except (ValueError, OSError) as e:  # EvaluatorError, missing weights file
         raise EngineError(f"cannot load evaluator {name!r}: {e}") from None
     return ev
+
+
+def pin_inference(text: str, mode: str) -> str:
+    """``text`` with ``inference=mode`` added when it names an in-process engine whose evaluator is a
+    network and which names no inference mode itself (a config's run-wide ``inference``: the backend
+    its games were played with); any other engine's text unchanged."""
+    spec = resolve(text)
+    if is_external(spec) or "inference" in spec.options:
+        return text
+    entry = EVALUATORS.get(ALIASES.get(spec.evaluator, spec.evaluator))
+    return join_spec(text, {"inference": mode}) if entry is not None and entry.loads_weights else text
 
 
 def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, str]:

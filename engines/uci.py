@@ -20,7 +20,7 @@ options, or the search fails, the error goes to an ``info string`` and the answe
 found so far, or else a legal move chosen by a one-ply classical evaluation (:func:`fallback_move`).
 
 Options: ``UCI_Variant`` (chess, crazyhouse), ``Threads`` (evaluator threads: torch intra-op threads
-of a network evaluator; default 1), ``inference`` (``frozen`` TorchScript or ``eager``), ``Nodes`` (node limit
+of a network evaluator; default 1), ``inference`` (``onnxruntime``, the default; ``frozen`` TorchScript; ``eager``; ``onnxruntime-int8``), ``Nodes`` (node limit
 for a ``go`` without one; 0 = the search's default), UCI's usual ``Move Overhead`` (ms), ``MultiPV``,
 ``Hash`` (MB: the MCTS tree or the alpha-beta table) and ``Clear Hash`` where the search has them
 (:data:`ALIASES`), and every other option of the engine (its engine options and every field of its

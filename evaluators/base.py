@@ -39,9 +39,11 @@ COMPARE: Final = "compare"
 CAPABILITIES: Final = (POLICY_VALUE, SCORE, COMPARE)
 
 
-#: how a network evaluator runs (evaluators.neural): TorchScript (the default), eager torch, ONNX Runtime
-#: (float32), ONNX Runtime with static int8 quantisation (policy-value networks)
-INFERENCE_MODES: Final = ("frozen", "eager", "onnxruntime", "onnxruntime-int8")
+#: how a network evaluator runs (evaluators.neural): ONNX Runtime float32 (the default), TorchScript
+#: ("frozen"), eager torch, ONNX Runtime with static int8 quantisation (policy-value networks)
+INFERENCE_MODES: Final = ("onnxruntime", "frozen", "eager", "onnxruntime-int8")
+#: the mode a network runs in unless told: the fastest backend that passes the load check
+DEFAULT_INFERENCE: Final = INFERENCE_MODES[0]
 
 
 class EvaluatorError(ValueError):

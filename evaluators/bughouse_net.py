@@ -48,6 +48,7 @@ Saved models are the plain dicts of :mod:`evaluators.nets` with family ``"bughou
 """
 from __future__ import annotations
 
+import logging
 import os
 from importlib import resources
 from dataclasses import asdict, dataclass
@@ -60,9 +61,11 @@ from torch import nn
 from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
-from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.base import DEFAULT_INFERENCE, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.nets import build_checked
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
+
+log = logging.getLogger(__name__)
 
 WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package data, installed or not
 FAMILY: Final = "bughouse"
@@ -335,18 +338,71 @@ class BughouseNetEvaluator(Evaluator):
         self.path = path
         self.max_batch = max_batch
         self.sit_prior = sit_prior
+        #: the inference mode asked for, the one in use once the network has run, and why not another
+        self.inference_requested: str = DEFAULT_INFERENCE
+        self.inference: str | None = None
+        self.inference_error: str | None = None
+        self._forward: Any = None
         torch.set_num_threads(threads)
 
     @classmethod
     def load(cls, path: str | None = None, threads: int = 1, inference: str | None = None,
              variant: str | None = None, device: str = "auto", half: str = "auto") -> Self:
-        """Load weights (None: the shipped ``bughouse_lazybug.pt``).  The network runs eager whatever
-        ``inference`` says (a two-input graph has no frozen copy here); ``variant`` is bughouse."""
+        """Load weights (None: the shipped ``bughouse_lazybug.pt``); ``variant`` is bughouse.
+        ``inference``: ``onnxruntime`` (None: the default) runs the two-input graph in ONNX Runtime on
+        the CPU, checked against eager torch when it is built (every output within
+        ``FROZEN_ATOL``, else a warning and eager); ``frozen`` and ``eager`` run eager torch (a
+        two-input graph has no frozen copy here), as does a GPU; ``onnxruntime-int8`` is float32
+        ONNX Runtime with a warning (int8 is for the one-board policy-value networks)."""
+        from evaluators.neural import check_inference
+
         if variant not in (None, "bughouse"):
             raise BughouseNetError(f"the bughouse network plays bughouse, not {variant}")
         p = path if path is not None else os.path.join(WEIGHTS_DIR, DEFAULT_WEIGHTS)
         net, d = load(p)
-        return cls(net, threads, d.get("meta"), p, device=device)
+        ev = cls(net, threads, d.get("meta"), p, device=device)
+        ev.inference_requested = check_inference(inference or DEFAULT_INFERENCE)
+        return ev
+
+    def warm_up(self) -> None:
+        self._backend()
+
+    def _backend(self) -> Any:
+        """The forward of (planes, scalars) in the chosen inference mode, built at the first call."""
+        if self._forward is None:
+            self._forward, self.inference = self.net, "eager"
+            if self.device.type == "cpu" and self.inference_requested.startswith("onnxruntime"):
+                self._forward = self._build_ort()
+        return self._forward
+
+    def _build_ort(self) -> Any:
+        from evaluators.neural import FROZEN_ATOL
+        from evaluators.onnx_runtime import OrtForward
+
+        if self.inference_requested == "onnxruntime-int8":
+            self.inference_error = "int8 quantisation is offered for the one-board policy-value networks"
+            log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
+        try:
+            g = BughouseGame()
+            states = []
+            for i in range(12):
+                states.append(leaf_state(g, i % 2))
+                board = i % 2
+                moves = g.legal_moves(board)
+                if moves:
+                    g.push(board, moves[(5 * i) % len(moves)])
+            planes, scal = (torch.from_numpy(a) for a in encode(np.array(states, dtype=np.int64)))
+            session = OrtForward(self.net, (planes[:2], scal[:2]), self.threads)
+            with torch.inference_mode():
+                worst = max(float((a - b).abs().max()) for a, b in zip(self.net(planes, scal), session(planes, scal)))
+            if worst <= FROZEN_ATOL:
+                self.inference = "onnxruntime"
+                return session
+            self.inference_error = f"onnxruntime outputs differ from eager by {worst:.2g} > {FROZEN_ATOL:g}"
+        except Exception as e:  # noqa: BLE001 - an export or session failure: eager instead
+            self.inference_error = f"cannot run onnxruntime: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
+        return self.net
 
     def serves(self) -> frozenset[str]:
         return frozenset({POLICY_VALUE})
@@ -360,8 +416,9 @@ class BughouseNetEvaluator(Evaluator):
     def forward(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(values ``[B]``, policy logits ``[B, 11136]``) of leaf states."""
         planes, scal = encode(states)
+        f = self._backend()
         with torch.inference_mode():
-            v, logits = self.net(torch.from_numpy(planes).to(self.device), torch.from_numpy(scal).to(self.device))
+            v, logits = f(torch.from_numpy(planes).to(self.device), torch.from_numpy(scal).to(self.device))
         return v.float().cpu().numpy(), logits.float().cpu().numpy()
 
     def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:

@@ -9,22 +9,56 @@ with a fixed *reference*, the variant's starting position (balanced by construct
 orders: ``p = (P(pos > ref) + 1 - P(ref > pos)) / 2`` is the chance that the position is better
 for White than an even game, and ``cp_white = 400 * log10(p / (1 - p))`` (the logistic Elo
 scale; p = 0.75 is about +190), clamped to +-9999 and negated when Black is to move.
+
+Inference: the network runs as two graphs, the Pos2Vec *tower* (input bits -> features, once per
+distinct state) and the comparator *head* (two feature rows -> P(a better), once per pair).  Under
+``inference=onnxruntime`` (the default) both are ONNX Runtime sessions, checked against eager torch
+on sample positions when they are built (every output within ``FROZEN_ATOL``, else a warning and
+eager); under ``frozen`` and ``eager`` both run as eager torch (a comparator alpha-beta sends
+thousands of calls of a few rows, where a TorchScript graph saves nothing), and so on a GPU.  ONNX
+Runtime's fixed cost per call is what pays here: measured by ``searchbench bench net``.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
+from torch import nn
 
 from board import Position, new_position
 from board.position import RAW_TURN
 from evaluators import encodings as enc
 from evaluators.base import COMPARE, SCORE, value_to_cp
 from evaluators.nets import DeepChessNet
-from evaluators.neural import NeuralEvaluator
+from evaluators.neural import FROZEN_ATOL, NeuralEvaluator, log
 
 DEFAULT_WEIGHTS = "deepchess_crazyhouse.pt"
+
+Tower = Callable[[torch.Tensor], torch.Tensor]
+Head = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class _TowerNet(nn.Module):
+    """The Pos2Vec tower alone (what is exported): bits ``[B, n]`` -> features ``[B, f]``."""
+
+    def __init__(self, net: DeepChessNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net.features(x)
+
+
+class _HeadNet(nn.Module):
+    """The comparator head alone: features ``a``, ``b`` -> P(a is better for White) ``[B]``."""
+
+    def __init__(self, net: DeepChessNet) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, fa: torch.Tensor, fb: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(self.net.compare_features(fa, fb), dim=1)[:, 0]
 
 
 class DeepChessEvaluator(NeuralEvaluator):
@@ -42,9 +76,65 @@ class DeepChessEvaluator(NeuralEvaluator):
         super().__init__(net, threads, meta, path, max_batch, device, half)
         self.cache_size = 100_000
         self._cache: dict[tuple[int, ...], torch.Tensor] = {}
-        ref = new_position(self.variant).raw_state()
-        with torch.inference_mode():
-            self._ref_feat = self.net.features(self._bits([ref]))
+        self._graphs: tuple[Tower, Head] | None = None
+        self._ref_feat: torch.Tensor | None = None
+
+    def set_inference(self, mode: str) -> None:
+        super().set_inference(mode)
+        self._graphs, self._ref_feat = None, None
+        self._cache.clear()  # features of one backend are not mixed with another's
+
+    def warm_up(self) -> None:
+        self._backend()
+
+    def _backend(self) -> tuple[Tower, Head]:
+        """(tower, head) in the chosen inference mode (module docstring), built at the first call."""
+        if self._graphs is None:
+            eager: tuple[Tower, Head] = (_TowerNet(self.net).eval(), _HeadNet(self.net).eval())
+            self._graphs = eager
+            self.inference = "eager"
+            if not self.on_gpu and self.inference_requested.startswith("onnxruntime"):
+                self._graphs = self._build_ort(eager)
+            ref = new_position(self.variant).raw_state()
+            with torch.inference_mode():
+                self._ref_feat = self._graphs[0](self._bits([ref]))
+        return self._graphs
+
+    def _build_ort(self, eager: tuple[Tower, Head]) -> tuple[Tower, Head]:
+        from evaluators.onnx_runtime import OrtForward
+
+        if self.inference_requested == "onnxruntime-int8":
+            self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
+            log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
+        try:
+            x = self._bits([p.raw_state() for p in self._sample_positions()])
+            tower = OrtForward(eager[0], x[:2], self.threads)  # type: ignore[arg-type]
+            with torch.inference_mode():
+                fx = eager[0](x)
+                ia, ib = torch.arange(len(x)), torch.arange(len(x)).roll(1)
+                head = OrtForward(eager[1], (fx[:2], fx[1:3]), self.threads)  # type: ignore[arg-type]
+                worst = max(float((fx - tower(x)[0]).abs().max()),
+                            float((eager[1](fx[ia], fx[ib]) - head(fx[ia], fx[ib])[0]).abs().max()))
+            if worst <= FROZEN_ATOL:
+                self.inference = "onnxruntime"
+                return (lambda t: tower(t)[0]), (lambda a, b: head(a, b)[0])
+            self.inference_error = f"onnxruntime outputs differ from eager by {worst:.2g} > {FROZEN_ATOL:g}"
+        except Exception as e:  # noqa: BLE001 - an export or session failure: eager instead
+            self.inference_error = f"cannot run onnxruntime: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
+        return eager
+
+    def _sample_positions(self) -> list[Position]:
+        """The start and a few plies of play (the load check's positions)."""
+        p = new_position(self.variant)
+        out = [p.copy()]
+        for i in range(15):
+            moves = p.legal_moves()
+            if not moves:
+                break
+            p.push(moves[(7 * i) % len(moves)])
+            out.append(p.copy())
+        return out
 
     @classmethod
     def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:
@@ -81,8 +171,9 @@ class DeepChessEvaluator(NeuralEvaluator):
                 arr[k] = j
         f = self._features(states)
         ta, tb = torch.from_numpy(ia).to(self.device), torch.from_numpy(ib).to(self.device)
+        head = self._backend()[1]
         with torch.inference_mode():
-            p = torch.softmax(self.net.compare_features(f[ta], f[tb]), dim=1)[:, 0]
+            p = head(f[ta], f[tb])
         return [float(v) for v in p.tolist()]
 
     def _features(self, states: list[tuple[int, ...]]) -> torch.Tensor:
@@ -93,21 +184,23 @@ class DeepChessEvaluator(NeuralEvaluator):
             if len(self._cache) + len(missing) > self.cache_size:
                 self._cache.clear()
                 missing = states  # the states that were cached are gone too (states are distinct)
+            tower = self._backend()[0]
             x = self._bits(missing)
             with torch.inference_mode():
-                f = self.net.features(x)
+                f = tower(x)
             for st, row in zip(missing, f):
                 self._cache[st] = row
         return torch.stack([self._cache[st] for st in states])
 
     def white_probability(self, states: Sequence[tuple[int, ...]]) -> list[float]:
         """P(state is better for White than the starting position), symmetrised over both orders."""
+        tower, head = self._backend()
+        assert self._ref_feat is not None
         x = self._bits(states)
         with torch.inference_mode():
-            f = self.net.features(x)
-            r = self._ref_feat.expand(len(f), -1)
-            p1 = torch.softmax(self.net.compare_features(f, r), dim=1)[:, 0]
-            p2 = torch.softmax(self.net.compare_features(r, f), dim=1)[:, 0]
+            f = tower(x)
+            r = self._ref_feat.expand(len(f), -1).contiguous()
+            p1, p2 = head(f, r), head(r, f)
         return ((p1 + 1 - p2) / 2).tolist()
 
     def score(self, pos: Position) -> int:

@@ -4,26 +4,28 @@
   :class:`~evaluators.base.EvaluatorError` line naming it;
 * networks run in eval mode under ``torch.inference_mode()``, in chunks of at most ``max_batch``
   leaves, with ``torch.set_num_threads(threads)`` (a process-wide torch setting);
-* *inference modes* (:data:`INFERENCE_MODES`): ``frozen`` (the default) runs the network as
-  TorchScript, traced once on real positions, frozen (weights folded in as constants, batch norm
-  folded into the convolutions) and passed through ``torch.jit.optimize_for_inference`` (oneDNN
-  convolutions); ``eager`` runs the ``nn.Module`` as it is; ``onnxruntime`` runs an ONNX export of
-  it in ONNX Runtime (:mod:`evaluators.onnx_runtime`; checked against eager the same way, falling back
-  to TorchScript with a warning; about 4x TorchScript's rate at batch 1 and 1.6x at batch 8);
-  ``onnxruntime-int8`` (policy-value networks) quantises that export to int8, calibrated on
-  :data:`INT8_SAMPLE` sample positions, and runs it only if on as many other positions it keeps the
-  float32 top legal move on :data:`INT8_MIN_AGREEMENT` of them and every value within
-  :data:`INT8_VALUE_ATOL`, else float32 ONNX Runtime with a warning (the shipped networks: 92-96%
-  agreement, so they run float32; int8 would be 2.0-2.8x float32 ONNX Runtime, ``bench net``).  The frozen graph is built lazily at
-  the first evaluation, works for any batch size (the batch dimension is not specialised), and is
-  checked against eager on two batch sizes when it is built: if tracing fails or any output differs
-  by more than :data:`FROZEN_ATOL` (absolute), or if the frozen graph later raises, the evaluator
-  logs a warning and runs eager from then on (``inference`` then says ``eager`` and
-  ``inference_error`` why).  Measured on the shipped RISE net on the 2-core development machine, one
-  thread: 1.4x (unloaded) to 1.9x the eager evaluations per second at batch 8, 1.2x to 1.8x at batch
-  32 (``searchbench bench harness`` prints the raw-network table for both modes in one run);
-  bf16 autocast was about as fast as frozen float32 at batch 32 and slower at batch 8, channels_last
-  about 1.3x eager: neither is offered;
+* *inference modes* (:data:`INFERENCE_MODES`): ``onnxruntime`` (the default,
+  :data:`~evaluators.base.DEFAULT_INFERENCE`) runs an ONNX export of the network in ONNX Runtime
+  (:mod:`evaluators.onnx_runtime`; about 4x TorchScript's rate at batch 1 and 1.4-1.6x at batch 8,
+  ``searchbench bench net``), checked against eager torch when it is built (every output within
+  :data:`FROZEN_ATOL` on two batch sizes of real positions), falling back to TorchScript with a
+  warning; its outputs do not depend on the batch (:data:`BATCH_INVARIANT`), so CPU batches are not
+  padded.  ``frozen`` runs the network as TorchScript, traced once on real positions, frozen
+  (weights folded in as constants, batch norm folded into the convolutions) and passed through
+  ``torch.jit.optimize_for_inference`` (oneDNN convolutions): the default before ONNX Runtime,
+  which the reports played then pin (``inference = "frozen"`` in their configs) so they replay game
+  for game.  ``eager`` runs the ``nn.Module`` as it is.  ``onnxruntime-int8`` (policy-value networks)
+  quantises the export to int8, calibrated on :data:`INT8_SAMPLE` sample positions, and runs it only
+  if on as many other positions it keeps the float32 top legal move on :data:`INT8_MIN_AGREEMENT` of
+  them and every value within :data:`INT8_VALUE_ATOL`, else float32 ONNX Runtime with a warning (the
+  shipped networks: 92-96% agreement, so they run float32; int8 would be 2.0-3.6x float32 ONNX
+  Runtime, ``bench net``).  The forward is built lazily at the first evaluation and works for any
+  batch size; if tracing or export fails, or any output differs by more than :data:`FROZEN_ATOL`, or
+  if the graph later raises, the evaluator logs a warning and falls back (ONNX Runtime to
+  TorchScript, TorchScript to eager; ``inference`` then says what runs and ``inference_error``
+  why).  TorchScript against eager, measured on the shipped RISE net on the 2-core development
+  machine, one thread: 1.4x to 1.9x the eager evaluations per second at batch 8; bf16 autocast and
+  channels_last were no faster than frozen float32 and are not offered;
 * ``network_throughput(batch, threads)`` measures the raw network alone (evaluations per second,
   best of a few short trials) so a pooled runner can pick its batch size and thread count;
 * priors are a softmax over the logits of the *legal* moves only (SPEC.md section 2), computed for
@@ -58,13 +60,11 @@ from board import Position, new_position
 from evaluators import encodings as enc
 from evaluators import nets
 from evaluators.base import (
-    INFERENCE_MODES, POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp,
+    DEFAULT_INFERENCE, INFERENCE_MODES, POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp,
 )
 
 log = logging.getLogger(__name__)
 
-#: the mode a network runs in unless told (INFERENCE_MODES, see the module docstring)
-DEFAULT_INFERENCE: Final = "frozen"
 #: largest absolute difference between frozen and eager outputs accepted when the frozen graph is
 #: built (values lie in [-1, 1]; policy logits are O(10); float32 reassociation gives ~1e-5)
 FROZEN_ATOL: Final = 1e-3
@@ -80,6 +80,12 @@ WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package d
 #: the harness does for node-limited runs (a search's root is evaluated alone, or with other games'
 #: leaves, as the pool falls: only padding it too makes the run independent of that).
 CPU_BATCH_MULTIPLE: Final = 8
+#: inference modes whose outputs for a position do not depend on the batch it comes in, so a CPU batch
+#: is not padded: ONNX Runtime's kernels treat every row alike (measured: 64 positions of each shipped
+#: policy-value network in batches of 1, 2, 3, 5, 7, 8, 9, 16 and 33 give bit-identical outputs;
+#: tests/test_onnx_runtime.py checks it), which saves TorchScript's padding (a batch of one padded to
+#: eight costs 2.3x)
+BATCH_INVARIANT: Final = ("onnxruntime", "onnxruntime-int8")
 #: batch sizes a GPU batch is padded to (the largest batch is split by max_batch first)
 BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: the share of sample positions whose top move bfloat16 must keep for ``half=auto`` to use it
@@ -265,12 +271,17 @@ class NeuralEvaluator(Evaluator):
         return self.device.type != "cpu"
 
     def to_device(self, x: np.ndarray) -> tuple[torch.Tensor, int]:
-        """A batch of encoded inputs as the network takes it, and its true size: on the CPU padded to
-        a multiple of :data:`CPU_BATCH_MULTIPLE` (outputs independent of the batch); on a GPU padded to
-        its bucket and copied in one transfer from pinned memory."""
+        """A batch of encoded inputs as the network takes it, and its true size: on the CPU as it is
+        under ONNX Runtime (:data:`BATCH_INVARIANT`), else padded to a multiple of
+        :data:`CPU_BATCH_MULTIPLE` (outputs independent of the batch); on a GPU padded to its bucket
+        and copied in one transfer from pinned memory."""
         t = torch.from_numpy(x)
         n = len(x)
         if not self.on_gpu:
+            if self._forward is None:
+                self._forward = self._build_forward()
+            if self.inference in BATCH_INVARIANT:
+                return t, n
             pad = -n % CPU_BATCH_MULTIPLE if n > 1 or self.pad_single else 0
             if pad:
                 t = torch.cat([t, t[:1].expand(pad, *t.shape[1:])])

@@ -1,7 +1,8 @@
 """The ONNX Runtime inference backend (``inference=onnxruntime``) of the network evaluators.
 
-A network with one input (RISE, SixtyFour, the bughouse net) is exported from its loaded weights to
-ONNX (opset :data:`OPSET`, a dynamic batch dimension) with torch's TorchScript-based exporter, and
+A network (RISE, SixtyFour; the bughouse net's two inputs; DeepChess's Pos2Vec tower and its
+comparator head, two graphs) is exported from its loaded weights to ONNX (opset :data:`OPSET`, a
+dynamic batch dimension on every input) with torch's TorchScript-based exporter, and
 run by an ``onnxruntime.InferenceSession`` on the CPU execution provider with every graph
 optimisation on and ``intra_op_num_threads`` = the evaluator's threads.  The export is cached outside
 git (``$SEARCHBENCH_CACHE`` or ``~/.cache/searchbench``, ``onnx/<sha1>.onnx``), keyed by the SHA-1 of
@@ -65,13 +66,20 @@ def weights_key(net: nn.Module) -> str:
     return h.hexdigest()
 
 
-def export(net: nn.Module, example: torch.Tensor) -> bytes:
-    """The ONNX model of ``net`` (one input ``x``, batch dimension dynamic)."""
+def input_names(n: int) -> list[str]:
+    """The graph's input names: ``x`` for one input, ``x0``, ``x1``, ... for several."""
+    return ["x"] if n == 1 else [f"x{i}" for i in range(n)]
+
+
+def export(net: nn.Module, examples: tuple[torch.Tensor, ...]) -> bytes:
+    """The ONNX model of ``net`` (inputs :func:`input_names`, each with a dynamic batch dimension)."""
     buf = io.BytesIO()
+    names = input_names(len(examples))
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the legacy exporter's deprecation and tracer warnings
-        torch.onnx.export(net, (example,), buf,  # type: ignore[arg-type]  # a BytesIO is written like a file
-                          input_names=["x"], dynamic_axes={"x": {0: "batch"}}, opset_version=OPSET, dynamo=False)
+        torch.onnx.export(net, examples, buf,  # type: ignore[arg-type]  # a BytesIO is written like a file
+                          input_names=names, dynamic_axes={k: {0: "batch"} for k in names}, opset_version=OPSET,
+                          dynamo=False)
     data = buf.getvalue()
     if not data:
         raise EvaluatorError("the ONNX export wrote nothing")
@@ -110,9 +118,10 @@ def quantize_int8(model: bytes, calibration: np.ndarray) -> bytes:
 
 class OrtForward:
     """A callable with the network's signature: torch tensors in, a tuple of torch tensors out
-    (``calibration``: the planes to quantise to int8 with, None: float32)."""
+    (``example``: one input tensor or a tuple of them; ``calibration``: the planes to quantise a
+    one-input network to int8 with, None: float32).  :meth:`run` is the same on numpy arrays."""
 
-    def __init__(self, net: nn.Module, example: torch.Tensor, threads: int,
+    def __init__(self, net: nn.Module, example: torch.Tensor | tuple[torch.Tensor, ...], threads: int,
                  calibration: np.ndarray | None = None) -> None:
         import onnxruntime as ort
 
@@ -125,6 +134,10 @@ class OrtForward:
         if calibration is not None:
             key += "-int8-" + hashlib.sha1(np.ascontiguousarray(calibration, dtype=np.float32).tobytes()).hexdigest()[:16]
         path = cache_dir() / f"{key}.onnx"
+        examples = example if isinstance(example, tuple) else (example,)
+        if calibration is not None and len(examples) != 1:
+            raise EvaluatorError("int8 calibration is for one-input networks")
+        self.names = input_names(len(examples))
         self.session: Any = None
         if path.is_file():
             try:
@@ -133,7 +146,7 @@ class OrtForward:
             except Exception:  # noqa: BLE001 - a stale or corrupt cache entry is rebuilt
                 self.session = None
         if self.session is None:
-            data = export(net, example)
+            data = export(net, examples)
             if calibration is not None:
                 data = quantize_int8(data, calibration)
             self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
@@ -147,6 +160,10 @@ class OrtForward:
                 pass  # no cache then: the next load exports again
         self.path = path
 
-    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        outs = self.session.run(None, {"x": np.ascontiguousarray(x.detach().cpu().numpy())})
-        return tuple(torch.from_numpy(o) for o in outs)
+    def run(self, *xs: np.ndarray) -> list[np.ndarray]:
+        """The outputs for numpy inputs (float32, C-contiguous)."""
+        outs: list[np.ndarray] = self.session.run(None, {k: np.ascontiguousarray(x) for k, x in zip(self.names, xs, strict=True)})
+        return outs
+
+    def __call__(self, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(torch.from_numpy(o) for o in self.run(*(x.detach().cpu().numpy() for x in xs)))

@@ -283,6 +283,41 @@ def test_stored_settings_name_the_network_that_played(tmp_path: Path, capsys: py
             other = g.black_settings if g.white == "rise-mcts" else g.white_settings
             assert rise["weights"] == file_id(weights_path("rise_crazyhouse.pt"))
             assert rise["weights"].startswith("rise_crazyhouse.pt:") and "weights" not in other
+            assert rise["inference"] == "onnxruntime" and "inference" not in other  # the backend that ran
+    rc, out, err = _cli(["replay", str(db)], capsys)
+    assert rc == 0 and "2 games replayed, every move agrees" in out, out + err
+
+
+def test_replay_runs_a_network_in_the_mode_its_game_was_played_in() -> None:
+    from experiments.harness.replay import player_of
+
+    old = {"engine": "rise-mcts", "limits": "nodes=8", "weights": "rise_crazyhouse.pt:abc"}  # before the record
+    assert player_of("a", old).engine == "rise-mcts:inference=frozen"  # TorchScript, the default then
+    assert player_of("a", dict(old, inference="onnxruntime")).engine == "rise-mcts:inference=onnxruntime"
+    assert player_of("a", dict(old, engine="rise-mcts:inference=eager")).engine == "rise-mcts:inference=eager"
+    assert player_of("a", {"engine": "material-ab", "limits": "nodes=8"}).engine == "material-ab"
+
+
+def test_a_config_pins_the_inference_mode_of_its_network_engines(tmp_path: Path) -> None:
+    from experiments.harness import tournament
+    from experiments.harness.tomlconfig import ConfigError
+
+    def load(extra: str) -> tournament.Tournament:
+        path = tmp_path / "t.toml"
+        path.write_text(f'name = "t"\nvariant = "crazyhouse"\ngames = 2\ndb = "{tmp_path}/t.sqlite"\n{extra}\n'
+                        '[[engines]]\nengine = "rise-mcts:batch_size=4"\nnodes = 8\n'
+                        '[[engines]]\nengine = "material-ab"\nnodes = 8\n'
+                        '[[engines]]\nengine = "deepchess-ab:inference=eager"\nnodes = 8\n')
+        return tournament.load(path)
+
+    def engines(t: tournament.Tournament) -> set[str]:
+        return {p.engine for task in t.tasks() for p in (task.white, task.black)}
+
+    assert engines(load('inference = "frozen"')) == {"rise-mcts:batch_size=4,inference=frozen", "material-ab",
+                                                     "deepchess-ab:inference=eager"}
+    assert engines(load("")) == {"rise-mcts:batch_size=4", "material-ab", "deepchess-ab:inference=eager"}
+    with pytest.raises(ConfigError, match="inference.*must be one of onnxruntime"):
+        load('inference = "fast"')
 
 
 @pytest.mark.parametrize("argv,message", [

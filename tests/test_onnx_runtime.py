@@ -107,3 +107,71 @@ def test_int8_is_refused_where_it_changes_the_top_move_and_runs_where_it_keeps_i
     got, ref = ev.evaluate(leaves)[0], eager.evaluate(leaves)[0]
     assert ev.inference == "onnxruntime-int8" and ev.inference_error is None
     assert abs(got.value - ref.value) < 0.2 and np.abs(np.array(got.priors) - np.array(ref.priors)).max() < 0.1
+
+
+@pytest.mark.parametrize("family, variant", [("rise", "crazyhouse"), ("sixtyfour", "chess")])
+def test_onnxruntime_outputs_do_not_depend_on_the_batch_so_batches_are_not_padded(family: str, variant: str) -> None:
+    ev = registry.load_evaluator(family, None, 1, "onnxruntime", device="cpu", variant=variant)
+    ev.pad_single = True
+    x = ev.example_planes(5)
+    t, n = ev.to_device(x)
+    assert ev.inference in neural.BATCH_INVARIANT and (len(t), n) == (5, 5)  # no padding to a multiple of 8
+    planes = torch.from_numpy(ev._planes(np.stack([p.raw_state() for p in ev.sample_positions(40)])))
+    with torch.inference_mode():
+        whole = [o.numpy() for o in ev.forward(planes)]
+        for b in (1, 3, 7, 8, 9):
+            parts = [[o.numpy() for o in ev.forward(planes[i:i + b])] for i in range(0, len(planes), b)]
+            for k in range(2):  # bit-identical, whatever the batch a position came in
+                assert np.array_equal(np.concatenate([p[k] for p in parts]), whole[k])
+    frozen = registry.load_evaluator(family, None, 1, "frozen", device="cpu", variant=variant)
+    frozen.pad_single = True
+    assert len(frozen.to_device(x)[0]) == 8  # TorchScript still pads (oneDNN's blocks of 4 and 8)
+
+
+def test_deepchess_runs_its_tower_and_head_in_onnxruntime_and_matches_eager() -> None:
+    ort_ev = registry.load_evaluator("deepchess", None, 1, "onnxruntime", device="cpu", variant="crazyhouse")
+    eager = registry.load_evaluator("deepchess", None, 1, "eager", device="cpu", variant="crazyhouse")
+    frozen = registry.load_evaluator("deepchess", None, 1, "frozen", device="cpu", variant="crazyhouse")
+    p = new_position("crazyhouse")
+    states = []
+    for i in range(20):
+        states.append(p.raw_state())
+        moves = p.legal_moves()
+        p.push(moves[(3 * i) % len(moves)])
+    pairs = [(states[i], states[(i * 7 + 3) % 20]) for i in range(20)]
+    got, ref, fro = ort_ev.compare(pairs, "crazyhouse"), eager.compare(pairs, "crazyhouse"), frozen.compare(pairs, "crazyhouse")
+    assert ort_ev.inference == "onnxruntime" and eager.inference == frozen.inference == "eager"
+    assert fro == ref  # frozen is eager for DeepChess (the shipped reports' games)
+    assert max(abs(a - b) for a, b in zip(got, ref)) < 1e-5
+    assert abs(ort_ev.score(p) - eager.score(p)) <= 1
+    assert max(abs(a - b) for a, b in zip(ort_ev.white_probability(states), eager.white_probability(states))) < 1e-5
+
+
+def test_deepchess_falls_back_to_eager_when_the_sessions_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = onnx_runtime.OrtForward.__call__
+
+    def off(self: onnx_runtime.OrtForward, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(t + 0.5 for t in real(self, *xs))
+
+    monkeypatch.setattr(onnx_runtime.OrtForward, "__call__", off)
+    ev = registry.load_evaluator("deepchess", None, 1, "onnxruntime", device="cpu", variant="crazyhouse")
+    ev.warm_up()
+    assert ev.inference == "eager" and "onnxruntime outputs differ" in str(ev.inference_error)
+
+
+def test_the_bughouse_net_runs_in_onnxruntime_and_matches_eager() -> None:
+    from board.bughouse import BughouseGame, leaf_state, sit_move, two_board_move
+    from evaluators import bughouse_net as bn
+
+    ev, eager = bn.BughouseNetEvaluator.load(), bn.BughouseNetEvaluator.load(inference="eager")
+    g = BughouseGame()
+    g.push_str("A:e2e4")
+    g.push_str("B:d2d4")
+    leaves = [Leaf(leaf_state(g, f), [two_board_move(b, m) for b in (0, 1) for m in g.legal_moves(b)] + [sit_move(1)],
+                   "bughouse") for f in (0, 1)]
+    got, ref = ev.evaluate(leaves), eager.evaluate(leaves)
+    assert ev.inference == "onnxruntime" and eager.inference == "eager"
+    for a, b in zip(got, ref):
+        assert abs(a.value - b.value) < 1e-5 and np.allclose(a.priors, b.priors, atol=1e-5)
+    with pytest.raises(EvaluatorError, match="unknown inference mode"):
+        bn.BughouseNetEvaluator.load(inference="fast")

@@ -43,7 +43,7 @@ def test_the_network_is_warm_before_readyok() -> None:
     ev = registry.create("rise-mcts", "crazyhouse").evaluator
     assert ev._forward is None
     ev.warm_up()
-    assert ev._forward is not None and ev.inference in ("frozen", "eager")
+    assert ev._forward is not None and ev.inference == "onnxruntime"
 
 
 def test_every_argument_has_help_and_defaults_are_shown(capsys: pytest.CaptureFixture[str]) -> None:

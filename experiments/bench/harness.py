@@ -103,7 +103,7 @@ def _network_evaluator(engine: str, threads: int = 1, inference: str | None = No
 def engine_inference(engine: str) -> str:
     """The inference mode the engine's network runs in (its ``inference`` option or the default)."""
     from engines import registry
-    from evaluators.neural import DEFAULT_INFERENCE
+    from evaluators.base import DEFAULT_INFERENCE
 
     return registry.evaluator_settings(registry.resolve(engine))[2] or DEFAULT_INFERENCE
 

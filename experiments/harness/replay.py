@@ -42,9 +42,27 @@ class Outcome:
         return self.ply is None and not self.skipped
 
 
+#: the inference mode of a stored network game that does not record one: games were stored without it
+#: while TorchScript was the default
+LEGACY_INFERENCE = "frozen"
+
+
 def player_of(name: str, settings: dict[str, Any]) -> Player:
-    """The :class:`Player` a stored game's settings describe (engine and limits text)."""
-    return Player(name, str(settings["engine"]), **parse_limits(str(settings.get("limits", ""))))
+    """The :class:`Player` a stored game's settings describe (engine and limits text).  A network's
+    engine runs in the inference mode the game was played in (``inference``, recorded since ONNX
+    Runtime became the default; a network game without it ran TorchScript) unless its spec names one."""
+    from engines import registry
+    from engines.base import EngineError
+
+    engine = str(settings["engine"])
+    mode = settings.get("inference") or (LEGACY_INFERENCE if "weights" in settings else None)
+    if mode is not None:
+        try:
+            if "inference" not in registry.resolve(engine).options:
+                engine = registry.join_spec(engine, {"inference": str(mode)})
+        except EngineError:
+            pass  # the replay reports the engine's error when it makes it
+    return Player(name, engine, **parse_limits(str(settings.get("limits", ""))))
 
 
 def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome:

@@ -12,7 +12,7 @@ from board import WHITE, Position, move_to_uci
 from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
 from evaluators.base import Evaluation, Leaf
 from experiments.harness.store import GameRecord, MoveStat, versions
-from experiments.harness.tasks import Adjudication, CommitError, GameTask, MatchError, Player
+from experiments.harness.tasks import Adjudication, CommitError, GameTask, MatchError, Player, played
 from search.base import Limits
 
 MATE_CP = 100_000
@@ -447,8 +447,8 @@ class Runner:
         rec = GameRecord(
             key=t.key, run=t.run, match=t.match, pair=t.pair, variant=t.variant,
             white=t.white.name, black=t.black.name,
-            white_settings=self.settings.get(t.white.name) or t.white.settings(g.engines[0]),
-            black_settings=self.settings.get(t.black.name) or t.black.settings(g.engines[1]),
+            white_settings=played(self.settings.get(t.white.name) or t.white.settings(g.engines[0]), g.engines[0]),
+            black_settings=played(self.settings.get(t.black.name) or t.black.settings(g.engines[1]), g.engines[1]),
             opening=t.opening.name, opening_fen=t.opening.fen, opening_moves=list(t.opening.moves),
             moves=g.moves, result=result, reason=reason, move_stats=g.stats, seed=t.seed,
             versions=self.versions, started=g.started, finished=time.time(), targets=g.targets)

@@ -110,12 +110,20 @@ class Player:
         if spec is not None:
             s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
                      options=dict(spec.options))
-        weights = getattr(getattr(engine, "evaluator", None), "path", None)
+        ev = getattr(engine, "evaluator", None)
+        weights = getattr(ev, "path", None)
         if isinstance(weights, str) and os.path.isfile(weights):
             from experiments.harness.store import file_id
 
             s["weights"] = file_id(weights)  # which network played, whatever the spec says
-        return s
+        return played(s, engine)
+
+
+def played(settings: dict[str, Any], engine: Engine | None) -> dict[str, Any]:
+    """``settings`` with ``inference``: the backend the engine's network ran in (after any fallback;
+    known once it has evaluated), which a replay uses (:func:`experiments.harness.replay.player_of`)."""
+    inference = getattr(getattr(engine, "evaluator", None), "inference", None)
+    return dict(settings, inference=inference) if isinstance(inference, str) else settings
 
 
 def limits_text(nodes: int | None = None, depth: int | None = None, movetime: float | None = None,

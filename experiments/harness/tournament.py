@@ -18,6 +18,9 @@ Config (every key is checked; a bad one is reported with its line)::
     bootstrap = 200                # bootstrap samples for the error bars
     backend = "local"              # or "ray" (Ray actors; ray_address = "..." for a cluster)
     notes = "..."                  # Markdown printed in the report (what changed since its last version)
+    inference = "frozen"           # every network engine that names no inference mode runs in this one
+                                   # (default: the evaluators' own, ONNX Runtime; reports played with
+                                   # TorchScript pin "frozen" so they replay game for game)
 
     [adjudication]                 # SPEC.md section 5 defaults; 0 disables a rule
     resign_moves = 5
@@ -35,11 +38,12 @@ Config (every key is checked; a bad one is reported with its line)::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import board
+from evaluators.base import INFERENCE_MODES
 from experiments.harness import openings as openings_mod
 from experiments.harness import pgn as pgn_out
 from experiments.paths import OutputError, check_file
@@ -73,6 +77,8 @@ class RunSettings:
     backend: str = "local"
     ray_address: str | None = None
     notes: str = ""
+    #: the inference mode of every network engine that names none (None: the evaluators' default)
+    inference: str | None = None
     adjudication: Adjudication = field(default_factory=Adjudication)
     _suite: list[openings_mod.Opening] | None = field(default=None, repr=False, compare=False)
     _suite_id: str = field(default="", repr=False, compare=False)
@@ -83,6 +89,11 @@ class RunSettings:
         if self._suite is None:
             self._suite = openings_mod.load_suite(self.openings, self.variant)
             self._suite_id = openings_mod.suite_id(self.openings) + "/" + openings_mod.DRAWN
+        if self.inference is not None:
+            from engines.registry import pin_inference
+
+            a = replace(a, engine=pin_inference(a.engine, self.inference))
+            b = replace(b, engine=pin_inference(b.engine, self.inference))
         key = match_id(self.variant, a, b, self._suite_id)
         try:
             ops = openings_mod.draw(self._suite, (games + 1) // 2, self.seed, key)
@@ -125,6 +136,8 @@ def run_settings(cfg: Section) -> RunSettings:
     s.backend = cfg.choice("backend", BACKENDS, "local")
     s.ray_address = cfg.get("ray_address", str, None)
     s.notes = cfg.get("notes", str, "").strip()
+    s.inference = cfg.get("inference", str, None,
+                          lambda v: None if v in INFERENCE_MODES else f"must be one of {', '.join(INFERENCE_MODES)}")
     adj = cfg.table("adjudication")
     d = Adjudication()
     nonneg = lambda v: None if v >= 0 else "must be >= 0"  # noqa: E731
