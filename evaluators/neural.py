@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 from importlib import resources
+import itertools
 import os
 import time
 import warnings
@@ -181,22 +182,24 @@ def legal_softmax(logits: np.ndarray, seg: np.ndarray, idx: np.ndarray, counts: 
     out: list[list[float]] = [[] for _ in range(len(counts))]
     if len(idx) == 0:
         return out
-    x = logits[seg, idx].astype(np.float64)
+    x = logits.reshape(-1)[seg * logits.shape[1] + idx].astype(np.float64)
     nz = np.flatnonzero(counts)
-    starts = np.concatenate([[0], np.cumsum(counts[nz])[:-1]])
+    cz = counts[nz]
+    ends = np.cumsum(cz)
+    starts = ends - cz
     mx = np.maximum.reduceat(x, starts)
-    e = np.exp(x - np.repeat(mx, counts[nz]))
-    tot = np.add.reduceat(e, starts)
-    p = e / np.repeat(tot, counts[nz])
-    for j, (i, s) in enumerate(zip(nz, starts)):
-        out[i] = p[s:s + counts[i]].tolist()
+    e = np.exp(x - np.repeat(mx, cz))
+    p = (e / np.repeat(np.add.reduceat(e, starts), cz)).tolist()  # one list, sliced per leaf
+    for i, s, t in zip(nz.tolist(), starts.tolist(), ends.tolist()):
+        out[i] = p[s:t]
     return out
 
 
 def flatten_moves(leaves: list[Leaf] | tuple[Leaf, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(moves, leaf index of each move, move count per leaf) as int64 arrays."""
-    counts = np.fromiter((len(lf.moves) for lf in leaves), dtype=np.int64, count=len(leaves))
-    moves = np.fromiter((m for lf in leaves for m in lf.moves), dtype=np.int64, count=int(counts.sum()))
+    lists = [lf.moves for lf in leaves]
+    counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    moves = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
     seg = np.repeat(np.arange(len(leaves)), counts)
     return moves, seg, counts
 
