@@ -90,7 +90,7 @@ class DeepChessEvaluator(NeuralEvaluator):
     def _backend(self) -> tuple[Tower, Head]:
         """(tower, head) in the chosen inference mode (module docstring), built at the first call."""
         if self._graphs is None:
-            eager: tuple[Tower, Head] = (_TowerNet(self.net).eval(), _HeadNet(self.net).eval())
+            eager = self._graphs_eager()
             self._graphs = eager
             self.inference = "eager"
             if not self.on_gpu and self.inference_requested.startswith("onnxruntime"):
@@ -99,6 +99,10 @@ class DeepChessEvaluator(NeuralEvaluator):
             with torch.inference_mode():
                 self._ref_feat = self._graphs[0](self._bits([ref]))
         return self._graphs
+
+    def _graphs_eager(self) -> tuple[nn.Module, nn.Module]:
+        """The tower and the head as eager modules (what is exported, and what runs otherwise)."""
+        return _TowerNet(self.net).eval(), _HeadNet(self.net).eval()
 
     def _build_ort(self, eager: tuple[Tower, Head]) -> tuple[Tower, Head]:
         from evaluators.onnx_runtime import OrtForward

@@ -2,6 +2,7 @@
 network, the export cache is keyed and rebuilt when corrupt, and bad requests are one line."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,22 @@ def test_the_bughouse_net_runs_in_onnxruntime_and_matches_eager() -> None:
         assert abs(a.value - b.value) < 1e-5 and np.allclose(a.priors, b.priors, atol=1e-5)
     with pytest.raises(EvaluatorError, match="unknown inference mode"):
         bn.BughouseNetEvaluator.load(inference="fast")
+
+
+def test_bench_net_measures_every_backend_and_the_other_networks(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.bench import net as bench_net
+    from experiments.cli.main import main
+
+    r = bench_net.run([("rise", "crazyhouse")], batches=[1, 2], seconds=0.01,
+                      graphs=["deepchess_crazyhouse/tower", "deepchess_crazyhouse/head", "bughouse_lazybug"])
+    got = {(row["network"], row["backend"]): row for row in r["rows"]}
+    assert {b for n, b in got if n == "rise_crazyhouse"} == {"onnxruntime", "frozen", "eager", "onnxruntime-int8"}
+    for name in ("deepchess_crazyhouse/tower", "deepchess_crazyhouse/head", "bughouse_lazybug"):
+        assert got[(name, "frozen")]["running"] == "eager" and got[(name, "onnxruntime")]["running"] == "onnxruntime"
+        assert got[(name, "frozen")]["ratio_to_torchscript"]["1"] == 1.0 and got[(name, "onnxruntime")]["flops"] > 0
+    assert got[("deepchess_crazyhouse/head", "onnxruntime")]["flops"] < got[("rise_crazyhouse", "frozen")]["flops"]
+    text = bench_net.format_table(r)
+    assert "deepchess_crazyhouse/head" in text and "bughouse_lazybug" in text
+    assert main(["bench", "net", "--network", "deepchess_chess", "--batches", "1", "--seconds", "0.01", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {row["network"] for row in rows} == {"deepchess_chess/tower", "deepchess_chess/head"}

@@ -9,11 +9,16 @@ its convolutions and linear layers) against a single-thread 1024x1024x1024 SGEMM
 run, and (:func:`pooled`) the pooled NN-MCTS rate of the harness as a share of the fastest accepted
 backend's raw rate at the batch it forms.  A backend that falls back (its outputs differ from eager torch) is shown with its reason; int8
 is measured even where its load check refuses it (the rate it would have), with the reason.
+
+The other shipped networks (:data:`GRAPHS`) are measured the same way under ``frozen`` (for them:
+eager torch, what ran before ONNX Runtime) and ``onnxruntime``: DeepChess as its two graphs, the
+Pos2Vec tower (positions a second) and the comparator head (comparisons a second, the unit its
+alpha-beta spends), and the two-board bughouse net.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
@@ -21,6 +26,9 @@ from torch import nn
 NETWORKS: tuple[tuple[str, str], ...] = (("rise", "crazyhouse"), ("rise", "chess"), ("sixtyfour", "crazyhouse"),
                                          ("sixtyfour", "chess"))
 BATCHES: tuple[int, ...] = (1, 8, 32, 64)
+#: the other shipped networks, by the name the table gives them
+GRAPHS: tuple[str, ...] = ("deepchess_crazyhouse/tower", "deepchess_crazyhouse/head", "deepchess_chess/tower",
+                           "deepchess_chess/head", "bughouse_lazybug")
 
 
 def sgemm_gflops(n: int = 1024, seconds: float = 0.5) -> float:
@@ -42,8 +50,9 @@ def sgemm_gflops(n: int = 1024, seconds: float = 0.5) -> float:
         torch.set_num_threads(old)
 
 
-def flops_per_eval(net: nn.Module, x: torch.Tensor) -> float:
-    """2 x the multiply-adds of one evaluation in ``net``'s Conv2d and Linear layers (input ``x``)."""
+def flops_per_eval(net: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...]) -> float:
+    """2 x the multiply-adds of one evaluation in ``net``'s Conv2d and Linear layers (input ``x``, or
+    the tuple of its inputs)."""
     total = [0.0]
 
     def conv(m: nn.Conv2d, _inp: Any, out: torch.Tensor) -> None:
@@ -57,15 +66,81 @@ def flops_per_eval(net: nn.Module, x: torch.Tensor) -> float:
     hooks += [m.register_forward_hook(linear) for m in net.modules() if isinstance(m, nn.Linear)]
     try:
         with torch.inference_mode():
-            net(x[:1])
+            net(*(t[:1] for t in (x if isinstance(x, tuple) else (x,))))
     finally:
         for h in hooks:
             h.remove()
     return 2.0 * total[0]
 
 
+def _rate(call: Any, batch: int, seconds: float, trials: int = 3) -> float:
+    """Evaluations a second of ``call`` (one batch of ``batch``): the best of ``trials`` runs."""
+    best = 0.0
+    with torch.inference_mode():
+        call()
+        for _ in range(trials):
+            n, t0 = 0, time.perf_counter()
+            while (dt := time.perf_counter() - t0) < seconds:
+                call()
+                n += 1
+            best = max(best, n * batch / dt)
+    return best
+
+
+def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], seconds: float) -> list[dict[str, Any]]:
+    """Rows of one of :data:`GRAPHS` (the table's format), one per backend."""
+    from board import new_position
+    from engines import registry
+
+    rows = []
+    for mode in backends:
+        if name.startswith("deepchess"):
+            variant, graph = name.split("_")[1].split("/")
+            ev: Any = registry.load_evaluator("deepchess", None, 1, mode, device="cpu", variant=variant)
+            tower, head = ev._backend()
+            p = new_position(variant)
+            states: list[tuple[int, ...]] = []
+            while len(states) < max(batches):
+                states.append(p.raw_state())
+                moves = p.legal_moves()
+                p = new_position(variant) if not moves else p
+                if moves:
+                    p.push(moves[len(states) * 7 % len(moves)])
+            x = ev._bits(states)
+            with torch.inference_mode():
+                f = tower(x)
+            g = f.roll(1, 0).contiguous()
+            module: nn.Module = ev._graphs_eager()[0 if graph == "tower" else 1]
+            inputs: tuple[torch.Tensor, ...] = (x,) if graph == "tower" else (f, g)
+            run_b: Callable[[int], Callable[[], Any]] = (
+                (lambda b: (lambda: tower(x[:b]))) if graph == "tower" else (lambda b: (lambda: head(f[:b], g[:b]))))
+        else:
+            import numpy as np
+
+            from board.bughouse import BughouseGame, leaf_state
+            from evaluators import bughouse_net as bn
+
+            ev = bn.BughouseNetEvaluator.load(inference=mode)
+            fwd = ev._backend()
+            game, st = BughouseGame(), []
+            for i in range(max(batches)):
+                st.append(leaf_state(game, i % 2))
+                moves = game.legal_moves(i % 2)
+                if moves and i < 40:
+                    game.push(i % 2, moves[(5 * i) % len(moves)])
+            planes, scal = (torch.from_numpy(a) for a in bn.encode(np.array(st, dtype=np.int64)))
+            module, inputs = ev.net, (planes, scal)
+            run_b = lambda b: (lambda: fwd(planes[:b], scal[:b]))  # noqa: E731
+        rates = {b: _rate(run_b(b), b, seconds) for b in batches}
+        why = ev.inference_error or ("no TorchScript graph: eager torch, as before ONNX Runtime"
+                                     if ev.inference != mode else None)
+        rows.append({"network": name, "backend": mode, "running": ev.inference, "fallback": why,
+                     "flops": flops_per_eval(module, inputs), "evals_per_s": {str(b): r for b, r in rates.items()}})
+    return rows
+
+
 def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] = BATCHES,
-        seconds: float = 0.3) -> dict[str, Any]:
+        seconds: float = 0.3, graphs: Sequence[str] = GRAPHS) -> dict[str, Any]:
     from engines import registry
     from evaluators.base import INFERENCE_MODES
     from evaluators.neural import PolicyValueEvaluator
@@ -88,6 +163,8 @@ def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] =
                          "running": f"{mode}, measured though refused" if refused else ev.inference,
                          "fallback": ev.inference_error, "flops": flops_per_eval(ev.net, x),
                          "evals_per_s": {str(b): r for b, r in rates.items()}})
+    for name in graphs:
+        rows += graph_rows(name, [m for m in backends if m in ("frozen", "onnxruntime")], batches, seconds)
     for r in rows:
         base = next(x for x in rows if x["network"] == r["network"] and x["backend"] == "frozen")
         r["ratio_to_torchscript"] = {b: v / base["evals_per_s"][b] for b, v in r["evals_per_s"].items()}
@@ -123,14 +200,14 @@ def format_table(r: dict[str, Any]) -> str:
     bs = [str(b) for b in r["batches"]]
     lines = [f"one thread; SGEMM peak {r['sgemm_gflops_1_thread']:.1f} GFLOPS; evaluations per second "
              f"(x TorchScript, share of peak)", ""]
-    head = f"{'network':<22}{'backend':<18}{'MFLOP':>7}" + "".join(f"{'batch ' + b:>26}" for b in bs)
+    head = f"{'network':<28}{'backend':<18}{'MFLOP':>7}" + "".join(f"{'batch ' + b:>26}" for b in bs)
     lines += [head, "-" * len(head)]
     for row in r["rows"]:
         cells = "".join(f"{row['evals_per_s'][b]:>10,.0f} ({row['ratio_to_torchscript'][b]:.2f}x, "
                         f"{100 * row['share_of_peak'][b]:>3.0f}%)" for b in bs)
-        lines.append(f"{row['network']:<22}{row['backend']:<18}{row['flops'] / 1e6:>7.1f}{cells}")
+        lines.append(f"{row['network']:<28}{row['backend']:<18}{row['flops'] / 1e6:>7.1f}{cells}")
         if row["running"] != row["backend"]:
-            lines.append(f"{'':<40}runs {row['running']}: {row['fallback']}")
+            lines.append(f"{'':<46}runs {row['running']}: {row['fallback']}")
     lines += [f"not measured: {m}" for m in r["missing"]]
     for p in r.get("pooled", []):
         lines.append(f"pooled NN-MCTS ({p['engine']}, {p['games']} games at {p['nodes']} nodes, one process): "

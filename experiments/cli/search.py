@@ -31,7 +31,8 @@ def _cmd_bench_net(args: argparse.Namespace) -> int:
     from experiments.bench import net as bench_net
 
     nets = [n for n in bench_net.NETWORKS if args.network in ("all", n[0] + "_" + n[1])]
-    r = bench_net.run(nets, batches=args.batches, seconds=args.seconds)
+    graphs = [g for g in bench_net.GRAPHS if args.network in ("all", g, g.split("/")[0])]
+    r = bench_net.run(nets, batches=args.batches, seconds=args.seconds, graphs=graphs)
     if not args.no_pooled:
         r["pooled"] = bench_net.pooled(r["rows"], seconds=args.seconds)
     print(json.dumps(r) if args.json else bench_net.format_table(r))
@@ -39,12 +40,13 @@ def _cmd_bench_net(args: argparse.Namespace) -> int:
 
 
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from experiments.bench.net import BATCHES, NETWORKS
+    from experiments.bench.net import BATCHES, GRAPHS, NETWORKS
     from experiments.cli.main import positive_float
 
-    n = bench_sub.add_parser("net", help="raw network evaluations/s per inference backend (TorchScript, eager, "
-                                         "ONNX Runtime), one thread, with the share of the core's SGEMM peak")
-    n.add_argument("--network", choices=("all",) + tuple(f"{f}_{v}" for f, v in NETWORKS), default="all",
+    n = bench_sub.add_parser("net", help="raw network evaluations/s per inference backend (ONNX Runtime, "
+                                         "TorchScript, eager, int8), one thread, with the share of the core's SGEMM peak")
+    n.add_argument("--network", choices=("all",) + tuple(f"{f}_{v}" for f, v in NETWORKS)
+                   + tuple(dict.fromkeys(g.split("/")[0] for g in GRAPHS)), default="all",
                    help="a shipped network, or all of them")
     n.add_argument("--batches", type=_positive, nargs="+", default=list(BATCHES), help="batch sizes")
     n.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 trials per figure")
