@@ -377,30 +377,23 @@ class BughouseNetEvaluator(Evaluator):
 
     def _build_ort(self) -> Any:
         from evaluators.neural import FROZEN_ATOL
-        from evaluators.onnx_runtime import OrtForward
+        from evaluators.onnx_runtime import checked_session
 
         if self.inference_requested == "onnxruntime-int8":
             self.inference_error = "int8 quantisation is offered for the one-board policy-value networks"
             log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
-        try:
-            g = BughouseGame()
-            states = []
-            for i in range(12):
-                states.append(leaf_state(g, i % 2))
-                board = i % 2
-                moves = g.legal_moves(board)
-                if moves:
-                    g.push(board, moves[(5 * i) % len(moves)])
-            planes, scal = (torch.from_numpy(a) for a in encode(np.array(states, dtype=np.int64)))
-            session = OrtForward(self.net, (planes[:2], scal[:2]), self.threads)
-            with torch.inference_mode():
-                worst = max(float((a - b).abs().max()) for a, b in zip(self.net(planes, scal), session(planes, scal)))
-            if worst <= FROZEN_ATOL:
-                self.inference = "onnxruntime"
-                return session
-            self.inference_error = f"onnxruntime outputs differ from eager by {worst:.2g} > {FROZEN_ATOL:g}"
-        except Exception as e:  # noqa: BLE001 - an export or session failure: eager instead
-            self.inference_error = f"cannot run onnxruntime: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        g, states = BughouseGame(), []
+        for i in range(12):  # the load check's positions: both boards, a few plies of play
+            states.append(leaf_state(g, i % 2))
+            moves = g.legal_moves(i % 2)
+            if moves:
+                g.push(i % 2, moves[(5 * i) % len(moves)])
+        planes, scal = (torch.from_numpy(a) for a in encode(np.array(states, dtype=np.int64)))
+        session, why = checked_session(self.net, (planes[:2], scal[:2]), [(planes, scal)], self.threads, FROZEN_ATOL)
+        if session is not None:  # (an int8 refusal's reason stays in inference_error)
+            self.inference = "onnxruntime"
+            return session
+        self.inference_error = why
         log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
         return self.net
 

@@ -104,41 +104,24 @@ class DeepChessEvaluator(NeuralEvaluator):
         """The tower and the head as eager modules (what is exported, and what runs otherwise)."""
         return _TowerNet(self.net).eval(), _HeadNet(self.net).eval()
 
-    def _build_ort(self, eager: tuple[Tower, Head]) -> tuple[Tower, Head]:
-        from evaluators.onnx_runtime import OrtForward
+    def _build_ort(self, eager: tuple[nn.Module, nn.Module]) -> tuple[Tower, Head]:
+        from evaluators.onnx_runtime import checked_session
 
         if self.inference_requested == "onnxruntime-int8":
             self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
             log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
-        try:
-            x = self._bits([p.raw_state() for p in self._sample_positions()])
-            tower = OrtForward(eager[0], x[:2], self.threads)  # type: ignore[arg-type]
-            with torch.inference_mode():
-                fx = eager[0](x)
-                ia, ib = torch.arange(len(x)), torch.arange(len(x)).roll(1)
-                head = OrtForward(eager[1], (fx[:2], fx[1:3]), self.threads)  # type: ignore[arg-type]
-                worst = max(float((fx - tower(x)[0]).abs().max()),
-                            float((eager[1](fx[ia], fx[ib]) - head(fx[ia], fx[ib])[0]).abs().max()))
-            if worst <= FROZEN_ATOL:
-                self.inference = "onnxruntime"
-                return (lambda t: tower(t)[0]), (lambda a, b: head(a, b)[0])
-            self.inference_error = f"onnxruntime outputs differ from eager by {worst:.2g} > {FROZEN_ATOL:g}"
-        except Exception as e:  # noqa: BLE001 - an export or session failure: eager instead
-            self.inference_error = f"cannot run onnxruntime: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        x = self._bits([p.raw_state() for p in self.sample_positions(16)])
+        with torch.inference_mode():
+            fx = eager[0](x)
+        fy = fx.roll(1, 0).contiguous()
+        tower, why = checked_session(eager[0], x[:2], [(x,)], self.threads, FROZEN_ATOL)
+        head, why2 = checked_session(eager[1], (fx[:2], fy[:2]), [(fx, fy)], self.threads, FROZEN_ATOL)
+        if tower is not None and head is not None:  # (an int8 refusal's reason stays in inference_error)
+            self.inference = "onnxruntime"
+            return (lambda t: tower(t)[0]), (lambda a, b: head(a, b)[0])
+        self.inference_error = why or why2
         log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
         return eager
-
-    def _sample_positions(self) -> list[Position]:
-        """The start and a few plies of play (the load check's positions)."""
-        p = new_position(self.variant)
-        out = [p.copy()]
-        for i in range(15):
-            moves = p.legal_moves()
-            if not moves:
-                break
-            p.push(moves[(7 * i) % len(moves)])
-            out.append(p.copy())
-        return out
 
     @classmethod
     def planes(cls, raw: np.ndarray, variant: str) -> np.ndarray:

@@ -385,25 +385,17 @@ class NeuralEvaluator(Evaluator):
     def _build_onnx(self) -> Callable[..., Any] | None:
         """An ONNX Runtime session of the network (:mod:`evaluators.onnx_runtime`) if it matches eager
         torch within :data:`FROZEN_ATOL` on two batch sizes; else None and a warning."""
-        from evaluators.onnx_runtime import OrtForward
+        from evaluators.onnx_runtime import checked_session
 
         examples = self.example_inputs()
         if examples is None:
             self.inference_error = "the network has no single-input forward to export"
         else:
-            try:
-                session = OrtForward(self.net, examples[0], self.threads)
-                worst = 0.0
-                with torch.inference_mode():
-                    for x in examples:
-                        for a, b in zip(_outputs(self.net(x)), session(x), strict=True):
-                            worst = max(worst, float((a.float() - b.float()).abs().max()) if a.numel() else 0.0)
-                if worst <= FROZEN_ATOL:
-                    self.inference = "onnxruntime"
-                    return session
-                self.inference_error = f"onnxruntime outputs differ from eager by {worst:.2g} > {FROZEN_ATOL:g}"
-            except Exception as e:  # noqa: BLE001 - an export or session failure: TorchScript instead
-                self.inference_error = f"cannot run onnxruntime: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            session, why = checked_session(self.net, examples[0], [(x,) for x in examples], self.threads, FROZEN_ATOL)
+            if session is not None:  # (an int8 refusal's reason stays in inference_error)
+                self.inference = "onnxruntime"
+                return session
+            self.inference_error = why
         log.warning("evaluator %s runs TorchScript: %s", self.name, self.inference_error)
         return None
 
@@ -418,6 +410,23 @@ class NeuralEvaluator(Evaluator):
         self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
         log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
         return None
+
+    def sample_positions(self, count: int, seed: int = 0) -> list[Position]:
+        """``count`` positions of seeded random games (the load checks' samples)."""
+        import random
+
+        rng = random.Random(seed)
+        out: list[Position] = []
+        while len(out) < count:
+            p = new_position(self.variant)
+            for _ in range(rng.randint(0, 60)):
+                moves = p.legal_moves()
+                if not moves:
+                    break
+                p.push(rng.choice(moves))
+            if p.legal_moves():
+                out.append(p)
+        return out
 
     def _check_variant(self, variant: str) -> None:
         if variant != self.variant:
@@ -535,23 +544,6 @@ class PolicyValueEvaluator(NeuralEvaluator):
         for i, k in enumerate(counts.tolist()):
             out.append(Evaluation(float(values[i]), flat[start:start + k].tolist()))
             start += k
-        return out
-
-    def sample_positions(self, count: int, seed: int = 0) -> list[Position]:
-        """``count`` positions of seeded random games (the half-precision check's sample)."""
-        import random
-
-        rng = random.Random(seed)
-        out: list[Position] = []
-        while len(out) < count:
-            p = new_position(self.variant)
-            for _ in range(rng.randint(0, 60)):
-                moves = p.legal_moves()
-                if not moves:
-                    break
-                p.push(rng.choice(moves))
-            if p.legal_moves():
-                out.append(p)
         return out
 
     def int8_session(self) -> Callable[..., Any]:

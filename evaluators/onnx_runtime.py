@@ -30,7 +30,7 @@ import io
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -167,3 +167,23 @@ class OrtForward:
 
     def __call__(self, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return tuple(torch.from_numpy(o) for o in self.run(*(x.detach().cpu().numpy() for x in xs)))
+
+
+def checked_session(net: nn.Module, example: torch.Tensor | tuple[torch.Tensor, ...], checks: Sequence[tuple[torch.Tensor, ...]],
+                    threads: int, atol: float) -> tuple[OrtForward | None, str | None]:
+    """(session, None) if an :class:`OrtForward` of ``net`` gives every output of eager torch within
+    ``atol`` (absolute) on each input tuple of ``checks``; else (None, why, one line) - an export or
+    session failure included: the load check every network evaluator runs before it uses the backend."""
+    try:
+        session = OrtForward(net, example, threads)
+        worst = 0.0
+        with torch.inference_mode():
+            for inputs in checks:
+                ref = net(*inputs)
+                for a, b in zip(ref if isinstance(ref, (tuple, list)) else (ref,), session(*inputs), strict=True):
+                    worst = max(worst, float((a.float() - b.float()).abs().max()) if a.numel() else 0.0)
+        if worst <= atol:
+            return session, None
+        return None, f"onnxruntime outputs differ from eager by {worst:.2g} > {atol:g}"
+    except Exception as e:  # noqa: BLE001 - an export or session failure: the caller falls back
+        return None, f"cannot run onnxruntime: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
