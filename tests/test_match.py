@@ -203,6 +203,39 @@ def test_worker_processes(tmp_path: Path) -> None:
         assert s.played == 4 and len(st) == 4
 
 
+def test_a_worker_that_reads_an_empty_queue_waits_for_the_end_marker() -> None:
+    """A multiprocessing queue can read empty while its tasks are still being written; a worker that
+    took that for the end of the run left every remaining game to the other workers."""
+    import queue as queue_mod
+
+    from experiments.harness.backends import _worker
+
+    todo = tasks("stepped", "random", 4)
+
+    class LaggingQueue:  # empty twice, then the tasks, then the end marker
+        def __init__(self) -> None:
+            self.items: list[object] = [*todo, None]
+            self.misses = 2
+
+        def get(self, timeout: float = 0.0) -> object:
+            if self.misses:
+                self.misses -= 1
+                raise queue_mod.Empty
+            return self.items.pop(0)
+
+    class Results(list):  # type: ignore[type-arg]
+        def put(self, x: object) -> None:
+            self.append(x)
+
+    class Never:
+        def is_set(self) -> bool:
+            return False
+
+    out = Results()
+    _worker(LaggingQueue(), out, Never(), Factory(), "chess", 2, quick_adj(), {})
+    assert sum(isinstance(x, M.GameRecord) for x in out) == 4 and out[-1][0] == "done"
+
+
 def test_killed_run_keeps_finished_games_and_resumes(tmp_path: Path) -> None:
     db = tmp_path / "k.sqlite"
     script = textwrap.dedent(f"""

@@ -168,20 +168,23 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
 
 def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, variant: str, concurrency: int,
             adjudication: Adjudication, settings: dict[str, dict[str, Any]], targets: bool = False) -> None:
-    def tasks() -> Iterator[GameTask]:
-        while True:
-            try:
-                t = task_q.get_nowait()
-            except queue.Empty:
-                return
-            if t is None:
-                return
-            yield t
-
     parent = os.getppid()
 
     def stop() -> bool:  # told to stop, or the main process is gone (killed): stop too
         return bool(stop_ev.is_set()) or os.getppid() != parent
+
+    def tasks() -> Iterator[GameTask]:
+        # the queue ends with one None per worker: an empty read is never the end (a multiprocessing
+        # queue's feeder thread writes behind put(), so get_nowait() can miss tasks that are there;
+        # a worker that took that for the end left the rest of the run to the other workers)
+        while not stop():
+            try:
+                t = task_q.get(timeout=STOP_POLL_SECONDS)
+            except queue.Empty:
+                continue
+            if t is None:
+                return
+            yield t
 
     try:
         runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
@@ -205,6 +208,8 @@ def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: st
     stop_ev = ctx.Event()
     for t in todo:
         task_q.put(t)
+    for _ in range(workers):
+        task_q.put(None)  # the end, one for each worker
     per = max(1, concurrency // workers)
     procs = [ctx.Process(target=_worker, args=(task_q, result_q, stop_ev, factory, variant, per, adjudication,
                                                settings, targets), daemon=True) for _ in range(workers)]
