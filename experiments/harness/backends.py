@@ -5,8 +5,9 @@ Both take the tasks still to play, an engine factory and a ``commit`` callback, 
 their policy targets); every finished game comes back to the caller, the one process that writes the store, so resume and "never a game twice" work as in one
 process.
 
-Processes (``workers > 1``): spawned processes pull tasks from a common queue; a worker stops when
-told or when the main process is gone (killed).
+Processes (``workers > 1``): spawned processes pull tasks from a common queue that ends with one
+end marker per worker; a worker stops at its marker, when told, or when the main process is gone
+(killed).
 
 Ray (``--backend ray [--ray-address ADDR]``): each worker is a Ray actor holding one engine set,
 requesting real CPUs (``num_cpus=1`` each, or ``cpus_per_worker``).  Tasks are pulled from a Ray
