@@ -312,6 +312,18 @@ def load(path: str) -> tuple[BughouseNet, dict[str, Any]]:
     return net, d
 
 
+def sample_states(count: int) -> np.ndarray:
+    """``int64 [count, STATE_LEN]`` leaf states along one game, each board in turn to move and in focus
+    for its first 40 plies (the load check's and the benchmark's positions)."""
+    g, states = BughouseGame(), []
+    for i in range(count):
+        states.append(leaf_state(g, i % 2))
+        moves = g.legal_moves(i % 2)
+        if moves and i < 40:
+            g.push(i % 2, moves[(5 * i) % len(moves)])
+    return np.array(states, dtype=np.int64)
+
+
 # --------------------------------------------------------------------------- evaluator
 
 class BughouseNetEvaluator(Evaluator):
@@ -382,13 +394,7 @@ class BughouseNetEvaluator(Evaluator):
         if self.inference_requested == "onnxruntime-int8":
             self.inference_error = "int8 quantisation is offered for the one-board policy-value networks"
             log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
-        g, states = BughouseGame(), []
-        for i in range(12):  # the load check's positions: both boards, a few plies of play
-            states.append(leaf_state(g, i % 2))
-            moves = g.legal_moves(i % 2)
-            if moves:
-                g.push(i % 2, moves[(5 * i) % len(moves)])
-        planes, scal = (torch.from_numpy(a) for a in encode(np.array(states, dtype=np.int64)))
+        planes, scal = (torch.from_numpy(a) for a in encode(sample_states(12)))
         session, why = checked_session(self.net, (planes[:2], scal[:2]), [(planes, scal)], self.threads, FROZEN_ATOL)
         if session is not None:  # (an int8 refusal's reason stays in inference_error)
             self.inference = "onnxruntime"

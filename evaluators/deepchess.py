@@ -108,8 +108,7 @@ class DeepChessEvaluator(NeuralEvaluator):
         from evaluators.onnx_runtime import checked_session
 
         if self.inference_requested == "onnxruntime-int8":
-            self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
-            log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
+            self._build_int8()  # refused, with its warning: int8 is for the policy-value networks
         x = self._bits([p.raw_state() for p in self.sample_positions(16)])
         with torch.inference_mode():
             fx = eager[0](x)

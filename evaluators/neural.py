@@ -176,6 +176,30 @@ def freeze_network(net: nn.Module, examples: Sequence[torch.Tensor]) -> tuple[Ca
     return frozen, worst
 
 
+def best_rate(call: Callable[[], Any], batch: int, seconds: float, trials: int = 3,
+              sync: Callable[[], None] = lambda: None, every: int = 1) -> float:
+    """Evaluations a second of ``call`` (one batch of ``batch`` positions): the best of ``trials``
+    runs of about ``seconds`` each, after one warm-up call (the best, because other processes only
+    ever slow a trial down); ``sync`` waits for the device before the clock is read, every
+    ``every`` calls."""
+    best = 0.0
+    with torch.inference_mode():
+        call()
+        sync()
+        for _ in range(trials):
+            n, t0 = 0, time.perf_counter()
+            while True:
+                call()
+                n += 1
+                if n % every == 0:
+                    sync()
+                    dt = time.perf_counter() - t0
+                    if dt >= seconds:
+                        break
+            best = max(best, n * batch / dt)
+    return best
+
+
 def legal_softmax(logits: np.ndarray, seg: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> list[list[float]]:
     """Softmax over each leaf's legal moves: ``logits [B, K]``, ``seg`` the leaf of each move,
     ``idx`` the move's output index, ``counts`` the moves per leaf (leaves with none get [])."""
@@ -281,8 +305,7 @@ class NeuralEvaluator(Evaluator):
         t = torch.from_numpy(x)
         n = len(x)
         if not self.on_gpu:
-            if self._forward is None:
-                self._forward = self._build_forward()
+            self._built()  # the mode decides the padding
             if self.inference in BATCH_INVARIANT:
                 return t, n
             pad = -n % CPU_BATCH_MULTIPLE if n > 1 or self.pad_single else 0
@@ -330,9 +353,7 @@ class NeuralEvaluator(Evaluator):
 
     def forward(self, *inputs: torch.Tensor) -> Any:
         """The network's forward in the chosen inference mode (built at the first call)."""
-        f = self._forward
-        if f is None:
-            f = self._forward = self._build_forward()
+        f = self._built()
         if self.half:
             with torch.autocast(self.device.type, dtype=torch.bfloat16):
                 return f(*inputs)
@@ -347,6 +368,12 @@ class NeuralEvaluator(Evaluator):
             log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
             self.inference, self._forward = "eager", self.net
             return self.net(*inputs)
+
+    def _built(self) -> Callable[..., Any]:
+        """The forward, built at the first call (:meth:`_build_forward`)."""
+        if self._forward is None:
+            self._forward = self._build_forward()
+        return self._forward
 
     def _build_forward(self) -> Callable[..., Any]:
         if self.on_gpu:  # eager on a GPU (the module docstring); half precision if it keeps the top move
@@ -492,22 +519,8 @@ class PolicyValueEvaluator(NeuralEvaluator):
             torch.set_num_threads(threads)
         try:
             x, _ = self.to_device(self.example_planes(batch))
-            best = 0.0
-            with torch.inference_mode():
-                self.forward(x)  # warm-up (and the frozen graph's first-batch-size compile)
-                self.sync()
-                for _ in range(trials):
-                    n, t0 = 0, time.perf_counter()
-                    while True:
-                        self.forward(x)
-                        n += 1
-                        if n % 8 == 0 or not self.on_gpu:
-                            self.sync()
-                            dt = time.perf_counter() - t0
-                            if dt >= seconds:
-                                break
-                    best = max(best, n * batch / dt)
-            return best
+            # on a GPU the clock is read (after a sync) every 8 calls, so the calls queue up as in play
+            return best_rate(lambda: self.forward(x), batch, seconds, trials, self.sync, 8 if self.on_gpu else 1)
         finally:
             torch.set_num_threads(old)
 

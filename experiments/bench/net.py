@@ -73,24 +73,10 @@ def flops_per_eval(net: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...]) -
     return 2.0 * total[0]
 
 
-def _rate(call: Any, batch: int, seconds: float, trials: int = 3) -> float:
-    """Evaluations a second of ``call`` (one batch of ``batch``): the best of ``trials`` runs."""
-    best = 0.0
-    with torch.inference_mode():
-        call()
-        for _ in range(trials):
-            n, t0 = 0, time.perf_counter()
-            while (dt := time.perf_counter() - t0) < seconds:
-                call()
-                n += 1
-            best = max(best, n * batch / dt)
-    return best
-
-
 def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], seconds: float) -> list[dict[str, Any]]:
     """Rows of one of :data:`GRAPHS` (the table's format), one per backend."""
-    from board import new_position
     from engines import registry
+    from evaluators.neural import best_rate
 
     rows = []
     for mode in backends:
@@ -98,15 +84,7 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
             variant, graph = name.split("_")[1].split("/")
             ev: Any = registry.load_evaluator("deepchess", None, 1, mode, device="cpu", variant=variant)
             tower, head = ev._backend()
-            p = new_position(variant)
-            states: list[tuple[int, ...]] = []
-            while len(states) < max(batches):
-                states.append(p.raw_state())
-                moves = p.legal_moves()
-                p = new_position(variant) if not moves else p
-                if moves:
-                    p.push(moves[len(states) * 7 % len(moves)])
-            x = ev._bits(states)
+            x = ev._bits([p.raw_state() for p in ev.sample_positions(max(batches))])
             with torch.inference_mode():
                 f = tower(x)
             g = f.roll(1, 0).contiguous()
@@ -115,23 +93,14 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
             run_b: Callable[[int], Callable[[], Any]] = (
                 (lambda b: (lambda: tower(x[:b]))) if graph == "tower" else (lambda b: (lambda: head(f[:b], g[:b]))))
         else:
-            import numpy as np
-
-            from board.bughouse import BughouseGame, leaf_state
             from evaluators import bughouse_net as bn
 
             ev = bn.BughouseNetEvaluator.load(inference=mode)
             fwd = ev._backend()
-            game, st = BughouseGame(), []
-            for i in range(max(batches)):
-                st.append(leaf_state(game, i % 2))
-                moves = game.legal_moves(i % 2)
-                if moves and i < 40:
-                    game.push(i % 2, moves[(5 * i) % len(moves)])
-            planes, scal = (torch.from_numpy(a) for a in bn.encode(np.array(st, dtype=np.int64)))
+            planes, scal = (torch.from_numpy(a) for a in bn.encode(bn.sample_states(max(batches))))
             module, inputs = ev.net, (planes, scal)
             run_b = lambda b: (lambda: fwd(planes[:b], scal[:b]))  # noqa: E731
-        rates = {b: _rate(run_b(b), b, seconds) for b in batches}
+        rates = {b: best_rate(run_b(b), b, seconds) for b in batches}
         why = ev.inference_error or ("no TorchScript graph: eager torch, as before ONNX Runtime"
                                      if ev.inference != mode else None)
         rows.append({"network": name, "backend": mode, "running": ev.inference, "fallback": why,
