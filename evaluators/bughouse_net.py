@@ -62,7 +62,7 @@ from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
 from evaluators.base import DEFAULT_INFERENCE, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
-from evaluators.nets import build_checked
+from evaluators.nets import build_checked, save_atomically
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 log = logging.getLogger(__name__)
@@ -284,9 +284,7 @@ def save(path: str, net: BughouseNet, meta: dict[str, Any] | None = None, half: 
           for k, v in net.state_dict().items()}
     d = {"family": FAMILY, "config": asdict(net.cfg), "variant": "bughouse", "state_dict": sd,
          "meta": dict(meta or {})}
-    tmp = path + ".tmp"
-    torch.save(d, tmp)
-    os.replace(tmp, path)
+    save_atomically(path, d)
 
 
 def load(path: str) -> tuple[BughouseNet, dict[str, Any]]:

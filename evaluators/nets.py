@@ -274,11 +274,38 @@ def model_dict(family: str, net: nn.Module, meta: dict[str, Any] | None = None, 
 
 
 def save_model(path: str, family: str, net: nn.Module, meta: dict[str, Any] | None = None, half: bool = False) -> None:
-    import os
+    save_atomically(path, model_dict(family, net, meta, half))
 
-    tmp = path + ".tmp"
-    torch.save(model_dict(family, net, meta, half), tmp)
-    os.replace(tmp, path)
+
+def save_atomically(path: str, obj: Any) -> None:
+    """``torch.save(obj)`` to a fresh temporary file beside ``path`` (``O_EXCL``: a planted name or link
+    is never written through), then renamed over ``path``; a failure (a full disk) removes the
+    temporary file and raises OSError naming ``path``."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, RuntimeError):  # torch's word for a full disk
+            raise OSError(f"cannot write {path}: {str(e).splitlines()[0] if str(e) else 'write failed'}") from None
+        raise
+
+
+def nonfinite(state: nn.Module | dict[str, Any]) -> str | None:
+    """Why these weights cannot be used (a NaN or an infinity, named by tensor), or None."""
+    sd = state.state_dict() if isinstance(state, nn.Module) else state
+    for name, t in sd.items():
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            return f"the weights hold NaN or infinity ({name})"
+    return None
 
 
 def build_checked(make: Callable[[], nn.Module], state_dict: Any) -> nn.Module:
@@ -298,6 +325,9 @@ def build_checked(make: Callable[[], nn.Module], state_dict: Any) -> nn.Module:
     bad = next((k for k in want if want[k] != got[k]), None)
     if bad is not None:
         raise ValueError(f"the header asks for {bad} of shape {want[bad]}, the file holds {got[bad]}")
+    why = nonfinite(state_dict)
+    if why:
+        raise ValueError(why)
     net = make()
     net.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state_dict.items()})
     return net

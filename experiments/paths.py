@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 MAX_TEXT_BYTES = 64 << 20  # a config or an opening suite is far smaller
 
@@ -148,3 +149,140 @@ class run_dir:
                 d.rmdir()
             except OSError:
                 break
+
+
+def write_atomic(path: str | Path, data: bytes | str, what: str = "file") -> None:
+    """Write ``data`` to ``path`` as a whole or not at all: into a fresh temporary file beside it (made
+    with ``O_EXCL``, so a planted ``.tmp`` name or link is never written through), synced, then renamed
+    over ``path`` (a link at ``path`` is replaced, not followed).  A failure (a full disk) removes the
+    temporary file and raises :class:`OutputError` naming ``path``."""
+    p = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as e:
+        raise OutputError(f"cannot write {what} {str(p)!r}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise OutputError(f"cannot write {what} {str(p)!r}: {e.strerror or e}") from None
+        raise
+
+
+def save_atomic(path: str | Path, save: "Callable[[str], object]", what: str = "file") -> None:
+    """:func:`write_atomic` for a writer that takes a file name (``torch.save``, ``np.savez``,
+    ``savefig``): ``save(tmp)`` writes a fresh temporary name beside ``path``, which is then renamed
+    over it; a failure (a full disk, or the writer's own error) removes what it left and raises
+    :class:`OutputError` naming ``path``."""
+    p = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix, dir=p.parent)
+        os.close(fd)
+    except OSError as e:
+        raise OutputError(f"cannot write {what} {str(p)!r}: {e.strerror}") from None
+    try:
+        save(tmp)
+        os.replace(tmp, p)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, (OSError, RuntimeError)):  # torch reports a full disk as a RuntimeError
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise OutputError(f"cannot write {what} {str(p)!r}: {why}") from None
+        raise
+
+
+def append_line(path: str | Path, line: str, what: str = "journal") -> None:
+    """Append one line (``line`` without its newline) to a journal, durably: the file is opened without
+    following a link (a planted link is refused, never written through); a line torn by an earlier
+    kill or full disk (no newline at the end of the file) is cut off first, so the new line never
+    glues onto it; a write that fails part way is cut back to where it began."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        raise OutputError(f"cannot append to {what} {str(path)!r}: {e.strerror}") from None
+    try:
+        end = os.fstat(fd).st_size
+        good = _last_newline_end(path, end)
+        if good != end:
+            os.ftruncate(fd, good)
+        data = (line + "\n").encode("utf-8")
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        except OSError as e:
+            try:
+                os.ftruncate(fd, good)
+            except OSError:
+                pass
+            raise OutputError(f"cannot append to {what} {str(path)!r}: {e.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _last_newline_end(path: str | Path, size: int) -> int:
+    """The offset just past the last newline of the file's first ``size`` bytes (0 if none)."""
+    if size == 0:
+        return 0
+    with open(path, "rb") as f:
+        pos = size
+        while pos > 0:
+            step = min(pos, 1 << 16)
+            f.seek(pos - step)
+            chunk = f.read(step)
+            i = chunk.rfind(b"\n")
+            if i >= 0:
+                return pos - step + i + 1
+            pos -= step
+    return 0
+
+
+class DirLock:
+    """``with DirLock(folder, what):`` one run at a time in a folder: an exclusive ``flock`` on
+    ``folder/.lock`` (opened without following a link), held for the run's life and released by the
+    kernel when the process ends (``kill -9`` included); a second run is refused at once with one line
+    naming the first's pid."""
+
+    def __init__(self, folder: str | Path, what: str = "run folder") -> None:
+        self.path = Path(folder) / ".lock"
+        self.what = what
+        self.fd: int | None = None
+
+    def __enter__(self) -> "DirLock":
+        import fcntl
+
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as e:
+            raise OutputError(f"cannot lock {self.what} {str(self.path.parent)!r}: {e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                pid = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            finally:
+                os.close(fd)
+            raise OutputError(f"{self.what} {str(self.path.parent)!r} is in use by another run (pid {pid}); "
+                              "wait for it to finish or give another folder") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

@@ -105,7 +105,7 @@ def _suite(args: argparse.Namespace, pairs: int, distinct: bool = True) -> tuple
 
 def _paths(args: argparse.Namespace, kind: str) -> tuple[Path, Path]:
     db = Path(args.db) if args.db else RUNS / f"{_safe(args.a)}-vs-{_safe(args.b)}-{args.variant}{kind}.sqlite"
-    pgn = Path(args.pgn) if args.pgn else db.with_suffix(".pgn")
+    pgn = Path(args.pgn) if args.pgn else pgn_out.beside(db)
     return db, pgn
 
 

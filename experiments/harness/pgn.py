@@ -69,6 +69,17 @@ def check(path: str | Path, what: str = "PGN file") -> Path:
     return p
 
 
+def beside(db: str | Path) -> Path:
+    """The PGN a run writes beside its database when no PGN is named (``runs/x.sqlite`` ->
+    ``runs/x.pgn``).  The user never named that path, so a symbolic link planted there is refused
+    (:class:`OutputError`) instead of followed into another file."""
+    p = Path(db).with_suffix(".pgn")
+    if p.is_symlink():
+        raise OutputError(f"the PGN beside the database, {str(p)!r}, is a symbolic link: refusing to write through "
+                          "it (remove it, or name a PGN with --pgn)")
+    return p
+
+
 def ids_in(path: str | Path) -> set[str]:
     """The ``GameId`` tags of the games already in a PGN file (empty if it does not exist or is
     not a regular file: a device is only written to)."""

@@ -134,8 +134,9 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
 
     from experiments.training.recipe import save_checkpoint, write_metrics_row
 
-    with open(os.path.join(out, "command.txt"), "w") as f:
-        f.write((command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")
+    from experiments.paths import write_atomic
+
+    write_atomic(os.path.join(out, "command.txt"), (command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")
     samples = samples_from_db(list(dbs))
     train_s, val_s = split_by_game(samples, cfg.val_fraction, cfg.seed)
     if len(train_s) == 0 or len(val_s) == 0:

@@ -42,6 +42,7 @@ or ``max_plies`` (then adjudicated a draw).
 from __future__ import annotations
 
 import glob
+import re
 import multiprocessing as mp
 import os
 import queue
@@ -265,7 +266,10 @@ def play_game(job: tuple[int, str, list[str], int, int]) -> GameRecord | str:
 # --------------------------------------------------------------------------- shards
 
 def shard_paths(directory: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(directory, "shard-*.npz")))
+    """The shards of a data directory in order (``shard-NNNNN.npz``; a temporary file a failed write
+    left behind, such as an older version's ``shard-N.npz.tmp.npz``, is not a shard)."""
+    return sorted(p for p in glob.glob(os.path.join(directory, "shard-*.npz"))
+                  if re.fullmatch(r"shard-\d{5,}\.npz", os.path.basename(p)))
 
 
 def write_shard(directory: str, games: list[GameRecord]) -> str:
@@ -295,9 +299,12 @@ def write_shard(directory: str, games: list[GameRecord]) -> str:
         arrays["policy_move"] = np.array([m for ms, _ in targets for m in ms], dtype=np.int32)
         arrays["policy_prob"] = np.array([p for _, ps in targets for p in ps], dtype=np.float32)
         arrays["root_q"] = np.array([q for g in games for q in g.root_q], dtype=np.float32)
-    tmp = path + ".tmp.npz"
-    np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
-    os.replace(tmp, path)
+    from experiments.paths import OutputError, save_atomic
+
+    try:  # a full disk: one line, and no temporary file left to be taken for a shard
+        save_atomic(path, lambda tmp: np.savez_compressed(tmp, **arrays), "data shard")  # type: ignore[arg-type]
+    except OutputError as e:
+        raise DataError(str(e)) from None
     return path
 
 
@@ -357,11 +364,22 @@ def _check_shard(path: str, d: dict[str, np.ndarray]) -> None:
             raise DataError(f"{path}: '{k}' holds {len(d[k])} games, 'game_uid' {games}: a damaged shard")
     if n and (d["game"].min() < 0 or d["game"].max() >= games):
         raise DataError(f"{path}: 'game' refers to games outside 0..{games - 1}: a damaged shard")
+    if n and not _valid_moves(d["move"]):
+        raise DataError(f"{path}: 'move' holds values that are not moves: a damaged shard")
     if "policy_offset" in d:
         off = d["policy_offset"]
         if (len(off) != n + 1 or len(d.get("root_q", ())) != n or off[0] != 0 or np.any(np.diff(off) < 1)
                 or off[-1] != len(d.get("policy_move", ())) or off[-1] != len(d.get("policy_prob", ()))):
             raise DataError(f"{path}: the policy targets do not match the positions: a damaged shard")
+        if len(d["policy_move"]) and not _valid_moves(d["policy_move"]):
+            raise DataError(f"{path}: 'policy_move' holds values that are not moves: a damaged shard")
+
+
+def _valid_moves(m: np.ndarray) -> bool:
+    """Every entry a move of board.moves' layout (below 2**18; promotion 0 or N..Q; drop 0 or P..Q)."""
+    m = m.astype(np.int64)
+    promo, drop = (m >> 12) & 7, m >> 15
+    return bool(np.all((m > 0) & (m < 1 << 18) & (promo != 1) & (promo <= 5) & (drop <= 5)))
 
 
 def load_shard(path: str) -> dict[str, np.ndarray]:

@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, KeyError, RuntimeError) as e:
         print(f"modelcard: error: {e}", file=sys.stderr)
         return 2
-    with open(a.card, "w") as f:
-        f.write(text)
+    from experiments.paths import write_atomic
+
+    write_atomic(a.card, text, "model card")
     return 0
 
 

@@ -5,6 +5,7 @@ on any device."""
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 import threading
 import time
@@ -263,6 +264,9 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
                 with autocast:
                     v, p = net(x.contiguous(memory_format=torch.channels_last) if cfg.bf16 else x)
                 loss, _ = task.loss_of(v.float(), p.float(), ds, b, raw_b, moves_b, flip)
+                if not math.isfinite(float(loss.detach())):
+                    raise TrainError(f"training diverged at step {step + 1}: the loss is {float(loss.detach())} "
+                                     f"(lr {cfg.lr:g}: try a smaller --lr); model.pt not written")
                 opt.zero_grad(set_to_none=True)
                 loss.backward()  # type: ignore[no-untyped-call]
                 opt.step()

@@ -295,8 +295,10 @@ def split(ds: DataSet, cfg: TrainConfig) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def write_metrics_row(path: str, row: dict[str, Any]) -> None:
     """Append a row to a metrics CSV (header on the first; every row of a run has the same columns)."""
-    new = not os.path.exists(path)
-    with open(path, "a", newline="") as f:
+    new = not os.path.lexists(path)
+    # never through a link planted in the run folder (O_NOFOLLOW: one line instead)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with open(fd, "a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(row))
         if new:
             w.writeheader()
@@ -304,9 +306,14 @@ def write_metrics_row(path: str, row: dict[str, Any]) -> None:
 
 
 def save_checkpoint(path: str, state: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (a kill leaves the previous one whole)."""
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
+    """Write a checkpoint atomically (a kill or a full disk leaves the previous one whole, and no
+    temporary file); one line (:class:`TrainError`) if it cannot be written."""
+    from experiments.paths import OutputError, save_atomic
+
+    try:
+        save_atomic(path, lambda tmp: torch.save(state, tmp), "checkpoint")
+    except OutputError as e:
+        raise TrainError(str(e)) from None
 
 
 class Run:
@@ -376,6 +383,9 @@ class Run:
         recipe and data; returns the metadata."""
         if self.best_state:
             net.load_state_dict(self.best_state)
+        bad = nets.nonfinite(net)
+        if bad:
+            raise TrainError(f"training diverged: {bad} (try a smaller --lr); model.pt not written")
         net = net.to("cpu", memory_format=torch.contiguous_format)  # type: ignore[call-overload]
         meta = {**meta, "best_epoch": self.best_epoch,
                 "recipe": {k: v for k, v in asdict(self.cfg).items() if k not in ("data", "out", "extra")},

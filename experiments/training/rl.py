@@ -44,10 +44,10 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from experiments.harness.tomlconfig import ConfigError, Section, load
+from experiments.paths import write_atomic
 from experiments.training.selfplay import SelfPlayConfig, SelfPlayError
 
 STATE = "state.json"
@@ -85,6 +85,29 @@ class LoopConfig:
         return os.path.join(self.out, arm, f"gen-{gen:03d}")
 
 
+def check_suite(sec: Section, key: str, path: str, variant: str, pairs: int) -> None:
+    """The opening suite ``path`` ("": the variant's own) loads and has ``pairs`` distinct openings."""
+    from experiments.harness import openings as openings_mod
+
+    try:
+        n = len(openings_mod.load_suite(path or str(openings_mod.default_suite(variant)), variant))
+    except ValueError as e:
+        raise sec.error(key, str(e)) from None
+    if n < pairs:
+        raise sec.error(key, f"{pairs} game pairs need {pairs} distinct openings; the suite has {n}")
+
+
+def _check_train(t: Section, cfg: "LoopConfig") -> None:
+    """The ``[train]`` values as the trainer itself checks them (before any self-play)."""
+    from experiments.training.recipe import TrainConfig
+
+    keys = {k: v for k, v in cfg.train.items() if k not in ("window", "supervised", "supervised_games")}
+    try:
+        TrainConfig(model=cfg.model, data=[], out="", **keys).resolved()
+    except ValueError as e:
+        raise t.error(None, str(e)) from None
+
+
 def _list_of(sec: Section, k: str, kind: type, default: list[Any]) -> list[Any]:
     v = sec.get(k, list, default)
     if not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):
@@ -102,8 +125,8 @@ def parse(path: str) -> LoopConfig:
     from experiments.training.selfplay import selfplay_engine
 
     root = load(path)
-    name = root.get("name", str, check=lambda v: None if v and all(c.isalnum() or c in "-_." for c in v)
-                    else "must be letters, digits, '-', '_' or '.'")
+    name = root.get("name", str, check=lambda v: None if v and v[0] != "." and all(c.isalnum() or c in "-_." for c in v)
+                    else "must be letters, digits, '-', '_' or '.', not starting with '.' (it names folders)")
     variant = root.choice("variant", ("chess", "crazyhouse"), "crazyhouse")
     model = root.choice("model", tuple(policy_value_families()), "rise")
     initial = root.get("initial", str)
@@ -123,8 +146,12 @@ def parse(path: str) -> LoopConfig:
             try:
                 selfplay_engine(getattr(arm, key), variant, explore=False)
                 spec = registry.resolve(getattr(arm, key))
+                own = registry.split_spec(getattr(arm, key))[1]
             except (SelfPlayError, EngineError) as e:
                 raise a.error(key, str(e)) from None
+            if any(k.strip().lower() == "weights" for k in own):
+                raise a.error(key, "names its own weights; the loop sets them (generation 0 is `initial`): "
+                                   "remove weights= from the engine")
             if spec.evaluator != model:
                 raise a.error(key, f"runs the {spec.evaluator} evaluator; the loop trains {model}")
         a.done()
@@ -154,6 +181,9 @@ def parse(path: str) -> LoopConfig:
     for d in cfg.train["supervised"]:
         if not os.path.exists(d):
             raise t.error("supervised", f"no data at {d!r}")
+    if cfg.train["supervised_games"] < 0:
+        raise t.error("supervised_games", "must be at least 0 (0: all)")
+    _check_train(t, cfg)
     t.done()
     g = root.table("gate")
     cfg.gate = dict(games=g.get("games", int, 40, lambda v: None if v >= 2 and v % 2 == 0 else "must be even, >= 2"),
@@ -162,8 +192,14 @@ def parse(path: str) -> LoopConfig:
                     alpha=g.get("alpha", float, 0.05), beta=g.get("beta", float, 0.05),
                     concurrency=g.positive("concurrency", 16), workers=g.positive("workers", 1),
                     openings=g.get("openings", str, ""))
-    if cfg.gate["sprt"] and cfg.gate["elo1"] <= cfg.gate["elo0"]:
-        raise g.error("elo1", "must exceed elo0")
+    if cfg.gate["sprt"]:
+        from experiments.harness.sprt import Sprt
+
+        try:
+            Sprt("a", "b", cfg.gate["elo0"], cfg.gate["elo1"], cfg.gate["alpha"], cfg.gate["beta"])
+        except ValueError as e:
+            raise g.error("elo1" if "elo1" in str(e) else "alpha", str(e)) from None
+    check_suite(g, "openings", cfg.gate["openings"], cfg.variant, cfg.gate["games"] // 2)
     g.done()
     from experiments.training import rl_report
 
@@ -178,14 +214,18 @@ class State:
     """``OUT/ARM/state.json``: the best generation and what finished, per generation."""
 
     def __init__(self, path: str) -> None:
+        from experiments.paths import InputError, read_text
+
         self.path = path
         self.data: dict[str, Any] = {"best": 0, "gens": {}}
-        if os.path.exists(path):
+        if os.path.lexists(path):
             try:
-                with open(path) as f:
-                    self.data = json.load(f)
-            except (OSError, json.JSONDecodeError) as e:
+                self.data = json.loads(read_text(path, "loop state file"))
+            except (InputError, json.JSONDecodeError) as e:
                 raise ConfigError(f"{path} is not a loop state file ({e})") from None
+            why = _bad_state(self.data)
+            if why:
+                raise ConfigError(f"{path} is not a loop state file: {why} (move it away to run the arm afresh)")
 
     @property
     def best(self) -> int:
@@ -196,10 +236,151 @@ class State:
         return out
 
     def save(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.data, f, indent=1)
-        os.replace(tmp, self.path)
+        from experiments.paths import write_atomic
+
+        write_atomic(self.path, json.dumps(self.data, indent=1), "loop state file")
+
+
+#: what each stage's record in ``state.json`` holds (name: type), besides ``seconds`` and ``cores``
+_STAGE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "selfplay": {"games": int, "positions": int, "network": int, "engine": str},
+    "train": {"init": int, "data": list},
+    "gate": {"against": int, "games": int, "wins": int, "draws": int, "losses": int, "score": (int, float),
+             "accepted": bool, "rule": str, "nodes": int},
+}
+
+
+def _bad_state(d: Any) -> str | None:
+    """Why ``d`` is not the content of a ``state.json`` (None: it is)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if not isinstance(d, dict) or not isinstance(d.get("gens"), dict):
+        return "expected an object with 'best' and 'gens'"
+    best = d.get("best")
+    if not isinstance(best, int) or isinstance(best, bool) or best < 0:
+        return f"'best' is {best!r}, not a generation"
+    for g, rec in d["gens"].items():
+        if not (isinstance(g, str) and g.isdigit() and int(g) >= 1 and isinstance(rec, dict)):
+            return f"generation {g!r} is not a generation's record"
+        for stage, want in _STAGE_FIELDS.items():
+            if stage not in rec:
+                continue
+            r = rec[stage]
+            if not isinstance(r, dict) or not number(r.get("seconds")) or not number(r.get("cores")):
+                return f"generation {g}: the {stage} record has no seconds and cores"
+            for k, kind in want.items():
+                kinds = kind if isinstance(kind, tuple) else (kind,)
+                if not isinstance(r.get(k), kinds) or (bool not in kinds and isinstance(r.get(k), bool)):
+                    return f"generation {g}: the {stage} record's {k!r} is {r.get(k)!r}"
+    if best and not d["gens"].get(str(best), {}).get("gate", {}).get("accepted"):
+        return f"'best' is generation {best}, which no gate accepted"
+    return None
+
+
+class StageClock:
+    """``with StageClock(folder, stage) as clock:`` the wall seconds a stage has run in all, across
+    interruptions: kept in ``folder/clock-STAGE.json``, written every :attr:`TICK` seconds while the
+    stage runs and at its end, so a kill loses at most that much of the run's cost (the report's CPU
+    hours count every attempt, not only the one that finished)."""
+
+    TICK = 10.0
+
+    def __init__(self, folder: str, stage: str) -> None:
+        from experiments.paths import InputError, read_text
+
+        self.path = os.path.join(folder, f"clock-{stage}.json")
+        self.base = 0.0
+        if os.path.lexists(self.path):
+            try:
+                v = json.loads(read_text(self.path, "stage clock")).get("seconds")
+                self.base = float(v) if isinstance(v, (int, float)) and 0 <= v < 1e9 else 0.0
+            except (InputError, json.JSONDecodeError, AttributeError):
+                self.base = 0.0  # a damaged clock only loses the time it held
+        self.t0 = time.monotonic()
+        self._stop: Any = None
+
+    @property
+    def seconds(self) -> float:
+        return round(self.base + time.monotonic() - self.t0, 1)
+
+    def _write(self) -> None:
+        from experiments.paths import OutputError, write_atomic
+
+        try:
+            write_atomic(self.path, json.dumps({"seconds": self.seconds}), "stage clock")
+        except OutputError:
+            pass  # the clock is bookkeeping: a full disk is met (and reported) by the stage itself
+
+    def __enter__(self) -> "StageClock":
+        import threading
+
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.t0 = time.monotonic()
+        self._stop = threading.Event()
+
+        def tick() -> None:
+            while not self._stop.wait(self.TICK):
+                self._write()
+
+        threading.Thread(target=tick, daemon=True, name="stage-clock").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._write()
+
+
+#: the settings a loop's games, networks and decisions depend on (``OUT/loop.json``): a rerun on the
+#: same folder with others is refused; the resources (workers, concurrency, threads) may change
+RUN_FILE = "loop.json"
+_FREE = {"concurrency", "workers", "backend", "ray_address", "threads"}
+
+
+def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
+    from evaluators.neural import weights_path
+    from experiments.harness.store import file_id
+
+    return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial,
+            "initial_file": file_id(weights_path(cfg.initial)),
+            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine} for a in cfg.arms},
+            **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in _FREE}
+               for sec in ("selfplay", "train", "gate")}}
+
+
+def _first_difference(old: Any, new: Any, key: str = "") -> tuple[str, Any, Any] | None:
+    """The first key (dotted) where ``new`` differs from ``old``, with both values; None if none."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in new:
+            d = _first_difference(old.get(k), new[k], f"{key}.{k}" if key else str(k))
+            if d:
+                return d
+        return None
+    return None if old == new else (key, old, new)
+
+
+def check_run(cfg: "LoopConfig") -> None:
+    """Refuse a rerun of ``cfg.out`` with settings other than those it was started with (its games,
+    networks and decisions would mix two runs, and the report would name only the new ones); record
+    them on the first run.  More generations, new arms and other ``[rate]`` keys are allowed."""
+    from experiments.paths import InputError, read_text, write_atomic
+
+    want = _run_record(cfg)
+    path = os.path.join(cfg.out, RUN_FILE)
+    if os.path.lexists(path):
+        try:
+            have = json.loads(read_text(path, "loop run file"))
+        except (InputError, json.JSONDecodeError) as e:
+            raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
+        if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
+            raise ConfigError(f"{path} is not a loop run file; give another out")
+        want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
+        diff = _first_difference(have, want)
+        if diff:
+            k, a, b = diff
+            raise ConfigError(f"{cfg.out} holds a loop run with {k} {a!r}, not {b!r}: give the same settings "
+                              f"to resume it, or another out")
+    write_atomic(path, json.dumps(want, indent=1, sort_keys=True), "loop run file")
 
 
 def weights_of(cfg: LoopConfig, arm: str, gen: int) -> str:
@@ -225,12 +406,12 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
     sp = SelfPlayConfig(engine=_with_weights(arm.engine, weights_of(cfg, arm.name, state.best)),
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
                         seed=cfg.seed * 1000 + gen, **cfg.selfplay)
-    t0 = time.time()
-    stats = selfplay.play(sp, progress=progress)
+    with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
+        stats = selfplay.play(sp, progress=progress)
     if stats["existing_games"] + stats["games"] < sp.games:
         raise SelfPlayError(f"{arm.name} generation {gen}: self-play stopped after "
                             f"{stats['existing_games'] + stats['games']} of {sp.games} games; run again to resume")
-    rec["selfplay"] = {"games": sp.games, "positions": _positions(sp.out), "seconds": round(time.time() - t0, 1),
+    rec["selfplay"] = {"games": sp.games, "positions": _positions(sp.out), "seconds": clock.seconds,
                        "cores": sp.workers, "network": state.best, "engine": stats["engine"]}
     state.save()
 
@@ -257,12 +438,12 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     init = weights_of(cfg, arm.name, state.best)
     tc = train.TrainConfig(model=cfg.model, data=data, out=out, init=init, seed=cfg.seed + gen, **t)
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "command.txt"), "w") as f:
-        f.write(f"searchbench rl {cfg.path}  # arm {arm.name}, generation {gen}: searchbench train {cfg.model} "
-                f"--init {init} --data {' '.join(data)} --out {out}\n")
-    t0 = time.time()
-    meta = train.train(tc, progress=progress)
-    rec["train"] = {"seconds": round(time.time() - t0, 1), "cores": t["threads"], "init": state.best,
+    write_atomic(os.path.join(out, "command.txt"),
+                 f"searchbench rl {cfg.path}  # arm {arm.name}, generation {gen}: searchbench train {cfg.model} "
+                 f"--init {init} --data {' '.join(data)} --out {out}\n", "command file")
+    with StageClock(cfg.gen_dir(arm.name, gen), "train") as clock:
+        meta = train.train(tc, progress=progress)
+    rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best,
                     "positions": meta.get("train_positions"), "val_policy_acc": meta.get("val_policy_acc"),
                     "data": data}
     state.save()
@@ -300,6 +481,7 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
     """Candidate against the best (module docstring); the decision goes into ``state``."""
     from experiments.harness import match as match_mod
     from experiments.harness import openings as openings_mod
+    from experiments.harness import pgn as pgn_out
     from experiments.harness.sprt import Sprt
     from experiments.harness.stats import score_text
     from experiments.harness.store import Store
@@ -330,15 +512,14 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
 
     db = os.path.join(cfg.gen_dir(arm.name, gen), "gate.sqlite")
     keys = {t.key for t in tasks}
-    t0 = time.time()
-    with Store(db, lock=True) as store:
+    with StageClock(cfg.gen_dir(arm.name, gen), "gate") as clock, Store(db, lock=True) as store:
         for g in store.games(match=tasks[0].match):
             if g.key in keys:
                 add(g)
         decided = (lambda: test.state != "continue") if test is not None else None
         match_mod.play(tasks, store, concurrency=gt["concurrency"], workers=gt["workers"],
                        adjudication=match_mod.Adjudication(max_plies=cfg.selfplay["max_plies"]),
-                       pgn_path=Path(db).with_suffix(".pgn"), on_game=add, stop=decided, progress=progress,
+                       pgn_path=pgn_out.beside(db), on_game=add, stop=decided, progress=progress,
                        desc=f"gate {cand.name} vs {champ.name}", postfix=lambda: f"{cand.name} {score_text(*wdl)}")
     games = sum(wdl)
     score = (wdl[0] + 0.5 * wdl[1]) / max(1, games)
@@ -348,7 +529,7 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
         accepted, rule = score >= gt["threshold"], f"score >= {gt['threshold']:g}"
     rec["gate"] = {"against": best, "games": games, "wins": wdl[0], "draws": wdl[1], "losses": wdl[2],
                    "score": round(score, 4), "accepted": accepted, "rule": rule, "nodes": gt["nodes"],
-                   "seconds": round(time.time() - t0, 1), "cores": gt["workers"]}
+                   "seconds": clock.seconds, "cores": gt["workers"]}
     if accepted:
         state.data["best"] = gen
     state.save()
@@ -369,8 +550,7 @@ def model_card(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> None:
              f" (score {g['score']:.3f}; rule {g['rule']}): **{'accepted' if g['accepted'] else 'rejected'}**; the "
              f"games are in gate.sqlite\n")
     text = modelcard.render(os.path.join(cfg.gen_dir(arm.name, gen), "train"), notes)
-    with open(os.path.join(cfg.gen_dir(arm.name, gen), "card.md"), "w") as f:
-        f.write(text)
+    write_atomic(os.path.join(cfg.gen_dir(arm.name, gen), "card.md"), text, "model card")
 
 
 STAGES = ("selfplay", "train", "gate")
@@ -379,6 +559,16 @@ STAGES = ("selfplay", "train", "gate")
 def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dict[str, Any]:
     """The loop for every arm, generation by generation (arms in turn), then the rating and report
     (``until``: stop after that stage of the last generation: tests and partial runs)."""
+    from experiments.paths import DirLock, check_dir
+
+    check_dir(cfg.out, "loop folder")
+    os.makedirs(cfg.out, exist_ok=True)
+    with DirLock(cfg.out, "loop folder"):
+        check_run(cfg)
+        return _run(cfg, progress, until)
+
+
+def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     states = {}
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)

@@ -25,11 +25,13 @@ cores a stage used (self-play workers, training threads, gate workers), summed u
 from __future__ import annotations
 
 import csv
+import io
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from experiments.harness.tomlconfig import Section, writable_dir
+from experiments.paths import save_atomic, write_atomic
 
 if TYPE_CHECKING:
     from experiments.training.rl import LoopConfig, State
@@ -42,22 +44,42 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
     if not r.data:
         return {}
     anchors = []
+    players = {_player_name(arm.name, gen) for arm in cfg.arms for gen in range(cfg.generations + 1)}
     for a in r.tables("anchors") or []:
         anchors.append({"name": a.get("name", str), "engine": a.get("engine", str), "nodes": a.positive("nodes")})
+        if anchors[-1]["name"] in players or anchors[-1]["name"] in [x["name"] for x in anchors[:-1]]:
+            raise a.error("name", f"{anchors[-1]['name']!r} names another player already: each anchor needs a name "
+                                  "of its own (games and ratings are kept by name)")
         try:
-            registry.resolve(anchors[-1]["engine"])
+            spec = registry.resolve(anchors[-1]["engine"])
         except EngineError as e:
             raise a.error("engine", str(e)) from None
+        status = registry.availability(spec)
+        if status != "ok":
+            raise a.error("engine", status)
         a.done()
     if not r.has("anchors"):
         anchors = [{"name": "fairy-stockfish", "engine": "fairy-stockfish", "nodes": 1000}]
+    if not anchors:
+        raise r.error("anchors", "give at least one anchor (the ratings need a player outside the loop)")
     out = dict(games=r.get("games", int, 100, lambda v: None if v >= 4 and v % 4 == 0 else "must be a multiple of 4"),
                nodes=r.positive("nodes", 64), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
-               bootstrap=r.get("bootstrap", int, 200), seed=r.get("seed", int, 1), anchors=anchors,
-               heldout=r.get("heldout", list, []), notes=r.get("notes", str, ""),
+               bootstrap=r.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
+               seed=r.get("seed", int, 1), anchors=anchors,
+               heldout=_strings(r, "heldout"), notes=r.get("notes", str, ""),
                report_dir=r.get("report_dir", str, f"reports/{cfg.name}", check=writable_dir))
+    from experiments.training.rl import check_suite
+
+    check_suite(r, "games", cfg.gate["openings"], cfg.variant, out["games"] // 2)
     r.done()
     return out
+
+
+def _strings(r: Section, k: str) -> list[str]:
+    v = r.get(k, list, [])
+    if not all(isinstance(x, str) for x in v):
+        raise r.error(k, "must be an array of strings (data directories)")
+    return list(v)
 
 
 def _player_name(arm: str, gen: int) -> str:
@@ -68,6 +90,7 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
     """Play the rating games (resumable), rate, write the report; returns the report's folder."""
     from experiments.harness import match as match_mod
     from experiments.harness import openings as openings_mod
+    from experiments.harness import pgn as pgn_out
     from experiments.harness import ratings as ratings_mod
     from experiments.harness.store import Store
     from experiments.training.rl import _with_weights, weights_of
@@ -105,7 +128,7 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
     with Store(db, lock=True) as store:
         match_mod.play(tasks, store, concurrency=rt["concurrency"], workers=rt["workers"],
                        adjudication=match_mod.Adjudication(max_plies=cfg.selfplay["max_plies"]),
-                       pgn_path=Path(db).with_suffix(".pgn"), progress=progress, desc=f"rate {cfg.name}")
+                       pgn_path=pgn_out.beside(db), progress=progress, desc=f"rate {cfg.name}")
         keys = {t.key for t in tasks}
         games = [g for g in store.games(run=cfg.name) if g.key in keys]
     first = _player_name(cfg.arms[0].name, 0)
@@ -157,7 +180,7 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
             card = Path(cfg.gen_dir(arm.name, gen)) / "card.md"
             if card.exists():
                 (out / "cards").mkdir(exist_ok=True)
-                (out / "cards" / f"{_player_name(arm.name, gen)}.md").write_text(card.read_text())
+                write_atomic(out / "cards" / f"{_player_name(arm.name, gen)}.md", card.read_text(), "model card")
     held = _heldout(cfg, rows)
     figures = [_figure(out, rows, x, label, anchors) for x, label in
                (("generation", "generation"), ("selfplay_games", "self-play games"), ("cpu_hours", "CPU hours"))]
@@ -175,7 +198,7 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
                 diffs.append((gen, *fit.difference(na, nb), *_gain_difference(fit, a, b, gen)))
     openings = len({(g.opening_fen, g.match) for g in games})
     text = _markdown(cfg, rows, anchors, gates, held, diffs, figures, len(games), openings, gains)
-    (out / "README.md").write_text(text)
+    write_atomic(out / "README.md", text, "report")
     return str(out)
 
 
@@ -198,10 +221,11 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     cols: list[str] = []
     for r in rows:
         cols += [k for k in r if k not in cols]
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows(rows)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=cols)
+    w.writeheader()
+    w.writerows(rows)
+    write_atomic(path, buf.getvalue(), "report table")
 
 
 def _heldout(cfg: "LoopConfig", rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -247,7 +271,7 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
     fig.tight_layout()
     stem = f"elo_vs_{x if x != 'selfplay_games' else 'selfplay_games'}"
     for ext in ("png", "svg"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=110)
+        save_atomic(out / f"{stem}.{ext}", lambda tmp: fig.savefig(tmp, dpi=110, format=ext), "figure")
     plt.close(fig)
     return stem
 

@@ -45,6 +45,7 @@ from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player
+from experiments.paths import InputError, append_line, read_text, write_atomic
 from experiments.training import datagen
 
 JOURNAL = "pending.jsonl"
@@ -155,6 +156,34 @@ def to_record(line: dict[str, Any], variant: str) -> datagen.GameRecord:
     return rec
 
 
+def _bad_line(line: Any) -> str | None:
+    """Why a parsed journal line is not a game (None: it is one)."""
+    if not isinstance(line, dict):
+        return "not a JSON object"
+    uid = line.get("uid")
+    if not isinstance(uid, int) or isinstance(uid, bool) or not 0 <= uid < SEED_RANGE:
+        return f"uid {uid!r} is not a game uid (0 to 2**63 - 1)"
+    for k in ("opening", "moves"):
+        if not isinstance(line.get(k), list) or not all(isinstance(u, str) for u in line[k]):
+            return f"{k!r} is not a list of UCI moves"
+    if line.get("result") not in RESULT_CODES:
+        return f"result {line.get('result')!r} is not one of {', '.join(RESULT_CODES)}"
+    if not isinstance(line.get("reason"), str):
+        return "'reason' is not text"
+    targets = line.get("targets")
+    if not isinstance(targets, list) or len(targets) != len(line["moves"]):
+        return "'targets' is not one target per move"
+    for t in targets:
+        ok = (isinstance(t, list) and len(t) == 3 and isinstance(t[0], list) and isinstance(t[1], list)
+              and len(t[0]) == len(t[1]) > 0 and all(isinstance(m, int) and not isinstance(m, bool) and 0 < m < 1 << 18
+                                                     for m in t[0])
+              and all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in t[1])
+              and isinstance(t[2], (int, float)) and not isinstance(t[2], bool))
+        if not ok:
+            return f"target {t!r:.60} is not [moves, probabilities, value]"
+    return None
+
+
 class Journal:
     """``OUT/pending.jsonl``: finished games not yet in a shard (module docstring)."""
 
@@ -179,11 +208,14 @@ class Journal:
         for n, text in enumerate(lines, 1):
             try:
                 line = json.loads(text)
-                uid = int(line["uid"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            except json.JSONDecodeError:
                 if n == len(lines):  # the last line, torn by a kill: that game is played again
                     continue
                 raise SelfPlayError(f"{self.path}:{n} is not a journal line (a damaged journal)") from None
+            why = _bad_line(line)
+            if why:
+                raise SelfPlayError(f"{self.path}:{n}: {why} (a damaged journal; move it away to play its games again)")
+            uid = int(line["uid"])
             if uid not in seen:
                 seen.add(uid)
                 self.pending.append(line)
@@ -193,23 +225,25 @@ class Journal:
         return self.in_shards | {int(p["uid"]) for p in self.pending}
 
     def add(self, line: dict[str, Any]) -> None:
-        with open(self.path, "a") as f:
-            f.write(json.dumps(line) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_line(self.path, json.dumps(line), "self-play journal")
         self.pending.append(line)
 
     def flush(self) -> int:
         """Write the pending games as a shard; returns how many."""
         if not self.pending:
             return 0
-        datagen.write_shard(self.out, [to_record(p, self.variant) for p in self.pending])
+        records = []
+        for p in self.pending:
+            try:
+                records.append(to_record(p, self.variant))
+            except (ValueError, KeyError, IndexError, TypeError) as e:
+                raise SelfPlayError(f"{self.path}: game {p['uid']} does not replay ({type(e).__name__}: {e}); "
+                                    "a damaged journal") from None
+        datagen.write_shard(self.out, records)
         self.in_shards.update(int(p["uid"]) for p in self.pending)
         n = len(self.pending)
         self.pending = []
-        tmp = self.path + ".tmp"
-        open(tmp, "w").close()
-        os.replace(tmp, self.path)
+        write_atomic(self.path, b"", "self-play journal")
         return n
 
 
@@ -218,43 +252,58 @@ class Journal:
 RUN_FILE = "selfplay.json"
 
 
-def _check_run(cfg: SelfPlayConfig, engine: str) -> None:
-    """``OUT/selfplay.json`` records what the run plays; a rerun with other settings is refused (its
-    games would be mixed with games of another engine, budget or seed under the same uids)."""
-    want = {"engine": engine, "variant": cfg.variant, "nodes": cfg.nodes, "seed": cfg.seed,
+def _run_settings(cfg: SelfPlayConfig, engine: str) -> dict[str, Any]:
+    return {"engine": engine, "variant": cfg.variant, "nodes": cfg.nodes, "seed": cfg.seed,
             "random_plies": [cfg.min_random_plies, cfg.max_random_plies], "max_plies": cfg.max_plies}
+
+
+def _check_run(cfg: SelfPlayConfig, engine: str) -> bool:
+    """``OUT/selfplay.json`` records what the run plays; a rerun with other settings is refused (its
+    games would be mixed with games of another engine, budget or seed under the same uids).  True if
+    the folder has no record yet (:func:`_record_run` writes it once the engine has loaded: a refused
+    run leaves nothing that would refuse the corrected command)."""
+    want = _run_settings(cfg, engine)
     path = os.path.join(cfg.out, RUN_FILE)
-    if os.path.exists(path):
+    if os.path.lexists(path):
         try:
-            with open(path) as f:
-                have = json.load(f)
-        except (OSError, json.JSONDecodeError):
+            have = json.loads(read_text(path, "self-play run file"))
+        except (InputError, json.JSONDecodeError):
             raise SelfPlayError(f"{path} is not a self-play run file; give another --out") from None
+        if not isinstance(have, dict):
+            raise SelfPlayError(f"{path} is not a self-play run file; give another --out")
         diff = [k for k in want if have.get(k) != want[k]]
         if diff:
             k = diff[0]
             raise SelfPlayError(f"{cfg.out} holds self-play games with {k} {have.get(k)!r}, not {want[k]!r}: "
                                 f"give the same settings to resume, or another --out")
-        return
-    if datagen.shard_paths(cfg.out) or os.path.exists(os.path.join(cfg.out, JOURNAL)):
-        return  # games of a run from before the run file: taken as they are
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(want, f)
-    os.replace(tmp, path)
+        return False
+    # games of a run from before the run file are taken as they are
+    return not (datagen.shard_paths(cfg.out) or os.path.exists(os.path.join(cfg.out, JOURNAL)))
+
+
+def _record_run(cfg: SelfPlayConfig, engine: str) -> None:
+    write_atomic(os.path.join(cfg.out, RUN_FILE), json.dumps(_run_settings(cfg, engine)), "self-play run file")
+
 
 def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Play the run's missing games and write them; returns counts and timings."""
-    from tqdm import tqdm
-
-    from experiments.harness.backends import play_on
-    from experiments.paths import check_dir
+    """Play the run's missing games and write them; returns counts and timings.  One run at a time
+    in a folder (:class:`~experiments.paths.DirLock`)."""
+    from experiments.paths import DirLock, check_dir
 
     cfg.check()
     engine = selfplay_engine(cfg.engine, cfg.variant, cfg.explore)
     check_dir(cfg.out, "self-play directory")
     os.makedirs(cfg.out, exist_ok=True)
-    _check_run(cfg, engine)
+    with DirLock(cfg.out, "self-play directory"):
+        return _play(cfg, engine, progress, stop)
+
+
+def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], bool] | None) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from experiments.harness.backends import play_on
+
+    new_run = _check_run(cfg, engine)
     journal = Journal(cfg.out, cfg.variant)
     player = Player("selfplay", engine, nodes=cfg.nodes)
     done = journal.done
@@ -292,6 +341,8 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
     try:
         if todo:
             settings = check_players([player], cfg.variant, factory)
+            if new_run:
+                _record_run(cfg, engine)
             play_on(cfg.backend, todo, factory, cfg.variant, cfg.concurrency, cfg.workers, adjudication, settings,
                     commit, stopper, run_stats, address=cfg.ray_address, targets=True)
     except MatchError as e:
