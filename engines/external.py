@@ -144,7 +144,14 @@ def check_external_options(options: dict[str, str]) -> dict[str, str]:
 
 
 def find_program(name: str) -> str:
-    """The executable for ``name``: a path, else PATH, else /usr/games; EngineError if none."""
+    """The executable for ``name``: a path, else PATH, else /usr/games; EngineError if none.  The one
+    finder of external programs (engines, data generation, opening generation, bughouse seats): under
+    ``--no-external-programs`` only a built-in engine's program, by name, is found."""
+    from engines.registry import builtin_programs, external_programs_allowed
+
+    if not external_programs_allowed() and (os.sep in name or name not in builtin_programs()):
+        raise EngineError(f"external programs are disabled (--no-external-programs): {name!r} is not the program "
+                          f"of a built-in engine ({', '.join(sorted(builtin_programs()))})")
     if os.sep in name:
         if os.path.isfile(name) and os.access(name, os.X_OK):
             return name

@@ -137,6 +137,11 @@ def external_programs_allowed() -> bool:
     return os.environ.get(NO_EXTERNAL_ENV, "") in ("", "0")
 
 
+def builtin_programs() -> set[str]:
+    """The programs the built-in external engines run (``stockfish``, ``fairy-stockfish``, ``sjeng``)."""
+    return {b.spec.evaluator for b in builtins().values() if is_external(b.spec)}
+
+
 def _check_external_allowed(head: str, overrides: dict[str, str]) -> None:
     if external_programs_allowed():
         return

@@ -148,6 +148,9 @@ class UCIServer:
         self._busy = False  # a search runs and has not written its bestmove (changed under _lock)
         self._stop_event = threading.Event()
         self._pos: Position = board.new_position(variant)
+        #: why the last ``position`` was refused (None: ``_pos`` is the position the GUI set); a ``go``
+        #: then answers ``bestmove 0000``, never for the position before the refused one
+        self._pos_error: str | None = None
         self.quit = False
 
     # ---- output ----
@@ -316,6 +319,7 @@ class UCIServer:
         if engine is not None:
             engine.new_game()
         self._pos = board.new_position(self.variant)
+        self._pos_error = None
 
     def cmd_setoption(self, args: list[str]) -> None:
         if self.searching():
@@ -381,24 +385,21 @@ class UCIServer:
         self._dirty = True
 
     def cmd_position(self, args: list[str]) -> None:
-        if not args:
-            self.note("position: expected 'startpos' or 'fen <fen>'")
-            return
         i = args.index("moves") if "moves" in args else len(args)
         try:
-            if args[0] == "startpos" and i == 1:
+            if args and args[0] == "startpos" and i == 1:
                 pos = board.new_position(self.variant)
-            elif args[0] == "fen" and i > 1:
+            elif args and args[0] == "fen" and i > 1:
                 pos = board.new_position(self.variant, " ".join(args[1:i]))
             else:
-                self.note("position: expected 'startpos' or 'fen <fen>' before 'moves'")
-                return
+                raise ValueError("expected 'startpos' or 'fen <fen>' (then optionally 'moves ...')")
             for m in args[i + 1:]:
                 pos.push_uci(m)
         except ValueError as e:
-            self.note(f"position ignored: {printable(str(e))}")
+            self._pos_error = printable(str(e))
+            self.note(f"position refused: {self._pos_error}; a go answers bestmove 0000 until the next valid position")
             return
-        self._pos = pos
+        self._pos, self._pos_error = pos, None
 
     def parse_go(self, args: list[str]) -> Limits:
         """The limits of a ``go``; a malformed or out-of-range value is noted and left unset (the
@@ -453,6 +454,10 @@ class UCIServer:
             self.note("go while searching: the running search is stopped first")
             self.stop_search()
         limits = self.parse_go(args)
+        if self._pos_error is not None:
+            self.note(f"no position to search: the last position command was refused ({self._pos_error})")
+            self.send("bestmove 0000")
+            return
         engine = self.ensure_engine()
         pos = self._pos.copy()
         if not pos.legal_moves():

@@ -6,8 +6,10 @@ dynamic batch dimension on every input) with torch's TorchScript-based exporter,
 run by an ``onnxruntime.InferenceSession`` on the CPU execution provider with every graph
 optimisation on and ``intra_op_num_threads`` = the evaluator's threads.  The export is cached outside
 git (``$SEARCHBENCH_CACHE`` or ``~/.cache/searchbench``, ``onnx/<sha1>.onnx``), keyed by the SHA-1 of
-the weights' tensors and the torch and opset versions, written to a temporary file and renamed; a
-cached file that onnxruntime cannot load is rebuilt, never trusted.  The caller
+the weights' tensors and the torch and opset versions, written to a temporary file and renamed, with
+the SHA-1 of the exported file recorded beside it (``<sha1>.onnx.sha1``): an entry is used only if it
+still hashes to its record, so a planted or damaged file (even one correct at the checked batches)
+is rebuilt, never trusted, and so is one that onnxruntime cannot load or that fails the load check.  The caller
 (:class:`evaluators.neural.NeuralEvaluator`) checks the session's outputs against eager torch before
 it uses them, as it does for TorchScript.
 
@@ -116,13 +118,50 @@ def quantize_int8(model: bytes, calibration: np.ndarray) -> bytes:
         root.setLevel(level)
 
 
+def read_cached(path: Path) -> bytes | None:
+    """The cache entry ``path`` if it is the file this cache wrote: its SHA-1 must equal the one
+    recorded beside it at export (``KEY.onnx.sha1``).  An entry without its record, or one that differs
+    from it (a planted or damaged file, even one that passes the load check), is not used; the caller
+    exports afresh and overwrites it."""
+    try:
+        data = path.read_bytes()
+        recorded = path.with_name(path.name + ".sha1").read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return data if hashlib.sha1(data).hexdigest() == recorded else None
+
+
+def write_cached(path: Path, data: bytes) -> None:
+    """Store an export in the cache with the SHA-1 record :func:`read_cached` checks (each file written
+    to a fresh temporary name and renamed; a failed write leaves no temporary file, and no cache)."""
+    import tempfile
+
+    record = path.with_name(path.name + ".sha1")
+    for target, content in ((path, data), (record, hashlib.sha1(data).hexdigest().encode() + b"\n")):
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=path.parent)
+        except OSError:
+            return  # no cache then: the next load exports again
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(content)
+            os.replace(tmp, target)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            return
+
+
 class OrtForward:
     """A callable with the network's signature: torch tensors in, a tuple of torch tensors out
     (``example``: one input tensor or a tuple of them; ``calibration``: the planes to quantise a
     one-input network to int8 with, None: float32).  :meth:`run` is the same on numpy arrays."""
 
     def __init__(self, net: nn.Module, example: torch.Tensor | tuple[torch.Tensor, ...], threads: int,
-                 calibration: np.ndarray | None = None) -> None:
+                 calibration: np.ndarray | None = None, fresh: bool = False) -> None:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
@@ -139,9 +178,11 @@ class OrtForward:
             raise EvaluatorError("int8 calibration is for one-input networks")
         self.names = input_names(len(examples))
         self.session: Any = None
-        if path.is_file():
+        self.cached = False
+        data = None if fresh else read_cached(path)
+        if data is not None:
             try:
-                self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
                 self.cached = True
             except Exception:  # noqa: BLE001 - a stale or corrupt cache entry is rebuilt
                 self.session = None
@@ -150,14 +191,7 @@ class OrtForward:
             if calibration is not None:
                 data = quantize_int8(data, calibration)
             self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
-            self.cached = False
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
-            except OSError:
-                pass  # no cache then: the next load exports again
+            write_cached(path, data)
         self.path = path
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
@@ -169,6 +203,17 @@ class OrtForward:
         return tuple(torch.from_numpy(o) for o in self.run(*(x.detach().cpu().numpy() for x in xs)))
 
 
+def _worst(net: nn.Module, session: OrtForward, checks: Sequence[tuple[torch.Tensor, ...]]) -> float:
+    """The largest absolute difference between ``session``'s outputs and eager torch's on ``checks``."""
+    worst = 0.0
+    with torch.inference_mode():
+        for inputs in checks:
+            ref = net(*inputs)
+            for a, b in zip(ref if isinstance(ref, (tuple, list)) else (ref,), session(*inputs), strict=True):
+                worst = max(worst, float((a.float() - b.float()).abs().max()) if a.numel() else 0.0)
+    return worst
+
+
 def checked_session(net: nn.Module, example: torch.Tensor | tuple[torch.Tensor, ...], checks: Sequence[tuple[torch.Tensor, ...]],
                     threads: int, atol: float) -> tuple[OrtForward | None, str | None]:
     """(session, None) if an :class:`OrtForward` of ``net`` gives every output of eager torch within
@@ -176,12 +221,10 @@ def checked_session(net: nn.Module, example: torch.Tensor | tuple[torch.Tensor, 
     session failure included: the load check every network evaluator runs before it uses the backend."""
     try:
         session = OrtForward(net, example, threads)
-        worst = 0.0
-        with torch.inference_mode():
-            for inputs in checks:
-                ref = net(*inputs)
-                for a, b in zip(ref if isinstance(ref, (tuple, list)) else (ref,), session(*inputs), strict=True):
-                    worst = max(worst, float((a.float() - b.float()).abs().max()) if a.numel() else 0.0)
+        worst = _worst(net, session, checks)
+        if worst > atol and session.cached:  # a wrong cache entry is rebuilt, never a reason to fall back
+            session = OrtForward(net, example, threads, fresh=True)
+            worst = _worst(net, session, checks)
         if worst <= atol:
             return session, None
         return None, f"onnxruntime outputs differ from eager by {worst:.2g} > {atol:g}"

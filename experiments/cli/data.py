@@ -83,9 +83,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_bench_encode(args: argparse.Namespace) -> int:
     from experiments.bench import encode as bench_encode
 
-    batches = tuple(int(b) for b in args.batches.split(","))
-    if not batches or min(batches) < 1:
-        raise ValueError("--batches wants positive sizes, e.g. 1,8,64")
+    from experiments.cli.main import MAX_BENCH_BATCH
+
+    try:
+        batches = tuple(int(b) for b in args.batches.split(","))
+    except ValueError:
+        batches = ()
+    if not batches or not all(1 <= b <= MAX_BENCH_BATCH for b in batches):
+        raise ValueError(f"--batches wants sizes from 1 to {MAX_BENCH_BATCH}, e.g. 1,8,64; got {args.batches!r}")
     r = bench_encode.run(batches, seconds=args.seconds, seed=args.seed, weights=args.weights)
     print(json.dumps(r) if args.json else bench_encode.format_table(r))
     return 0

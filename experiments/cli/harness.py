@@ -15,6 +15,7 @@ import board
 from experiments.cli.main import count, number, positive_float, seed
 from experiments.harness import match as match_mod
 from experiments.harness import openings as openings_mod
+from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
 from experiments.harness.store import Store
 

@@ -77,6 +77,7 @@ class Parser(argparse.ArgumentParser):
 
 
 MAX_INT = SEED_RANGE - 1  # SQLite's largest integer (seeds are stored)
+MAX_BENCH_BATCH = 4096  # a benchmark batch (positions a network call): far above any batch a search forms
 
 
 def count(minimum: int, maximum: int = MAX_BUDGET) -> Callable[[str], int]:

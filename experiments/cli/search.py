@@ -41,14 +41,15 @@ def _cmd_bench_net(args: argparse.Namespace) -> int:
 
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from experiments.bench.net import BATCHES, GRAPHS, NETWORKS
-    from experiments.cli.main import positive_float
+    from experiments.cli.main import MAX_BENCH_BATCH, count, positive_float
 
     n = bench_sub.add_parser("net", help="raw network evaluations/s per inference backend (ONNX Runtime, "
                                          "TorchScript, eager, int8), one thread, with the share of the core's SGEMM peak")
     n.add_argument("--network", choices=("all",) + tuple(f"{f}_{v}" for f, v in NETWORKS)
                    + tuple(dict.fromkeys(g.split("/")[0] for g in GRAPHS)), default="all",
                    help="a shipped network, or all of them")
-    n.add_argument("--batches", type=_positive, nargs="+", default=list(BATCHES), help="batch sizes")
+    n.add_argument("--batches", type=count(1, MAX_BENCH_BATCH), nargs="+", default=list(BATCHES),
+                   help=f"batch sizes (at most {MAX_BENCH_BATCH})")
     n.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 trials per figure")
     n.add_argument("--no-pooled", action="store_true", help="leave out the pooled NN-MCTS share (RISE)")
     n.add_argument("--json", action="store_true", help="print one JSON object")

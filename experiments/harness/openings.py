@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import random
 from importlib import resources
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -204,14 +203,14 @@ def format_epd(op: Opening, pos: Position, depth: int) -> str:
 
 
 def find_engine(name: str) -> str:
-    """Path of an external engine binary: PATH first, then /usr/games."""
-    found = shutil.which(name)
-    if found:
-        return found
-    p = Path("/usr/games") / name
-    if p.exists():
-        return str(p)
-    raise OpeningError(f"engine {name!r} not found on PATH or in /usr/games")
+    """Path of an external engine binary (:func:`engines.external.find_program`)."""
+    from engines.base import EngineError
+    from engines.external import find_program
+
+    try:
+        return find_program(name)
+    except EngineError as e:
+        raise OpeningError(str(e)) from None
 
 
 def generate(variant: str, count: int, seed: int = 1, plies: tuple[int, int] = (6, 9),

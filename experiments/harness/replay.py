@@ -103,13 +103,21 @@ def replay(db: str | Path, key: str | None = None, run: str | None = None,
 
     from experiments.harness.runner import RegistryFactory
 
+    from engines import registry
+
     with Store(db, readonly=True) as store:
         games = store.games(run=run)
+    if run is not None and not games:
+        raise KeyError(f"no games of run {run!r} in {str(db)!r}")
     if key is not None:
         games = [g for g in games if g.key == key]
         if not games:
             raise KeyError(f"no game {key!r} in {str(db)!r}")
     games = games[::max(1, every)]
+    # A database names programs as a config does: every stored spec is resolved before the first
+    # game (under --no-external-programs one that runs another program is refused here, not mid-way).
+    for spec in sorted({str(s.get("engine", "")) for g in games for s in (g.white_settings, g.black_settings)}):
+        registry.resolve(spec)
     factory = RegistryFactory()
     try:
         return [replay_game(g, factory) for g in tqdm(games, desc="replay", disable=not progress, dynamic_ncols=True)]

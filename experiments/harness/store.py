@@ -205,6 +205,14 @@ def _readonly_uri(path: Path) -> str:
     return f"file:{quote(str(path.resolve()))}?mode=ro"
 
 
+def _readonly_fs(folder: Path) -> bool:
+    """Whether ``folder`` is on a file system mounted read-only (where even root writes nothing)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _ours(db: sqlite3.Connection, path: Path, empty_ok: bool = True) -> None:
     """Refuse a database that is not searchbench's (another program's file); one without tables is
     a new database to a writer (``empty_ok``), nothing to read to a reader."""
@@ -240,6 +248,7 @@ class Store:
         self._open = False
         self._new_dirs: list[Path] = []
         self._side_files: list[str] = []
+        self._copy_dir: str | None = None
         if readonly:
             self._open_readonly()
             return
@@ -284,9 +293,14 @@ class Store:
             raise StoreError(f"{str(p)!r} is empty: not a searchbench results database")
         self._side_files = [str(p) + s for s in ("-wal", "-shm") if not os.path.exists(str(p) + s)]
         try:
-            self.db = sqlite3.connect(_readonly_uri(p), uri=True, timeout=30.0, isolation_level=None)
-            self._open = True
-            _ours(self.db, p, empty_ok=False)
+            try:
+                self.db = sqlite3.connect(_readonly_uri(p), uri=True, timeout=30.0, isolation_level=None)
+                self._open = True
+                _ours(self.db, p, empty_ok=False)
+            except sqlite3.OperationalError:
+                if os.access(p.parent, os.W_OK) and not _readonly_fs(p.parent):
+                    raise
+                self._open_copy(p)  # a folder that cannot be written (an archive, a read-only mount)
             row = self.db.execute("SELECT value FROM meta WHERE key='uid'").fetchone()
             self.uid = row[0] if row else ""
         except sqlite3.DatabaseError as e:
@@ -295,6 +309,26 @@ class Store:
         except BaseException:
             self.close()
             raise
+
+    def _open_copy(self, p: Path) -> None:
+        """Open a private copy of ``p`` (and its ``-wal``): SQLite cannot read a WAL database in a
+        folder where it may not make its ``-shm`` (a read-only file system); the copy is removed when
+        the store closes."""
+        import shutil
+        import tempfile
+
+        if self._open:
+            self.db.close()
+            self._open = False
+        self._side_files = []
+        self._copy_dir = tempfile.mkdtemp(prefix="searchbench-ro-")
+        copy = Path(self._copy_dir) / p.name
+        shutil.copyfile(p, copy)
+        if os.path.exists(str(p) + "-wal"):
+            shutil.copyfile(str(p) + "-wal", str(copy) + "-wal")
+        self.db = sqlite3.connect(_readonly_uri(copy), uri=True, timeout=30.0, isolation_level=None)
+        self._open = True
+        _ours(self.db, p, empty_ok=False)
 
     def _lock(self) -> None:
         """Create (``O_EXCL``: ``_created`` says whether this run made the file) or open the file and
@@ -353,6 +387,11 @@ class Store:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+        if self._copy_dir is not None:
+            import shutil
+
+            shutil.rmtree(self._copy_dir, ignore_errors=True)
+            self._copy_dir = None
 
     def _remove_reader_side_files(self) -> None:
         """The empty ``-wal`` and the ``-shm`` a read-only open made, unless a writer holds the file now."""
@@ -380,8 +419,16 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """(column names, rows) of a query; a damaged file is one line (:class:`StoreError`) naming it."""
+        try:
+            cur = self.db.execute(sql, args)
+            return [d[0] for d in cur.description], cur.fetchall()
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"cannot read {str(self.path)!r}: {e} (a damaged results database)") from None
+
     def done_keys(self) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT key FROM games")}
+        return {r[0] for r in self._rows("SELECT key FROM games")[1]}
 
     def add(self, g: GameRecord) -> bool:
         """Commit one finished game; False (and nothing written) if its key is already stored."""
@@ -417,24 +464,50 @@ class Store:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY id"
-        cur = self.db.execute(q, args)
-        names = [d[0] for d in cur.description]
-        return [self._record(dict(zip(names, r))) for r in cur]
+        names, rows = self._rows(q, args)
+        return [self._record(dict(zip(names, r))) for r in rows]
 
     def __iter__(self) -> Iterator[GameRecord]:
         return iter(self.games())
 
     def __len__(self) -> int:
-        return int(self.db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        return int(self._rows("SELECT COUNT(*) FROM games")[1][0][0])
 
-    @staticmethod
-    def _record(r: dict[str, Any]) -> GameRecord:
+    def _record(self, r: dict[str, Any]) -> GameRecord:
+        """A row as a game; a field of the wrong type (an edited or damaged row) is one line
+        (:class:`StoreError`) naming the file, the game and the field."""
+        def bad(name: str, why: str) -> StoreError:
+            return StoreError(f"{str(self.path)!r}: game {r.get('key')!r}: {name} {why} (a damaged row)")
+
+        def json_of(name: str, kind: type) -> Any:
+            try:
+                v = json.loads(r[name])
+            except (TypeError, ValueError):
+                raise bad(name, "is not JSON") from None
+            if not isinstance(v, kind):
+                raise bad(name, f"is not a JSON {'object' if kind is dict else 'array'}")
+            return v
+
+        for name in ("key", "run", "match", "variant", "white", "black", "opening", "opening_fen", "opening_moves",
+                     "moves", "result", "reason"):
+            if not isinstance(r[name], str):
+                raise bad(name, f"is {r[name]!r}, not text")
+        for name in ("pair", "seed", "id"):
+            if not isinstance(r[name], int) or isinstance(r[name], bool):
+                raise bad(name, f"is {r[name]!r}, not an integer")
+        for name in ("started", "finished"):
+            if not isinstance(r[name], (int, float)):
+                raise bad(name, f"is {r[name]!r}, not a number")
+        stats = json_of("move_stats", list)
+        try:
+            move_stats = [MoveStat.from_json(v) for v in stats]
+        except (TypeError, ValueError, AttributeError):
+            raise bad("move_stats", "holds an entry that is not a move's statistics") from None
         return GameRecord(
             key=r["key"], run=r["run"], match=r["match"], pair=r["pair"], variant=r["variant"],
-            white=r["white"], black=r["black"], white_settings=json.loads(r["white_settings"]),
-            black_settings=json.loads(r["black_settings"]), opening=r["opening"], opening_fen=r["opening_fen"],
+            white=r["white"], black=r["black"], white_settings=json_of("white_settings", dict),
+            black_settings=json_of("black_settings", dict), opening=r["opening"], opening_fen=r["opening_fen"],
             opening_moves=r["opening_moves"].split(), moves=r["moves"].split(), result=r["result"],
-            reason=r["reason"], move_stats=[MoveStat.from_json(v) for v in json.loads(r["move_stats"])],
-            seed=r["seed"], versions=json.loads(r["versions"]), started=r["started"], finished=r["finished"],
-            id=r["id"])
+            reason=r["reason"], move_stats=move_stats, seed=r["seed"], versions=json_of("versions", dict),
+            started=r["started"], finished=r["finished"], id=r["id"])
 

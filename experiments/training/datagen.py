@@ -47,7 +47,6 @@ import multiprocessing as mp
 import os
 import queue
 import random
-import shutil
 import signal
 import subprocess
 import threading
@@ -65,6 +64,10 @@ SCORE_UNKNOWN = -32768
 RESULT_CODES = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
 
 
+#: datagen stops (one line, the finished games kept) when the engine fails this many games in a row
+MAX_FAILURES_IN_A_ROW = 8
+
+
 class DataError(ValueError):
     """Bad data-generation input: missing engine, unreadable shard or PGN, bad option."""
 
@@ -72,11 +75,15 @@ class DataError(ValueError):
 # --------------------------------------------------------------------------- engine process
 
 def find_engine(name: str) -> str:
-    """Path of an external engine: PATH first, then /usr/games (Debian installs engines there)."""
-    path = shutil.which(name) or (f"/usr/games/{name}" if os.access(f"/usr/games/{name}", os.X_OK) else None)
-    if path is None:
-        raise DataError(f"engine {name!r} not found in PATH or /usr/games")
-    return path
+    """Path of an external engine (:func:`engines.external.find_program`: a path, PATH, then /usr/games;
+    under ``--no-external-programs`` a built-in engine's program only)."""
+    from engines.base import EngineError
+    from engines.external import find_program
+
+    try:
+        return find_program(name)
+    except EngineError as e:
+        raise DataError(str(e)) from None
 
 
 class UciProcess:
@@ -91,16 +98,21 @@ class UciProcess:
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.send("uci")
-        self.wait_for("uciok")
-        opts = {"Threads": "1", "Hash": "16"}
-        if variant != "chess":
-            opts["UCI_Variant"] = variant
-        opts.update(options or {})
-        for k, v in opts.items():
-            self.send(f"setoption name {k} value {v}")
-        self.send("isready")
-        self.wait_for("readyok")
+        try:
+            self.send("uci")
+            self.wait_for("uciok")
+            opts = {"Threads": "1", "Hash": "16"}
+            if variant != "chess":
+                opts["UCI_Variant"] = variant
+            opts.update(options or {})
+            for k, v in opts.items():
+                self.send(f"setoption name {k} value {v}")
+            self.send("isready")
+            self.wait_for("readyok")
+        except DataError:
+            self.proc.kill()  # a hung or broken engine is not left running
+            self.proc.wait()
+            raise
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -211,7 +223,10 @@ def _worker_init(engine_path: str, variant: str) -> None:
     if mp.parent_process() is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     _ENGINE_ARGS = (engine_path, variant)
-    _ENGINE = UciProcess(engine_path, variant)
+    try:
+        _ENGINE = UciProcess(engine_path, variant)
+    except DataError:
+        _ENGINE = None  # play_game tries again, and reports a game it cannot play (never a pool restart loop)
 
 
 def _restart_engine() -> None:
@@ -525,6 +540,10 @@ def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
     if not 0 <= cfg.min_plies <= cfg.max_opening_plies:
         raise DataError("opening plies: need 0 <= min <= max")
     path = find_engine(cfg.engine)
+    try:  # an engine that cannot finish its handshake: one line here, before any worker starts
+        UciProcess(path, cfg.variant, timeout=10.0).close()
+    except (DataError, OSError) as e:
+        raise DataError(f"engine {cfg.engine!r} ({path}) does not answer as a UCI engine: {e}") from None
     used, before = _used_openings(cfg.out, cfg.variant)
     rng = random.Random(cfg.seed)
     deadline = None if cfg.minutes is None else time.monotonic() + 60 * cfg.minutes
@@ -540,12 +559,20 @@ def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
             stats["shards"] += 1
             buf.clear()
 
+    failed_in_a_row = 0
     try:
         for rec in pool.imap_unordered(play_game, _jobs(cfg, used, rng, cfg.games)):
             if isinstance(rec, str):
                 stats["errors"] += 1
+                failed_in_a_row += 1
                 bar.write(f"datagen: skipped {rec}")
-            elif rec.moves:
+                if failed_in_a_row >= MAX_FAILURES_IN_A_ROW:
+                    raise DataError(f"the engine failed {failed_in_a_row} games in a row (last: {rec}); stopped "
+                                    f"({stats['games']} games kept)")
+                bar.update(1)
+                continue
+            failed_in_a_row = 0
+            if rec.moves:
                 buf.append(rec)
                 stats["games"] += 1
                 stats["positions"] += len(rec.moves)
@@ -555,7 +582,7 @@ def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
                 flush()
             if deadline is not None and time.monotonic() > deadline:
                 break
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, DataError):
         flush()
         pool.terminate()
         raise
