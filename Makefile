@@ -6,13 +6,13 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 SOURCES := $(shell find board search evaluators -name '*.py' 2>/dev/null)
 
-.PHONY: run test test-pure test-compiled test-slow typecheck bench install build sysdeps clean
+.PHONY: run test test-pure test-compiled test-slow typecheck bench install build sysdeps clean package-check
 
 run: install
 	$(BIN)/searchbench scale experiments/configs/quick-crazyhouse.toml
 
 test: install
-	$(MAKE) typecheck test-compiled test-pure
+	$(MAKE) typecheck test-compiled test-pure package-check
 
 # mypy --strict with the project's settings (pyproject.toml), over every package
 typecheck: install
@@ -22,10 +22,18 @@ test-compiled: install
 	$(BIN)/pytest -q -p no:cacheprovider
 
 test-pure: install
-	SEARCHBENCH_PURE=1 $(BIN)/pytest -q -p no:cacheprovider -m "not slow and not compiled_only"
+	SEARCHBENCH_PURE=1 $(BIN)/pytest -q -p no:cacheprovider -m "not slow and not compiled_only and not package"
 
 test-slow: install
 	$(BIN)/pytest -q -p no:cacheprovider -m slow
+
+# `pip install .` into a fresh virtual environment plays a RISE match in the default inference backend
+# (every dependency of a default path is declared): run again whenever the dependencies, the build or
+# the default inference change (always on a fresh clone, so in CI).
+package-check: $(VENV)/.package-checked
+$(VENV)/.package-checked: $(VENV)/.installed pyproject.toml setup.py evaluators/base.py
+	$(BIN)/pytest -q -p no:cacheprovider -m package tests/test_package.py
+	touch $@
 
 bench: install
 	$(BIN)/searchbench bench movegen

@@ -70,3 +70,37 @@ def test_an_installed_copy_plays_a_rise_match_from_any_directory(tmp_path: Path)
                          capture_output=True, text=True, cwd=work, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "2 played" in out.stdout and (work / "runs").is_dir()
+
+
+@pytest.mark.package
+@pytest.mark.timeout(1500)
+def test_pip_install_into_a_fresh_venv_plays_a_rise_match(tmp_path: Path) -> None:
+    """``pip install .`` into a fresh virtual environment (no packages but what the install brings: the
+    declared dependencies are all a default code path needs) plays a RISE match from an unrelated
+    directory in the default inference backend (issue 30: onnx was only an extra once ONNX Runtime
+    became the default).  Run by ``make test`` whenever pyproject.toml, setup.py or the default
+    inference (evaluators/base.py) changed since it last passed (``make package-check``)."""
+    import json
+    import sqlite3
+
+    from evaluators.base import DEFAULT_INFERENCE
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # the pure build: what is checked here is the dependencies (the compiled build is test_build's)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], check=True, timeout=1200,
+                   env={**env, "SEARCHBENCH_PURE": "1"})
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    db = work / "m.sqlite"
+    out = subprocess.run([str(venv / "bin" / "searchbench"), "match", "rise-mcts", "material-mcts", "--variant",
+                          "crazyhouse", "--games", "2", "--nodes", "16", "--quiet", "--db", str(db)],
+                         capture_output=True, text=True, cwd=work, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "2 played" in out.stdout and "error" not in out.stderr
+    with sqlite3.connect(db) as con:
+        settings = [json.loads(r[0]) for r in con.execute("SELECT white_settings FROM games UNION ALL "
+                                                           "SELECT black_settings FROM games")]
+    rise = [s for s in settings if s.get("evaluator") == "rise"]
+    assert len(rise) == 2 and all(s["inference"] == DEFAULT_INFERENCE for s in rise)

@@ -266,6 +266,10 @@ class Store:
             self.db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self._open = True
             _ours(self.db, self.path)
+            check = self.db.execute("PRAGMA quick_check(1)").fetchone()
+            if check and check[0] != "ok":  # a run appends to a whole database only (its games would be lost)
+                raise StoreError(f"{str(self.path)!r} is damaged ({check[0]}): give another --db (sqlite3's "
+                                 f".recover copies out what is left)")
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(_SCHEMA)
