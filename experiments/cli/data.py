@@ -30,6 +30,15 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_targets(args: argparse.Namespace) -> int:
+    from experiments.training import targets
+
+    rows = targets.measure(args.engine, args.data, positions=args.positions, nodes=args.nodes, seed=args.seed,
+                           explore=not args.no_explore, val_fraction=args.val_fraction, progress=not args.quiet)
+    print(json.dumps([r.as_dict() for r in rows]) if args.json else targets.format_table(rows, args.nodes))
+    return 0
+
+
 def _cmd_agreement(args: argparse.Namespace) -> int:
     from experiments.training import agreement
 
@@ -137,6 +146,20 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("--json", action="store_true")
     a.add_argument("--quiet", action="store_true")
     a.set_defaults(func=_cmd_agreement)
+
+    t = sub.add_parser("targets", help="a search's policy training target against the network's prior on held-out "
+                                       "positions: top-1, entropy, KL, mass on checks, evaluator calls (before training)")
+    t.add_argument("--engine", required=True, action="append",
+                   help="an MCTS-family engine (repeat for several), e.g. rise-mcts or rise-gumbel:c_scale=0.1")
+    t.add_argument("--data", required=True, nargs="+", help="data directories or shard files (their validation games)")
+    t.add_argument("--nodes", type=count(1, 100_000), default=16, help="root visits per move, as in self-play")
+    t.add_argument("--positions", type=count(1, 1_000_000), default=400, help="validation positions sampled")
+    t.add_argument("--val-fraction", type=fraction, default=0.1, help="as train: share of games held out")
+    t.add_argument("--no-explore", action="store_true", help="without self-play's exploration (noise)")
+    t.add_argument("--seed", type=seed, default=0)
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_cmd_targets)
 
     h = sub.add_parser("heldout", help="policy/value accuracy of saved rise/sixtyfour networks on the same "
                                        "held-out games (train's validation split of --data)")

@@ -568,7 +568,49 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
         return _run(cfg, progress, until)
 
 
+TARGETS = "targets.json"
+
+
+def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
+    """Each arm's self-play target against generation 0's prior on the held-out positions of
+    ``[rate] heldout`` (:mod:`experiments.training.targets`), before any self-play: kept in
+    ``OUT/targets.json`` (measured once), quoted by the report, and a warning for every target that
+    is not better than the prior (training on it teaches the network nothing it does not say)."""
+    import sys
+
+    from experiments.paths import InputError, read_text
+    from experiments.training import targets
+
+    data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
+    n = int(cfg.rate.get("target_positions", 0))
+    if not data or n <= 0:
+        return []
+    path = os.path.join(cfg.out, TARGETS)
+    engines = [_with_weights(a.engine, weights_of(cfg, a.name, 0)) for a in cfg.arms]
+    key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
+           "explore": cfg.selfplay["explore"]}
+    rows: list[dict[str, Any]] = []
+    if os.path.lexists(path):
+        try:
+            have = json.loads(read_text(path, "targets file"))
+            if isinstance(have, dict) and have.get("key") == key and isinstance(have.get("rows"), list):
+                rows = have["rows"]
+        except (InputError, json.JSONDecodeError):
+            rows = []
+    if not rows:
+        measured = targets.measure(engines, data, positions=n, nodes=cfg.selfplay["nodes"], seed=cfg.seed,
+                                   explore=cfg.selfplay["explore"], progress=progress)
+        rows = [r.as_dict() for r in measured]
+        write_atomic(path, json.dumps({"key": key, "rows": rows}, indent=1), "targets file")
+    for r in rows:
+        for note in r["notes"]:
+            if note.startswith(("not better", "Sequential Halving")):
+                print(f"rl: warning: {r['name']}: {note}", file=sys.stderr)
+    return rows
+
+
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
+    measure_targets(cfg, progress)
     states = {}
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)

@@ -14,6 +14,8 @@ Keys (defaults in brackets)::
     [rate]  games [100], nodes [64], concurrency [16], workers [1], bootstrap [200], seed [1],
             anchors [[{name = "fairy-stockfish", engine = "fairy-stockfish", nodes = 1000}]],
             heldout [[]] (data directories: searchbench heldout on every generation),
+            target_positions [200] (held-out positions on which each arm's self-play target is measured
+            against generation 0's prior before any self-play, searchbench targets; 0: not measured),
             report_dir ["reports/NAME"], notes [""] (Markdown printed in the report)
 
 The report (``report_dir``): ``ratings.csv`` (player, arm, generation, gate decision, self-play games
@@ -65,6 +67,7 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
     out = dict(games=r.get("games", int, 100, lambda v: None if v >= 4 and v % 4 == 0 else "must be a multiple of 4"),
                nodes=r.positive("nodes", 64), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
                bootstrap=r.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
+               target_positions=r.get("target_positions", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
                seed=r.get("seed", int, 1), anchors=anchors,
                heldout=_strings(r, "heldout"), notes=r.get("notes", str, ""),
                report_dir=r.get("report_dir", str, f"reports/{cfg.name}", check=writable_dir))
@@ -276,6 +279,32 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
     return stem
 
 
+def _targets_section(cfg: "LoopConfig") -> list[str]:
+    """The policy targets of each arm's self-play search against generation 0's prior
+    (``OUT/targets.json``, :func:`experiments.training.rl.measure_targets`)."""
+    import json
+
+    from experiments.training.rl import TARGETS
+
+    path = Path(cfg.out) / TARGETS
+    if not path.is_file():
+        return []
+    try:
+        rows = json.loads(path.read_text())["rows"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    lines = [f"## Policy targets before training (`searchbench targets`, {cfg.selfplay['nodes']} nodes, "
+             f"{rows[0]['positions'] if rows else 0} held-out positions)", "",
+             "Top-1: the target's most probable move is the data engine's move; KL to generation 0's prior; "
+             "checks: the target's mass on checking moves; evals: evaluator calls a move.", "",
+             "| target | top-1 | 95% interval | entropy | KL(prior) | checks | evals |", "|---|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| `{r['name']}` | {r['top1']:.1%} | [{r['top1_lo']:.1%}, {r['top1_hi']:.1%}] | {r['entropy']:.2f} | "
+                     f"{r['kl_prior']:.2f} | {r['check_mass']:.3f} | {r['evals']:.1f} |")
+    notes = [f"- `{r['name']}`: {n}" for r in rows for n in r["notes"]]
+    return lines + [""] + notes + ([""] if notes else [])
+
+
 def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any], gates: list[dict[str, Any]],
               held: list[dict[str, Any]], diffs: list[tuple[int, float, float, float, float, float, float]], figures: list[str],
               n_games: int, n_openings: int, gains: list[tuple[str, float, float, float]]) -> str:
@@ -333,6 +362,7 @@ def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any],
             lines.append(f"| {g['arm']} | {g['generation']} | {g['against']} | +{g['wins']} ={g['draws']} -{g['losses']} | "
                          f"{g['score']:.3f} | {'accepted' if g['accepted'] else 'rejected'} | {g['rule']} |")
         lines.append("")
+    lines += _targets_section(cfg)
     missing = [d for d in cfg.rate["heldout"] if not os.path.exists(d)]
     if missing:
         lines += [f"Held-out data not found here, figures left out: {', '.join(missing)}.", ""]

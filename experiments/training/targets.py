@@ -1,0 +1,196 @@
+"""``searchbench targets``: is a search's policy target better than the network's prior? Measured
+before training on it (KataGo, lc0: a target is only as good as the search that made it).
+
+On held-out positions (the validation games of ``--data``, split by game as ``train`` splits them,
+so no network trained on that data saw them) each engine searches afresh at the self-play budget
+(``--nodes``, root visits) with its self-play exploration (:func:`experiments.training.selfplay.selfplay_engine`;
+``--no-explore``: without), and its training target is read as self-play reads it
+(:meth:`search.mcts.MCTS.policy_target`: PUCT's visit shares, Gumbel's improved policy π′).  Each row:
+
+- ``top1``: how often the target's most probable move is the move the data's engine played
+  (Fairy-Stockfish at 3,000 nodes in the shipped data), with its Wilson 95% interval;
+- ``entropy``: the target's entropy in nats (how sharp it is);
+- ``kl_prior``: KL(target ‖ prior), how far the search moved away from the network's own policy;
+- ``check_mass``: the probability the target puts on checking moves (check enhancement and a value
+  search's taste for forcing moves show here);
+- ``evals``: evaluator calls a move (the cost that buys the target).
+
+The ``prior`` row is the network's own policy on the same positions (each distinct network once):
+a target whose top-1 is not above its prior's teaches the network nothing it does not already say.
+A Gumbel engine whose budget leaves Sequential Halving a single phase (n < m·⌈log2 m⌉ with m the
+considered actions: every action gets the same visits and no halving happens) is named in a note:
+its π′ is then a one-ply value-greedy pick.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import board
+from evaluators.encodings import raw_to_fen
+from experiments.training import datagen
+from experiments.training.agreement import Agreement, sample_validation
+from experiments.training.datagen import DataError
+
+
+@dataclass
+class TargetRow:
+    """The figures of one target (or of a network's prior) over the held-out positions."""
+
+    name: str
+    positions: int = 0
+    agree: int = 0
+    entropy: float = 0.0
+    kl_prior: float = 0.0
+    check_mass: float = 0.0
+    evals: float = 0.0
+    collapsed: int = 0  # Gumbel: positions where Sequential Halving had one phase at this budget
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def top1(self) -> float:
+        return self.agree / self.positions if self.positions else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        return Agreement(0, self.positions, self.agree).interval()
+
+    def as_dict(self) -> dict[str, Any]:
+        lo, hi = self.interval()
+        return {"name": self.name, "positions": self.positions, "top1": round(self.top1, 4), "top1_lo": round(lo, 4),
+                "top1_hi": round(hi, 4), "entropy": round(self.entropy / max(1, self.positions), 4),
+                "kl_prior": round(self.kl_prior / max(1, self.positions), 4),
+                "check_mass": round(self.check_mass / max(1, self.positions), 4),
+                "evals": round(self.evals / max(1, self.positions), 2), "collapsed": self.collapsed, "notes": self.notes}
+
+
+def sequential_halving_phases(n: int, m: int) -> int:
+    """How many phases Sequential Halving gets with ``n`` simulations and ``m`` considered actions
+    (mctx's budget split: each phase gives every remaining action ``max(1, n // (k·⌈log2 m⌉))``
+    visits): 1 when ``n < m·⌈log2 m⌉``: with more than two actions that is a collapse (every action
+    gets the same visits, none is halved away)."""
+    if m <= 1:
+        return 1
+    rounds = math.ceil(math.log2(m))
+    return rounds if n >= m * rounds else 1
+
+
+def _add(row: TargetRow, probs: np.ndarray, moves: list[int], played: int, prior: np.ndarray,
+         checks: np.ndarray) -> None:
+    p = probs / probs.sum()
+    row.positions += 1
+    row.agree += moves[int(np.argmax(p))] == played
+    nz = p > 0
+    row.entropy += float(-(p[nz] * np.log(p[nz])).sum())
+    row.kl_prior += max(0.0, float((p[nz] * (np.log(p[nz]) - np.log(np.maximum(prior[nz], 1e-12)))).sum()))
+    row.check_mass += float(p[checks].sum())
+
+
+def measure(engines: list[str], data: list[str], positions: int = 400, nodes: int = 16, seed: int = 0,
+            explore: bool = True, val_fraction: float = 0.1, progress: bool = True) -> list[TargetRow]:
+    """The prior rows (one per distinct network) and one row per engine (module docstring)."""
+    from tqdm import tqdm
+
+    from engines import registry
+    from engines.base import EngineError
+    from engines.ours import OurEngine
+    from evaluators.base import Leaf
+    from experiments.training.selfplay import SelfPlayError, selfplay_engine
+    from search.base import Limits
+
+    if not engines:
+        raise DataError("give one or more --engine")
+    ds = datagen.load_dataset(data)
+    variant = ds.variant
+    idx = sample_validation(ds, positions, seed, val_fraction)
+    specs = []
+    for e in engines:
+        try:
+            specs.append(selfplay_engine(e, variant, explore))
+        except SelfPlayError as err:
+            raise DataError(str(err)) from None
+    pool = registry.EvaluatorPool()  # engines of one network share it: one prior row per network
+    made = []
+    try:
+        for spec in specs:
+            resolved = registry.resolve(spec)
+            eng = registry.create(resolved, variant, evaluator=pool.get(resolved, variant))
+            if not isinstance(eng, OurEngine):
+                raise DataError(f"{spec!r} is not an in-process engine")
+            made.append(eng)
+    except (EngineError, ValueError) as err:
+        pool.close()
+        raise DataError(str(err)) from None
+    networks: dict[int, tuple[str, Any]] = {}
+    for spec, eng in zip(engines, made):
+        weights = registry.evaluator_settings(registry.resolve(spec))[0]
+        networks.setdefault(id(eng.evaluator), (f"prior: {eng.spec.evaluator} {weights or '(shipped weights)'}",
+                                                eng.evaluator))
+    priors = {k: TargetRow(name) for k, (name, _) in networks.items()}
+    rows = [TargetRow(spec) for spec in specs]
+    for row, eng in zip(rows, made):
+        cfg = eng.spec.config
+        if getattr(cfg, "root_rule", "") == "gumbel":
+            row.notes.append(f"Gumbel: considered actions {cfg.considered_actions}, c_scale {cfg.c_scale:g}")
+    try:
+        for n, i in enumerate(tqdm(idx, desc="targets", unit="position", disable=not progress)):
+            pos = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i]), variant))
+            legal = pos.legal_moves()
+            if len(legal) < 2:
+                continue
+            played = int(ds.move[i])
+            checks = np.zeros(len(legal), dtype=bool)
+            for j, m in enumerate(legal):
+                pos.push(m)
+                checks[j] = pos.is_check()
+                pos.pop()
+            prior_of: dict[int, np.ndarray] = {}
+            for k, (_, ev) in networks.items():
+                p = np.array(ev.evaluate([Leaf(pos.raw_state(), list(legal), variant)])[0].priors, dtype=np.float64)
+                prior_of[k] = p
+                _add(priors[k], p, legal, played, p, checks)
+            for row, eng in zip(rows, made):
+                eng.new_game(seed * 1_000_003 + n)
+                r = eng.play(pos.copy(), Limits(nodes=nodes))
+                target = dict(eng.policy_target() or [(r.move, 1.0)])
+                probs = np.array([target.get(m, 0.0) for m in legal], dtype=np.float64)
+                _add(row, probs, legal, played, prior_of[id(eng.evaluator)], checks)
+                row.evals += r.info.evals if r.info else 0
+                cfg = eng.spec.config
+                if getattr(cfg, "root_rule", "") == "gumbel":
+                    m = min(cfg.considered_actions, len(legal))
+                    row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(nodes, m) == 1
+    finally:
+        pool.close()
+    for row in rows:
+        if row.collapsed:
+            row.notes.append(f"Sequential Halving had one phase in {row.collapsed} of {row.positions} positions "
+                             f"(n={nodes} < m·⌈log2 m⌉): π′ is a one-ply value-greedy pick there")
+    out = list(priors.values()) + rows
+    for row in rows:
+        prior = next(p for k, p in priors.items() if k == id(made[rows.index(row)].evaluator))
+        if row.top1 <= prior.top1:
+            row.notes.append(f"not better than the prior: top-1 {100 * row.top1:.1f}% against {100 * prior.top1:.1f}%")
+    return out
+
+
+def format_table(rows: list[TargetRow], nodes: int) -> str:
+    lines = [f"policy targets at {nodes} nodes against the data's moves (held-out positions)", "",
+             f"{'target':<58} {'top-1':>6} {'95% interval':>15} {'entropy':>8} {'KL(prior)':>9} {'checks':>7} "
+             f"{'evals':>6}"]
+    for r in rows:
+        d = r.as_dict()
+        name = r.name if len(r.name) <= 58 else r.name[:55] + "..."
+        lines.append(f"{name:<58} {100 * d['top1']:>5.1f}% [{100 * d['top1_lo']:>5.1f}%, {100 * d['top1_hi']:>5.1f}%] "
+                     f"{d['entropy']:>8.2f} {d['kl_prior']:>9.2f} {d['check_mass']:>7.3f} {d['evals']:>6.1f}")
+    positions = rows[0].positions if rows else 0
+    lines += ["", f"{positions} positions; entropy and KL in nats; checks: the target's mass on checking moves; "
+              "evals: evaluator calls a move"]
+    for r in rows:
+        lines += [f"note: {r.name}: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+__all__ = ["TargetRow", "format_table", "measure", "sequential_halving_phases"]
