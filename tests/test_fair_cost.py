@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 from collections import Counter
 
+import numpy as np
 import pytest
 
 import board
@@ -342,12 +343,36 @@ def test_the_virtual_draw_only_where_needed() -> None:
     from experiments.harness.stats import elo_of_score
 
     many = fit(_results({("A", "B"): (40, 34)}), anchor="B", bootstrap=0)
-    assert many.prior == 0.0
+    assert many.prior_of("A", "B") == 0.0
     assert many.ratings[0].elo == pytest.approx(elo_of_score(34 / 40), abs=0.5)  # the plain MLE: no pull to 0
     few = fit(_results({("A", "B"): (10, 9)}), anchor="B", bootstrap=0)
-    assert few.prior == 1.0 and few.ratings[0].elo < elo_of_score(0.9)
+    assert few.prior_of("A", "B") == 1.0 and few.ratings[0].elo < elo_of_score(0.9)
     sweep = fit(_results({("A", "B"): (40, 40)}), anchor="B", bootstrap=0)
-    assert sweep.prior == 1.0 and sweep.ratings[0].elo < 1000  # finite
+    assert sweep.prior_of("A", "B") == 1.0 and sweep.ratings[0].elo < 1000  # finite
+
+
+def test_the_virtual_draw_is_per_pair() -> None:
+    """Issue 35: a pair that needs the virtual draw (10 games) no longer pulls another pair's
+    lopsided 34/40 towards 0: A-B is rated as the plain maximum likelihood of its own games."""
+    from experiments.harness.ratings import fit
+    from experiments.harness.stats import elo_of_score
+
+    f = fit(_results({("A", "B"): (40, 34), ("C", "D"): (10, 6), ("B", "C"): (40, 20)}), anchor="B", bootstrap=0)
+    assert f.prior_of("A", "B") == 0.0 and f.prior_of("C", "D") == 1.0 and f.prior_of("B", "C") == 0.0
+    elo = {r.name: r.elo for r in f.ratings}
+    assert elo["A"] == pytest.approx(elo_of_score(34 / 40), abs=0.5)  # +301, not about +290
+
+
+def test_a_bootstrap_sweep_is_finite_and_said() -> None:
+    """A 39/40 pairing: some bootstrap replicates draw 40/40.  Each such replicate gets the virtual
+    draw for that pair (finite, not the optimiser's bound), and the rating says its interval's edge
+    comes from them; a pairing far from a sweep is not marked."""
+    from experiments.harness.ratings import fit
+
+    f = fit(_results({("A", "B"): (40, 39), ("B", "C"): (40, 22)}), anchor="B", bootstrap=300, seed=1)
+    r = {x.name: x for x in f.ratings}
+    assert r["A"].sweep_bounded and not r["C"].sweep_bounded
+    assert r["A"].hi < 1500 and np.isfinite(f.samples).all()  # bounded by the virtual draw, not the optimiser
 
 
 def test_the_difference_has_its_own_interval() -> None:

@@ -188,3 +188,19 @@ movetime = 0.5
         tournament.load(write(tmp_path, text.replace("{mode}", "gauntlet").replace("nodes = 4", 'nodes = "4"')))
     with pytest.raises(ConfigError, match="duplicate player name"):
         tournament.load(write(tmp_path, text.replace("{mode}", "gauntlet").replace('name = "r2"', 'name = "random"')))
+
+
+def test_compare_tables_ignores_only_the_machine_columns(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """make run compares its table with the shipped one (issue 35): seconds per move may differ,
+    nothing else."""
+    from experiments.harness.scale import compare_tables
+
+    head = "family,engine,nodes,elo,lo,hi,games,score,nodes_per_move,evals_per_move,seconds_per_move\n"
+    rows = ["ab,material-ab,64,0.0,-10.0,10.0,20,0.5000,64.0,64.0,{t}\n", "fsf,fairy-stockfish,,300.0,250.0,350.0,6,0.9,1000.0,0.0,{t}\n"]
+    shipped, here = tmp_path / "a.csv", tmp_path / "b.csv"
+    shipped.write_text(head + "".join(r.format(t="0.0123") for r in rows))
+    here.write_text(head + "".join(r.format(t="0.0456") for r in rows))
+    assert compare_tables(here, shipped) == []
+    here.write_text(head + rows[0].format(t="0.1").replace("0.0,-10.0", "1.0,-10.0"))
+    diffs = compare_tables(here, shipped)
+    assert diffs == ["fairy-stockfish at -: only in the shipped report", "material-ab at 64: elo 1.0 here, 0.0 shipped"]

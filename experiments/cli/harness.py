@@ -229,8 +229,24 @@ def cmd_scale(args: argparse.Namespace) -> int:
     sc = scale.load(args.config)
     _run_flags(sc, args)
     command = "searchbench scale " + shlex.quote(str(args.config))
+    if args.compare:
+        from experiments.paths import InputError
+
+        shipped = Path(args.compare) / "elo_vs_nodes.csv"
+        if not shipped.is_file():
+            raise InputError(f"--compare: no report {str(shipped)!r}")
     _, paths = scale.run(sc, command, progress=not args.quiet)
     print("figure: " + ", ".join(str(p) for p in paths))
+    if args.compare:
+        diffs = scale.compare_tables(sc.out_dir / "elo_vs_nodes.csv", Path(args.compare) / "elo_vs_nodes.csv")
+        if diffs:
+            print(f"the table DIFFERS from the shipped report {args.compare} in {len(diffs)} place(s):")
+            for d in diffs:
+                print("  " + d)
+        else:
+            print(f"the games and the Elo table equal the shipped report {args.compare} (every row: Elo, interval, "
+                  "games, score, nodes and evaluator calls per move); only seconds per move differ, which depend on "
+                  "the machine")
     return 0
 
 
@@ -335,6 +351,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("scale", help="Elo versus nodes from a TOML config (the main job)")
     p.add_argument("config")
     p.add_argument("--report-dir", help="override the config's report_dir")
+    p.add_argument("--compare", metavar="DIR", help="after the run, compare its table with the report in DIR "
+                                                    "(all but seconds per move; make run: the shipped one)")
     p.add_argument("--quiet", action="store_true")
     _add_backend_options(p)
     p.set_defaults(func=cmd_scale)

@@ -6,12 +6,17 @@ Notation.  Player i has rating r_i (Elo).  The expected score of i against j is 
 the choice of Ordo, which keeps "expected score" and "Elo difference" on the one logistic scale that
 match statistics and SPRT use (BayesElo's draw model would inflate the scale).
 
-The virtual draw (``prior``): one virtual draw added to every pair of players that met keeps a
-perfect score finite, but pulls a lopsided result toward 0 (9.5/10 becomes about +400 instead of
-+512).  ``prior=None`` (the default) adds it only where it is needed: when some pair of players met
-in fewer than :data:`PRIOR_MIN_GAMES` games or one of them scored everything; otherwise the fit is
-the plain maximum likelihood.  A bootstrap replicate adds it only to the pairs that have games in
-that replicate (a pair drawn with no games gets no phantom draw).
+The virtual draw (``prior``): one virtual draw added to a pair of players that met keeps a perfect
+score finite, but pulls a lopsided result toward 0 (9.5/10 becomes about +400 instead of +512).
+``prior=None`` (the default) adds it *per pair*, only where that pair needs it: a pair that met in
+fewer than :data:`PRIOR_MIN_GAMES` games or in which one side scored everything; every other pair
+is fitted by plain maximum likelihood, whatever the other pairs are.  A bootstrap replicate decides
+the same per pair on its own resample: a pair it turns into a sweep gets the virtual draw in that
+replicate (so the replicate stays finite instead of running to the optimiser's bounds), and a pair
+drawn with no games gets none.  A rating whose interval depends on such replicates (in more than
+2.5% of them a pair of that player was a sweep that is not one in the data) is marked
+``sweep_bounded``: its interval's edge is set by the virtual draw, not by the games, and the reports
+say so.  A number ``prior`` adds that many virtual draws to every pair that met.
 
 The likelihood is maximised with scipy (L-BFGS-B, analytic gradient) over all players at once, with
 the anchor fixed at its given Elo (or, with no anchor, the mean fixed at 0).  Players must form one
@@ -62,6 +67,8 @@ class Rating:
     hi: float
     games: int
     score: float  # points scored / games
+    #: the interval's edge comes from bootstrap replicates that turned a pairing into a sweep (module doc)
+    sweep_bounded: bool = False
 
     @property
     def err(self) -> float:
@@ -131,10 +138,10 @@ class _Data:
 
 
 def _fit(n_players: int, i: np.ndarray, j: np.ndarray, n: np.ndarray, s: np.ndarray, anchor: int | None,
-         anchor_elo: float, prior: float, x0: np.ndarray | None = None) -> np.ndarray:
+         anchor_elo: float, prior: float | np.ndarray, x0: np.ndarray | None = None) -> np.ndarray:
     keep = n > 0  # the virtual draw goes only to pairs that have games (in a bootstrap replicate too)
     n = n + prior
-    s = s + prior / 2
+    s = s + np.asarray(prior) / 2
     i, j, n, s = i[keep], j[keep], n[keep], s[keep]
     fixed = 0 if anchor is None else anchor
     free = np.array([k for k in range(n_players) if k != fixed], dtype=np.int64)
@@ -165,15 +172,19 @@ def _fit(n_players: int, i: np.ndarray, j: np.ndarray, n: np.ndarray, s: np.ndar
     return r + anchor_elo
 
 
-def auto_prior(n: np.ndarray, s: np.ndarray) -> float:
-    """The virtual draws ``prior=None`` means (module doc): 1 if some pair met in fewer than
-    :data:`PRIOR_MIN_GAMES` games or was a sweep, else 0."""
+def pair_prior(n: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The virtual draws ``prior=None`` means, per pair (module doc): 1 for a pair that met in fewer than
+    :data:`PRIOR_MIN_GAMES` games or was a sweep, else 0 (and 0 for a pair that did not meet)."""
     met = n > 0
-    if not met.any():
-        return 1.0
-    few = bool((n[met] < PRIOR_MIN_GAMES).any())
-    sweep = bool(((s[met] <= 0.0) | (s[met] >= n[met])).any())
-    return 1.0 if few or sweep else 0.0
+    sweep = met & ((s <= 0.0) | (s >= n))
+    out: np.ndarray = np.where(met & ((n < PRIOR_MIN_GAMES) | sweep), 1.0, 0.0)
+    return out
+
+
+def _sweeps(n: np.ndarray, s: np.ndarray) -> np.ndarray:
+    met = n > 0
+    out: np.ndarray = met & ((s <= 0.0) | (s >= n))
+    return out
 
 
 @dataclass
@@ -185,7 +196,15 @@ class Fit:
     names: list[str]
     elo: np.ndarray
     samples: np.ndarray  # [bootstrap, players]; empty without a bootstrap
-    prior: float
+    prior: np.ndarray  # the virtual draws of each pair of the data (``pairs``)
+    pairs: list[tuple[str, str]] | None = None
+
+    def prior_of(self, a: str, b: str) -> float:
+        """The virtual draws the fit added to the pair (a, b) (0 if they did not meet)."""
+        for k, (x, y) in enumerate(self.pairs or []):
+            if {x, y} == {a, b}:
+                return float(self.prior[k])
+        return 0.0
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
         """(Elo of a − Elo of b, low, high): the 95% percentile interval of the difference."""
@@ -221,11 +240,12 @@ def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float 
         raise RatingError(f"players form {len(comps)} groups that never met: {groups}")
     a = None if anchor is None else names.index(anchor)
     n, s = data.aggregate()
-    if prior is None:
-        prior = auto_prior(n, s)
-    elo = _fit(len(names), data.i, data.j, n, s, a, anchor_elo, prior)
+    per_pair = pair_prior(n, s) if prior is None else np.where(n > 0, float(prior), 0.0)
+    elo = _fit(len(names), data.i, data.j, n, s, a, anchor_elo, per_pair)
     lo, hi = elo.copy(), elo.copy()
     samples = np.empty((0, len(names)))
+    swept = np.zeros(len(names))  # replicates in which a pair of the player became a sweep
+    sweeps = _sweeps(n, s)
     if bootstrap > 0 and data.n_units > 1:
         rng = np.random.default_rng(seed)
         from tqdm import tqdm
@@ -235,7 +255,13 @@ def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float 
                       dynamic_ncols=True, leave=False):
             counts = rng.multinomial(data.n_units, np.full(data.n_units, 1.0 / data.n_units))
             nb, sb = data.aggregate(counts[data.unit_of].astype(np.float64))
-            samples[b] = _fit(len(names), data.i, data.j, nb, sb, a, anchor_elo, prior, x0=elo)
+            pb = pair_prior(nb, sb) if prior is None else np.where(nb > 0, float(prior), 0.0)
+            new = _sweeps(nb, sb) & ~sweeps
+            if new.any():
+                hit = np.zeros(len(names), dtype=bool)
+                hit[data.i[new]] = hit[data.j[new]] = True
+                swept += hit
+            samples[b] = _fit(len(names), data.i, data.j, nb, sb, a, anchor_elo, pb, x0=elo)
         lo, hi = np.percentile(samples, 2.5, axis=0), np.percentile(samples, 97.5, axis=0)
     games = np.zeros(len(names), dtype=np.int64)
     points = np.zeros(len(names))
@@ -245,10 +271,17 @@ def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float 
         games[idx[r.black]] += 1
         points[idx[r.white]] += r.score
         points[idx[r.black]] += 1 - r.score
-    out = [Rating(nm, float(elo[k]), float(lo[k]), float(hi[k]), int(games[k]), float(points[k] / games[k]))
-           for k, nm in enumerate(names)]
+    bounded = swept > 0.025 * max(1, len(samples))
+    out = [Rating(nm, float(elo[k]), float(lo[k]), float(hi[k]), int(games[k]), float(points[k] / games[k]),
+                  bool(bounded[k])) for k, nm in enumerate(names)]
     out.sort(key=lambda x: -x.elo)
-    return Fit(out, names, elo, samples, prior)
+    return Fit(out, names, elo, samples, per_pair, [(names[x], names[y]) for x, y in zip(data.i, data.j)])
+
+
+#: marks an interval whose edge comes from bootstrap replicates that turned a pairing into a sweep
+SWEEP_MARK = "†"
+SWEEP_NOTE = (f"{SWEEP_MARK} the interval's edge comes from bootstrap replicates in which a pairing of this player "
+              "was a sweep: there the virtual draw, not the games, bounds it (play more games to narrow it)")
 
 
 def format_table(ratings: Sequence[Rating]) -> str:
@@ -256,7 +289,9 @@ def format_table(ratings: Sequence[Rating]) -> str:
     lines = [f"{'#':>3} {'player':<{w}} {'Elo':>7} {'95% interval':>17} {'games':>6} {'score':>6}"]
     for k, r in enumerate(ratings, 1):
         lines.append(f"{k:>3} {r.name:<{w}} {r.elo:>7.1f} [{r.lo:>7.1f},{r.hi:>7.1f}] {r.games:>6} "
-                     f"{100 * r.score:>5.1f}%")
+                     f"{100 * r.score:>5.1f}%" + (f" {SWEEP_MARK}" if r.sweep_bounded else ""))
+    if any(r.sweep_bounded for r in ratings):
+        lines.append(SWEEP_NOTE)
     return "\n".join(lines)
 
 

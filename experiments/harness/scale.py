@@ -31,6 +31,7 @@ resumes.  The ratings use every stored game of the run between current players, 
 """
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from experiments.harness import openings as openings_mod
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord
 from experiments.harness.match import GameTask, Player
-from experiments.harness.ratings import Rating
+from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE, Rating
 from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, player, run_settings
@@ -242,11 +243,30 @@ def differences(sc: Scale, fit: Any) -> list[str]:
             "| nodes | difference | Elo | 95% interval | verdict |", "|---:|---|---:|---|---|"] + rows_md
 
 
+#: the columns of ``elo_vs_nodes.csv`` that depend on the machine, not on the games
+MACHINE_COLUMNS = ("seconds_per_move",)
+
+
+def compare_tables(new: Path, shipped: Path) -> list[str]:
+    """Where two ``elo_vs_nodes.csv`` tables differ, but for :data:`MACHINE_COLUMNS` (one line each;
+    empty: the same games gave the same table)."""
+    def read(p: Path) -> dict[tuple[str, str], dict[str, str]]:
+        with open(p, newline="") as f:
+            return {(r["engine"], r["nodes"]): r for r in csv.DictReader(f)}
+
+    a, b = read(new), read(shipped)
+    out = [f"{e} at {n or '-'}: only in {'this run' if (e, n) in a else 'the shipped report'}"
+           for e, n in sorted(a.keys() ^ b.keys())]
+    for k in sorted(a.keys() & b.keys()):
+        for col in a[k]:
+            if col not in MACHINE_COLUMNS and a[k][col] != b[k].get(col):
+                out.append(f"{k[0]} at {k[1] or '-'}: {col} {a[k][col]} here, {b[k].get(col)} shipped")
+    return out
+
+
 def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
                  game_records: Sequence[GameRecord] = (), fit: Any = None) -> list[Path]:
     """``elo_vs_nodes.{csv,md,png,svg}`` and ``elo_vs_cost.{png,svg}`` in :attr:`Scale.out_dir`."""
-    import csv
-
     from reports.plot import plot, plot_cost
 
     out = sc.out_dir
@@ -280,9 +300,12 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
           "| family | engine | nodes | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rs:
+        mark = f" {SWEEP_MARK}" if r.rating.sweep_bounded else ""
         md.append(f"| {r.family} | `{r.engine}`{batch_text(r.engine)} | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
-                  f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}] | {r.rating.games} | {100 * r.rating.score:.1f}% | "
+                  f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}]{mark} | {r.rating.games} | {100 * r.rating.score:.1f}% | "
                   f"{r.cost.nodes:.0f} | {r.cost.evals:.0f} | {1000 * r.cost.seconds:.1f} |")
+    if any(r.rating.sweep_bounded for r in rs):
+        md += ["", SWEEP_NOTE]
     if fit is not None:
         md += differences(sc, fit)
     if sc.anchors:

@@ -167,7 +167,8 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
             rows.append({"player": r.name, "arm": arm.name, "generation": gen,
                          "gate": "" if gen == 0 else ("accepted" if gate.get("accepted") else "rejected"),
                          "selfplay_games": sp_games, "cpu_hours": round(hours, 3), "elo": round(r.elo, 1),
-                         "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games, "score": round(r.score, 4)})
+                         "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games, "score": round(r.score, 4),
+                         "sweep_bounded": r.sweep_bounded})
     anchors = [r for r in fit.ratings if not any(r.name == row["player"] for row in rows)]
     _write_csv(out / "ratings.csv", rows + [{"player": a.name, "arm": "anchor", "generation": "", "gate": "",
                                             "selfplay_games": "", "cpu_hours": "", "elo": round(a.elo, 1),
@@ -327,14 +328,19 @@ def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any],
               f"- rating: {n_games} games on {n_openings} distinct (opening, pairing) pairs at {rt['nodes']} nodes, "
               f"anchors {', '.join(a['name'] + ' at ' + str(a['nodes']) + ' nodes' for a in rt['anchors'])} and each "
               f"arm's generation 0; Bradley-Terry, {rt['bootstrap']} bootstrap replicates over game pairs", ""]
+    from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE
+
     lines += ["## Elo of every generation", "", "| player | arm | gen | gate | self-play games | CPU h | Elo | 95% | games | score |",
               "|---|---|---:|---|---:|---:|---:|---|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['player']} | {r['arm']} | {r['generation']} | {r['gate']} | {r['selfplay_games']} | "
-                     f"{r['cpu_hours']:.2f} | {r['elo']:+.0f} | [{r['lo']:+.0f}, {r['hi']:+.0f}] | {r['games']} | "
-                     f"{r['score']:.3f} |")
+                     f"{r['cpu_hours']:.2f} | {r['elo']:+.0f} | [{r['lo']:+.0f}, {r['hi']:+.0f}]"
+                     f"{' ' + SWEEP_MARK if r.get('sweep_bounded') else ''} | {r['games']} | {r['score']:.3f} |")
     for a in anchors:
-        lines.append(f"| {a.name} | anchor | | | | | {a.elo:+.0f} | [{a.lo:+.0f}, {a.hi:+.0f}] | {a.games} | {a.score:.3f} |")
+        lines.append(f"| {a.name} | anchor | | | | | {a.elo:+.0f} | [{a.lo:+.0f}, {a.hi:+.0f}]"
+                     f"{' ' + SWEEP_MARK if a.sweep_bounded else ''} | {a.games} | {a.score:.3f} |")
+    if any(r.get("sweep_bounded") for r in rows) or any(a.sweep_bounded for a in anchors):
+        lines += ["", SWEEP_NOTE]
     lines += [""] + [f"![{f}]({f}.png)" for f in figures] + [""]
     if gains:
         lines += ["## Each generation against its arm's generation 0", "",
