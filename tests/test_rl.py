@@ -173,3 +173,79 @@ def test_the_training_gain_difference_comes_from_the_same_bootstrap() -> None:
     # a gained 20, b lost 60: a's training gained 80 more; the players' shared shifts cancel
     assert d == 80.0 and lo == hi == 80.0
     assert _gain_difference(Fit(), "a", "b", 0)[0] == 0.0
+
+
+def _rounds_config(tmp_path, extra_train: str = "", arms: str = "", gate: str = "") -> str:  # type: ignore[no-untyped-def]
+    """The tiny loop in rounds, PUCT, with supervised data beside it (and ``arms``: more [[arms]])."""
+    from tests.test_train import make_dataset
+
+    sup = tmp_path / "sup"
+    if not sup.exists():
+        make_dataset(str(sup), "crazyhouse", games=40)
+    path = _config(tmp_path, arm="puct", engine="rise-mcts:batch_size=2", mode='"rounds"')
+    text = open(path).read()
+    text = text.replace("select_fraction = 0.25", f'select_fraction = 0.25\nsupervised = ["{sup}"]\n{extra_train}')
+    text = text.replace("[selfplay]", f"{arms}\n[selfplay]").replace("threshold = 0.5", f"threshold = 0.5\n{gate}")
+    open(path, "w").write(text)
+    return path
+
+
+def test_rounds_train_one_network_continuously(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """lc0/KataGo's loop: no gate, each round from the last network and its optimizer state, a replay
+    window counted in positions, supervised positions mixed in with a taper, PUCT's self-play target
+    without check enhancement."""
+    import torch
+
+    path = _rounds_config(tmp_path, "window_positions = 1\nsupervised_fraction = 0.5\nsupervised_taper = 0.5")
+    text = open(path).read().replace("lr = 0.01", "lr = 0.005")
+    open(path, "w").write(text)
+    cfg = rl.parse(path)
+    assert cfg.mode == "rounds" and cfg.train["schedule"] == "constant" and not cfg.gate["enabled"]
+    summary = rl.run(cfg, progress=False, until="gate")
+    gens = summary["puct"]["gens"]
+    assert summary["puct"]["best"] == 2 and all(gens[g]["gate"]["accepted"] and gens[g]["gate"]["games"] == 0
+                                                 for g in ("1", "2"))
+    assert "check_enhancement=false" in gens["1"]["selfplay"]["engine"]
+    # round 2 trained from round 1's network and optimizer, on round 2's games only (1 position is
+    # reached by the newest round) and half as many supervised positions as round 1 (taper 0.5)
+    assert gens["2"]["train"]["init"] == 1
+    cmd = (tmp_path / "out" / "puct" / "gen-002" / "train" / "command.txt").read_text()
+    assert "--optimizer-from" in cmd and "gen-001/train/checkpoint.pt" in cmd and "--schedule constant" in cmd
+    data2 = gens["2"]["train"]["data"]
+    assert data2[0].endswith("gen-002/selfplay") and data2[1].endswith("gen-002/supervised") and len(data2) == 2
+    sup = [len(datagen.load_dataset(os.path.join(cfg.gen_dir("puct", g), "supervised")).move) for g in (1, 2)]
+    own = [len(datagen.load_dataset(os.path.join(cfg.gen_dir("puct", g), "selfplay")).move) for g in (1, 2)]
+    assert own[0] <= sup[0] <= own[0] + 45 and sup[1] < own[1] / 3 + 45  # fraction 0.5: 1:1; then 0.25: 1:3
+    ck = torch.load(os.path.join(cfg.gen_dir("puct", 2), "train", "checkpoint.pt"), weights_only=True)
+    assert ck["optimizer"]["param_groups"][0]["momentum"] == 0.9 and ck["optimizer"]["param_groups"][0]["lr"] == 0.005
+    assert ck["optimizer"]["state"]  # momentum buffers, carried on
+
+
+def test_a_control_arm_trains_on_the_supervised_data_for_the_same_cpu_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    arms = '[[arms]]\nname = "control"\nengine = "rise-mcts:batch_size=2"\nkind = "control"\n'
+    cfg = rl.parse(_rounds_config(tmp_path, arms=arms))
+    summary = rl.run(cfg, progress=False, until="gate")
+    ctl, ref = summary["control"]["gens"]["1"], summary["puct"]["gens"]["1"]
+    assert ctl["selfplay"]["games"] == 0 and not os.path.exists(os.path.join(cfg.gen_dir("control", 1), "selfplay"))
+    assert ctl["train"]["data"] == cfg.train["supervised"] and summary["control"]["best"] == 2
+    budget = (ref["selfplay"]["seconds"] * ref["selfplay"]["cores"] + ref["train"]["seconds"] * ref["train"]["cores"])
+    cmd = (tmp_path / "out" / "control" / "gen-001" / "train" / "command.txt").read_text()
+    assert f"--minutes {round(budget / 60.0, 3)}" in cmd
+
+
+@pytest.mark.parametrize("extra, match", [
+    ('arms_first = 1', "unknown key"),
+    ('control', "after a self-play arm"),
+    ('guard', "regression guard is an SPRT"),
+])
+def test_rounds_configs_refused(tmp_path, extra, match) -> None:  # type: ignore[no-untyped-def]
+    if extra == "control":  # a control arm in the generations mode
+        path = _config(tmp_path)
+        text = open(path).read().replace("[selfplay]", '[[arms]]\nname = "c"\nengine = "rise-mcts"\nkind = "control"\n\n[selfplay]')
+        open(path, "w").write(text)
+    elif extra == "guard":
+        path = _rounds_config(tmp_path, gate="enabled = true\nguard = true")
+    else:
+        path = _rounds_config(tmp_path, extra_train=extra)
+    with pytest.raises(ConfigError, match=match):
+        rl.parse(path)

@@ -83,7 +83,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
                             bf16=args.bf16, mirror=args.mirror, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
                             score_weight=args.score_weight, optimizer=args.optimizer, device=args.device,
-                            large_batch=args.large_batch, init=args.init, q_weight=args.q_weight)
+                            large_batch=args.large_batch, init=args.init, q_weight=args.q_weight,
+                            schedule=args.schedule, optimizer_from=args.optimizer_from)
     summary = train.train(cfg, progress=not args.quiet)
     print(json.dumps(summary))
     return 0
@@ -215,6 +216,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="rise: CrazyAra's large-batch recipe (batch 1024, lr 0.35, one-cycle)")
     t.add_argument("--init", default=None, help="rise/sixtyfour: start from these weights (their size), "
                                                 "e.g. a shipped network or the self-play loop's best")
+    t.add_argument("--schedule", choices=("family", "constant"), default="family",
+                   help="rise/sixtyfour: the family's learning-rate schedule, or constant (SGD, momentum 0.9: "
+                        "continued training, as the self-play loop's rounds)")
+    t.add_argument("--optimizer-from", default=None, metavar="CHECKPOINT",
+                   help="rise/sixtyfour: start the optimizer from this checkpoint's state (with --init: go on "
+                        "training one network)")
     t.add_argument("--q-weight", type=number(0, 1), default=0.0,
                    help="value target (1 - w) result + w root_q on self-play shards (0: the result, AlphaZero)")
     t.add_argument("--quiet", action="store_true")

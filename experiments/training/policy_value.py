@@ -209,6 +209,23 @@ def initial_network(cfg: TrainConfig, variant: str) -> nn.Module:
     return net
 
 
+def carry_optimizer(opt: torch.optim.Optimizer, path: str) -> None:
+    """Start ``opt`` from the optimizer state (momentum buffers) of the checkpoint ``path`` (the loop's
+    previous round), keeping this run's learning rate and momentum; :class:`TrainError` if it is the
+    optimizer of another network or kind."""
+    groups: list[dict[str, Any]] = [{k: g[k] for k in ("lr", "momentum") if k in g} for g in opt.param_groups]
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+        opt.load_state_dict(ck["optimizer"])
+    except FileNotFoundError:
+        raise TrainError(f"optimizer_from: no checkpoint {path}") from None
+    except Exception as e:  # noqa: BLE001 - a torn file, another optimizer, other shapes: all one line
+        raise TrainError(f"optimizer_from: {path} holds no optimizer state for this network "
+                         f"({type(e).__name__})") from None
+    for g, keep in zip(opt.param_groups, groups):
+        g.update(keep)
+
+
 def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.device, progress: bool) -> dict[str, Any]:
     """Train rise or sixtyfour (the recipe of :mod:`experiments.training.train`); returns model.pt's metadata."""
     from tqdm import tqdm
@@ -220,16 +237,21 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
     tr, va, se = split(ds, cfg)
     if cfg.bf16:
         net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-    one_cycle_schedule = FAMILIES[cfg.model].schedule == "one_cycle"
-    if one_cycle_schedule:
-        opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.95, nesterov=True,
+    one_cycle_schedule = FAMILIES[cfg.model].schedule == "one_cycle" and cfg.schedule == "family"
+    if cfg.schedule == "constant":  # continued training: SGD with the learning rate held, momentum 0.9
+        opt: torch.optim.Optimizer = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.9, nesterov=True,
                                                      weight_decay=cfg.weight_decay)
+    elif one_cycle_schedule:
+        opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=0.95, nesterov=True,
+                              weight_decay=cfg.weight_decay)
     else:
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     steps_per_epoch = max(1, len(tr) // cfg.batch)
     total_steps = steps_per_epoch * cfg.epochs
     budget = None if cfg.minutes is None else 60.0 * cfg.minutes
     ck = run.resume(net, opt)
+    if not ck and cfg.optimizer_from:
+        carry_optimizer(opt, cfg.optimizer_from)
     epoch, step_in_epoch, step, elapsed = (ck.get("epoch", 0), ck.get("step_in_epoch", 0), ck.get("step", 0),
                                            ck.get("elapsed", 0.0))
     legal_va, mates, legal_se = legal_moves_of(ds, va, variant), mate_in_one_set(ds, va, variant), legal_moves_of(ds, se, variant)

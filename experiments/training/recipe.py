@@ -122,6 +122,12 @@ class TrainConfig:
     large_batch: bool = False  # rise: CrazyAra's large-batch recipe (batch 1024, lr 0.35, one-cycle)
     init: str | None = None  # rise/sixtyfour: start from these weights (their size), e.g. the loop's best network
     q_weight: float = 0.0  # rise/sixtyfour: value target (1 - q_weight) z + q_weight root_q where the data have root_q
+    #: rise/sixtyfour: "family" (the family's own: one-cycle SGD or Adam) or "constant" (SGD, Nesterov momentum
+    #: 0.9, the learning rate held: continued training, lc0/KataGo's self-play loop)
+    schedule: str = "family"
+    #: rise/sixtyfour: a checkpoint whose optimizer state a fresh run starts from (the loop's previous round:
+    #: one network trained continuously, its momentum kept across rounds)
+    optimizer_from: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> "TrainConfig":
@@ -144,6 +150,10 @@ class TrainConfig:
             raise TrainError("--q-weight must be in [0, 1]")
         if self.init is not None and fam.kind != "policy_value":
             raise TrainError(f"--init (start from saved weights) is for {', '.join(f for f in FAMILIES if FAMILIES[f].kind == 'policy_value')}")
+        if self.schedule not in ("family", "constant"):
+            raise TrainError(f"unknown schedule {self.schedule!r}; known: family, constant")
+        if (self.schedule != "family" or self.optimizer_from) and fam.kind != "policy_value":
+            raise TrainError("schedule and optimizer_from are for the policy-value families")
         if self.large_batch and not fam.large_batch:
             raise TrainError(f"--large-batch is CrazyAra's recipe: {self.model} has none")
         d = {**fam.defaults, **(fam.large_batch if self.large_batch else {})}

@@ -22,20 +22,38 @@ advance generation by generation in turn.  Every stage resumes after a kill at a
 from its journal, training from its checkpoint, the gate from its database; ``state.json`` records
 what finished (written atomically) with its wall time and cores, the cost axis of the report.
 
+**Rounds** (``mode = "rounds"``, as lc0 and KataGo run their loops): one network trained continuously.
+Each round the latest network plays the self-play games, and training goes on from its weights *and
+its optimizer state* (the previous round's checkpoint, ``--optimizer-from``) with the learning rate
+held (``schedule = "constant"``: SGD, Nesterov momentum 0.9) on a replay window counted in positions
+(``window_positions``: the newest rounds back until that many), with supervised positions mixed in
+(``supervised_fraction`` of the training positions, times ``supervised_taper`` each round).  There is
+no gate unless ``[gate] enabled``; with ``guard = true`` (an SPRT, e.g. ``elo0 = -30, elo1 = 0``) it
+is a regression guard that keeps a candidate unless the test shows it worse.  A PUCT arm's self-play
+search leaves check enhancement out (its target would learn the check bias that play adds back:
+:func:`selfplay_search`).  A **control arm** (``kind = "control"``, after a self-play arm) plays no
+games: each round it trains on the supervised data alone, from its own latest network, for the CPU
+time the first self-play arm spent on that round (self-play and training): self-play must beat it to
+claim that it helped.  Before the first round each self-play arm's target is measured against the
+prior on held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.training.targets`).
+
 The rating and the report (``[rate]``, :mod:`experiments.training.rl_report`) follow the loop.
 
 Config keys (every one optional but ``name``, ``initial`` and the arms; defaults in brackets)::
 
-    name, variant ["crazyhouse"], model ["rise"], initial (weights), generations [3], seed [1],
-    out ["runs/rl/NAME"]
-    [[arms]]    name, engine (self-play), gate_engine [engine]
+    name, variant ["crazyhouse"], model ["rise"], initial (weights), generations [3] (rounds), seed [1],
+    out ["runs/rl/NAME"], mode ["generations"; or "rounds"]
+    [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; rounds: or "control"]
     [selfplay]  games [200], nodes [16], concurrency [16], workers [1], backend ["local"], ray_address,
                 random_plies [[0, 0]], max_plies [300], shard_games [50], explore [true]
     [train]     window [2], epochs [1], batch, lr, value_weight, q_weight [0], weight_decay [1e-4],
                 threads [1], bf16 [false], mirror [false], supervised [[]], supervised_games [0: all], minutes,
-                val_fraction [0.1], select_fraction [0.05] (games held out: report, best epoch)
+                val_fraction [0.1], select_fraction [0.05] (games held out: report, best epoch),
+                schedule ["family"; rounds: "constant"], window_positions [0: by generations],
+                supervised_fraction [0], supervised_taper [1]
     [gate]      games [40], nodes [64], threshold [0.55], sprt [false], elo0 [0], elo1 [10], alpha [0.05],
-                beta [0.05], concurrency [16], workers [1], openings [the variant's suite]
+                beta [0.05], concurrency [16], workers [1], openings [the variant's suite],
+                enabled [true; rounds: false], guard [false]
     [rate]      see experiments.training.rl_report
 """
 from __future__ import annotations
@@ -58,6 +76,9 @@ class Arm:
     name: str
     engine: str
     gate_engine: str
+    #: "selfplay", or "control" (rounds: no self-play, the supervised data only, for the CPU time the
+    #: self-play arm before it spent on that round: what self-play must beat)
+    kind: str = "selfplay"
 
 
 @dataclass
@@ -72,6 +93,7 @@ class LoopConfig:
     generations: int = 3
     seed: int = 1
     out: str = ""
+    mode: str = "generations"  # or "rounds" (module docstring)
     selfplay: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
@@ -97,11 +119,16 @@ def check_suite(sec: Section, key: str, path: str, variant: str, pairs: int) -> 
         raise sec.error(key, f"{pairs} game pairs need {pairs} distinct openings; the suite has {n}")
 
 
+#: ``[train]`` keys the loop reads itself (the rest are the trainer's, :class:`TrainConfig`)
+LOOP_TRAIN_KEYS = ("window", "supervised", "supervised_games", "window_positions", "supervised_fraction",
+                   "supervised_taper")
+
+
 def _check_train(t: Section, cfg: "LoopConfig") -> None:
     """The ``[train]`` values as the trainer itself checks them (before any self-play)."""
     from experiments.training.recipe import TrainConfig
 
-    keys = {k: v for k, v in cfg.train.items() if k not in ("window", "supervised", "supervised_games")}
+    keys = {k: v for k, v in cfg.train.items() if k not in LOOP_TRAIN_KEYS}
     try:
         TrainConfig(model=cfg.model, data=[], out="", **keys).resolved()
     except ValueError as e:
@@ -134,11 +161,16 @@ def parse(path: str) -> LoopConfig:
         raise root.error("initial", f"no weights file {initial!r}")
     cfg = LoopConfig(name=name, initial=initial, arms=[], variant=variant, model=model,
                      generations=root.positive("generations", 3), seed=root.get("seed", int, 1),
-                     out=root.get("out", str, f"runs/rl/{name}", check=writable_dir), path=str(path))
+                     out=root.get("out", str, f"runs/rl/{name}", check=writable_dir), path=str(path),
+                     mode=root.choice("mode", ("generations", "rounds"), "generations"))
+    rounds = cfg.mode == "rounds"
     names = set()
     for a in root.tables("arms", required=True):
-        arm = Arm(a.get("name", str), a.get("engine", str), "")
+        arm = Arm(a.get("name", str), a.get("engine", str), "", a.choice("kind", ("selfplay", "control"), "selfplay"))
         arm.gate_engine = a.get("gate_engine", str, arm.engine)
+        if arm.kind == "control" and (not rounds or not any(x.kind == "selfplay" for x in cfg.arms)):
+            raise a.error("kind", "a control arm is for mode = \"rounds\", after a self-play arm (it trains for "
+                                  "the CPU time that arm's round took)")
         if arm.name in names or not arm.name.replace("-", "").replace("_", "").isalnum():
             raise a.error("name", f"arm names must be distinct letters, digits, '-' or '_' (got {arm.name!r})")
         names.add(arm.name)
@@ -177,7 +209,15 @@ def parse(path: str) -> LoopConfig:
                      threads=t.positive("threads", 1), bf16=t.get("bf16", bool, False), mirror=t.get("mirror", bool, False),
                      supervised=_list_of(t, "supervised", str, []), supervised_games=t.get("supervised_games", int, 0),
                      minutes=t.get("minutes", float, None), val_fraction=t.get("val_fraction", float, 0.1, unit),
-                     select_fraction=t.get("select_fraction", float, 0.05, unit))
+                     select_fraction=t.get("select_fraction", float, 0.05, unit),
+                     schedule=t.choice("schedule", ("family", "constant"), "constant" if rounds else "family"),
+                     window_positions=t.get("window_positions", int, 0, lambda v: None if v >= 0 else "must be >= 0"),
+                     supervised_fraction=t.get("supervised_fraction", float, 0.0,
+                                               lambda v: None if 0 <= v < 1 else "must be in [0, 1)"),
+                     supervised_taper=t.get("supervised_taper", float, 1.0, unit))
+    if rounds and (cfg.train["supervised_fraction"] > 0 or any(a.kind == "control" for a in cfg.arms)) \
+            and not cfg.train["supervised"]:
+        raise t.error("supervised", "a supervised mix or a control arm needs supervised data")
     for d in cfg.train["supervised"]:
         if not os.path.exists(d):
             raise t.error("supervised", f"no data at {d!r}")
@@ -191,7 +231,10 @@ def parse(path: str) -> LoopConfig:
                     sprt=g.get("sprt", bool, False), elo0=g.get("elo0", float, 0.0), elo1=g.get("elo1", float, 10.0),
                     alpha=g.get("alpha", float, 0.05), beta=g.get("beta", float, 0.05),
                     concurrency=g.positive("concurrency", 16), workers=g.positive("workers", 1),
-                    openings=g.get("openings", str, ""))
+                    openings=g.get("openings", str, ""), enabled=g.get("enabled", bool, not rounds),
+                    guard=g.get("guard", bool, False))
+    if cfg.gate["guard"] and not cfg.gate["sprt"]:
+        raise g.error("guard", "a regression guard is an SPRT: set sprt = true (e.g. elo0 = -30, elo1 = 0)")
     if cfg.gate["sprt"]:
         from experiments.harness.sprt import Sprt
 
@@ -341,9 +384,9 @@ def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
     from evaluators.neural import weights_path
     from experiments.harness.store import file_id
 
-    return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial,
+    return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial, "mode": cfg.mode,
             "initial_file": file_id(weights_path(cfg.initial)),
-            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine} for a in cfg.arms},
+            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine, "kind": a.kind} for a in cfg.arms},
             **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in _FREE}
                for sec in ("selfplay", "train", "gate")}}
 
@@ -403,7 +446,11 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
     rec = state.gen(gen)
     if "selfplay" in rec:
         return
-    sp = SelfPlayConfig(engine=_with_weights(arm.engine, weights_of(cfg, arm.name, state.best)),
+    if arm.kind == "control":  # no games: its rounds are training only
+        rec["selfplay"] = {"games": 0, "positions": 0, "seconds": 0.0, "cores": 0, "network": state.best, "engine": ""}
+        state.save()
+        return
+    sp = SelfPlayConfig(engine=_with_weights(selfplay_search(cfg, arm.engine), weights_of(cfg, arm.name, state.best)),
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
                         seed=cfg.seed * 1000 + gen, **cfg.selfplay)
     with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
@@ -414,6 +461,21 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
     rec["selfplay"] = {"games": sp.games, "positions": _positions(sp.out), "seconds": clock.seconds,
                        "cores": sp.workers, "network": state.best, "engine": stats["engine"]}
     state.save()
+
+
+def selfplay_search(cfg: "LoopConfig", engine: str) -> str:
+    """The arm's self-play engine: in rounds, a PUCT search without check enhancement unless the spec
+    sets it (the target then does not learn the check bias that play adds back: ``searchbench targets``
+    found the PUCT target at 16 nodes with it 33.7% top-1 with 0.39 of its mass on checks, without it
+    36.0% and 0.20, the prior 34.7% and 0.18)."""
+    from engines import registry
+    from search.mcts_config import MCTSConfig
+
+    spec = registry.resolve(engine)
+    if cfg.mode != "rounds" or not isinstance(spec.config, MCTSConfig) or spec.config.root_rule != "puct" \
+            or "check_enhancement" in spec.options:
+        return engine
+    return registry.join_spec(engine, {"check_enhancement": "false"})
 
 
 def _positions(directory: str) -> int:
@@ -428,19 +490,33 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     rec = state.gen(gen)
     if "train" in rec:
         return
-    t = dict(cfg.train)
-    data = [os.path.join(cfg.gen_dir(arm.name, k), "selfplay") for k in range(max(1, gen - t.pop("window") + 1), gen + 1)]
-    sup = t.pop("supervised")
-    sup_games = t.pop("supervised_games")
+    t = {k: v for k, v in cfg.train.items() if k not in LOOP_TRAIN_KEYS}
     out = os.path.join(cfg.gen_dir(arm.name, gen), "train")
-    if sup:
-        data += _supervised_sample(sup, sup_games, os.path.join(cfg.gen_dir(arm.name, gen), "supervised"), cfg.seed + gen)
+    data = _window(cfg, arm, gen, state) if arm.kind == "selfplay" else []
+    sup_dir = os.path.join(cfg.gen_dir(arm.name, gen), "supervised")
+    if cfg.mode == "rounds":
+        if arm.kind == "control":  # the supervised data alone, for the CPU time of the self-play arm's round
+            data = list(cfg.train["supervised"])
+            t.update(epochs=100_000, minutes=round(_control_seconds(cfg, gen) / 60.0 / t["threads"], 3))
+        else:
+            frac = cfg.train["supervised_fraction"] * cfg.train["supervised_taper"] ** (gen - 1)
+            want = int(round(frac / (1.0 - frac) * sum(_positions(d) for d in data)))
+            if want > 0:
+                data += _supervised_sample(cfg.train["supervised"], 0, sup_dir, cfg.seed + gen, positions=want)
+    elif cfg.train["supervised"]:
+        data += _supervised_sample(cfg.train["supervised"], cfg.train["supervised_games"], sup_dir, cfg.seed + gen)
     init = weights_of(cfg, arm.name, state.best)
-    tc = train.TrainConfig(model=cfg.model, data=data, out=out, init=init, seed=cfg.seed + gen, **t)
+    carried = os.path.join(cfg.gen_dir(arm.name, state.best), "train", "checkpoint.pt") if state.best else None
+    optimizer_from = carried if cfg.mode == "rounds" and carried and os.path.exists(carried) else None
+    tc = train.TrainConfig(model=cfg.model, data=data, out=out, init=init, seed=cfg.seed + gen,
+                           optimizer_from=optimizer_from, **t)
     os.makedirs(out, exist_ok=True)
     write_atomic(os.path.join(out, "command.txt"),
                  f"searchbench rl {cfg.path}  # arm {arm.name}, generation {gen}: searchbench train {cfg.model} "
-                 f"--init {init} --data {' '.join(data)} --out {out}\n", "command file")
+                 f"--init {init} --data {' '.join(data)} --out {out}"
+                 + (f" --schedule {t['schedule']}" if t["schedule"] != "family" else "")
+                 + (f" --optimizer-from {optimizer_from}" if optimizer_from else "")
+                 + (f" --minutes {t['minutes']}" if t.get("minutes") else "") + "\n", "command file")
     with StageClock(cfg.gen_dir(arm.name, gen), "train") as clock:
         meta = train.train(tc, progress=progress)
     rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best,
@@ -449,12 +525,41 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     state.save()
 
 
-def _supervised_sample(dirs: list[str], games: int, out: str, seed: int) -> list[str]:
-    """The supervised shards to mix in: all of them (games 0), or ``games`` games of them drawn
-    once per generation and written to ``out`` (so a resumed training sees the same)."""
+def _window(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> list[str]:
+    """The self-play data a round trains on: the last ``window`` generations, or (``window_positions``)
+    the newest rounds back until that many positions (lc0/KataGo's replay window, counted in positions)."""
+    want = cfg.train["window_positions"]
+    if want <= 0:
+        return [os.path.join(cfg.gen_dir(arm.name, k), "selfplay")
+                for k in range(max(1, gen - cfg.train["window"] + 1), gen + 1)]
+    dirs: list[str] = []
+    have = 0
+    for k in range(gen, 0, -1):
+        dirs.insert(0, os.path.join(cfg.gen_dir(arm.name, k), "selfplay"))
+        have += int(state.gen(k).get("selfplay", {}).get("positions", 0))
+        if have >= want:
+            break
+    return dirs
+
+
+def _control_seconds(cfg: LoopConfig, gen: int) -> float:
+    """CPU seconds the first self-play arm spent on round ``gen`` (self-play and training): what a
+    control arm gets for the same round."""
+    ref = next(a for a in cfg.arms if a.kind == "selfplay")
+    rec = State(os.path.join(cfg.arm_dir(ref.name), STATE)).gen(gen)
+    secs = sum(float(rec[k]["seconds"]) * max(1.0, float(rec[k]["cores"])) for k in ("selfplay", "train") if k in rec)
+    if secs <= 0:
+        raise ConfigError(f"control arm, round {gen}: the self-play arm {ref.name!r} has not finished that round")
+    return secs
+
+
+def _supervised_sample(dirs: list[str], games: int, out: str, seed: int, positions: int = 0) -> list[str]:
+    """The supervised shards to mix in: all of them (games 0), or ``games`` games of them drawn once
+    per generation (or, ``positions``, whole games drawn until that many positions) and written to
+    ``out`` (so a resumed training sees the same)."""
     from experiments.training import datagen
 
-    if games <= 0:
+    if games <= 0 and positions <= 0:
         return list(dirs)
     if datagen.shard_paths(out):
         return [out]
@@ -472,7 +577,15 @@ def _supervised_sample(dirs: list[str], games: int, out: str, seed: int) -> list
             r.scores = [int(s["score"][i]) for i in rows]
             records.append(r)
     rng = np.random.default_rng(seed)
-    pick = sorted(rng.choice(len(records), min(games, len(records)), replace=False))
+    order = rng.permutation(len(records))
+    if positions > 0:
+        n, have = 0, 0
+        while n < len(order) and have < positions:
+            have += len(records[order[n]].moves)
+            n += 1
+        pick = sorted(order[:n])
+    else:
+        pick = sorted(rng.choice(len(records), min(games, len(records)), replace=False))
     datagen.write_shard(out, [records[i] for i in pick])
     return [out]
 
@@ -491,6 +604,13 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
         return
     gt = cfg.gate
     best = state.best
+    if not gt["enabled"]:  # rounds: the latest network goes on (lc0, KataGo); no games
+        rec["gate"] = {"against": best, "games": 0, "wins": 0, "draws": 0, "losses": 0, "score": 0.0,
+                       "accepted": True, "rule": "no gate: each round goes on from the last", "nodes": 0,
+                       "seconds": 0.0, "cores": 0}
+        state.data["best"] = gen
+        state.save()
+        return
     cand = match_mod.Player(f"{arm.name}-gen{gen}", _with_weights(arm.gate_engine, weights_of(cfg, arm.name, gen)),
                             nodes=gt["nodes"])
     champ = match_mod.Player(f"{arm.name}-gen{best}", _with_weights(arm.gate_engine, weights_of(cfg, arm.name, best)),
@@ -523,7 +643,9 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
                        desc=f"gate {cand.name} vs {champ.name}", postfix=lambda: f"{cand.name} {score_text(*wdl)}")
     games = sum(wdl)
     score = (wdl[0] + 0.5 * wdl[1]) / max(1, games)
-    if test is not None:
+    if test is not None and gt["guard"]:  # a regression guard: kept unless the test shows it worse
+        accepted, rule = test.state != "H0", f"guard SPRT [{gt['elo0']:g}, {gt['elo1']:g}]: {test.state} ({test.summary()})"
+    elif test is not None:
         accepted, rule = test.state == "H1", f"SPRT [{gt['elo0']:g}, {gt['elo1']:g}]: {test.state} ({test.summary()})"
     else:
         accepted, rule = score >= gt["threshold"], f"score >= {gt['threshold']:g}"
@@ -586,7 +708,8 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     if not data or n <= 0:
         return []
     path = os.path.join(cfg.out, TARGETS)
-    engines = [_with_weights(a.engine, weights_of(cfg, a.name, 0)) for a in cfg.arms]
+    engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+               if a.kind == "selfplay"]
     key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
            "explore": cfg.selfplay["explore"]}
     rows: list[dict[str, Any]] = []
