@@ -200,7 +200,8 @@ def test_compare_tables_ignores_only_the_machine_columns(tmp_path) -> None:  # t
     shipped, here = tmp_path / "a.csv", tmp_path / "b.csv"
     shipped.write_text(head + "".join(r.format(t="0.0123") for r in rows))
     here.write_text(head + "".join(r.format(t="0.0456") for r in rows))
-    assert compare_tables(here, shipped) == []
-    here.write_text(head + rows[0].format(t="0.1").replace("0.0,-10.0", "1.0,-10.0"))
-    diffs = compare_tables(here, shipped)
-    assert diffs == ["fairy-stockfish at -: only in the shipped report", "material-ab at 64: elo 1.0 here, 0.0 shipped"]
+    assert compare_tables(here, shipped) == ([], [])
+    here.write_text(head + rows[0].format(t="0.1").replace("0.0,-10.0", "1.0,-10.0").replace("64.0,64.0", "64.0,64.5"))
+    games, cost = compare_tables(here, shipped)
+    assert games == ["fairy-stockfish at -: only in the shipped report", "material-ab at 64: elo 1.0 here, 0.0 shipped"]
+    assert cost == ["material-ab at 64: evals_per_move 64.5 here, 64.0 shipped (0.78%)"]

@@ -238,15 +238,20 @@ def cmd_scale(args: argparse.Namespace) -> int:
     _, paths = scale.run(sc, command, progress=not args.quiet)
     print("figure: " + ", ".join(str(p) for p in paths))
     if args.compare:
-        diffs = scale.compare_tables(sc.out_dir / "elo_vs_nodes.csv", Path(args.compare) / "elo_vs_nodes.csv")
-        if diffs:
-            print(f"the table DIFFERS from the shipped report {args.compare} in {len(diffs)} place(s):")
-            for d in diffs:
+        games, cost = scale.compare_tables(sc.out_dir / "elo_vs_nodes.csv", Path(args.compare) / "elo_vs_nodes.csv")
+        if games:
+            print(f"the Elo table DIFFERS from the shipped report {args.compare} in {len(games)} place(s):")
+            for d in games:
                 print("  " + d)
         else:
             print(f"the games and the Elo table equal the shipped report {args.compare} (every row: Elo, interval, "
-                  "games, score, nodes and evaluator calls per move); only seconds per move differ, which depend on "
-                  "the machine")
+                  "games, score); seconds per move depend on the machine")
+        if cost:
+            print(f"the cost per move differs in {len(cost)} place(s):")
+            for d in cost:
+                print("  " + d)
+        elif not games:
+            print("nodes and evaluator calls per move equal the shipped ones too")
     return 0
 
 

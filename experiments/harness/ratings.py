@@ -14,7 +14,7 @@ is fitted by plain maximum likelihood, whatever the other pairs are.  A bootstra
 the same per pair on its own resample: a pair it turns into a sweep gets the virtual draw in that
 replicate (so the replicate stays finite instead of running to the optimiser's bounds), and a pair
 drawn with no games gets none.  A rating whose interval depends on such replicates (in more than
-2.5% of them a pair of that player was a sweep that is not one in the data) is marked
+2.5% of them a pair of that player that had no virtual draw in the data's fit was a sweep) is marked
 ``sweep_bounded``: its interval's edge is set by the virtual draw, not by the games, and the reports
 say so.  A number ``prior`` adds that many virtual draws to every pair that met.
 
@@ -245,7 +245,6 @@ def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float 
     lo, hi = elo.copy(), elo.copy()
     samples = np.empty((0, len(names)))
     swept = np.zeros(len(names))  # replicates in which a pair of the player became a sweep
-    sweeps = _sweeps(n, s)
     if bootstrap > 0 and data.n_units > 1:
         rng = np.random.default_rng(seed)
         from tqdm import tqdm
@@ -256,7 +255,7 @@ def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float 
             counts = rng.multinomial(data.n_units, np.full(data.n_units, 1.0 / data.n_units))
             nb, sb = data.aggregate(counts[data.unit_of].astype(np.float64))
             pb = pair_prior(nb, sb) if prior is None else np.where(nb > 0, float(prior), 0.0)
-            new = _sweeps(nb, sb) & ~sweeps
+            new = _sweeps(nb, sb) & (per_pair == 0)  # a virtual draw the data's own fit did not give
             if new.any():
                 hit = np.zeros(len(names), dtype=bool)
                 hit[data.i[new]] = hit[data.j[new]] = True

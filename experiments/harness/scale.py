@@ -245,23 +245,36 @@ def differences(sc: Scale, fit: Any) -> list[str]:
 
 #: the columns of ``elo_vs_nodes.csv`` that depend on the machine, not on the games
 MACHINE_COLUMNS = ("seconds_per_move",)
+#: the columns that measure what the moves cost (nodes, evaluator calls): compared apart from the games'
+COST_COLUMNS = ("nodes_per_move", "evals_per_move")
 
 
-def compare_tables(new: Path, shipped: Path) -> list[str]:
-    """Where two ``elo_vs_nodes.csv`` tables differ, but for :data:`MACHINE_COLUMNS` (one line each;
-    empty: the same games gave the same table)."""
+def compare_tables(new: Path, shipped: Path) -> tuple[list[str], list[str]]:
+    """Where two ``elo_vs_nodes.csv`` tables differ (one line each): (in what the games decide: the
+    rows, Elo, interval, games, score; in the cost columns, with the relative difference).  Both
+    empty: the same games gave the same table (:data:`MACHINE_COLUMNS` aside)."""
     def read(p: Path) -> dict[tuple[str, str], dict[str, str]]:
         with open(p, newline="") as f:
             return {(r["engine"], r["nodes"]): r for r in csv.DictReader(f)}
 
     a, b = read(new), read(shipped)
-    out = [f"{e} at {n or '-'}: only in {'this run' if (e, n) in a else 'the shipped report'}"
-           for e, n in sorted(a.keys() ^ b.keys())]
+    games = [f"{e} at {n or '-'}: only in {'this run' if (e, n) in a else 'the shipped report'}"
+             for e, n in sorted(a.keys() ^ b.keys())]
+    cost = []
     for k in sorted(a.keys() & b.keys()):
         for col in a[k]:
-            if col not in MACHINE_COLUMNS and a[k][col] != b[k].get(col):
-                out.append(f"{k[0]} at {k[1] or '-'}: {col} {a[k][col]} here, {b[k].get(col)} shipped")
-    return out
+            x, y = a[k][col], b[k].get(col)
+            if col in MACHINE_COLUMNS or x == y:
+                continue
+            where = f"{k[0]} at {k[1] or '-'}: {col} {x} here, {y} shipped"
+            if col in COST_COLUMNS:
+                try:
+                    cost.append(f"{where} ({100 * abs(float(x) - float(y)) / max(abs(float(y)), 1e-9):.2f}%)")
+                    continue
+                except (TypeError, ValueError):
+                    pass
+            games.append(where)
+    return games, cost
 
 
 def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
