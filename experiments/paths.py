@@ -152,37 +152,25 @@ class run_dir:
 
 
 def write_atomic(path: str | Path, data: bytes | str, what: str = "file") -> None:
-    """Write ``data`` to ``path`` as a whole or not at all: into a fresh temporary file beside it (made
-    with ``O_EXCL``, so a planted ``.tmp`` name or link is never written through), synced, then renamed
-    over ``path`` (a link at ``path`` is replaced, not followed).  A failure (a full disk) removes the
-    temporary file and raises :class:`OutputError` naming ``path``."""
-    p = Path(path)
+    """Write ``data`` to ``path`` as a whole or not at all (:func:`save_atomic`: a fresh temporary
+    file beside it, synced, then renamed over ``path``; a link at ``path`` is replaced, not followed)."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    except OSError as e:
-        raise OutputError(f"cannot write {what} {str(p)!r}: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise OutputError(f"cannot write {what} {str(p)!r}: {e.strerror or e}") from None
-        raise
+
+    save_atomic(path, write, what)
 
 
 def save_atomic(path: str | Path, save: "Callable[[str], object]", what: str = "file") -> None:
-    """:func:`write_atomic` for a writer that takes a file name (``torch.save``, ``np.savez``,
-    ``savefig``): ``save(tmp)`` writes a fresh temporary name beside ``path``, which is then renamed
-    over it; a failure (a full disk, or the writer's own error) removes what it left and raises
-    :class:`OutputError` naming ``path``."""
+    """Write ``path`` as a whole or not at all, with a writer that takes a file name (``torch.save``,
+    ``np.savez``, ``savefig``): ``save(tmp)`` writes a fresh temporary name beside ``path`` (made with
+    ``O_EXCL``, so a planted ``.tmp`` name or link is never written through), which is then renamed
+    over it (a link at ``path`` is replaced, not followed); a failure (a full disk, or the writer's own
+    error) removes what it left and raises :class:`OutputError` naming ``path``."""
     p = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix, dir=p.parent)

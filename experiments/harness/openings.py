@@ -149,22 +149,10 @@ def check_replaceable(path: str | Path) -> None:
 
 def write_suite(path: str | Path, text: str) -> None:
     """Write a suite whole: a temporary file beside it, then a rename (a failure leaves the old one)."""
-    import os
-    import tempfile
+    from experiments.paths import write_atomic
 
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text, "opening suite")
 
 
 def draw(openings: Sequence[Opening], pairs: int, seed: int, key: str) -> list[Opening]:

@@ -263,7 +263,7 @@ def compare_tables(new: Path, shipped: Path) -> tuple[list[str], list[str]]:
     cost = []
     for k in sorted(a.keys() & b.keys()):
         for col in a[k]:
-            x, y = a[k][col], b[k].get(col)
+            x, y = a[k][col], b[k].get(col, "")
             if col in MACHINE_COLUMNS or x == y:
                 continue
             where = f"{k[0]} at {k[1] or '-'}: {col} {x} here, {y} shipped"
