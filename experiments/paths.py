@@ -117,6 +117,17 @@ def read_text(path: str | Path, what: str = "file", limit: int = MAX_TEXT_BYTES)
                          ) from None
 
 
+def read_json(path: str | Path, what: str = "file") -> object:
+    """The JSON value of a regular text file (:func:`read_text`); :class:`InputError` naming the file
+    if it cannot be read or is not JSON (the one reader of the run folders' small JSON records)."""
+    import json
+
+    try:
+        return json.loads(read_text(path, what))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{what} {str(path)!r} is not JSON ({e})") from None
+
+
 #: files that make a run folder worth keeping after a failure (a run resumes from them)
 RUN_KEEP: tuple[str, ...] = ("checkpoint.pt", "model.pt")
 

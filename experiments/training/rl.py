@@ -257,14 +257,14 @@ class State:
     """``OUT/ARM/state.json``: the best generation and what finished, per generation."""
 
     def __init__(self, path: str) -> None:
-        from experiments.paths import InputError, read_text
+        from experiments.paths import InputError, read_json
 
         self.path = path
         self.data: dict[str, Any] = {"best": 0, "gens": {}}
         if os.path.lexists(path):
             try:
-                self.data = json.loads(read_text(path, "loop state file"))
-            except (InputError, json.JSONDecodeError) as e:
+                self.data = read_json(path, "loop state file")  # type: ignore[assignment]  # checked below
+            except InputError as e:
                 raise ConfigError(f"{path} is not a loop state file ({e})") from None
             why = _bad_state(self.data)
             if why:
@@ -330,15 +330,15 @@ class StageClock:
     TICK = 10.0
 
     def __init__(self, folder: str, stage: str) -> None:
-        from experiments.paths import InputError, read_text
+        from experiments.paths import InputError, read_json
 
         self.path = os.path.join(folder, f"clock-{stage}.json")
         self.base = 0.0
         if os.path.lexists(self.path):
             try:
-                v = json.loads(read_text(self.path, "stage clock")).get("seconds")
+                v = read_json(self.path, "stage clock").get("seconds")  # type: ignore[attr-defined]
                 self.base = float(v) if isinstance(v, (int, float)) and 0 <= v < 1e9 else 0.0
-            except (InputError, json.JSONDecodeError, AttributeError):
+            except (InputError, AttributeError):
                 self.base = 0.0  # a damaged clock only loses the time it held
         self.t0 = time.monotonic()
         self._stop: Any = None
@@ -406,14 +406,14 @@ def check_run(cfg: "LoopConfig") -> None:
     """Refuse a rerun of ``cfg.out`` with settings other than those it was started with (its games,
     networks and decisions would mix two runs, and the report would name only the new ones); record
     them on the first run.  More generations, new arms and other ``[rate]`` keys are allowed."""
-    from experiments.paths import InputError, read_text, write_atomic
+    from experiments.paths import InputError, read_json, write_atomic
 
     want = _run_record(cfg)
     path = os.path.join(cfg.out, RUN_FILE)
     if os.path.lexists(path):
         try:
-            have = json.loads(read_text(path, "loop run file"))
-        except (InputError, json.JSONDecodeError) as e:
+            have = read_json(path, "loop run file")
+        except InputError as e:
             raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
         if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
             raise ConfigError(f"{path} is not a loop run file; give another out")
@@ -700,7 +700,7 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     is not better than the prior (training on it teaches the network nothing it does not say)."""
     import sys
 
-    from experiments.paths import InputError, read_text
+    from experiments.paths import InputError, read_json
     from experiments.training import targets
 
     data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
@@ -715,10 +715,10 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if os.path.lexists(path):
         try:
-            have = json.loads(read_text(path, "targets file"))
+            have = read_json(path, "targets file")
             if isinstance(have, dict) and have.get("key") == key and isinstance(have.get("rows"), list):
                 rows = have["rows"]
-        except (InputError, json.JSONDecodeError):
+        except InputError:
             rows = []
     if not rows:
         measured = targets.measure(engines, data, positions=n, nodes=cfg.selfplay["nodes"], seed=cfg.seed,

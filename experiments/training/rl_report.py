@@ -283,16 +283,15 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
 def _targets_section(cfg: "LoopConfig") -> list[str]:
     """The policy targets of each arm's self-play search against generation 0's prior
     (``OUT/targets.json``, :func:`experiments.training.rl.measure_targets`)."""
-    import json
-
+    from experiments.paths import InputError, read_json
     from experiments.training.rl import TARGETS
 
     path = Path(cfg.out) / TARGETS
     if not path.is_file():
         return []
     try:
-        rows = json.loads(path.read_text())["rows"]
-    except (OSError, ValueError, KeyError, TypeError):
+        rows = read_json(path, "targets file")["rows"]  # type: ignore[index]
+    except (InputError, KeyError, TypeError):
         return []
     lines = [f"## Policy targets before training (`searchbench targets`, {cfg.selfplay['nodes']} nodes, "
              f"{rows[0]['positions'] if rows else 0} held-out positions)", "",

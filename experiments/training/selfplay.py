@@ -45,7 +45,7 @@ from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player
-from experiments.paths import InputError, append_line, read_text, write_atomic
+from experiments.paths import InputError, append_line, read_json, write_atomic
 from experiments.training import datagen
 
 JOURNAL = "pending.jsonl"
@@ -266,8 +266,8 @@ def _check_run(cfg: SelfPlayConfig, engine: str) -> bool:
     path = os.path.join(cfg.out, RUN_FILE)
     if os.path.lexists(path):
         try:
-            have = json.loads(read_text(path, "self-play run file"))
-        except (InputError, json.JSONDecodeError):
+            have = read_json(path, "self-play run file")
+        except InputError:
             raise SelfPlayError(f"{path} is not a self-play run file; give another --out") from None
         if not isinstance(have, dict):
             raise SelfPlayError(f"{path} is not a self-play run file; give another --out")
