@@ -559,11 +559,18 @@ class VisitsRoot(RootRule):
     """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
     :func:`search.mcts_config.final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
     ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
-    applies (``temperature_moves``); ties go to the move generated first."""
+    applies (``temperature_moves``); ties go to the move generated first.  With no edge visited
+    (a one-node search: the root's expansion only) the move of the highest prior: the raw policy."""
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         cfg = self.cfg
         visits = [tree.edge_n(e) for e in candidates]
+        if max(visits) <= 0:  # nothing visited (one node: the root's expansion): the prior's choice
+            best = 0
+            for i in range(1, len(candidates)):
+                if tree.ed_prior[candidates[i]] > tree.ed_prior[candidates[best]]:
+                    best = i
+            return candidates[best]
         qs = [tree.q_with_pv(e) for e in candidates]
         pi = final_policy(cfg, visits, qs)
         tau = cfg.temperature

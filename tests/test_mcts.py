@@ -476,3 +476,24 @@ def test_bench_search_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert out["mcts_overhead"]["chess"]["ours"]["sims"] == 3 * 40
     assert out["alphabeta"]["chess"]["python_chess"]["nodes"] > 0
     assert out["nn"] is not None
+
+
+class _LastMoveEvaluator(FixedEvaluator):
+    """The prior puts 0.9 on the *last* legal move: a choice that the generation order cannot give."""
+
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
+        return [Evaluation(0.0, [0.1 / max(1, len(lf.moves) - 1)] * (len(lf.moves) - 1) + [0.9]) if len(lf.moves) > 1
+                else Evaluation(0.0, [1.0]) for lf in leaves]
+
+
+@pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
+def test_a_one_node_search_plays_the_raw_policy(variant: str) -> None:
+    """One node is the root's expansion and nothing visited: the move is the prior's argmax (the raw
+    policy player of rl's fixed rating searches), not the first move generated."""
+    for seed in range(10):
+        pos = random_position(variant, seed, 12)
+        moves = pos.legal_moves()
+        if len(moves) < 2:
+            continue
+        _, res = search(pos, 1, MCTSConfig(tree_reuse=False), ev=_LastMoveEvaluator())
+        assert res.best_move == moves[-1]  # type: ignore[attr-defined]

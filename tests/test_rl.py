@@ -249,3 +249,39 @@ def test_rounds_configs_refused(tmp_path, extra, match) -> None:  # type: ignore
         path = _rounds_config(tmp_path, extra_train=extra)
     with pytest.raises(ConfigError, match=match):
         rl.parse(path)
+
+
+def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31 item 4: each round's network of every arm under the same searches (the raw policy at
+    one node; PUCT for the last round only, without anchors); round 0 is one player; each self-play
+    round plays the control's round; the report gives both comparisons with intervals."""
+    arms = '[[arms]]\nname = "control"\nengine = "rise-mcts:batch_size=2"\nkind = "control"\n'
+    path = _rounds_config(tmp_path, arms=arms)
+    text = open(path).read().replace("bootstrap = 10", "bootstrap = 10\nsearches = [\n"
+                                     '  { name = "policy", engine = "rise-mcts:batch_size=1,tree_reuse=false", nodes = 1 },\n'
+                                     '  { name = "puct8", engine = "rise-mcts:batch_size=2", nodes = 8, rounds = [2], anchors = false },\n]')
+    open(path, "w").write(text)
+    cfg = rl.parse(path)
+    assert [s["name"] for s in cfg.rate["searches"]] == ["policy", "puct8"]
+    rl.run(cfg, progress=False)
+    with open(tmp_path / "report" / "ratings.csv") as f:
+        rows = list(csv.DictReader(f))
+    policy = {r["player"] for r in rows if r["search"] == "policy"}
+    assert policy == {"puct-g0@policy", "puct-g1@policy", "puct-g2@policy", "control-g1@policy", "control-g2@policy",
+                      "material"}
+    assert {r["player"] for r in rows if r["search"] == "puct8"} == {"puct-g0@puct8", "puct-g2@puct8", "control-g2@puct8"}
+    with Store(str(tmp_path / "out" / "rate.sqlite")) as st:
+        games = st.games()
+    pairs: dict[frozenset[str], int] = {}
+    for g in games:
+        pairs[frozenset((g.white, g.black))] = pairs.get(frozenset((g.white, g.black)), 0) + 1
+    assert pairs[frozenset(("puct-g2@policy", "control-g2@policy"))] == 8  # rate.games a comparison
+    assert pairs[frozenset(("control-g1@policy", "puct-g0@policy"))] == 8
+    assert pairs[frozenset(("puct-g0@policy", "material"))] == 8
+    assert not any("material" in p and any("puct8" in x for x in p) for p in pairs)  # anchors = false
+    # the raw policy player spends one evaluator call a move (the root's expansion)
+    policy_moves = [m for g in games if "@policy" in g.white and "@policy" in g.black for m in g.move_stats]
+    assert policy_moves and all(m.evals <= 1 for m in policy_moves)
+    text = (tmp_path / "report" / "README.md").read_text()
+    assert "under `policy`" in text and "Self-play against the control" in text and "| puct-g2@puct8 | control-g2@puct8 |" in text
+    assert (tmp_path / "report" / "elo_vs_generation_policy.png").exists()

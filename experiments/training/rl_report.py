@@ -16,7 +16,18 @@ Keys (defaults in brackets)::
             heldout [[]] (data directories: searchbench heldout on every generation),
             target_positions [200] (held-out positions on which each arm's self-play target is measured
             against generation 0's prior before any self-play, searchbench targets; 0: not measured),
-            report_dir ["reports/NAME"], notes [""] (Markdown printed in the report)
+            report_dir ["reports/NAME"], notes [""] (Markdown printed in the report),
+            searches [[]] (tables: name, engine (a spec without weights), nodes, rounds [all], anchors [true])
+
+**Fixed searches** (``[rate] searches``, issue 31: ratings that can see what training did): every
+round's network of every arm is rated under the *same* searches, whatever search its arm played
+(e.g. the raw policy, ``nodes = 1``; PUCT at 64 nodes without noise; tuned Gumbel).  Under each
+search, one pool: round 0 (one player: every arm starts from the same network) plays ``rate.games``
+games against the anchors (unless ``anchors = false``), every rated round of every arm ``rate.games``
+against round 0, and every self-play arm's round ``rate.games`` against the control arm's same round;
+``rounds`` (default: all) picks the rounds a costly search rates.  Players are ``ARM-gN@SEARCH``.
+Each search is fitted on its own games, round 0 at 0 Elo; the report gives each round's gain over
+round 0 and each self-play round's difference to the control, with intervals.
 
 The report (``report_dir``): ``ratings.csv`` (player, arm, generation, gate decision, self-play games
 and CPU hours so far, Elo with its interval, games, score), ``gates.csv``, ``heldout.csv``, the
@@ -62,13 +73,29 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
         a.done()
     if not r.has("anchors"):
         anchors = [{"name": "fairy-stockfish", "engine": "fairy-stockfish", "nodes": 1000}]
+    fixed: list[dict[str, Any]] = []
+    for t in r.tables("searches") or []:
+        sch = {"name": t.get("name", str), "engine": t.get("engine", str), "nodes": t.positive("nodes"),
+               "rounds": _list_ints(t, "rounds"), "anchors": t.get("anchors", bool, True)}
+        if not sch["name"].replace("-", "").replace("_", "").isalnum() or sch["name"] in [x["name"] for x in fixed]:
+            raise t.error("name", f"{sch['name']!r}: each search needs a name of its own, of letters, digits, - and _")
+        if any(g < 1 or g > cfg.generations for g in sch["rounds"]):
+            raise t.error("rounds", f"rounds are 1 to {cfg.generations} (round 0 is always rated)")
+        try:
+            spec = registry.resolve(sch["engine"])
+        except EngineError as e:
+            raise t.error("engine", str(e)) from None
+        if "weights" in spec.options:
+            raise t.error("engine", "a rating search takes each round's weights: leave `weights` out")
+        fixed.append(sch)
+        t.done()
     if not anchors:
         raise r.error("anchors", "give at least one anchor (the ratings need a player outside the loop)")
     out = dict(games=r.get("games", int, 100, lambda v: None if v >= 4 and v % 4 == 0 else "must be a multiple of 4"),
                nodes=r.positive("nodes", 64), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
                bootstrap=r.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
                target_positions=r.get("target_positions", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
-               seed=r.get("seed", int, 1), anchors=anchors,
+               seed=r.get("seed", int, 1), anchors=anchors, searches=fixed,
                heldout=_strings(r, "heldout"), notes=r.get("notes", str, ""),
                report_dir=r.get("report_dir", str, f"reports/{cfg.name}", check=writable_dir))
     from experiments.training.rl import check_suite
@@ -85,8 +112,26 @@ def _strings(r: Section, k: str) -> list[str]:
     return list(v)
 
 
-def _player_name(arm: str, gen: int) -> str:
-    return f"{arm}-g{gen}"
+def _list_ints(t: Section, k: str) -> list[int]:
+    v = t.get(k, list, [])
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise t.error(k, "must be an array of round numbers")
+    return sorted(set(v))
+
+
+def _player_name(arm: str, gen: int, search: str = "") -> str:
+    return f"{arm}-g{gen}" + (f"@{search}" if search else "")
+
+
+def searches(cfg: "LoopConfig") -> list[dict[str, Any]]:
+    """The rating searches: ``[rate] searches``, or the one search of the older design (each arm's
+    gate engine at ``rate.nodes``, name "")."""
+    return cfg.rate.get("searches") or [{"name": "", "engine": "", "nodes": cfg.rate["nodes"], "rounds": [], "anchors": True}]
+
+
+def player(cfg: "LoopConfig", arm: str, gen: int, search: str) -> str:
+    """A rated player's name; under a fixed search every arm's round 0 is the same network, one player."""
+    return _player_name(cfg.arms[0].name if search and gen == 0 else arm, gen, search)
 
 
 def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: bool = True) -> str:
@@ -103,30 +148,56 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
     suite_ops = openings_mod.load_suite(suite, cfg.variant)
     sid = openings_mod.suite_id(suite)
     anchors = [match_mod.Player(a["name"], a["engine"], nodes=a["nodes"]) for a in rt["anchors"]]
-    players: dict[str, match_mod.Player] = {}
-    tasks = []
+    tasks: list[Any] = []
+    keys_of: dict[str, set[str]] = {}  # search -> the keys of its games (one fit per search)
 
-    def pairing(a: match_mod.Player, b: match_mod.Player, games: int) -> None:
+    def pairing(sch: str, a: match_mod.Player, b: match_mod.Player, games: int) -> None:
         mid = match_mod.match_id(cfg.variant, a, b, sid)
         ops = openings_mod.draw(suite_ops, games // 2, rt["seed"], mid)
-        tasks.extend(match_mod.match_tasks(cfg.name, cfg.variant, a, b, ops, games, rt["seed"], sid))
+        new = match_mod.match_tasks(cfg.name, cfg.variant, a, b, ops, games, rt["seed"], sid)
+        tasks.extend(new)
+        keys_of.setdefault(sch, set()).update(t.key for t in new)
 
-    for arm in cfg.arms:
-        g0 = None
-        for gen in range(cfg.generations + 1):
-            if gen > 0 and "gate" not in states[arm.name].gen(gen):
-                continue
-            p = match_mod.Player(_player_name(arm.name, gen), _with_weights(arm.gate_engine, weights_of(cfg, arm.name, gen)),
-                                 nodes=rt["nodes"])
-            players[p.name] = p
-            vs_anchor = rt["games"] if gen == 0 else rt["games"] // 2
-            per = max(2, (vs_anchor // len(anchors)) // 2 * 2)
+    def done(arm: str, gen: int) -> bool:
+        return gen == 0 or "gate" in states[arm].gen(gen)
+
+    for sch in searches(cfg):
+        name = sch["name"]
+
+        def make(arm: Any, gen: int) -> match_mod.Player:
+            return match_mod.Player(player(cfg, arm.name, gen, name),
+                                    _with_weights(sch["engine"] or arm.gate_engine, weights_of(cfg, arm.name, gen)),
+                                    nodes=sch["nodes"])
+
+        if not name:  # the older design: each arm's generations against its generation 0 and the anchors
+            for arm in cfg.arms:
+                g0 = make(arm, 0)
+                for gen in [g for g in range(cfg.generations + 1) if done(arm.name, g)]:
+                    p = make(arm, gen)
+                    vs_anchor = rt["games"] if gen == 0 else rt["games"] // 2
+                    per = max(2, (vs_anchor // len(anchors)) // 2 * 2)
+                    for a in anchors:
+                        pairing(name, p, a, per)
+                    if gen > 0:
+                        pairing(name, p, g0, rt["games"] // 2)
+            continue
+        # a fixed search: round 0 against the anchors; every rated round against round 0, and each
+        # self-play arm's round against the control's, rt["games"] games a comparison
+        g0 = make(cfg.arms[0], 0)
+        if sch["anchors"]:
+            per = max(2, (rt["games"] // len(anchors)) // 2 * 2)
             for a in anchors:
-                pairing(p, a, per)
-            if gen == 0:
-                g0 = p
-            elif g0 is not None:
-                pairing(p, g0, rt["games"] // 2)
+                pairing(name, g0, a, per)
+        rounds = sch["rounds"] or list(range(1, cfg.generations + 1))
+        controls = [a for a in cfg.arms if a.kind == "control"]
+        for gen in rounds:
+            for arm in cfg.arms:
+                if done(arm.name, gen):
+                    pairing(name, make(arm, gen), g0, rt["games"])
+            for arm in [a for a in cfg.arms if a.kind != "control"]:
+                for c in controls:
+                    if done(arm.name, gen) and done(c.name, gen):
+                        pairing(name, make(arm, gen), make(c, gen), rt["games"])
     db = os.path.join(cfg.out, "rate.sqlite")
     with Store(db, lock=True) as store:
         match_mod.play(tasks, store, concurrency=rt["concurrency"], workers=rt["workers"],
@@ -134,9 +205,12 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
                        pgn_path=pgn_out.beside(db), progress=progress, desc=f"rate {cfg.name}")
         keys = {t.key for t in tasks}
         games = [g for g in store.games(run=cfg.name) if g.key in keys]
-    first = _player_name(cfg.arms[0].name, 0)
-    fit = ratings_mod.fit(ratings_mod.from_games(games), first, 0.0, rt["bootstrap"], rt["seed"], progress=progress)
-    return write_report(cfg, states, fit, games, tasks)
+    fits = {}
+    for sch in searches(cfg):
+        mine = [g for g in games if g.key in keys_of.get(sch["name"], set())]
+        fits[sch["name"]] = ratings_mod.fit(ratings_mod.from_games(mine), player(cfg, cfg.arms[0].name, 0, sch["name"]),
+                                            0.0, rt["bootstrap"], rt["seed"], progress=progress)
+    return write_report(cfg, states, fits, games, tasks)
 
 
 def _cumulative(state: "State", gen: int) -> tuple[int, float]:
@@ -151,31 +225,65 @@ def _cumulative(state: "State", gen: int) -> tuple[int, float]:
     return games, secs / 3600.0
 
 
-def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games: list[Any], tasks: list[Any]) -> str:
+def write_report(cfg: "LoopConfig", states: dict[str, "State"], fits: dict[str, Any], games: list[Any],
+                 tasks: list[Any]) -> str:
+    """The report of the rating ``fits`` (one a search, :func:`searches`) and the loop's records."""
     out = Path(cfg.rate["report_dir"])
     out.mkdir(parents=True, exist_ok=True)
-    by_name = {r.name: r for r in fit.ratings}
-    rows = []
-    for arm in cfg.arms:
-        st = states[arm.name]
-        for gen in range(cfg.generations + 1):
-            r = by_name.get(_player_name(arm.name, gen))
-            if r is None:
-                continue
-            sp_games, hours = _cumulative(st, gen)
-            gate = st.gen(gen).get("gate", {}) if gen else {}
-            rows.append({"player": r.name, "arm": arm.name, "generation": gen,
-                         "gate": "" if gen == 0 else ("accepted" if gate.get("accepted") else "rejected"),
-                         "selfplay_games": sp_games, "cpu_hours": round(hours, 3), "elo": round(r.elo, 1),
-                         "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games, "score": round(r.score, 4),
-                         "sweep_bounded": r.sweep_bounded})
-    anchors = [r for r in fit.ratings if not any(r.name == row["player"] for row in rows)]
-    _write_csv(out / "ratings.csv", rows + [{"player": a.name, "arm": "anchor", "generation": "", "gate": "",
-                                            "selfplay_games": "", "cpu_hours": "", "elo": round(a.elo, 1),
-                                            "lo": round(a.lo, 1), "hi": round(a.hi, 1), "games": a.games,
-                                            "score": round(a.score, 4)} for a in anchors])
+    rows: list[dict[str, Any]] = []
+    anchor_rows: list[dict[str, Any]] = []
+    sections: list[dict[str, Any]] = []
+    for sch in searches(cfg):
+        name, fit = sch["name"], fits[sch["name"]]
+        by_name = {r.name: r for r in fit.ratings}
+        mine = []
+        for arm in cfg.arms:
+            st = states[arm.name]
+            for gen in range(cfg.generations + 1):
+                r = by_name.get(player(cfg, arm.name, gen, name))
+                if r is None:
+                    continue
+                sp_games, hours = _cumulative(st, gen)
+                gate = st.gen(gen).get("gate", {}) if gen else {}
+                mine.append({"player": r.name, **({"search": name} if name else {}), "arm": arm.name, "generation": gen,
+                             "gate": "" if gen == 0 else ("accepted" if gate.get("accepted") else "rejected"),
+                             "selfplay_games": sp_games, "cpu_hours": round(hours, 3), "elo": round(r.elo, 1),
+                             "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games, "score": round(r.score, 4),
+                             "sweep_bounded": r.sweep_bounded})
+        anchors = [r for r in fit.ratings if not any(r.name == row["player"] for row in mine)]
+        anchor_rows += [{"player": a.name, **({"search": name} if name else {}), "arm": "anchor", "generation": "",
+                         "gate": "", "selfplay_games": "", "cpu_hours": "", "elo": round(a.elo, 1), "lo": round(a.lo, 1),
+                         "hi": round(a.hi, 1), "games": a.games, "score": round(a.score, 4)} for a in anchors]
+        rows += mine
+        suffix = f"_{name}" if name else ""
+        figures = [_figure(out, mine, x, label, anchors, suffix, name) for x, label in
+                   (("generation", "generation"), ("selfplay_games", "self-play games"), ("cpu_hours", "CPU hours"))]
+        gains = []  # each generation against round 0 (its arm's generation 0), from the same bootstrap
+        for r in mine:
+            g0 = player(cfg, r["arm"], 0, name)
+            if r["generation"] != 0 and g0 in fit.names:
+                gains.append((r["player"], *fit.difference(r["player"], g0)))
+        diffs = []  # (generation, second arm minus first, its interval, gain of the second minus gain of the first, interval)
+        controls = []  # (self-play arm's player, control's player, difference, interval): they played each other
+        if name:
+            for arm in [a for a in cfg.arms if a.kind != "control"]:
+                for c in [a for a in cfg.arms if a.kind == "control"]:
+                    for gen in range(1, cfg.generations + 1):
+                        na, nc = player(cfg, arm.name, gen, name), player(cfg, c.name, gen, name)
+                        if na in fit.names and nc in fit.names:
+                            controls.append((na, nc, *fit.difference(na, nc)))
+        elif len(cfg.arms) >= 2:
+            a, b = cfg.arms[1].name, cfg.arms[0].name
+            for gen in range(cfg.generations + 1):
+                na, nb = _player_name(a, gen), _player_name(b, gen)
+                if na in fit.names and nb in fit.names:
+                    diffs.append((gen, *fit.difference(na, nb), *_gain_difference(fit, a, b, gen)))
+        sections.append({"search": sch, "rows": mine, "anchors": anchors, "figures": figures, "gains": gains,
+                         "diffs": diffs, "controls": controls})
+    _write_csv(out / "ratings.csv", rows + anchor_rows)
     gates = [{"arm": arm.name, "generation": g, **{k: v for k, v in states[arm.name].gen(g).get("gate", {}).items()}}
-             for arm in cfg.arms for g in range(1, cfg.generations + 1) if "gate" in states[arm.name].gen(g)]
+             for arm in cfg.arms for g in range(1, cfg.generations + 1)
+             if states[arm.name].gen(g).get("gate", {}).get("games")]
     if gates:
         _write_csv(out / "gates.csv", gates)
     # each generation's model card, beside the report (the weights stay in OUT)
@@ -185,23 +293,11 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fit: Any, games:
             if card.exists():
                 (out / "cards").mkdir(exist_ok=True)
                 write_atomic(out / "cards" / f"{_player_name(arm.name, gen)}.md", card.read_text(), "model card")
-    held = _heldout(cfg, rows)
-    figures = [_figure(out, rows, x, label, anchors) for x, label in
-               (("generation", "generation"), ("selfplay_games", "self-play games"), ("cpu_hours", "CPU hours"))]
-    gains = []  # each generation against its arm's generation 0, from the same bootstrap
-    for r in rows:
-        g0 = _player_name(r["arm"], 0)
-        if r["generation"] != 0 and g0 in fit.names:
-            gains.append((r["player"], *fit.difference(r["player"], g0)))
-    diffs = []  # (generation, second arm minus first, its interval, gain of the second minus gain of the first, interval)
-    if len(cfg.arms) >= 2:
-        a, b = cfg.arms[1].name, cfg.arms[0].name
-        for gen in range(cfg.generations + 1):
-            na, nb = _player_name(a, gen), _player_name(b, gen)
-            if na in fit.names and nb in fit.names:
-                diffs.append((gen, *fit.difference(na, nb), *_gain_difference(fit, a, b, gen)))
+    nets = ((cfg.arms[0].name if r["generation"] == 0 and "search" in r else r["arm"], int(r["generation"])) for r in rows)
+    networks = list(dict.fromkeys((_player_name(a, g), a, g) for a, g in nets))
+    held = _heldout(cfg, networks)
     openings = len({(g.opening_fen, g.match) for g in games})
-    text = _markdown(cfg, rows, anchors, gates, held, diffs, figures, len(games), openings, gains)
+    text = _markdown(cfg, sections, gates, held, len(games), openings)
     write_atomic(out / "README.md", text, "report")
     return str(out)
 
@@ -232,14 +328,15 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     write_atomic(path, buf.getvalue(), "report table")
 
 
-def _heldout(cfg: "LoopConfig", rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _heldout(cfg: "LoopConfig", networks: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """``searchbench heldout`` of every (name, arm, generation) network."""
     from experiments.training.policy_value import heldout
     from experiments.training.rl import weights_of
 
     data = [d for d in cfg.rate["heldout"] if os.path.exists(d)]
     if not data:
         return []
-    paths = [(row["player"], weights_of(cfg, row["arm"], int(row["generation"]))) for row in rows]
+    paths = [(name, weights_of(cfg, arm, int(gen))) for name, arm, gen in networks]
     res = heldout([p for _, p in paths], data)
     out = [{"player": name, "policy_top1": round(r["val_policy_acc"], 4), "value_sign": round(r["val_value_sign_acc"], 4),
             "policy_loss": round(r["val_policy_loss"], 4), "value_loss": round(r["val_value_loss"], 4),
@@ -248,7 +345,8 @@ def _heldout(cfg: "LoopConfig", rows: list[dict[str, Any]]) -> list[dict[str, An
     return out
 
 
-def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: list[Any]) -> str:
+def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: list[Any], suffix: str = "",
+            search: str = "") -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -270,10 +368,11 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
         ax.annotate(a.name, (ax.get_xlim()[0], a.elo), fontsize=8, va="bottom")
     ax.set_xlabel(label)
     ax.set_ylabel("Elo (first arm's generation 0 = 0), 95% interval")
-    ax.set_title("self-play generations (squares: rejected by the gate)", fontsize=10)
+    ax.set_title(f"every round rated under the fixed search {search!r}" if search else
+                 "self-play generations (squares: rejected by the gate)", fontsize=10)
     ax.legend()
     fig.tight_layout()
-    stem = f"elo_vs_{x if x != 'selfplay_games' else 'selfplay_games'}"
+    stem = f"elo_vs_{x}{suffix}"
     for ext in ("png", "svg"):
         save_atomic(out / f"{stem}.{ext}", lambda tmp: fig.savefig(tmp, dpi=110, format=ext), "figure")
     plt.close(fig)
@@ -305,62 +404,93 @@ def _targets_section(cfg: "LoopConfig") -> list[str]:
     return lines + [""] + notes + ([""] if notes else [])
 
 
-def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any], gates: list[dict[str, Any]],
-              held: list[dict[str, Any]], diffs: list[tuple[int, float, float, float, float, float, float]], figures: list[str],
-              n_games: int, n_openings: int, gains: list[tuple[str, float, float, float]]) -> str:
+def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dict[str, Any]], held: list[dict[str, Any]],
+              n_games: int, n_openings: int) -> str:
+    from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE
+
     sp, tr, gt, rt = cfg.selfplay, cfg.train, cfg.gate, cfg.rate
+    rounds = cfg.mode == "rounds"
     lines = [f"# Self-play loop: {cfg.name}", "",
              "Regenerate (every stage resumes; finished games and generations are not played again):", "",
              "```", f"searchbench rl {cfg.path}", "```", ""]
     if rt["notes"]:
         lines += [rt["notes"].strip(), ""]
+    fixed = [x["search"] for x in sections if x["search"]["name"]]
+    window = (f"the newest rounds back to {tr['window_positions']} positions" if tr.get("window_positions")
+              else f"window {tr['window']} generations")
     lines += ["## Setup", "",
-              f"- {cfg.variant}, family `{cfg.model}`, generation 0 = `{cfg.initial}`; {cfg.generations} generations",
-              *[f"- arm `{a.name}`: self-play `{a.engine}` (+ exploration), gate and rating `{a.gate_engine}`"
+              f"- {cfg.variant}, family `{cfg.model}`, {'round' if rounds else 'generation'} 0 = `{cfg.initial}`; "
+              f"{cfg.generations} {'rounds (one network trained continuously)' if rounds else 'generations'}",
+              *[f"- arm `{a.name}`: " + ("control: no self-play; each round trains on the supervised data alone for the "
+                                          "CPU seconds the self-play arm spent on that round" if a.kind == "control" else
+                                          f"self-play `{a.engine}` (+ exploration)"
+                                          + ("" if fixed else f", gate and rating `{a.gate_engine}`"))
                 for a in cfg.arms],
-              f"- self-play: {sp['games']} games a generation at {sp['nodes']} nodes a move (root visits), "
-              f"random opening plies {sp['min_random_plies']}-{sp['max_random_plies']}, draw at {sp['max_plies']} plies",
-              f"- training: window {tr['window']} generations, {tr['epochs']} epoch(s), from the best network; "
-              f"q_weight {tr['q_weight']}; supervised {tr['supervised'] or 'none'}",
-              f"- gate: {gt['games']} games at {gt['nodes']} nodes on distinct openings, "
-              + (f"SPRT [{gt['elo0']:g}, {gt['elo1']:g}]" if gt["sprt"] else f"accept at score >= {gt['threshold']:g}"),
-              f"- rating: {n_games} games on {n_openings} distinct (opening, pairing) pairs at {rt['nodes']} nodes, "
-              f"anchors {', '.join(a['name'] + ' at ' + str(a['nodes']) + ' nodes' for a in rt['anchors'])} and each "
-              f"arm's generation 0; Bradley-Terry, {rt['bootstrap']} bootstrap replicates over game pairs", ""]
-    from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE
-
-    lines += ["## Elo of every generation", "", "| player | arm | gen | gate | self-play games | CPU h | Elo | 95% | games | score |",
-              "|---|---|---:|---|---:|---:|---:|---|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['player']} | {r['arm']} | {r['generation']} | {r['gate']} | {r['selfplay_games']} | "
-                     f"{r['cpu_hours']:.2f} | {r['elo']:+.0f} | [{r['lo']:+.0f}, {r['hi']:+.0f}]"
-                     f"{' ' + SWEEP_MARK if r.get('sweep_bounded') else ''} | {r['games']} | {r['score']:.3f} |")
-    for a in anchors:
-        lines.append(f"| {a.name} | anchor | | | | | {a.elo:+.0f} | [{a.lo:+.0f}, {a.hi:+.0f}]"
-                     f"{' ' + SWEEP_MARK if a.sweep_bounded else ''} | {a.games} | {a.score:.3f} |")
-    if any(r.get("sweep_bounded") for r in rows) or any(a.sweep_bounded for a in anchors):
-        lines += ["", SWEEP_NOTE]
-    lines += [""] + [f"![{f}]({f}.png)" for f in figures] + [""]
-    if gains:
-        lines += ["## Each generation against its arm's generation 0", "",
-                  "| player | Elo over generation 0 | 95% interval | verdict |", "|---|---:|---|---|"]
-        for name, d, lo, hi in gains:
-            verdict = "stronger" if lo > 0 else "weaker" if hi < 0 else "no difference shown"
-            lines.append(f"| {name} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
-        lines.append("")
-    if diffs:
-        a, b = cfg.arms[1].name, cfg.arms[0].name
-        lines += [f"## {a} minus {b}, generation by generation", "",
-                  "As players (each with its own search), and as training: the gain over its own generation 0 "
-                  f"of {a} minus that of {b} (the paper's question; intervals from the same bootstrap).", "",
-                  "| generation | players: Elo difference | 95% interval | training: gain difference | 95% interval | verdict on training |",
-                  "|---:|---:|---|---:|---|---|"]
-        for gen, d, lo, hi, gd, glo, ghi in diffs:
-            verdict = "" if gen == 0 else (f"{a} improves more" if glo > 0 else f"{b} improves more" if ghi < 0
-                                           else "no difference shown")
-            gain = "" if gen == 0 else f"{gd:+.0f} | [{glo:+.0f}, {ghi:+.0f}]"
-            lines.append(f"| {gen} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {gain or ' | '} | {verdict} |")
-        lines.append("")
+              f"- self-play: {sp['games']} games a {'round' if rounds else 'generation'} at {sp['nodes']} nodes a move "
+              f"(root visits), random opening plies {sp['min_random_plies']}-{sp['max_random_plies']}, draw at "
+              f"{sp['max_plies']} plies",
+              f"- training: {window}, {tr['epochs']} epoch(s), "
+              + (f"from the latest weights and optimizer state, learning rate {tr.get('lr')} constant"
+                 if rounds else "from the best network")
+              + f"; q_weight {tr['q_weight']}; supervised {tr['supervised'] or 'none'}"
+              + (f" ({tr['supervised_fraction']:.0%} of the positions, times {tr['supervised_taper']:g} a round)"
+                 if tr.get("supervised_fraction") else ""),
+              ("- gate: " + (f"{gt['games']} games at {gt['nodes']} nodes on distinct openings, "
+                             + (f"SPRT [{gt['elo0']:g}, {gt['elo1']:g}]" if gt["sprt"] else f"accept at score >= {gt['threshold']:g}"))
+               if gt.get("enabled", True) else "- no gate: each round goes on from the last"),
+              f"- rating: {n_games} games on {n_openings} distinct (opening, pairing) pairs; "
+              + ("every round's network under the same fixed searches: "
+                 + "; ".join(f"`{x['name']}` = `{x['engine']}` at {x['nodes']} node{'s' if x['nodes'] > 1 else ''}"
+                             + (f" (rounds {', '.join(map(str, x['rounds']))})" if x["rounds"] else "") for x in fixed)
+                 + f"; {rt['games']} games a comparison (each round against round 0 and against the control's round; "
+                   "round 0 against the anchors)"
+                 if fixed else f"at {rt['nodes']} nodes, each arm's generation 0 and the anchors")
+              + f"; anchors {', '.join(a['name'] + ' at ' + str(a['nodes']) + ' nodes' for a in rt['anchors'])}; "
+              f"Bradley-Terry, {rt['bootstrap']} bootstrap replicates over game pairs", ""]
+    for sec in sections:
+        name = sec["search"]["name"]
+        head = f" under `{name}`" if name else ""
+        rows, anchors = sec["rows"], sec["anchors"]
+        lines += [f"## Elo of every {'round' if rounds else 'generation'}{head}", "",
+                  "| player | arm | gen | gate | self-play games | CPU h | Elo | 95% | games | score |",
+                  "|---|---|---:|---|---:|---:|---:|---|---:|---:|"]
+        for r in rows:
+            lines.append(f"| {r['player']} | {r['arm']} | {r['generation']} | {r['gate']} | {r['selfplay_games']} | "
+                         f"{r['cpu_hours']:.2f} | {r['elo']:+.0f} | [{r['lo']:+.0f}, {r['hi']:+.0f}]"
+                         f"{' ' + SWEEP_MARK if r.get('sweep_bounded') else ''} | {r['games']} | {r['score']:.3f} |")
+        for a in anchors:
+            lines.append(f"| {a.name} | anchor | | | | | {a.elo:+.0f} | [{a.lo:+.0f}, {a.hi:+.0f}]"
+                         f"{' ' + SWEEP_MARK if a.sweep_bounded else ''} | {a.games} | {a.score:.3f} |")
+        if any(r.get("sweep_bounded") for r in rows) or any(a.sweep_bounded for a in anchors):
+            lines += ["", SWEEP_NOTE]
+        lines += [""] + [f"![{f}]({f}.png)" for f in sec["figures"]] + [""]
+        if sec["gains"]:
+            lines += [f"### Each {'round' if rounds else 'generation'} against {'round' if rounds else 'its arm' + chr(39) + 's generation'} 0{head}", "",
+                      "| player | Elo over 0 | 95% interval | verdict |", "|---|---:|---|---|"]
+            for pname, d, lo, hi in sec["gains"]:
+                verdict = "stronger" if lo > 0 else "weaker" if hi < 0 else "no difference shown"
+                lines.append(f"| {pname} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+            lines.append("")
+        if sec["controls"]:
+            lines += [f"### Self-play against the control, round by round{head}", "",
+                      "| self-play | control | Elo difference | 95% interval | verdict |", "|---|---|---:|---|---|"]
+            for na, nc, d, lo, hi in sec["controls"]:
+                verdict = "self-play stronger" if lo > 0 else "control stronger" if hi < 0 else "no difference shown"
+                lines.append(f"| {na} | {nc} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+            lines.append("")
+        if sec["diffs"]:
+            a, b = cfg.arms[1].name, cfg.arms[0].name
+            lines += [f"## {a} minus {b}, generation by generation", "",
+                      "As players (each with its own search), and as training: the gain over its own generation 0 "
+                      f"of {a} minus that of {b} (the paper's question; intervals from the same bootstrap).", "",
+                      "| generation | players: Elo difference | 95% interval | training: gain difference | 95% interval | verdict on training |",
+                      "|---:|---:|---|---:|---|---|"]
+            for gen, d, lo, hi, gd, glo, ghi in sec["diffs"]:
+                verdict = "" if gen == 0 else (f"{a} improves more" if glo > 0 else f"{b} improves more" if ghi < 0
+                                               else "no difference shown")
+                gain = "" if gen == 0 else f"{gd:+.0f} | [{glo:+.0f}, {ghi:+.0f}]"
+                lines.append(f"| {gen} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {gain or ' | '} | {verdict} |")
+            lines.append("")
     if gates:
         lines += ["## Gate decisions", "", "| arm | gen | against | +/=/- | score | decision | rule |", "|---|---:|---:|---|---:|---|---|"]
         for g in gates:
@@ -373,15 +503,15 @@ def _markdown(cfg: "LoopConfig", rows: list[dict[str, Any]], anchors: list[Any],
         lines += [f"Held-out data not found here, figures left out: {', '.join(missing)}.", ""]
     if held:
         lines += [f"## Held-out figures (`searchbench heldout --data {' '.join(cfg.rate['heldout'])}`)", "",
-                  "| player | policy top-1 | value sign | policy loss | value loss | positions |", "|---|---:|---:|---:|---:|---:|"]
+                  "| network | policy top-1 | value sign | policy loss | value loss | positions |", "|---|---:|---:|---:|---:|---:|"]
         for h in held:
             lines.append(f"| {h['player']} | {h['policy_top1']:.2%} | {h['value_sign']:.2%} | {h['policy_loss']:.4f} | "
                          f"{h['value_loss']:.4f} | {h['positions']} |")
         lines.append("")
-    lines += ["Files: `ratings.csv`, `gates.csv`" + (", `heldout.csv`" if held else "") + ", the figures as PNG and SVG, "
-              "each generation's model card in `cards/`; "
+    lines += ["Files: `ratings.csv`" + (", `gates.csv`" if gates else "") + (", `heldout.csv`" if held else "")
+              + ", the figures as PNG and SVG, each generation's model card in `cards/`; "
               f"the games in `{os.path.join(cfg.out, 'rate.sqlite')}` and each generation's gate.sqlite (not in git).", ""]
     return "\n".join(lines)
 
 
-__all__ = ["parse_rate", "rate_and_report", "write_report"]
+__all__ = ["parse_rate", "player", "rate_and_report", "searches", "write_report"]
