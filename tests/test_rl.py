@@ -259,7 +259,7 @@ def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  
     path = _rounds_config(tmp_path, arms=arms)
     text = open(path).read().replace("bootstrap = 10", "bootstrap = 10\nsearches = [\n"
                                      '  { name = "policy", engine = "rise-mcts:batch_size=1,tree_reuse=false", nodes = 1 },\n'
-                                     '  { name = "puct8", engine = "rise-mcts:batch_size=2", nodes = 8, rounds = [2], anchors = false },\n]')
+                                     '  { name = "puct8", engine = "rise-mcts:batch_size=2", nodes = 8, rounds = [2], anchors = false, games = 4 },\n]')
     open(path, "w").write(text)
     cfg = rl.parse(path)
     assert [s["name"] for s in cfg.rate["searches"]] == ["policy", "puct8"]
@@ -279,6 +279,7 @@ def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  
     assert pairs[frozenset(("control-g1@policy", "puct-g0@policy"))] == 8
     assert pairs[frozenset(("puct-g0@policy", "material"))] == 8
     assert not any("material" in p and any("puct8" in x for x in p) for p in pairs)  # anchors = false
+    assert pairs[frozenset(("puct-g2@puct8", "control-g2@puct8"))] == 4  # its own games a comparison
     # the raw policy player spends one evaluator call a move (the root's expansion)
     policy_moves = [m for g in games if "@policy" in g.white and "@policy" in g.black for m in g.move_stats]
     assert policy_moves and all(m.evals <= 1 for m in policy_moves)

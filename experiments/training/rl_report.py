@@ -17,7 +17,8 @@ Keys (defaults in brackets)::
             target_positions [200] (held-out positions on which each arm's self-play target is measured
             against generation 0's prior before any self-play, searchbench targets; 0: not measured),
             report_dir ["reports/NAME"], notes [""] (Markdown printed in the report),
-            searches [[]] (tables: name, engine (a spec without weights), nodes, rounds [all], anchors [true])
+            searches [[]] (tables: name, engine (a spec without weights), nodes, rounds [all], anchors [true],
+            games [rate.games] (a comparison))
 
 **Fixed searches** (``[rate] searches``, issue 31: ratings that can see what training did): every
 round's network of every arm is rated under the *same* searches, whatever search its arm played
@@ -76,7 +77,8 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
     fixed: list[dict[str, Any]] = []
     for t in r.tables("searches") or []:
         sch = {"name": t.get("name", str), "engine": t.get("engine", str), "nodes": t.positive("nodes"),
-               "rounds": _list_ints(t, "rounds"), "anchors": t.get("anchors", bool, True)}
+               "rounds": _list_ints(t, "rounds"), "anchors": t.get("anchors", bool, True),
+               "games": t.get("games", int, 0, lambda v: None if v >= 0 and v % 4 == 0 else "must be a multiple of 4")}
         if not sch["name"].replace("-", "").replace("_", "").isalnum() or sch["name"] in [x["name"] for x in fixed]:
             raise t.error("name", f"{sch['name']!r}: each search needs a name of its own, of letters, digits, - and _")
         if any(g < 1 or g > cfg.generations for g in sch["rounds"]):
@@ -100,7 +102,7 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
                report_dir=r.get("report_dir", str, f"reports/{cfg.name}", check=writable_dir))
     from experiments.training.rl import check_suite
 
-    check_suite(r, "games", cfg.gate["openings"], cfg.variant, out["games"] // 2)
+    check_suite(r, "games", cfg.gate["openings"], cfg.variant, max([out["games"]] + [x["games"] for x in fixed]) // 2)
     r.done()
     return out
 
@@ -182,10 +184,11 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
                         pairing(name, p, g0, rt["games"] // 2)
             continue
         # a fixed search: round 0 against the anchors; every rated round against round 0, and each
-        # self-play arm's round against the control's, rt["games"] games a comparison
+        # self-play arm's round against the control's, n games a comparison
+        n = sch["games"] or rt["games"]
         g0 = make(cfg.arms[0], 0)
         if sch["anchors"]:
-            per = max(2, (rt["games"] // len(anchors)) // 2 * 2)
+            per = max(2, (n // len(anchors)) // 2 * 2)
             for a in anchors:
                 pairing(name, g0, a, per)
         rounds = sch["rounds"] or list(range(1, cfg.generations + 1))
@@ -193,11 +196,11 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
         for gen in rounds:
             for arm in cfg.arms:
                 if done(arm.name, gen):
-                    pairing(name, make(arm, gen), g0, rt["games"])
+                    pairing(name, make(arm, gen), g0, n)
             for arm in [a for a in cfg.arms if a.kind != "control"]:
                 for c in controls:
                     if done(arm.name, gen) and done(c.name, gen):
-                        pairing(name, make(arm, gen), make(c, gen), rt["games"])
+                        pairing(name, make(arm, gen), make(c, gen), n)
     db = os.path.join(cfg.out, "rate.sqlite")
     with Store(db, lock=True) as store:
         match_mod.play(tasks, store, concurrency=rt["concurrency"], workers=rt["workers"],
@@ -441,8 +444,9 @@ def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dic
               f"- rating: {n_games} games on {n_openings} distinct (opening, pairing) pairs; "
               + ("every round's network under the same fixed searches: "
                  + "; ".join(f"`{x['name']}` = `{x['engine']}` at {x['nodes']} node{'s' if x['nodes'] > 1 else ''}"
-                             + (f" (rounds {', '.join(map(str, x['rounds']))})" if x["rounds"] else "") for x in fixed)
-                 + f"; {rt['games']} games a comparison (each round against round 0 and against the control's round; "
+                             + (f" (rounds {', '.join(map(str, x['rounds']))})" if x["rounds"] else "")
+                             + f", {x['games'] or rt['games']} games a comparison" for x in fixed)
+                 + "; (each round against round 0 and against the control's round; "
                    "round 0 against the anchors)"
                  if fixed else f"at {rt['nodes']} nodes, each arm's generation 0 and the anchors")
               + f"; anchors {', '.join(a['name'] + ' at ' + str(a['nodes']) + ' nodes' for a in rt['anchors'])}; "
