@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 SOURCES := $(shell find board search evaluators -name '*.py' 2>/dev/null)
 
-.PHONY: run test test-pure test-compiled test-slow typecheck bench install build sysdeps clean package-check
+.PHONY: run test browser test-pure test-compiled test-slow typecheck bench install build sysdeps clean package-check pages
 
 # The main job writes its report under runs/ (its seconds per move depend on the machine) and ends by
 # comparing it with the shipped one in reports/: the checkout stays clean.
@@ -14,12 +14,21 @@ run: install
 	$(BIN)/searchbench scale experiments/configs/quick-crazyhouse.toml --report-dir runs/reports \
 	    --compare reports/quick-crazyhouse
 
-test: install
+test: install browser
 	$(MAKE) typecheck test-compiled test-pure package-check
+
+# Debian's chromium and chromium-driver for the report pages' browser tests (tests/test_browser.py);
+# where they cannot be installed those tests are skipped with the reason, and the rest run.
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; } \
+		    >/dev/null 2>&1 || echo "no chromium here: the browser tests will be skipped"; \
+	fi
 
 # mypy --strict with the project's settings (pyproject.toml), over every package
 typecheck: install
-	$(BIN)/mypy board search evaluators engines experiments
+	$(BIN)/mypy board search evaluators engines reports experiments
 
 test-compiled: install
 	$(BIN)/pytest -q -p no:cacheprovider
@@ -37,6 +46,15 @@ package-check: $(VENV)/.package-checked
 $(VENV)/.package-checked: $(VENV)/.installed pyproject.toml setup.py evaluators/base.py
 	$(BIN)/pytest -q -p no:cacheprovider -m package tests/test_package.py
 	touch $@
+
+# Every shipped report's index.html again (after a change to reports/html.py or page.js), with its games
+# where the database is in runs/ under the report's name, and reports/index.html.
+pages: install
+	@for md in $$(find reports -mindepth 2 \( -name elo_vs_nodes.md -o -name ablation.md -o -name README.md \) | sort); do \
+		d=$$(dirname $$md); db=runs/$$(basename $$d).sqlite; \
+		$(BIN)/searchbench report $$d $$( [ -f $$db ] && echo --db $$db ) || exit 1; \
+	done
+	$(BIN)/searchbench report --index reports
 
 bench: install
 	$(BIN)/searchbench bench movegen

@@ -37,6 +37,7 @@ def test_every_data_file_the_code_reads_is_package_data() -> None:
     suites = sorted(openings.SUITE_DIR.glob("*.epd"))
     assert suites and all(_shipped(s) for s in suites)
     assert all(_shipped(c) for c in (ROOT / "experiments" / "configs").glob("*.toml"))
+    assert _shipped(ROOT / "reports" / "page.js")  # every report page inlines it
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "chess==1.11.2" in cfg["build-system"]["requires"]  # mypyc checks board/bughouse.py against it
     deps = " ".join(cfg["project"]["dependencies"])
@@ -70,6 +71,11 @@ def test_an_installed_copy_plays_a_rise_match_from_any_directory(tmp_path: Path)
                          capture_output=True, text=True, cwd=work, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
     assert "2 played" in out.stdout and (work / "runs").is_dir()
+    db = next((work / "runs").glob("*.sqlite"))
+    out = subprocess.run([sys.executable, "-m", "searchbench", "report", str(db), "--out", "page.html"],
+                         capture_output=True, text=True, cwd=work, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "window.searchbench = {" in (work / "page.html").read_text()  # page.js, from the installed package
 
 
 @pytest.mark.package

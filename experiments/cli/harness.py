@@ -331,6 +331,42 @@ def cmd_bench_harness(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from experiments.harness import webpage
+    from reports import html as page
+
+    if args.index:
+        if not Path(args.index).is_dir():
+            raise ValueError(f"--index {args.index!r}: not a folder")
+        print(page.index_page(args.index))
+        if not args.path:
+            return 0
+    if not args.path:
+        raise ValueError("give a results database or a report folder (or --index DIR)")
+    path = Path(args.path)
+    if path.is_dir():
+        games: list[Any] = []
+        variant = None
+        if args.db:
+            if not Path(args.db).is_file():
+                raise ValueError(f"--db {args.db!r}: no such database")
+            with Store(args.db, readonly=True) as st:
+                games = st.games(run=args.run)
+            variant = games[0].variant if games else None
+        if args.out:
+            raise ValueError("--out is for a database; a report folder's page is FOLDER/index.html")
+        out = page.folder_page(path, webpage.views(sorted(games, key=lambda g: g.id or 0)[: page.MAX_GAMES]), variant,
+                               total_games=len(games), source=f"; all of them in {args.db}" if args.db else "")
+    elif path.is_file():
+        if args.db:
+            raise ValueError("--db is for a report folder; PATH is a database already")
+        out = webpage.database_page(path, args.out or path.with_suffix(".html"), args.run, args.bootstrap)
+    else:
+        raise ValueError(f"{args.path!r}: no such database or report folder")
+    print(out)
+    return 0
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("match", help="play a match of two engines (resumable; SQLite + PGN); "
                                      "--variant bughouse plays two teams of two seats")
@@ -378,6 +414,17 @@ def register(sub: Any) -> None:
     p.add_argument("--bootstrap", type=count(0), default=200)
     p.add_argument("--seed", type=seed, default=1)
     p.set_defaults(func=cmd_ratings)
+
+    p = sub.add_parser("report", help="a self-contained HTML page (interactive figures, sortable tables, every game "
+                                      "on a board) from a results database or a report folder")
+    p.add_argument("path", nargs="?", help="a results database (.sqlite) or a report folder (elo_vs_nodes.md, "
+                                           "ablation.md or an rl README.md)")
+    p.add_argument("--db", help="with a report folder: the database of its games (else a page without games)")
+    p.add_argument("--run", help="only games of this run")
+    p.add_argument("--out", help="the page (default: DB.html beside a database; FOLDER/index.html)")
+    p.add_argument("--index", metavar="DIR", help="write DIR/index.html listing every report below DIR with its finding")
+    p.add_argument("--bootstrap", type=count(0), default=200)
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("replay", help="play stored games again move by move: the first divergence (exit 1) or "
                                       "that every move agrees")

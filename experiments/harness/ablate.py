@@ -266,7 +266,7 @@ def run(ab: Ablation, command: str, progress: bool = True, factory: Any = None) 
     _, games = play_run(ab.settings, ab.tasks(), sorted(set(names)), factory, progress,
                         on_game=feed if tests else None, skip=decided if tests else None)
     rs = rows(ab, games)
-    return rs, write_report(ab, rs, command)
+    return rs, write_report(ab, rs, command, games)
 
 
 def _fmt(x: float) -> str:
@@ -309,7 +309,7 @@ def findings(ab: Ablation, rs: Sequence[Row]) -> list[str]:
     return out
 
 
-def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
+def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[GameRecord] = ()) -> list[Path]:
     import csv
 
     from experiments.harness.store import versions
@@ -363,7 +363,9 @@ def write_report(ab: Ablation, rs: list[Row], command: str) -> list[Path]:
            "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items()))]
     md_path = out / "ablation.md"
     md_path.write_text("\n".join(md) + "\n")
-    return [csv_path, md_path] + figs
+    from experiments.harness.webpage import report_page
+
+    return [csv_path, md_path] + figs + [report_page(out, games, ab.settings.variant, ab.settings.db)]
 
 
 def plot_forest(csv_path: Path, title: str) -> list[Path]:

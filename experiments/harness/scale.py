@@ -279,7 +279,8 @@ def compare_tables(new: Path, shipped: Path) -> tuple[list[str], list[str]]:
 
 def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
                  game_records: Sequence[GameRecord] = (), fit: Any = None) -> list[Path]:
-    """``elo_vs_nodes.{csv,md,png,svg}`` and ``elo_vs_cost.{png,svg}`` in :attr:`Scale.out_dir`."""
+    """``elo_vs_nodes.{csv,md,png,svg}``, ``elo_vs_cost.{png,svg}`` and the page ``index.html``
+    (:mod:`reports.html`, with the games) in :attr:`Scale.out_dir`."""
     from reports.plot import plot, plot_cost
 
     out = sc.out_dir
@@ -332,7 +333,9 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
     md_path.write_text("\n".join(md) + "\n")
     figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})")
     figs += plot_cost(csv_path, f"Elo versus cost per move: {s.name} ({s.variant})")
-    return [csv_path, md_path] + figs
+    from experiments.harness.webpage import report_page
+
+    return [csv_path, md_path] + figs + [report_page(out, game_records, s.variant, s.db)]
 
 
 def run(sc: Scale, command: str, factory: object | None = None, progress: bool = True) -> tuple[list[Rating], list[Path]]:

@@ -30,7 +30,8 @@ against round 0, and every self-play arm's round ``rate.games`` against the cont
 Each search is fitted on its own games, round 0 at 0 Elo; the report gives each round's gain over
 round 0 and each self-play round's difference to the control, with intervals.
 
-The report (``report_dir``): ``ratings.csv`` (player, arm, generation, gate decision, self-play games
+The report (``report_dir``): ``index.html`` (:mod:`reports.html`: the figures interactive, the games
+on a board), ``ratings.csv`` (player, arm, generation, gate decision, self-play games
 and CPU hours so far, Elo with its interval, games, score), ``gates.csv``, ``heldout.csv``, the
 figures ``elo_vs_generation``, ``elo_vs_selfplay_games`` and ``elo_vs_cpu_hours`` (PNG + SVG), and
 ``README.md`` with the command that regenerates everything.  CPU hours are wall seconds times the
@@ -302,6 +303,9 @@ def write_report(cfg: "LoopConfig", states: dict[str, "State"], fits: dict[str, 
     openings = len({(g.opening_fen, g.match) for g in games})
     text = _markdown(cfg, sections, gates, held, len(games), openings)
     write_atomic(out / "README.md", text, "report")
+    from experiments.harness.webpage import report_page
+
+    report_page(out, games, cfg.variant, os.path.join(cfg.out, "rate.sqlite"))
     return str(out)
 
 

@@ -1,0 +1,100 @@
+"""The HTML page of a report (:mod:`reports.html`) from stored games: ``searchbench report``.
+
+- :func:`report_page` is what ``scale``, ``ablate``, ``rl`` and ``tournament`` call after writing
+  their Markdown: ``FOLDER/index.html`` with the games they rated.
+- :func:`database_page` builds a page from any results database (a match's too): every player
+  rated (Bradley-Terry, the most-played player at 0), their mean cost a move, the games.
+- ``searchbench report PATH`` does either (a report folder, with ``--db`` for its games; or a
+  database), and ``searchbench report --index DIR`` writes ``DIR/index.html`` listing every report.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from experiments.harness.store import GameRecord
+from reports import html as page
+
+
+def views(games: Sequence[GameRecord]) -> list[page.GameView]:
+    """The page's view of stored games: start FEN (the opening's moves replayed where it has them),
+    UCI moves, and per move nodes, evaluator calls, score, depth and milliseconds."""
+    import chess
+    import chess.variant
+
+    out = []
+    for i, g in enumerate(games):
+        fen = g.opening_fen
+        if g.opening_moves:
+            cls = chess.variant.CrazyhouseBoard if g.variant == "crazyhouse" else chess.Board
+            b = cls()
+            try:
+                for u in g.opening_moves:
+                    b.push_uci(u)
+                fen = b.fen()
+            except ValueError:
+                pass
+        stats = [(int(s.nodes), int(s.evals), None if s.cp is None else int(s.cp), int(s.depth), int(round(1000 * s.time)))
+                 for s in g.move_stats]
+        stats += [(0, 0, None, 0, 0)] * (len(g.moves) - len(stats))
+        out.append(page.GameView(g.id if g.id is not None else i + 1, g.white, g.black, g.result, g.reason, fen,
+                                 list(g.moves), stats[: len(g.moves)], g.opening))
+    return out
+
+
+def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str, db: str | Path | None = None) -> Path:
+    """``FOLDER/index.html`` for the report just written there, with ``games`` (the last ones a
+    page holds when there are more, :data:`reports.html.MAX_GAMES`)."""
+    shown = sorted(games, key=lambda g: (g.id or 0))
+    source = f"; all of them in {db}" if db else ""
+    return page.folder_page(folder, views(shown[: page.MAX_GAMES]), variant, total_games=len(games), source=source)
+
+
+def database_page(db: str | Path, out: str | Path, run: str | None = None, bootstrap: int = 200) -> Path:
+    """A page for any results database: ratings of every player, their cost a move, the games."""
+    from experiments.harness import ratings as ratings_mod
+    from experiments.harness.costs import costs
+    from experiments.harness.store import Store
+
+    with Store(str(db), readonly=True) as st:
+        games = st.games(run=run)
+    if not games:
+        raise ValueError(f"{db}: no games" + (f" in run {run!r}" if run else ""))
+    variants = sorted({g.variant for g in games})
+    counts: dict[str, int] = {}
+    for g in games:
+        counts[g.white] = counts.get(g.white, 0) + 1
+        counts[g.black] = counts.get(g.black, 0) + 1
+    anchor = max(sorted(counts), key=lambda p: counts[p])
+    fit = ratings_mod.fit(ratings_mod.from_games(games), anchor, 0.0, bootstrap, 1)
+    cost = costs(games)
+    rows: list[dict[str, Any]] = []
+    for r in fit.ratings:
+        c = cost.get(r.name)
+        rows.append({"player": r.name, "elo": round(r.elo, 1), "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games,
+                     "score": r.score, "nodes_per_move": round(c.nodes, 1) if c else 0.0,
+                     "evals_per_move": round(c.evals, 1) if c else 0.0,
+                     "ms_per_move": round(1000 * c.seconds, 1) if c else 0.0})
+    name = Path(db).name + (f", run {run}" if run else "")
+    md = [f"# Games of {name}", "",
+          f"{len(games)} games ({', '.join(variants)}) on {len({(g.opening_fen, g.match) for g in games})} distinct "
+          f"(opening, pairing) pairs; {anchor} (the most games) = 0 Elo; Bradley-Terry with {bootstrap} bootstrap "
+          "replicates over game pairs (95% intervals); costs are means per move over the stored games.", "",
+          "Regenerate:", "", "```", f"searchbench report {db}" + (f" --run {run}" if run else ""), "```", "",
+          "![Elo against cost](ratings.png)", "",
+          "| player | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
+          "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        md.append(f"| {row['player']} | {row['elo']:+.0f} | [{row['lo']:+.0f}, {row['hi']:+.0f}] | {row['games']} | "
+                  f"{100 * float(row['score']):.1f}% | {row['nodes_per_move']:.0f} | {row['evals_per_move']:.0f} | "
+                  f"{row['ms_per_move']:.1f} |")
+    chart = page.ratings_chart(rows, f"Elo against cost: {name}")
+    shown = sorted(games, key=lambda g: (g.id or 0))[: page.MAX_GAMES]
+    out = Path(out)
+    text = page.render(f"Games of {name}", variants[0], "\n".join(md), None, [chart], views(shown), len(games),
+                       f"; all of them in {db}")
+    page._write_text(out, text)
+    return out
+
+
+__all__ = ["database_page", "report_page", "views"]

@@ -1,0 +1,141 @@
+"""The report pages without a browser (:mod:`reports.html`, ``searchbench report``): the Markdown as
+the reports write it, rows linked to players, each figure once, SAN from python-chess, every shipped
+page up to date with the script, bad input one line and exit 2.  In a browser: tests/test_browser.py."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import chess
+import chess.variant
+import pytest
+
+from experiments.cli.main import main
+from reports import html as page
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _data(text: str) -> dict:  # type: ignore[type-arg]
+    m = re.search(r'<script type="application/json" id="sb-data">(.*?)</script>', text, re.DOTALL)
+    assert m
+    return json.loads(m.group(1).replace("<\\/", "</"))  # type: ignore[no-any-return]
+
+
+def test_markdown_tables_rows_images_and_code() -> None:
+    md = """# Title
+
+Some `code` and **bold** and a [link](../other/ablation.md).
+
+| family | engine | nodes | Elo |
+|---|---|---:|---:|
+| mcts-rise | `rise-mcts` | 64 | +750 |
+| anchor:fsf-1k | `fairy-stockfish` |  | +897 |
+| nobody | x | 1 | 0 |
+
+![Elo versus nodes](elo_vs_nodes.png)
+
+![cost](elo_vs_cost.png)
+
+```
+searchbench scale <config>
+```
+
+- one
+- two
+"""
+    out = page.markdown_html(md, None, {"elo_vs_nodes": 0, "elo_vs_cost": 0}, ["mcts-rise@64", "fsf-1k"])
+    assert '<tr data-player="mcts-rise@64">' in out and '<tr data-player="fsf-1k">' in out
+    assert out.count("<tr data-player") == 2
+    assert out.count('data-chart="0"') == 1  # a chart in place of its first figure only
+    assert "searchbench scale &lt;config&gt;" in out and "<code>code</code>" in out and "<b>bold</b>" in out
+    assert 'href="../other/index.html"' in out and "<ul><li>one</li><li>two</li></ul>" in out
+
+
+def test_findings_of_the_three_kinds_of_report(tmp_path: Path) -> None:
+    assert page.finding("# x\n\n**Findings.** It works. More text.\n") == "It works."
+    abl = ("# Ablation\n\nSetup.\n\nFindings (a variant ...):\n\n- `a`: not distinguishable at nodes 8 (+1 [-5, +7]); "
+           "intervals about 12 Elo wide\n- `b`: stronger at nodes 8 (+50 [+10, +90]); intervals about 80 Elo wide\n")
+    assert page.finding(abl).startswith("`b`: stronger at nodes 8 (+50 [+10, +90]); `a`")
+    (tmp_path / "elo_vs_nodes.csv").write_text("family,engine,nodes,elo,lo,hi,games,score\nf,e,64,10,0,20,4,0.5\n"
+                                              "f,e,256,90,50,130,4,0.5\nanchor:x,y,,999,900,1100,4,0.5\n")
+    assert page.finding("# Scale\n\nSetup.\n", tmp_path) == "strongest: `e` at 256 nodes, +90 [+50, +130] Elo over the anchor"
+
+
+def test_the_san_of_a_game_is_python_chess_and_black_may_move_first() -> None:
+    b = chess.variant.CrazyhouseBoard()
+    moves = []
+    for u in ["e2e4", "d7d5", "e4d5", "d8d5", "b1c3", "d5a5", "P@e4"]:
+        moves.append(u)
+        b.push_uci(u)
+    fen = chess.variant.CrazyhouseBoard().fen()
+    view = page.game_json(page.GameView(1, "A", "B", "*", "", fen, moves, [(1, 1, 0, 1, 1)] * len(moves)), "crazyhouse")
+    want = []
+    b = chess.variant.CrazyhouseBoard()
+    for u in moves:
+        want.append(b.san(chess.Move.from_uci(u)))
+        b.push_uci(u)
+    assert view["san"] == want and want[-1] == "@e4" and not view["black_first"]  # python-chess: a pawn drop is @e4
+    after = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR[] b KQkq - 0 1"
+    v2 = page.game_json(page.GameView(2, "A", "B", "*", "", after, ["e7e5"], [(0, 0, None, 0, 0)]), "crazyhouse")
+    assert v2["black_first"] and v2["fullmove"] == 1 and v2["san"] == ["e5"]
+
+
+def test_every_shipped_page_has_the_current_script() -> None:
+    """A change to reports/page.js or html.py's CSS needs ``make pages`` (the pages inline both)."""
+    script = (ROOT / "reports" / "page.js").read_text().replace("</", "<\\/")
+    pages = sorted((ROOT / "reports").rglob(page.PAGE))
+    assert len(pages) > 5
+    for p in pages:
+        text = p.read_text()
+        assert script in text and page.CSS in text, f"{p} is out of date: run make pages"
+    folders = {p.parent for p in pages}
+    for md in (ROOT / "reports").rglob("*.md"):
+        if md.name in page.MARKDOWN_FILES and md.parent != ROOT / "reports":
+            assert md.parent in folders, f"{md.parent} has no index.html: run make pages"
+
+
+def test_a_report_page_holds_the_games_and_the_figure(tmp_path: Path) -> None:
+    """A scale run writes index.html with its games; the figure has one point a player."""
+    import sys
+
+    from experiments.harness import scale
+    from experiments.harness.store import Store
+    from tests.test_scale import cfg
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from harness_fakes import Factory
+
+    _, paths = scale.run(scale.load(cfg(tmp_path)), "searchbench scale c.toml", factory=Factory(), progress=False)
+    folder = tmp_path / "reports" / "tiny"
+    assert folder / page.PAGE in paths
+    with Store(str(tmp_path / "s.sqlite"), readonly=True) as st:
+        games = st.games()
+    text = (folder / page.PAGE).read_text()
+    data = _data(text)
+    assert len(data["games"]) == len(games) and data["variant"] in ("chess", "crazyhouse")
+    points = {p["player"] for c in data["charts"] for s in c["series"] for p in s["points"]}
+    assert points == {g.white for g in games} | {g.black for g in games}
+    g0 = data["games"][0]
+    assert len(g0["uci"]) == len(g0["san"]) == len(g0["stats"])
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["report"], "give a results database or a report folder"),
+    (["report", "/nonexistent/x.sqlite"], "no such database or report folder"),
+    (["report", "--index", "/nonexistent"], "not a folder"),
+    (["report", "reports/zh-batch", "--out", "x.html"], "--out is for a database"),
+    (["report", "reports/zh-batch", "--db", "/nonexistent.sqlite"], "no such database"),
+])
+def test_bad_report_input_is_one_line(argv: list[str], match: str, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+
+
+def test_a_folder_without_a_report_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path)]) == 2
+    assert "holds no report" in capsys.readouterr().err
