@@ -176,3 +176,38 @@ def test_selfplay_command_line(tmp_path, capsys) -> None:  # type: ignore[no-unt
     assert out["games"] == 2 and out["shards"] == 1
     assert main(["selfplay", "--engine", "material-ab", "--out", str(tmp_path / "e"), "--quiet"]) == 2
     assert "MCTS-family" in capsys.readouterr().err
+
+
+def test_playout_cap_randomisation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """KataGo's playout-cap randomisation: a quarter of the moves searched at full nodes with a
+    policy target, the rest fast with a value target only; the draw repeats from the seed; training
+    leaves the value-only positions out of the policy loss."""
+    from evaluators.encodings import POLICY_SIZE
+    from experiments.training.policy_value import PolicyValueTask
+
+    w = tiny_weights(str(tmp_path / "w.pt"))
+    cfg = _cfg(tmp_path, games=8, engine=f"rise-mcts:weights={w},batch_size=2", full_fraction=0.25, fast_nodes=2)
+    selfplay.play(cfg, progress=False)
+    ds = datagen.load_dataset(cfg.out)
+    counts = np.diff(ds.policy_offset)
+    full = counts > 0
+    assert 0.1 < full.mean() < 0.45 and len(ds) > 40  # about a quarter, every position kept for its value
+    assert np.all(np.abs(ds.root_q) <= 1.0)
+    # the same draw in another folder from the same seed (a replay, a resume)
+    again = _cfg(tmp_path, games=8, engine=f"rise-mcts:weights={w},batch_size=2", full_fraction=0.25, fast_nodes=2,
+                 out=str(tmp_path / "sp2"))
+    selfplay.play(again, progress=False)
+    assert np.array_equal(np.diff(datagen.load_dataset(again.out).policy_offset) > 0, full)
+    with pytest.raises(selfplay.SelfPlayError, match="playout_cap"):
+        selfplay.play(_cfg(tmp_path, games=8, engine=f"rise-mcts:weights={w},batch_size=2", full_fraction=0.5,
+                           fast_nodes=2), progress=False)
+    with pytest.raises(selfplay.SelfPlayError, match="fast_nodes"):
+        _cfg(tmp_path, full_fraction=0.5, fast_nodes=0).check()
+    # the policy loss is the mean over the positions with a target only
+    pv = PolicyValueTask("rise", "crazyhouse", 1.0)
+    idx = np.arange(len(ds))
+    v = torch.zeros(len(idx))
+    p = torch.randn(len(idx), POLICY_SIZE, generator=torch.Generator().manual_seed(1))
+    _, parts = pv.loss_of(v, p, ds, idx)
+    _, parts_full = pv.loss_of(v[full], p[full], ds, idx[full])
+    assert parts["policy_loss"] == pytest.approx(parts_full["policy_loss"], rel=1e-5)

@@ -3,6 +3,7 @@ evaluator call (the scheduling, checks and time rules are in :mod:`experiments.h
 docstring), the engine pool and factory, and the adjudicator."""
 from __future__ import annotations
 
+import random
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -205,6 +206,7 @@ class _Game:
     future: Future[MoveResult] | None = None
     broken: list[bool] = field(default_factory=lambda: [False, False])
     targets: list[tuple[list[int], list[float], float]] | None = None
+    full: bool = True  # this move: a full search (playout-cap randomisation: Player.playout_cap)
 
     @property
     def mover(self) -> Engine:
@@ -315,6 +317,11 @@ class Runner:
     def _start_move(self, g: _Game) -> None:
         eng, player = g.mover, g.mover_player
         limits = player.limits(g.clocks)
+        g.full = True
+        if player.playout_cap is not None and g.targets is not None:  # KataGo: most moves a fast search
+            g.full = random.Random(f"{g.task.seed}/{len(g.moves)}").random() < player.playout_cap[0]
+            if not g.full:
+                limits.nodes = player.playout_cap[1]
         g.t0 = time.perf_counter()
         if isinstance(eng, InProcessEngine):
             try:
@@ -421,6 +428,8 @@ class Runner:
         if g.targets is not None:
             eng = g.mover
             target = (eng.policy_target() if isinstance(eng, InProcessEngine) else None) or [(mr.move, 1.0)]
+            if not g.full:  # a fast search's visits are no policy target: the position keeps its value target
+                target = []
             g.targets.append(([m for m, _ in target], [p for _, p in target], info.value if info else 0.0))
         score: int | None = None
         if info is not None:

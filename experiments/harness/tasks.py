@@ -60,6 +60,10 @@ class Player:
     tc: tuple[float, float] | None = None  # (base seconds, increment seconds)
     evals: int | None = None  # evaluator calls per move
     playouts: int | None = None  # MCTS: new simulations per move (``nodes`` counts the root's visits, reused ones too)
+    #: self-play only (KataGo's playout-cap randomisation): (fraction of moves with the full ``nodes``
+    #: search and a policy target, the node limit of the other moves, whose positions keep only a value
+    #: target); drawn per move from the game's seed, so a replay draws the same
+    playout_cap: tuple[float, int] | None = None
 
     def __post_init__(self) -> None:
         why = check_name(self.name)
@@ -72,6 +76,9 @@ class Player:
             v = getattr(self, k)
             if v is not None and not 1 <= v <= MAX_BUDGET:
                 raise MatchError(f"player {self.name!r}: {k} must be from 1 to {MAX_BUDGET:,}, got {v}")
+        if self.playout_cap is not None and not (0.0 < self.playout_cap[0] <= 1.0 and self.nodes is not None
+                                                 and 1 <= self.playout_cap[1] <= self.nodes):
+            raise MatchError(f"player {self.name!r}: a playout cap is (fraction in (0, 1], fast nodes from 1 to nodes)")
         if self.movetime is not None and not 0 < self.movetime <= MAX_SECONDS:
             raise MatchError(f"player {self.name!r}: movetime must be a positive number of seconds up to "
                              f"{MAX_SECONDS:,}, got {self.movetime}")

@@ -22,7 +22,8 @@ policy target being entries ``policy_offset[i] .. policy_offset[i + 1] - 1`` (M 
 
     policy_offset int64   [N + 1]  where each position's entries begin (policy_offset[0] = 0)
     policy_move   int32   [M]      a legal move (board.moves layout)
-    policy_prob   float32 [M]      its probability (a position's entries sum to 1)
+    policy_prob   float32 [M]      its probability (a position's entries sum to 1; none: a position
+                                   with a value target only, a fast search under playout-cap randomisation)
     root_q        float32 [N]      the search's value of the position for the side to move
     score                          holds the root value in centipawns, as the engine reported it
 
@@ -383,7 +384,7 @@ def _check_shard(path: str, d: dict[str, np.ndarray]) -> None:
         raise DataError(f"{path}: 'move' holds values that are not moves: a damaged shard")
     if "policy_offset" in d:
         off = d["policy_offset"]
-        if (len(off) != n + 1 or len(d.get("root_q", ())) != n or off[0] != 0 or np.any(np.diff(off) < 1)
+        if (len(off) != n + 1 or len(d.get("root_q", ())) != n or off[0] != 0 or np.any(np.diff(off) < 0)
                 or off[-1] != len(d.get("policy_move", ())) or off[-1] != len(d.get("policy_prob", ()))):
             raise DataError(f"{path}: the policy targets do not match the positions: a damaged shard")
         if len(d["policy_move"]) and not _valid_moves(d["policy_move"]):

@@ -73,8 +73,9 @@ class PolicyValueTask:
         ``mirrored``: which rows were mirrored, so that search targets are mirrored with them).
 
         Policy target: the search's distribution π where the data have one (self-play shards), else
-        the played move.  Cross entropy ``-Σ_a π(a) log p(a)`` (rise; with a one-hot π the usual
-        cross entropy) or SixtyFour's Poisson NLL against the outcome-scaled target.  Value target:
+        the played move; a position whose π is empty (a fast search under playout-cap randomisation)
+        has no policy loss, only its value loss.  Cross entropy ``-Σ_a π(a) log p(a)`` (rise; with a
+        one-hot π the usual cross entropy) or SixtyFour's Poisson NLL against the outcome-scaled target.  Value target:
         the result z for the side to move, or ``(1 - q_weight) z + q_weight root_q``."""
         raw = ds.raw[idx] if raw is None else raw
         if ds.policy_offset is None:
@@ -85,6 +86,10 @@ class PolicyValueTask:
             rows, tm, tp = ds.policy_targets(idx)
             if mirrored is not None and mirrored.any():
                 tm = np.where(mirrored[rows], mirror_moves(tm), tm)
+        # positions with a policy target (playout-cap randomisation leaves fast searches' positions without)
+        has = np.zeros(len(idx), dtype=bool)
+        has[rows] = True
+        n_pol = max(1, int(has.sum()))
         ix = torch.from_numpy(self.ev.policy_indices(tm, raw, rows).astype(np.int64)).to(p.device)
         rows_t = torch.from_numpy(rows.astype(np.int64)).to(p.device)
         prob = torch.from_numpy(np.ascontiguousarray(tp, dtype=np.float32)).to(p.device)
@@ -97,14 +102,15 @@ class PolicyValueTask:
             if ds.policy_offset is None:
                 lp = F.cross_entropy(p, ix)
             else:
-                lp = -(prob * F.log_softmax(p, dim=1)[rows_t, ix]).sum() / len(idx)
+                lp = -(prob * F.log_softmax(p, dim=1)[rows_t, ix]).sum() / n_pol
             lv = F.mse_loss(v, z)
         else:
             scale = torch.tensor([enc.SIXTYFOUR_POLICY_SCALE[int(round(r))] for r in side_result(ds, idx).tolist()],
                                  dtype=torch.float32, device=p.device)
             # Poisson NLL with log-rate p: sum_j exp(p_j) - target_j * p_j, target = scale * π
             picked = torch.zeros(len(idx), device=p.device).index_add(0, rows_t, prob * p[rows_t, ix])
-            lp = (p.exp().sum(dim=1) - scale * picked).mean()
+            per = p.exp().sum(dim=1) - scale * picked
+            lp = per[torch.from_numpy(has).to(p.device)].sum() / n_pol
             lv = F.mse_loss((v + 1) / 2, (z + 1) / 2)
         loss = lp + self.value_weight * lv
         return loss, {"policy_loss": float(lp.detach()), "value_loss": float(lv.detach())}

@@ -45,7 +45,9 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
     out ["runs/rl/NAME"], mode ["generations"; or "rounds"]
     [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; rounds: or "control"]
     [selfplay]  games [200], nodes [16], concurrency [16], workers [1], backend ["local"], ray_address,
-                random_plies [[0, 0]], max_plies [300], shard_games [50], explore [true]
+                random_plies [[0, 0]], max_plies [300], shard_games [50], explore [true],
+                full_fraction [1.0], fast_nodes (KataGo's playout-cap randomisation: that fraction of
+                moves searched at ``nodes`` with a policy target, the rest at ``fast_nodes``, value only)
     [train]     window [2], epochs [1], batch, lr, value_weight, q_weight [0], weight_decay [1e-4],
                 threads [1], bf16 [false], mirror [false], supervised [[]], supervised_games [0: all], minutes,
                 val_fraction [0.1], select_fraction [0.05] (games held out: report, best epoch),
@@ -199,7 +201,12 @@ def parse(path: str) -> LoopConfig:
                         backend=s.choice("backend", ("local", "ray"), "local"),
                         ray_address=s.get("ray_address", str, None), min_random_plies=plies[0],
                         max_random_plies=plies[1], max_plies=s.positive("max_plies", 300),
-                        shard_games=s.positive("shard_games", 50), explore=s.get("explore", bool, True))
+                        shard_games=s.positive("shard_games", 50), explore=s.get("explore", bool, True),
+                        full_fraction=s.get("full_fraction", float, 1.0,
+                                            lambda v: None if 0 < v <= 1 else "must be in (0, 1]"),
+                        fast_nodes=s.get("fast_nodes", int, 0))
+    if cfg.selfplay["full_fraction"] < 1 and not 1 <= cfg.selfplay["fast_nodes"] <= cfg.selfplay["nodes"]:
+        raise s.error("fast_nodes", f"playout-cap randomisation needs fast_nodes from 1 to nodes ({cfg.selfplay['nodes']})")
     s.done()
     t = root.table("train")
     unit = lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"  # noqa: E731
@@ -378,6 +385,8 @@ class StageClock:
 #: same folder with others is refused; the resources (workers, concurrency, threads) may change
 RUN_FILE = "loop.json"
 _FREE = {"concurrency", "workers", "backend", "ray_address", "threads"}
+#: keys added after runs were recorded without them, with the value those runs had
+_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0}
 
 
 def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
@@ -418,6 +427,9 @@ def check_run(cfg: "LoopConfig") -> None:
         if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
             raise ConfigError(f"{path} is not a loop run file; give another out")
         want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
+        for (sec, k), v in _ADDED.items():
+            if isinstance(have.get(sec), dict):
+                have[sec].setdefault(k, v)
         diff = _first_difference(have, want)
         if diff:
             k, a, b = diff

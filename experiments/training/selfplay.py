@@ -17,6 +17,13 @@ options unless the spec sets them itself:
 - Gumbel: its own Gumbel noise at the root (``gumbel_scale`` 1, mctx's default); the move is the
   search's (Sequential Halving's winner), no temperature.
 
+Playout-cap randomisation (KataGo; ``full_fraction`` < 1): each move is a full search (``nodes``)
+with that probability, drawn from the game's seed, and its position gets the policy target; the other
+moves are a fast search (``fast_nodes``, the same exploration) whose position keeps only its value
+target (an empty policy target in the shard: :meth:`PolicyValue.loss_of` leaves it out of the policy
+loss).  More games for the same evaluations, so more value targets, without cheapening the policy
+targets.
+
 Games: from the start position (or ``random_plies`` uniformly random legal plies first, which are
 not training positions), to the rules' end or ``max_plies`` (a draw); no resignation.
 
@@ -81,6 +88,14 @@ class SelfPlayConfig:
     max_plies: int = 300
     shard_games: int = 50
     explore: bool = True
+    #: playout-cap randomisation (KataGo): this fraction of moves get the full ``nodes`` search and a
+    #: policy target; the others a ``fast_nodes`` search and a value target only (1.0: every move full)
+    full_fraction: float = 1.0
+    fast_nodes: int = 0
+
+    @property
+    def playout_cap(self) -> tuple[float, int] | None:
+        return (self.full_fraction, self.fast_nodes) if self.full_fraction < 1.0 else None
 
     def check(self) -> None:
         if self.variant not in ("chess", "crazyhouse"):
@@ -88,6 +103,11 @@ class SelfPlayConfig:
         for name in ("games", "nodes", "concurrency", "workers", "shard_games", "max_plies"):
             if getattr(self, name) < 1:
                 raise SelfPlayError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0.0 < self.full_fraction <= 1.0:
+            raise SelfPlayError(f"full_fraction must be in (0, 1], got {self.full_fraction}")
+        if self.full_fraction < 1.0 and not 1 <= self.fast_nodes <= self.nodes:
+            raise SelfPlayError(f"fast_nodes must be from 1 to nodes ({self.nodes}) with full_fraction < 1, "
+                                f"got {self.fast_nodes}")
         if not 0 <= self.min_random_plies <= self.max_random_plies:
             raise SelfPlayError("random plies: need 0 <= min <= max")
         if self.backend not in BACKENDS:
@@ -175,7 +195,7 @@ def _bad_line(line: Any) -> str | None:
         return "'targets' is not one target per move"
     for t in targets:
         ok = (isinstance(t, list) and len(t) == 3 and isinstance(t[0], list) and isinstance(t[1], list)
-              and len(t[0]) == len(t[1]) > 0 and all(isinstance(m, int) and not isinstance(m, bool) and 0 < m < 1 << 18
+              and len(t[0]) == len(t[1]) and all(isinstance(m, int) and not isinstance(m, bool) and 0 < m < 1 << 18
                                                      for m in t[0])
               and all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in t[1])
               and isinstance(t[2], (int, float)) and not isinstance(t[2], bool))
@@ -254,7 +274,8 @@ RUN_FILE = "selfplay.json"
 
 def _run_settings(cfg: SelfPlayConfig, engine: str) -> dict[str, Any]:
     return {"engine": engine, "variant": cfg.variant, "nodes": cfg.nodes, "seed": cfg.seed,
-            "random_plies": [cfg.min_random_plies, cfg.max_random_plies], "max_plies": cfg.max_plies}
+            "random_plies": [cfg.min_random_plies, cfg.max_random_plies], "max_plies": cfg.max_plies,
+            "playout_cap": list(cfg.playout_cap) if cfg.playout_cap else None}
 
 
 def _check_run(cfg: SelfPlayConfig, engine: str) -> bool:
@@ -305,7 +326,7 @@ def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], b
 
     new_run = _check_run(cfg, engine)
     journal = Journal(cfg.out, cfg.variant)
-    player = Player("selfplay", engine, nodes=cfg.nodes)
+    player = Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap)
     done = journal.done
     todo = []
     for i in range(cfg.games):
