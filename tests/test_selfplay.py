@@ -211,3 +211,19 @@ def test_playout_cap_randomisation(tmp_path) -> None:  # type: ignore[no-untyped
     _, parts = pv.loss_of(v, p, ds, idx)
     _, parts_full = pv.loss_of(v[full], p[full], ds, idx[full])
     assert parts["policy_loss"] == pytest.approx(parts_full["policy_loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["rise-mcts", "rise-gumbel:considered_actions=4,c_scale=0.1"])
+def test_selfplay_at_equal_evaluator_calls(tmp_path, engine) -> None:  # type: ignore[no-untyped-def]
+    """``evals``: each move limited to evaluator calls (PUCT's reused visits and transpositions are
+    free under a nodes limit, Gumbel's are not): the games' network leaves stay within the budget."""
+    w = tiny_weights(str(tmp_path / "w.pt"))
+    cfg = _cfg(tmp_path, games=4, engine=f"{engine},weights={w},batch_size=1" if ":" in engine
+               else f"{engine}:weights={w},batch_size=1", evals=4)
+    stats = selfplay.play(cfg, progress=False)
+    assert stats["games"] == 4 and 0 < stats["eval_leaves"] <= 4 * stats["positions"]
+    assert stats["eval_leaves"] >= 2 * stats["positions"]  # the budget was used
+    run = json.loads(open(os.path.join(cfg.out, selfplay.RUN_FILE)).read())
+    assert run["evals"] == 4 and run["nodes"] is None
+    with pytest.raises(selfplay.SelfPlayError, match="nodes None, not 8"):  # a resume at another limit
+        selfplay.play(_cfg(tmp_path, games=4, engine=cfg.engine), progress=False)

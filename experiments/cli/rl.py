@@ -16,7 +16,9 @@ def _cmd_selfplay(args: argparse.Namespace) -> int:
                                   nodes=args.nodes, concurrency=args.concurrency, workers=args.workers,
                                   backend=args.backend, ray_address=args.ray_address, seed=args.seed,
                                   min_random_plies=min_p, max_random_plies=max_p, max_plies=args.max_plies,
-                                  shard_games=args.shard_games, explore=not args.no_explore)
+                                  shard_games=args.shard_games, explore=not args.no_explore,
+                                  evals=args.evals or 0, full_fraction=args.full_fraction,
+                                  fast_nodes=args.fast_nodes or 0)
     print(json.dumps(selfplay.play(cfg, progress=not args.quiet)))
     return 0
 
@@ -44,6 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--variant", choices=("chess", "crazyhouse"), default="crazyhouse")
     p.add_argument("--games", type=count(1), default=100, help="games of the run in all (a rerun plays the missing ones)")
     p.add_argument("--nodes", type=count(1), default=16, help="simulations (root visits) per move")
+    p.add_argument("--evals", type=count(1), help="evaluator calls per move instead of --nodes (equal cost for "
+                                                  "searches that reuse or transpose and those that do not)")
+    p.add_argument("--full-fraction", type=float, default=1.0,
+                   help="playout-cap randomisation (KataGo): the fraction of moves searched at --nodes with a "
+                        "policy target; the rest at --fast-nodes, value target only")
+    p.add_argument("--fast-nodes", type=count(1), help="the fast searches' nodes (with --full-fraction < 1)")
     p.add_argument("--concurrency", type=count(1, 4096), default=16, help="games at once per process (leaves pooled)")
     p.add_argument("--workers", type=count(1, 256), default=1, help="processes (or Ray actors)")
     p.add_argument("--backend", choices=("local", "ray"), default="local", help="where the workers run: processes here, or Ray actors")

@@ -43,11 +43,14 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
 
     name, variant ["crazyhouse"], model ["rise"], initial (weights), generations [3] (rounds), seed [1],
     out ["runs/rl/NAME"], mode ["generations"; or "rounds"]
-    [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; rounds: or "control"]
+    [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; rounds: or "control"],
+                seed [the loop's] (its self-play games' seed: the same search twice is a replicate)
     [selfplay]  games [200], nodes [16], concurrency [16], workers [1], backend ["local"], ray_address,
                 random_plies [[0, 0]], max_plies [300], shard_games [50], explore [true],
                 full_fraction [1.0], fast_nodes (KataGo's playout-cap randomisation: that fraction of
-                moves searched at ``nodes`` with a policy target, the rest at ``fast_nodes``, value only)
+                moves searched at ``nodes`` with a policy target, the rest at ``fast_nodes``, value only),
+                evals [0] (> 0: each move limited to that many evaluator calls instead of ``nodes``: two
+                searches at the same cost)
     [train]     window [2], epochs [1], batch, lr, value_weight, q_weight [0], weight_decay [1e-4],
                 threads [1], bf16 [false], mirror [false], supervised [[]], supervised_games [0: all], minutes,
                 val_fraction [0.1], select_fraction [0.05] (games held out: report, best epoch),
@@ -81,6 +84,8 @@ class Arm:
     #: "selfplay", or "control" (rounds: no self-play, the supervised data only, for the CPU time the
     #: self-play arm before it spent on that round: what self-play must beat)
     kind: str = "selfplay"
+    #: the arm's own seed of its self-play games (two arms of one search with two seeds: a replicate)
+    seed: int | None = None
 
 
 @dataclass
@@ -170,6 +175,7 @@ def parse(path: str) -> LoopConfig:
     for a in root.tables("arms", required=True):
         arm = Arm(a.get("name", str), a.get("engine", str), "", a.choice("kind", ("selfplay", "control"), "selfplay"))
         arm.gate_engine = a.get("gate_engine", str, arm.engine)
+        arm.seed = a.get("seed", int, None, lambda v: None if 0 <= v < 2 ** 40 else "must be from 0 to 2**40 - 1")
         if arm.kind == "control" and (not rounds or not any(x.kind == "selfplay" for x in cfg.arms)):
             raise a.error("kind", "a control arm is for mode = \"rounds\", after a self-play arm (it trains for "
                                   "the CPU time that arm's round took)")
@@ -204,7 +210,10 @@ def parse(path: str) -> LoopConfig:
                         shard_games=s.positive("shard_games", 50), explore=s.get("explore", bool, True),
                         full_fraction=s.get("full_fraction", float, 1.0,
                                             lambda v: None if 0 < v <= 1 else "must be in (0, 1]"),
-                        fast_nodes=s.get("fast_nodes", int, 0))
+                        fast_nodes=s.get("fast_nodes", int, 0),
+                        evals=s.get("evals", int, 0, lambda v: None if v >= 0 else "must be at least 0 (0: the nodes limit)"))
+    if cfg.selfplay["evals"] and cfg.selfplay["full_fraction"] < 1:
+        raise s.error("evals", "playout-cap randomisation works on the nodes limit: leave evals at 0")
     if cfg.selfplay["full_fraction"] < 1 and not 1 <= cfg.selfplay["fast_nodes"] <= cfg.selfplay["nodes"]:
         raise s.error("fast_nodes", f"playout-cap randomisation needs fast_nodes from 1 to nodes ({cfg.selfplay['nodes']})")
     s.done()
@@ -386,7 +395,7 @@ class StageClock:
 RUN_FILE = "loop.json"
 _FREE = {"concurrency", "workers", "backend", "ray_address", "threads"}
 #: keys added after runs were recorded without them, with the value those runs had
-_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0}
+_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0}
 
 
 def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
@@ -395,7 +404,8 @@ def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
 
     return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial, "mode": cfg.mode,
             "initial_file": file_id(weights_path(cfg.initial)),
-            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine, "kind": a.kind} for a in cfg.arms},
+            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine, "kind": a.kind,
+                              **({"seed": a.seed} if a.seed is not None else {})} for a in cfg.arms},
             **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in _FREE}
                for sec in ("selfplay", "train", "gate")}}
 
@@ -464,7 +474,7 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
         return
     sp = SelfPlayConfig(engine=_with_weights(selfplay_search(cfg, arm.engine), weights_of(cfg, arm.name, state.best)),
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
-                        seed=cfg.seed * 1000 + gen, **cfg.selfplay)
+                        seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, **cfg.selfplay)
     with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
         stats = selfplay.play(sp, progress=progress)
     if stats["existing_games"] + stats["games"] < sp.games:
@@ -723,7 +733,7 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
     key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
-           "explore": cfg.selfplay["explore"]}
+           "explore": cfg.selfplay["explore"], **({"evals": cfg.selfplay["evals"]} if cfg.selfplay.get("evals") else {})}
     rows: list[dict[str, Any]] = []
     if os.path.lexists(path):
         try:
@@ -734,7 +744,8 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
             rows = []
     if not rows:
         measured = targets.measure(engines, data, positions=n, nodes=cfg.selfplay["nodes"], seed=cfg.seed,
-                                   explore=cfg.selfplay["explore"], progress=progress)
+                                   explore=cfg.selfplay["explore"], progress=progress,
+                                   evals=cfg.selfplay.get("evals", 0))
         rows = [r.as_dict() for r in measured]
         write_atomic(path, json.dumps({"key": key, "rows": rows}, indent=1), "targets file")
     for r in rows:

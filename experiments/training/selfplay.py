@@ -78,6 +78,9 @@ class SelfPlayConfig:
     variant: str = "crazyhouse"
     games: int = 100  # games in the run in all (a rerun plays the missing ones)
     nodes: int = 16  # the root's visits per move (search.base's node limit)
+    #: > 0: the move's limit is this many evaluator calls instead of ``nodes`` (the unit in which two
+    #: searches cost the same: a PUCT tree reuses visits and transposes, Gumbel does not)
+    evals: int = 0
     concurrency: int = 16
     workers: int = 1
     backend: str = "local"
@@ -105,6 +108,10 @@ class SelfPlayConfig:
                 raise SelfPlayError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not 0.0 < self.full_fraction <= 1.0:
             raise SelfPlayError(f"full_fraction must be in (0, 1], got {self.full_fraction}")
+        if self.evals < 0:
+            raise SelfPlayError(f"evals must be at least 0 (0: the nodes limit), got {self.evals}")
+        if self.evals and self.full_fraction < 1.0:
+            raise SelfPlayError("playout-cap randomisation works on the nodes limit: leave evals at 0")
         if self.full_fraction < 1.0 and not 1 <= self.fast_nodes <= self.nodes:
             raise SelfPlayError(f"fast_nodes must be from 1 to nodes ({self.nodes}) with full_fraction < 1, "
                                 f"got {self.fast_nodes}")
@@ -273,7 +280,8 @@ RUN_FILE = "selfplay.json"
 
 
 def _run_settings(cfg: SelfPlayConfig, engine: str) -> dict[str, Any]:
-    return {"engine": engine, "variant": cfg.variant, "nodes": cfg.nodes, "seed": cfg.seed,
+    return {"engine": engine, "variant": cfg.variant, "nodes": None if cfg.evals else cfg.nodes,
+            **({"evals": cfg.evals} if cfg.evals else {}), "seed": cfg.seed,
             "random_plies": [cfg.min_random_plies, cfg.max_random_plies], "max_plies": cfg.max_plies,
             "playout_cap": list(cfg.playout_cap) if cfg.playout_cap else None}
 
@@ -326,7 +334,8 @@ def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], b
 
     new_run = _check_run(cfg, engine)
     journal = Journal(cfg.out, cfg.variant)
-    player = Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap)
+    player = (Player("selfplay", engine, evals=cfg.evals) if cfg.evals else
+              Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap))
     done = journal.done
     todo = []
     for i in range(cfg.games):

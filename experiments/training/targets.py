@@ -89,8 +89,9 @@ def _add(row: TargetRow, probs: np.ndarray, moves: list[int], played: int, prior
 
 
 def measure(engines: list[str], data: list[str], positions: int = 400, nodes: int = 16, seed: int = 0,
-            explore: bool = True, val_fraction: float = 0.1, progress: bool = True) -> list[TargetRow]:
-    """The prior rows (one per distinct network) and one row per engine (module docstring)."""
+            explore: bool = True, val_fraction: float = 0.1, progress: bool = True, evals: int = 0) -> list[TargetRow]:
+    """The prior rows (one per distinct network) and one row per engine (module docstring); ``evals``
+    > 0: each search limited to that many evaluator calls instead of ``nodes``."""
     from tqdm import tqdm
 
     from engines import registry
@@ -153,7 +154,7 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
                 _add(priors[k], p, legal, played, p, checks)
             for row, eng in zip(rows, made):
                 eng.new_game(seed * 1_000_003 + n)
-                r = eng.play(pos.copy(), Limits(nodes=nodes))
+                r = eng.play(pos.copy(), Limits(evals=evals) if evals > 0 else Limits(nodes=nodes))
                 target = dict(eng.policy_target() or [(r.move, 1.0)])
                 probs = np.array([target.get(m, 0.0) for m in legal], dtype=np.float64)
                 _add(row, probs, legal, played, prior_of[id(eng.evaluator)], checks)
@@ -161,13 +162,13 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
                 cfg = eng.spec.config
                 if getattr(cfg, "root_rule", "") == "gumbel":
                     m = min(cfg.considered_actions, len(legal))
-                    row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(nodes, m) == 1
+                    row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(evals or nodes, m) == 1
     finally:
         pool.close()
     for row in rows:
         if row.collapsed:
             row.notes.append(f"Sequential Halving had one phase in {row.collapsed} of {row.positions} positions "
-                             f"(n={nodes} < m·⌈log2 m⌉): π′ is a one-ply value-greedy pick there")
+                             f"(n={evals or nodes} < m·⌈log2 m⌉): π′ is a one-ply value-greedy pick there")
     out = list(priors.values()) + rows
     for row in rows:
         prior = next(p for k, p in priors.items() if k == id(made[rows.index(row)].evaluator))
