@@ -56,12 +56,25 @@ img{max-width:100%}.chart{margin:.8em 0;border:1px solid #e3e3e3;padding:8px;bor
 """
 
 
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is a page this module wrote (the only kind it overwrites)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 20)
+    except OSError:
+        return False
+    return b'id="sb-data"' in head or b'id="sb-body"' in head
+
+
 def _write_text(path: Path, text: str) -> None:
     """Write ``text`` to a fresh temporary file beside ``path`` and rename it over ``path`` (a link
-    planted at either name is replaced, never written through)."""
+    planted at the temporary name is never written through); a file at ``path`` that is not one of
+    our pages, or a link there, is refused (a user's own file is never replaced)."""
     import os
     import secrets
 
+    if path.is_symlink() or (path.exists() and not _ours(path)):
+        raise ValueError(f"{path} exists and is not a searchbench page: move it or give another path")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     try:
@@ -138,17 +151,11 @@ def markdown_html(text: str, folder: Path | None = None, charts: dict[str, int] 
             out.append(f"<pre><code>{html.escape(chr(10).join(block))}</code></pre>")
             i += 1
             continue
-        m = re.match(r"^(#{1,6})\s+(.*)$", s)
-        if m:
+        heading, img = re.match(r"^(#{1,6})\s+(.*)$", s), re.match(r"^!\[([^\]]*)\]\(([^)]+)\)$", s)
+        if heading or img:  # a block of one line
             flush()
-            n = len(m.group(1))
-            out.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
-            i += 1
-            continue
-        img = re.match(r"^!\[([^\]]*)\]\(([^)]+)\)$", s)
-        if img:
-            flush()
-            out.append(_image(img.group(1), img.group(2), folder, charts, placed))
+            out.append(f"<h{len(heading.group(1))}>{_inline(heading.group(2))}</h{len(heading.group(1))}>" if heading
+                       else _image(img.group(1), img.group(2), folder, charts, placed) if img else "")
             i += 1
             continue
         if s.startswith("|") and i + 1 < len(lines) and re.match(r"^\|?\s*:?-{3,}", lines[i + 1].strip()):

@@ -139,3 +139,56 @@ def test_bad_report_input_is_one_line(argv: list[str], match: str, capsys: pytes
 def test_a_folder_without_a_report_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tmp_path)]) == 2
     assert "holds no report" in capsys.readouterr().err
+
+
+def test_a_tournament_writes_its_page_beside_its_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(f'''name = "tiny-rr"
+variant = "crazyhouse"
+games = 2
+concurrency = 2
+db = "{tmp_path / 't.sqlite'}"
+anchor = "ab"
+
+[[engines]]
+name = "ab"
+engine = "material-ab"
+nodes = 16
+
+[[engines]]
+name = "mcts"
+engine = "material-mcts"
+nodes = 16
+''')
+    assert main(["tournament", str(cfg), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"page: {tmp_path / 't.html'}" in out
+    data = _data((tmp_path / "t.html").read_text())
+    assert len(data["games"]) == 2 and {p["player"] for s in data["charts"][0]["series"] for p in s["points"]} == {"ab", "mcts"}
+
+
+def test_a_users_own_file_is_never_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    own = tmp_path / "m.html"
+    own.write_text("<html>my notes</html>")
+    link = tmp_path / "l.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    db = tmp_path / "m.sqlite"
+    assert main(["match", "material-ab", "material-mcts", "--variant", "crazyhouse", "--games", "2", "--nodes", "8",
+                 "--db", str(db), "--quiet"]) == 0
+    capsys.readouterr()
+    for out in (own, link):
+        assert main(["report", str(db), "--out", str(out)]) == 2
+        assert "is not a searchbench page" in capsys.readouterr().err
+    assert main(["report", str(db), "--out", str(tmp_path / "new.html")]) == 0
+    assert main(["report", str(db), "--out", str(tmp_path / "new.html")]) == 0  # our own page, again
+    d = tmp_path / "r"
+    d.mkdir()
+    (d / "ablation.md").write_text((ROOT / "reports" / "zh-batch" / "ablation.md").read_text())
+    (d / page.PAGE).write_text("mine")
+    with pytest.raises(ValueError, match="not a searchbench page"):
+        page.folder_page(d)
+    assert (d / page.PAGE).read_text() == "mine" and own.read_text() == "<html>my notes</html>"
+    (d / page.PAGE).unlink()
+    page.folder_page(d)
+    page.folder_page(d)  # our own page is written again
+    assert not (tmp_path / "elsewhere.html").exists()

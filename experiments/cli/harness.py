@@ -208,6 +208,15 @@ def cmd_tournament(args: argparse.Namespace) -> int:
                                    backend=args.backend, ray_address=args.ray_address)
     rs = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed, progress=True)
     print(ratings_mod.format_table(rs))
+    if games:
+        from experiments.harness import webpage
+
+        try:
+            page = webpage.database_page(s.db, Path(s.db).with_suffix(".html"), s.name, s.bootstrap, s.anchor,
+                                         s.anchor_elo)
+            print(f"page: {page}")
+        except (ValueError, OSError) as e:  # the games are stored and rated: the page is extra
+            print(f"searchbench: no page written: {e}", file=sys.stderr)
     return 0
 
 

@@ -50,8 +50,11 @@ def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str, d
     return page.folder_page(folder, views(shown[: page.MAX_GAMES]), variant, total_games=len(games), source=source)
 
 
-def database_page(db: str | Path, out: str | Path, run: str | None = None, bootstrap: int = 200) -> Path:
-    """A page for any results database: ratings of every player, their cost a move, the games."""
+def database_page(db: str | Path, out: str | Path, run: str | None = None, bootstrap: int = 200,
+                  anchor: str | None = None, anchor_elo: float = 0.0) -> Path:
+    """A page for any results database: ratings of every player (``anchor`` at ``anchor_elo``; by
+    default the most-played player at 0), their cost a move, the games (``tournament`` writes its
+    run's page beside its database)."""
     from experiments.harness import ratings as ratings_mod
     from experiments.harness.costs import costs
     from experiments.harness.store import Store
@@ -65,8 +68,9 @@ def database_page(db: str | Path, out: str | Path, run: str | None = None, boots
     for g in games:
         counts[g.white] = counts.get(g.white, 0) + 1
         counts[g.black] = counts.get(g.black, 0) + 1
-    anchor = max(sorted(counts), key=lambda p: counts[p])
-    fit = ratings_mod.fit(ratings_mod.from_games(games), anchor, 0.0, bootstrap, 1)
+    if anchor not in counts:
+        anchor, anchor_elo = max(sorted(counts), key=lambda p: counts[p]), 0.0
+    fit = ratings_mod.fit(ratings_mod.from_games(games), anchor, anchor_elo, bootstrap, 1)
     cost = costs(games)
     rows: list[dict[str, Any]] = []
     for r in fit.ratings:
@@ -78,7 +82,7 @@ def database_page(db: str | Path, out: str | Path, run: str | None = None, boots
     name = Path(db).name + (f", run {run}" if run else "")
     md = [f"# Games of {name}", "",
           f"{len(games)} games ({', '.join(variants)}) on {len({(g.opening_fen, g.match) for g in games})} distinct "
-          f"(opening, pairing) pairs; {anchor} (the most games) = 0 Elo; Bradley-Terry with {bootstrap} bootstrap "
+          f"(opening, pairing) pairs; {anchor} = {anchor_elo:g} Elo; Bradley-Terry with {bootstrap} bootstrap "
           "replicates over game pairs (95% intervals); costs are means per move over the stored games.", "",
           "Regenerate:", "", "```", f"searchbench report {db}" + (f" --run {run}" if run else ""), "```", "",
           "![Elo against cost](ratings.png)", "",
