@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 PAGE = "index.html"
-#: games embedded in one page at most (the rest are counted and named, not shown)
-MAX_GAMES = 2500
+#: games embedded in one page at most (about 1.4 kB each; the rest are counted, and stay in the database)
+MAX_GAMES = 1500
 MARKDOWN_FILES = ("elo_vs_nodes.md", "ablation.md", "README.md")
 
 CSS = """
@@ -413,7 +413,7 @@ def render(title: str, variant: str, markdown: str, folder: Path | None, charts:
     script = (Path(__file__).with_name("page.js")).read_text().replace("</", "<\\/")
     if shown:
         games_html = f"""<h2 id="sb-games">Games</h2>
-<p class="note">{len(shown)} of {total} games{' (the rest are in the database)' if total > len(shown) else ''}{html.escape(source)}.
+<p class="note">{len(shown)} of {total} games{' (an equal share of every pairing; the rest are in the database)' if total > len(shown) else ''}{html.escape(source)}.
 Click a table row or a figure's mark for a player's games, a game to step through it (arrow keys too).</p>
 <p><input id="sb-filter" placeholder="player (exact name)" size="36"> <span id="sb-count"></span></p>
 <table><thead><tr><th>#</th><th>White</th><th>Black</th><th>result</th><th>end</th><th>plies</th><th>opening</th></tr></thead>

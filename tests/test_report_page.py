@@ -192,3 +192,17 @@ def test_a_users_own_file_is_never_replaced(tmp_path: Path, capsys: pytest.Captu
     page.folder_page(d)
     page.folder_page(d)  # our own page is written again
     assert not (tmp_path / "elsewhere.html").exists()
+
+
+def test_a_page_holds_an_equal_share_of_every_pairing() -> None:
+    from types import SimpleNamespace
+
+    from experiments.harness.webpage import sample
+
+    games = [SimpleNamespace(id=i, match="big") for i in range(1, 901)] + \
+            [SimpleNamespace(id=1000 + i, match=f"m{i % 3}") for i in range(30)]
+    got = sample(games, most=60)  # type: ignore[arg-type]
+    per = {m: sum(1 for g in got if g.match == m) for m in ("big", "m0", "m1", "m2")}
+    assert per == {"big": 15, "m0": 10, "m1": 10, "m2": 10}  # 60 // 4 pairings each, or all a pairing has
+    assert [g.id for g in got] == sorted(g.id for g in got)
+    assert sample(games[:10], most=60) == games[:10]  # type: ignore[arg-type]

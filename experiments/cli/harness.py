@@ -364,7 +364,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             variant = games[0].variant if games else None
         if args.out:
             raise ValueError("--out is for a database; a report folder's page is FOLDER/index.html")
-        out = page.folder_page(path, webpage.views(sorted(games, key=lambda g: g.id or 0)[: page.MAX_GAMES]), variant,
+        out = page.folder_page(path, webpage.views(webpage.sample(games)), variant,
                                total_games=len(games), source=f"; all of them in {args.db}" if args.db else "")
     elif path.is_file():
         if args.db:

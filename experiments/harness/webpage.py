@@ -42,12 +42,24 @@ def views(games: Sequence[GameRecord]) -> list[page.GameView]:
     return out
 
 
+def sample(games: Sequence[GameRecord], most: int = page.MAX_GAMES) -> list[GameRecord]:
+    """The games a page holds: all of them, or where there are more than ``most`` an equal share of
+    every pairing (its first games by id), so that every player's row still lists games."""
+    ordered = sorted(games, key=lambda g: (g.id or 0))
+    if len(ordered) <= most:
+        return ordered
+    by_match: dict[str, list[GameRecord]] = {}
+    for g in ordered:
+        by_match.setdefault(g.match, []).append(g)
+    per = max(2, most // len(by_match))
+    return sorted((g for gs in by_match.values() for g in gs[:per]), key=lambda g: (g.id or 0))[:most]
+
+
 def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str, db: str | Path | None = None) -> Path:
-    """``FOLDER/index.html`` for the report just written there, with ``games`` (the last ones a
-    page holds when there are more, :data:`reports.html.MAX_GAMES`)."""
-    shown = sorted(games, key=lambda g: (g.id or 0))
+    """``FOLDER/index.html`` for the report just written there, with ``games`` (:func:`sample` where
+    there are more than a page holds)."""
     source = f"; all of them in {db}" if db else ""
-    return page.folder_page(folder, views(shown[: page.MAX_GAMES]), variant, total_games=len(games), source=source)
+    return page.folder_page(folder, views(sample(games)), variant, total_games=len(games), source=source)
 
 
 def database_page(db: str | Path, out: str | Path, run: str | None = None, bootstrap: int = 200,
@@ -93,7 +105,7 @@ def database_page(db: str | Path, out: str | Path, run: str | None = None, boots
                   f"{100 * float(row['score']):.1f}% | {row['nodes_per_move']:.0f} | {row['evals_per_move']:.0f} | "
                   f"{row['ms_per_move']:.1f} |")
     chart = page.ratings_chart(rows, f"Elo against cost: {name}")
-    shown = sorted(games, key=lambda g: (g.id or 0))[: page.MAX_GAMES]
+    shown = sample(games)
     out = Path(out)
     text = page.render(f"Games of {name}", variants[0], "\n".join(md), None, [chart], views(shown), len(games),
                        f"; all of them in {db}")
@@ -101,4 +113,4 @@ def database_page(db: str | Path, out: str | Path, run: str | None = None, boots
     return out
 
 
-__all__ = ["database_page", "report_page", "views"]
+__all__ = ["database_page", "report_page", "sample", "views"]
