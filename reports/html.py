@@ -10,7 +10,8 @@ static figures are inlined) beside the Markdown that the same command writes.
   mark lists its games; anchors as dashed lines.
 - The games (from the results database, when there is one): a list filtered by player, and a
   board that steps through a game (drops and pockets in crazyhouse) with each move's stored
-  statistics (nodes, evaluator calls, score, depth, time) charted beside it and the PGN to copy.
+  statistics (nodes, evaluator calls, score, depth, time) charted beside it and the PGN to copy;
+  bughouse games on both boards, each capture going to the partner's pocket.
 
 ``reports/page.js`` draws the page in the browser (our own code, the project's licence).  The
 positions are replayed in the browser from the start FEN and the UCI moves; the SAN of every move
@@ -48,7 +49,7 @@ img{max-width:100%}.chart{margin:.8em 0;border:1px solid #e3e3e3;padding:8px;bor
 .tick{font-size:11px;fill:#444}.label{font-size:12px;fill:#222}.legend.off{opacity:.35}.mark{cursor:pointer;stroke:#fff;stroke-width:1}
 .tip{position:absolute;display:none;background:#fff;border:1px solid #999;border-radius:4px;padding:6px 8px;font-size:12px;pointer-events:none;box-shadow:0 2px 6px rgba(0,0,0,.15);z-index:9}
 #sb-viewer{display:none;border:1px solid #ddd;border-radius:6px;padding:10px;margin-top:1em}
-.vrow{display:flex;gap:18px;flex-wrap:wrap}#sb-board{display:grid;grid-template-columns:repeat(8,44px);grid-template-rows:repeat(8,44px);border:2px solid #555;width:max-content}
+.vrow{display:flex;gap:18px;flex-wrap:wrap}#sb-boards{display:flex;gap:16px}.board-name{font-weight:600}.board{display:grid;grid-template-columns:repeat(8,44px);grid-template-rows:repeat(8,44px);border:2px solid #555;width:max-content}
 .sq{display:flex;align-items:center;justify-content:center;font-size:34px;line-height:1}.light{background:#f0d9b5}.dark{background:#b58863}.sq.last{box-shadow:inset 0 0 0 3px rgba(255,215,0,.8)}
 .pocket{font-size:24px;min-height:30px}.pk{margin-right:8px}.pk.none{opacity:.25}
 #sb-moves{max-width:420px;max-height:330px;overflow:auto;font-size:13px}.mv{cursor:pointer;padding:0 3px;border-radius:3px}.mv.cur{background:#ffd54f}.mno{color:#888;margin-left:4px}
@@ -373,6 +374,10 @@ def game_json(g: GameView, variant: str) -> dict[str, Any]:
     refuses ends the SAN list there; the board still steps through every stored move)."""
     import chess
 
+    if variant == "bughouse":  # two boards: the moves as stored ("A:e2e4"), the page replays both
+        return {"id": g.id, "w": g.white, "b": g.black, "r": g.result, "why": g.reason, "fen": g.fen, "uci": g.moves,
+                "san": list(g.moves), "stats": [list(s) for s in g.stats], "opening": g.opening, "black_first": False,
+                "fullmove": 1}
     b = _board(variant, g.fen)
     fen = b.fen()
     black_first = b.turn == chess.BLACK
@@ -419,7 +424,7 @@ Click a table row or a figure's mark for a player's games, a game to step throug
 <table><thead><tr><th>#</th><th>White</th><th>Black</th><th>result</th><th>end</th><th>plies</th><th>opening</th></tr></thead>
 <tbody id="sb-game-rows"></tbody></table>
 <div id="sb-viewer"><h3 id="sb-vtitle"></h3><div class="vrow"><div>
-<div class="pocket" id="sb-pocket-b"></div><div id="sb-board"></div><div class="pocket" id="sb-pocket-w"></div>
+<div id="sb-boards"></div>
 <p><button id="sb-first">|&lt;</button> <button id="sb-prev">&lt;</button> <button id="sb-next">&gt;</button>
 <button id="sb-last">&gt;|</button> <span id="sb-ply"></span> <span id="sb-turn" class="note"></span></p></div>
 <div><div id="sb-moves"></div><p>per move: <select id="sb-stat"><option value="0">nodes</option><option value="1">evaluator calls</option>

@@ -230,8 +230,9 @@
     return {sq: p.sq.slice(), promoted: p.promoted.slice(), zh: p.zh, white: p.white,
             pockets: {w: Object.assign({}, p.pockets.w), b: Object.assign({}, p.pockets.b)}};
   }
-  // apply a UCI move (drops "P@e4", promotions, castling, en passant, crazyhouse captures to the pocket)
-  function applyUci(pos, uci) {
+  // apply a UCI move (drops "P@e4", promotions, castling, en passant, crazyhouse captures to the
+  // pocket); ``sink(kind, side)``: where a captured piece goes (bughouse: the partner's pocket)
+  function applyUci(pos, uci, sink) {
     var p = copyPos(pos), side = p.white ? "w" : "b";
     if (uci[1] === "@") {
       var t = idx(uci.slice(2, 4)), kind = uci[0].toUpperCase();
@@ -250,7 +251,10 @@
         var rf = rank + (kingside ? 7 : 0), rt = rank + (kingside ? 5 : 3);
         p.sq[rt] = p.sq[rf]; p.sq[rf] = "";
       }
-      if (captured && p.zh) p.pockets[side][capPromoted ? "P" : captured.toUpperCase()] += 1;
+      if (captured && p.zh) {
+        var kind = capPromoted ? "P" : captured.toUpperCase();
+        if (sink) sink(kind, side); else p.pockets[side][kind] += 1;
+      }
       var wasPromoted = p.promoted[from];
       p.sq[to] = promo ? (p.white ? promo.toUpperCase() : promo.toLowerCase()) : piece;
       p.promoted[to] = p.zh && (!!promo || wasPromoted);
@@ -263,16 +267,30 @@
   function openGame(g) {
     var box = document.getElementById("sb-viewer");
     box.style.display = "block";
-    var positions = [parseFen(g.fen)];
-    g.uci.forEach(function (m) { positions.push(applyUci(positions[positions.length - 1], m)); });
+    // a position is a list of boards (two in bughouse: FEN "A | B", moves "A:e2e4")
+    var positions = [g.fen.split(" | ").map(parseFen)];
+    g.uci.forEach(function (m) {
+      var last = positions[positions.length - 1].slice();
+      var board = 0, uci = m;
+      if (m.length > 2 && m[1] === ":") { board = m[0] === "B" ? 1 : 0; uci = m.slice(2); }
+      var sink = null;
+      if (last.length === 2) {  // bughouse: a capture goes to the partner (other board, other colour)
+        var other = copyPos(last[1 - board]);
+        last[1 - board] = other;
+        sink = function (kind, side) { other.pockets[side === "w" ? "b" : "w"][kind] += 1; };
+      }
+      last[board] = applyUci(last[board], uci, sink);
+      positions.push(last);
+    });
     view = {g: g, positions: positions, ply: 0};
+    makeBoards(positions[0].length);
     document.getElementById("sb-vtitle").textContent = "Game " + g.id + ": " + g.w + " \u2013 " + g.b + "  " + g.r + " (" + g.why + ")";
     var ml = document.getElementById("sb-moves");
     ml.innerHTML = "";
     var n = g.fullmove;
     g.san.forEach(function (s, i) {
       var white = g.black_first ? i % 2 === 1 : i % 2 === 0;
-      if (white || i === 0) ml.appendChild(el("span", {"class": "mno"}, n + (white ? "." : "...")));
+      if ((white || i === 0) && D.variant !== "bughouse") ml.appendChild(el("span", {"class": "mno"}, n + (white ? "." : "...")));
       var a = el("span", {"class": "mv", "data-ply": i + 1}, s);
       a.onclick = function () { go(i + 1); };
       ml.appendChild(a);
@@ -284,6 +302,10 @@
     box.scrollIntoView();
   }
   function pgnOf(g) {
+    if (D.variant === "bughouse") {  // the moves as stored ("A:e2e4"); the database's BPGN has the clocks
+      return "[Event \"" + D.title + "\"]\n[White \"" + g.w + "\"]\n[Black \"" + g.b + "\"]\n[Result \"" + g.r +
+        "\"]\n[FEN \"" + g.fen + "\"]\n\n" + g.uci.join(" ") + " " + g.r + "\n";
+    }
     var tags = [["Event", D.title], ["White", g.w], ["Black", g.b], ["Result", g.r]];
     if (D.variant !== "chess") tags.push(["Variant", D.variant.charAt(0).toUpperCase() + D.variant.slice(1)]);
     tags.push(["FEN", g.fen], ["SetUp", "1"], ["Termination", g.why]);
@@ -306,8 +328,32 @@
     });
     drawStats(view.g, ply);
   }
-  function drawBoard(pos, last) {
-    var b = document.getElementById("sb-board");
+  // one board block: black's pocket, the board, white's pocket (ids: sb-board, sb-pocket-w/-b; the
+  // second board of bughouse: the same with "-2")
+  function makeBoards(n) {
+    var host = document.getElementById("sb-boards");
+    host.innerHTML = "";
+    for (var i = 0; i < n; i++) {
+      var suf = i ? "-2" : "", box = el("div", {"class": "board-box"});
+      if (n > 1) box.appendChild(el("div", {"class": "board-name"}, "board " + "AB"[i]));
+      box.appendChild(el("div", {"class": "pocket", id: "sb-pocket-b" + suf}));
+      box.appendChild(el("div", {"class": "board", id: "sb-board" + suf, "data-board": "AB"[i]}));
+      box.appendChild(el("div", {"class": "pocket", id: "sb-pocket-w" + suf}));
+      host.appendChild(box);
+    }
+  }
+  function drawBoard(boards, last) {
+    var board = 0;
+    if (last && last.length > 2 && last[1] === ":") { board = last[0] === "B" ? 1 : 0; last = last.slice(2); }
+    var turns = [];
+    boards.forEach(function (pos, i) {
+      drawOne(pos, i === board ? last : null, i ? "-2" : "");
+      turns.push((boards.length > 1 ? "AB"[i] + ": " : "") + (pos.white ? "White" : "Black") + " to move");
+    });
+    document.getElementById("sb-turn").textContent = turns.join(", ");
+  }
+  function drawOne(pos, last, suf) {
+    var b = document.getElementById("sb-board" + suf);
     b.innerHTML = "";
     var hi = {};
     if (last && last !== "0000") { if (last[1] !== "@") hi[idx(last.slice(0, 2))] = 1; hi[idx(last.slice(2, 4))] = 1; }
@@ -320,7 +366,7 @@
       }
     }
     ["w", "b"].forEach(function (side) {
-      var box = document.getElementById("sb-pocket-" + side);
+      var box = document.getElementById("sb-pocket-" + side + suf);
       box.innerHTML = "";
       box.style.display = pos.zh ? "block" : "none";
       "QRBNP".split("").forEach(function (k) {
@@ -331,7 +377,6 @@
         box.appendChild(s);
       });
     });
-    document.getElementById("sb-turn").textContent = (pos.white ? "White" : "Black") + " to move";
   }
   var STAT = [["nodes", 0], ["evals", 1], ["cp", 2], ["depth", 3], ["ms", 4]];
   function drawStats(g, ply) {

@@ -202,3 +202,59 @@ def test_the_shipped_report_pages_load(browser: Any) -> None:
             continue
         charts = browser.find_elements("css selector", "div.chart")
         assert charts and browser.find_elements("css selector", "circle.mark"), p
+
+
+def _bughouse_expected(fens: str) -> tuple[str, str]:
+    """Both boards' squares (a8 first) and pockets (Q R B N P, white then black, board A then B)."""
+    squares, pockets = "", ""
+    for fen in fens.split(" | "):
+        place = fen.split()[0]
+        pocket = place[place.index("[") + 1: place.index("]")] if "[" in place else ""
+        place = place.split("[")[0].replace("~", "")
+        for row in place.split("/"):
+            for c in row:
+                squares += "." * int(c) if c.isdigit() else c
+        pockets += "".join(str(pocket.count(k if color == "w" else k.lower())) for color in "wb" for k in "QRBNP")
+    return squares, pockets
+
+
+def test_bughouse_games_step_on_both_boards(browser: Any, tmp_path: Path) -> None:
+    """Random bughouse games (our rules core): every ply shows both boards and all four pockets as
+    the game has them (a capture goes to the partner's pocket; promoted pieces come back as pawns)."""
+    from board.bughouse import BOARD_LETTERS, BughouseGame
+    from board.moves import move_to_uci
+
+    games = []
+    for seed in range(3):
+        rng = random.Random(seed)
+        bg = BughouseGame()
+        fens, moves = [bg.fen()], []
+        for _ in range(200):
+            choices = [(b, m) for b in (0, 1) for m in bg.legal_moves(b)]
+            if not choices:
+                break
+            b, m = rng.choice(choices)  # random play captures and drops plenty
+            moves.append(f"{BOARD_LETTERS[b]}:{move_to_uci(m)}")
+            bg.push(b, m)
+            fens.append(bg.fen())
+            if any(not bg.legal_moves(x) for x in (0, 1)):
+                break
+        games.append((page.GameView(seed + 1, "T1", "T2", "*", "random", fens[0], moves,
+                                    [(1, 1, 0, 1, 1)] * len(moves)), fens))
+    out = tmp_path / "b.html"
+    out.write_text(page.render("Bughouse", "bughouse", "# Bughouse\n", None, [], [g for g, _ in games]))
+    _open(browser, out)
+    read_both = READ.replace("'#sb-board .sq'", "'#sb-board .sq, #sb-board-2 .sq'").replace(
+        "['w', 'b'].forEach(function (s) {", "['w', 'b', 'w-2', 'b-2'].forEach(function (s) {")
+    drops = 0
+    for g, fens in games:
+        browser.execute_script("searchbench.openGame(arguments[0])", g.id)
+        assert len(browser.find_elements("css selector", ".board")) == 2
+        for ply in range(len(g.moves) + 1):
+            squares, pockets = browser.execute_script(read_both, ply)
+            want_sq, want_pk = _bughouse_expected(fens[ply])
+            # the page reads pockets w, b of A then w, b of B: the same order as _bughouse_expected
+            assert (squares, pockets) == (want_sq, want_pk), (g.id, ply, g.moves[:ply])
+        drops += sum("@" in m for m in g.moves)
+    assert drops > 0
+    assert not _errors(browser)
