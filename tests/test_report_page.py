@@ -148,6 +148,7 @@ variant = "crazyhouse"
 games = 2
 concurrency = 2
 db = "{tmp_path / 't.sqlite'}"
+pgn = "{tmp_path / 't.pgn'}"
 anchor = "ab"
 
 [[engines]]
