@@ -48,10 +48,11 @@ $(VENV)/.package-checked: $(VENV)/.installed pyproject.toml setup.py evaluators/
 	touch $@
 
 # Every shipped report's index.html again (after a change to reports/html.py or page.js), with its games
-# where the database is in runs/ under the report's name, and reports/index.html.
+# where the database is in runs/ under the report's name (an rl loop's: runs/rl/NAME/rate.sqlite), and
+# reports/index.html.
 pages: install
 	@for md in $$(find reports -mindepth 2 \( -name elo_vs_nodes.md -o -name ablation.md -o -name README.md \) | sort); do \
-		d=$$(dirname $$md); db=runs/$$(basename $$d).sqlite; \
+		d=$$(dirname $$md); db=runs/$$(basename $$d).sqlite; [ -f $$db ] || db=runs/rl/$$(basename $$d)/rate.sqlite; \
 		$(BIN)/searchbench report $$d $$( [ -f $$db ] && echo --db $$db ) || exit 1; \
 	done
 	$(BIN)/searchbench report --index reports

@@ -415,7 +415,7 @@ def render(title: str, variant: str, markdown: str, folder: Path | None, charts:
     total = len(games) if total_games is None else total_games
     data = {"title": title, "variant": variant, "charts": charts, "games": [game_json(g, variant) for g in shown]}
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    script = (Path(__file__).with_name("page.js")).read_text().replace("</", "<\\/")
+    script = _script()
     if shown:
         games_html = f"""<h2 id="sb-games">Games</h2>
 <p class="note">{len(shown)} of {total} games{' (an equal share of every pairing; the rest are in the database)' if total > len(shown) else ''}{html.escape(source)}.
@@ -442,6 +442,11 @@ Click a table row or a figure's mark for a player's games, a game to step throug
 <script>{script}</script>
 </body></html>
 """
+
+
+def _script() -> str:
+    """``page.js`` as it goes inside a ``<script>`` element (``</`` escaped)."""
+    return (Path(__file__).with_name("page.js")).read_text().replace("</", "<\\/")
 
 
 def _kind(folder: Path) -> tuple[str, Path] | None:
@@ -528,7 +533,7 @@ Regenerate this list with <code>searchbench report --index {html.escape(str(repo
 {chr(10).join(rows)}
 </tbody></table></div>
 <script type="application/json" id="sb-data">{{"title":"reports","variant":"chess","charts":[],"games":[]}}</script>
-<script>{(Path(__file__).with_name("page.js")).read_text().replace("</", "<" + chr(92) + "/")}</script>
+<script>{_script()}</script>
 </body></html>
 """
     out = root / PAGE

@@ -364,8 +364,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             variant = games[0].variant if games else None
         if args.out:
             raise ValueError("--out is for a database; a report folder's page is FOLDER/index.html")
-        out = page.folder_page(path, webpage.views(webpage.sample(games)), variant,
-                               total_games=len(games), source=f"; all of them in {args.db}" if args.db else "")
+        out = webpage.report_page(path, games, variant, args.db)
     elif path.is_file():
         if args.db:
             raise ValueError("--db is for a report folder; PATH is a database already")

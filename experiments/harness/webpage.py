@@ -55,9 +55,10 @@ def sample(games: Sequence[GameRecord], most: int = page.MAX_GAMES) -> list[Game
     return sorted((g for gs in by_match.values() for g in gs[:per]), key=lambda g: (g.id or 0))[:most]
 
 
-def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str, db: str | Path | None = None) -> Path:
+def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str | None,
+                db: str | Path | None = None) -> Path:
     """``FOLDER/index.html`` for the report just written there, with ``games`` (:func:`sample` where
-    there are more than a page holds)."""
+    there are more than a page holds; ``variant`` None: read from the report's Markdown)."""
     source = f"; all of them in {db}" if db else ""
     return page.folder_page(folder, views(sample(games)), variant, total_games=len(games), source=source)
 
