@@ -22,7 +22,7 @@ import importlib
 from importlib import resources
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,8 @@ class BuiltinInfo:
     spec: EngineSpec
     variants: tuple[str, ...]
     description: str
+    #: option -> the shipped report whose ablation chose that default (builtin.toml's ``evidence``)
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def _load_builtins() -> dict[str, BuiltinInfo]:
@@ -86,7 +88,8 @@ def _load_builtins() -> dict[str, BuiltinInfo]:
     for name, entry in data.get("engines", {}).items():
         options = {str(k): _toml_text(v) for k, v in entry.get("options", {}).items()}
         spec = EngineSpec(name, str(entry["evaluator"]), str(entry["search"]), options)
-        out[name] = BuiltinInfo(spec, tuple(entry.get("variants", board.VARIANTS)), str(entry.get("description", "")))
+        out[name] = BuiltinInfo(spec, tuple(entry.get("variants", board.VARIANTS)), str(entry.get("description", "")),
+                                {str(k): str(v) for k, v in entry.get("evidence", {}).items()})
     return out
 
 

@@ -61,7 +61,7 @@ from torch import nn
 from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
-from evaluators.base import DEFAULT_INFERENCE, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.base import DEFAULT_INFERENCE, ONNX_MODES, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.nets import build_checked, save_atomically
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
@@ -381,7 +381,7 @@ class BughouseNetEvaluator(Evaluator):
         """The forward of (planes, scalars) in the chosen inference mode, built at the first call."""
         if self._forward is None:
             self._forward, self.inference = self.net, "eager"
-            if self.device.type == "cpu" and self.inference_requested.startswith("onnxruntime"):
+            if self.device.type == "cpu" and self.inference_requested in ONNX_MODES:
                 self._forward = self._build_ort()
         return self._forward
 

@@ -29,7 +29,7 @@ from torch import nn
 from board import Position, new_position
 from board.position import RAW_TURN
 from evaluators import encodings as enc
-from evaluators.base import COMPARE, SCORE, value_to_cp
+from evaluators.base import COMPARE, ONNX_MODES, SCORE, value_to_cp
 from evaluators.nets import DeepChessNet
 from evaluators.neural import FROZEN_ATOL, NeuralEvaluator, log
 
@@ -93,7 +93,7 @@ class DeepChessEvaluator(NeuralEvaluator):
             eager = self._graphs_eager()
             self._graphs = eager
             self.inference = "eager"
-            if not self.on_gpu and self.inference_requested.startswith("onnxruntime"):
+            if not self.on_gpu and self.inference_requested in ONNX_MODES:
                 self._graphs = self._build_ort(eager)
             ref = new_position(self.variant).raw_state()
             with torch.inference_mode():

@@ -15,10 +15,14 @@
   ``torch.jit.optimize_for_inference`` (oneDNN convolutions): the default before ONNX Runtime,
   which the reports played then pin (``inference = "frozen"`` in their configs) so they replay game
   for game.  ``eager`` runs the ``nn.Module`` as it is.  ``onnxruntime-int8`` (policy-value networks)
-  quantises the export to int8, calibrated on :data:`INT8_SAMPLE` sample positions, and runs it only
-  if on as many other positions it keeps the float32 top legal move on :data:`INT8_MIN_AGREEMENT` of
-  them and every value within :data:`INT8_VALUE_ATOL`, else float32 ONNX Runtime with a warning (the
-  shipped networks: 92-96% agreement, so they run float32; int8 would be 2.0-3.6x float32 ONNX
+  quantises the export to int8, calibrated on :data:`INT8_SAMPLE` sample positions, and runs it as
+  asked (2.0-3.6x float32 ONNX Runtime, ``bench net``).  Whether int8 is good enough is decided by
+  strength, as fishtest decides: ``searchbench accept-int8`` plays it against its float32 self at
+  equal nodes with a pentanomial SPRT and records the verdict, keyed by the weights' and the
+  calibration's SHA-1 (:func:`evaluators.onnx_runtime.int8_verdicts`); top-move agreement (92-96% on
+  the shipped networks) is information in ``bench net``, not a gate.  ``auto``, the default, runs int8
+  where a verdict accepted it and float32 ONNX Runtime elsewhere; the load reads the verdict and pays
+  nothing else, and every game records the backend that ran, so a replay runs the same one
   Runtime, ``bench net``).  The forward is built lazily at the first evaluation and works for any
   batch size; if tracing or export fails, or any output differs by more than :data:`FROZEN_ATOL`, or
   if the graph later raises, the evaluator logs a warning and falls back (ONNX Runtime to
@@ -91,11 +95,9 @@ BATCH_INVARIANT: Final = ("onnxruntime", "onnxruntime-int8")
 BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: the share of sample positions whose top move bfloat16 must keep for ``half=auto`` to use it
 HALF_MIN_AGREEMENT: Final = 0.99
-#: inference=onnxruntime-int8: sample positions to calibrate on (and as many others to check on), the
-#: share of them on which int8 must keep the float32 top move, and the largest value difference allowed
+#: inference=onnxruntime-int8: sample positions to calibrate on (and as many others that
+#: :meth:`PolicyValueEvaluator.int8_agreement_of` measures agreement with float32 on)
 INT8_SAMPLE: Final = 512
-INT8_MIN_AGREEMENT: Final = 0.99
-INT8_VALUE_ATOL: Final = 0.1
 HALF_MODES: Final = ("auto", "on", "off")
 
 
@@ -253,8 +255,6 @@ class NeuralEvaluator(Evaluator):
         #: top-move agreement with float32 measured for ``half=auto``
         self.half = False
         self.half_agreement: float | None = None
-        #: top-move agreement of int8 with float32 measured for ``inference=onnxruntime-int8``
-        self.int8_agreement: float | None = None
         if self.device.type != "cpu":
             net = net.to(self.device)
             torch.backends.cudnn.benchmark = True
@@ -382,6 +382,9 @@ class NeuralEvaluator(Evaluator):
             eager: Callable[..., Any] = self.net
             return eager
         mode = self.inference_requested
+        if mode == "auto":  # int8 where its SPRT against float32 accepted it (module docstring)
+            verdict = self.int8_verdict()
+            mode = "onnxruntime-int8" if verdict is not None and verdict.get("verdict") == "accepted" else "onnxruntime"
         if mode == "onnxruntime-int8":
             session = self._build_int8()
             if session is not None:
@@ -430,10 +433,14 @@ class NeuralEvaluator(Evaluator):
         """Measure bfloat16 against float32 on sample positions; True if the top move agrees often enough."""
         return False
 
+    def int8_verdict(self) -> dict[str, Any] | None:
+        """The recorded SPRT verdict of this network's int8 model (None: never played; int8 is for
+        policy-value networks)."""
+        return None
+
     def _build_int8(self) -> Callable[..., Any] | None:
-        """An int8 ONNX Runtime session calibrated on sample positions, if it keeps the float32 top
-        move on at least :data:`INT8_MIN_AGREEMENT` of other sample positions and every value within
-        :data:`INT8_VALUE_ATOL`; else None and a warning (policy-value networks only)."""
+        """An int8 ONNX Runtime session calibrated on sample positions, or None and a warning
+        (policy-value networks only)."""
         self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
         log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
         return None
@@ -559,28 +566,46 @@ class PolicyValueEvaluator(NeuralEvaluator):
             start += k
         return out
 
+    def int8_calibration(self) -> np.ndarray:
+        """The input planes of :data:`INT8_SAMPLE` seeded sample positions that int8 is calibrated on."""
+        return self._planes(enc.raw_array([p.raw_state() for p in self.sample_positions(INT8_SAMPLE, seed=1)]))
+
+    def int8_key(self) -> str:
+        """The int8 model's key: the weights' SHA-1 and the calibration's (its cache name and its
+        verdict's key)."""
+        from evaluators.onnx_runtime import calibration_key, weights_key
+
+        return f"{weights_key(self.net)}-int8-{calibration_key(self.int8_calibration())}"
+
+    def int8_verdict(self) -> dict[str, Any] | None:
+        from evaluators.onnx_runtime import int8_verdicts, weights_key
+
+        verdicts = int8_verdicts()
+        prefix = weights_key(self.net) + "-int8-"
+        if not any(k.startswith(prefix) for k in verdicts):  # the common case costs no calibration
+            return None
+        return verdicts.get(self.int8_key())
+
     def int8_session(self) -> Callable[..., Any]:
-        """The int8 ONNX Runtime session, calibrated on :data:`INT8_SAMPLE` sample positions (no check)."""
+        """The int8 ONNX Runtime session, calibrated on :data:`INT8_SAMPLE` sample positions."""
         from evaluators.onnx_runtime import OrtForward
 
         examples = self.example_inputs()
         assert examples is not None
-        calibration = self._planes(enc.raw_array([p.raw_state() for p in self.sample_positions(INT8_SAMPLE, seed=1)]))
-        return OrtForward(self.net, examples[0], self.threads, calibration)
+        return OrtForward(self.net, examples[0], self.threads, self.int8_calibration())
+
+    def int8_agreement_of(self) -> tuple[float, float]:
+        """(share of :data:`INT8_SAMPLE` other sample positions on which int8 keeps the float32 top
+        legal move, largest value difference): information for ``bench net``, not a gate."""
+        with torch.inference_mode():
+            tops, values = self._top_moves([self.net, self.int8_session()], self.sample_positions(INT8_SAMPLE, seed=0))
+        return float((tops[0] == tops[1]).mean()), float(np.abs(values[0] - values[1]).max())
 
     def _build_int8(self) -> Callable[..., Any] | None:
         try:
             session = self.int8_session()
-            with torch.inference_mode():
-                tops, values = self._top_moves([self.net, session], self.sample_positions(INT8_SAMPLE, seed=0))
-            self.int8_agreement = float((tops[0] == tops[1]).mean())
-            worst = float(np.abs(values[0] - values[1]).max())
-            if self.int8_agreement >= INT8_MIN_AGREEMENT and worst <= INT8_VALUE_ATOL:
-                self.inference = "onnxruntime-int8"
-                return session
-            self.inference_error = (f"int8 keeps the float32 top move on {100 * self.int8_agreement:.1f}% of "
-                                    f"{INT8_SAMPLE} positions (< {100 * INT8_MIN_AGREEMENT:g}%) or moves a value by "
-                                    f"{worst:.3f} (> {INT8_VALUE_ATOL:g})")
+            self.inference = "onnxruntime-int8"
+            return session
         except Exception as e:  # noqa: BLE001 - a quantisation or session failure: float32 instead
             self.inference_error = f"cannot quantise: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)

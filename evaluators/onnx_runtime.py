@@ -16,8 +16,11 @@ it uses them, as it does for TorchScript.
 ``inference=onnxruntime-int8``: the float32 export quantised statically to int8 (QDQ format: uint8
 activations, int8 weights per output channel, ``onnxruntime.quantization.quantize_static`` with
 MinMax calibration) on the input planes of sample positions the evaluator supplies, cached beside it
-(``<sha1>-int8-<calibration sha1>.onnx``).  The evaluator accepts it only if it keeps the float32
-top move and value (:mod:`evaluators.neural`); OpenVINO was measured as well and is not offered: at
+(``<sha1>-int8-<calibration sha1>.onnx``).  An int8 model is accepted by strength, as fishtest accepts
+a changed network: ``searchbench accept-int8 CONFIG`` plays it against its float32 self at equal nodes
+with a pentanomial SPRT and records the verdict under the same key (:func:`int8_verdicts`: the shipped
+networks' in ``evaluators/weights/int8-verdicts.json``, any other network's in the cache), which
+``inference=auto`` reads at load (:mod:`evaluators.neural`).  OpenVINO was measured as well and is not offered: at
 float32 it was 0.7x ONNX Runtime's rate at batch 1 and 1.0x at batch 8 (its default on a CPU with
 bfloat16 units is bfloat16, which moved policy logits by 0.2).
 
@@ -56,6 +59,64 @@ def available() -> str | None:
 def cache_dir() -> Path:
     root = os.environ.get("SEARCHBENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "searchbench")
     return Path(root) / "onnx"
+
+
+#: the int8 verdicts of the shipped networks (written by ``searchbench accept-int8``, kept in git)
+SHIPPED_VERDICTS = Path(__file__).resolve().parent / "weights" / "int8-verdicts.json"
+
+
+def user_verdicts() -> Path:
+    """The int8 verdicts of networks that are not shipped (in the cache, beside their models)."""
+    return cache_dir() / "int8-verdicts.json"
+
+
+def _read_verdicts(path: Path) -> dict[str, dict[str, Any]]:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:  # a damaged file counts as no verdict: float32 runs
+        warnings.warn(f"ignoring int8 verdicts in {path}: {type(e).__name__}", stacklevel=2)
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
+
+
+def int8_verdicts() -> dict[str, dict[str, Any]]:
+    """Every recorded int8 verdict by its model's key (``<weights sha1>-int8-<calibration sha1>``):
+    the shipped file's, then the cache's (a user's own run of a shipped network overrides it)."""
+    return {**_read_verdicts(SHIPPED_VERDICTS), **_read_verdicts(user_verdicts())}
+
+
+def record_int8_verdict(key: str, entry: dict[str, Any], shipped: bool) -> Path:
+    """Write ``entry`` as the verdict of ``key`` into the shipped file (``shipped``) or the cache's,
+    atomically (a temporary file renamed); returns the file."""
+    import json
+    import tempfile
+
+    path = SHIPPED_VERDICTS if shipped else user_verdicts()
+    data = _read_verdicts(path)
+    data[key] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".verdicts-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(data.items()))
+                    + "\n}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def calibration_key(calibration: np.ndarray) -> str:
+    """The 16 hex digits of the calibration planes' SHA-1 that name an int8 model."""
+    return hashlib.sha1(np.ascontiguousarray(calibration, dtype=np.float32).tobytes()).hexdigest()[:16]
 
 
 def weights_key(net: nn.Module) -> str:
@@ -171,7 +232,7 @@ class OrtForward:
         opts.log_severity_level = 3
         key = weights_key(net)
         if calibration is not None:
-            key += "-int8-" + hashlib.sha1(np.ascontiguousarray(calibration, dtype=np.float32).tobytes()).hexdigest()[:16]
+            key += "-int8-" + calibration_key(calibration)
         path = cache_dir() / f"{key}.onnx"
         examples = example if isinstance(example, tuple) else (example,)
         if calibration is not None and len(examples) != 1:

@@ -16,7 +16,8 @@ mctx's ``qtransform_completed_by_mix_value`` defaults to ``value_scale=0.1``, a 
 
 Root (:class:`SequentialHalving`): Gumbel noise ``g(a)`` (``gumbel_scale`` times a standard Gumbel
 draw from the injected random state; 0: none, deterministic) is drawn once; ``m = min(legal
-moves, considered_actions)`` actions are considered, the budget of ``n`` simulations (the node
+moves, considered_actions)`` actions are considered (with ``adaptive_considered`` at most
+:func:`budget_considered` of the budget), the budget of ``n`` simulations (the node
 limit) is spread by Sequential Halving over ``⌈log2 m⌉`` phases (:func:`considered_visits`: phase
 by phase every remaining action gets the same visits, then the better half goes on), and the k-th
 simulation starts with the action of visit count ``considered_visits(m, n)[k]`` that maximises
@@ -45,6 +46,18 @@ from search.mcts_config import MCTSConfig
 from search.mcts_tree import RootRule, TreeRule, _Tree
 
 _LOW_LOGIT: Final = -1e9
+
+
+def budget_considered(m: int, n: int) -> int:
+    """The largest number of considered actions ``m' <= m`` with ``2 m' ceil(log2 m') <= n`` (at least
+    2, at most ``m``): what ``adaptive_considered`` lets Sequential Halving consider with ``n``
+    simulations, so it has at least two phases and each phase at least two visits an action
+    (16 nodes: 4; 64: 8; 200 and more: 16)."""
+    best = min(m, 2)
+    for c in range(2, m + 1):
+        if 2 * c * math.ceil(math.log2(c)) <= n:
+            best = c
+    return best
 
 
 def considered_visits(m: int, n: int) -> list[int]:
@@ -291,7 +304,10 @@ class SequentialHalving(RootRule):
             base = append(base, max(_LOW_LOGIT, g + (math.log(p) - top if p > 0.0 else _LOW_LOGIT)))
         self.base = base
         self.order = sorted(range(k), key=lambda i: (-base[i], i))
-        self.table = considered_visits(min(k, cfg.considered_actions), max(1, budget))
+        m = min(k, cfg.considered_actions)
+        if cfg.adaptive_considered:
+            m = min(m, budget_considered(cfg.considered_actions, max(1, budget)))
+        self.table = considered_visits(m, max(1, budget))
 
     def _score(self, tree: _Tree, e: i64, i: int) -> float:
         """g + l + σ(q̂) of root edge e (index i; finished visits; :meth:`_measure` first)."""

@@ -98,6 +98,10 @@ class MCTSConfig:
     # qtransform_completed_by_mix_value defaults to value_scale=0.1 (set c_scale=0.1 for mctx's)
     root_rule: str = "puct"
     considered_actions: int = 16
+    # consider at most the m <= considered_actions with 2 m ceil(log2 m) <= the budget (at least 2),
+    # so Sequential Halving has at least two phases and every phase at least two visits an action
+    # (search.gumbel.budget_considered); off: min(legal moves, considered_actions) at any budget
+    adaptive_considered: bool = False
     c_visit: float = 50.0
     c_scale: float = 1.0
     gumbel_scale: float = 1.0  # 1: sample as in the paper; 0: deterministic

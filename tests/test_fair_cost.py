@@ -458,3 +458,28 @@ def test_games_with_a_pooled_external_engine_replay(tmp_path) -> None:  # type: 
                     [("f1", "fairy-stockfish", 1000), ("f3", "fairy-stockfish", 3000), ("m", "material-ab", 200)])
     outs = replay(tmp_path / "t.sqlite", progress=False)
     assert len(outs) == 18 and [o for o in outs if o.ply is not None] == []
+
+
+def test_a_changed_builtin_default_changes_neither_a_replay_nor_a_resumed_run(tmp_path, capsys,  # type: ignore[no-untyped-def]
+                                                                               monkeypatch) -> None:
+    """Every game records the options its engines resolved to; a replay plays exactly those over the
+    search's own defaults, so changing a built-in engine's defaults (engines/builtin.toml) leaves
+    stored games replaying, and a run resumed on them refuses to mix the two engines (one line)."""
+    import dataclasses
+
+    from engines import registry
+    from experiments.cli import main as cli
+    from experiments.harness.tasks import MatchError
+
+    db = tmp_path / "d.sqlite"
+    play_tournament(db, 2, 2, 1, 30, [("m", "material-mcts", 24), ("a", "material-ab", 64)])
+    assert cli.main(["replay", str(db), "--quiet"]) == 0
+    assert "2 games replayed, every move agrees" in capsys.readouterr().out
+    info = registry.builtins()["material-mcts"]
+    changed = dataclasses.replace(info, spec=dataclasses.replace(info.spec, options={"virtual_loss": "1", "batch_size": "1"}))
+    monkeypatch.setitem(registry.builtins(), "material-mcts", changed)
+    assert registry.resolve("material-mcts").options == {"virtual_loss": "1", "batch_size": "1"}
+    assert cli.main(["replay", str(db), "--quiet"]) == 0
+    assert "2 games replayed, every move agrees" in capsys.readouterr().out
+    with pytest.raises(MatchError, match="no longer has.*a built-in default changed"):
+        play_tournament(db, 2, 2, 1, 30, [("m", "material-mcts", 24), ("a", "material-ab", 64)])

@@ -349,7 +349,7 @@ def test_a_config_pins_the_inference_mode_of_its_network_engines(tmp_path: Path)
     assert engines(load('inference = "frozen"')) == {"rise-mcts:batch_size=4,inference=frozen", "material-ab",
                                                      "deepchess-ab:inference=eager"}
     assert engines(load("")) == {"rise-mcts:batch_size=4", "material-ab", "deepchess-ab:inference=eager"}
-    with pytest.raises(ConfigError, match="inference.*must be one of onnxruntime"):
+    with pytest.raises(ConfigError, match="inference.*must be one of auto, onnxruntime"):
         load('inference = "fast"')
 
 

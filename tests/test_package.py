@@ -89,7 +89,6 @@ def test_pip_install_into_a_fresh_venv_plays_a_rise_match(tmp_path: Path) -> Non
     import json
     import sqlite3
 
-    from evaluators.base import DEFAULT_INFERENCE
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
@@ -109,4 +108,10 @@ def test_pip_install_into_a_fresh_venv_plays_a_rise_match(tmp_path: Path) -> Non
         settings = [json.loads(r[0]) for r in con.execute("SELECT white_settings FROM games UNION ALL "
                                                            "SELECT black_settings FROM games")]
     rise = [s for s in settings if s.get("evaluator") == "rise"]
-    assert len(rise) == 2 and all(s["inference"] == DEFAULT_INFERENCE for s in rise)
+    # the default (auto) runs int8 where the shipped verdict accepted it; the game records what ran
+    from evaluators.onnx_runtime import int8_verdicts
+
+    accepted = any(v.get("verdict") == "accepted" and v.get("network") == "rise_crazyhouse.pt"
+                   for v in int8_verdicts().values())
+    expected = "onnxruntime-int8" if accepted else "onnxruntime"
+    assert len(rise) == 2 and all(s["inference"] == expected for s in rise)

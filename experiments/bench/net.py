@@ -1,14 +1,15 @@
 """``searchbench bench net``: the raw networks under each inference backend, side by side in one run.
 
 For each shipped policy-value network (RISE and SixtyFour, chess and crazyhouse) and each backend of
-:data:`evaluators.base.INFERENCE_MODES` (frozen TorchScript, eager torch, ONNX Runtime when it is
+:data:`evaluators.base.BACKENDS` (frozen TorchScript, eager torch, ONNX Runtime when it is
 installed): evaluations per second at batch 1, 8, 32 and 64 on one thread (the best of a few short
 trials, :meth:`evaluators.neural.PolicyValueEvaluator.network_throughput`), the ratio to TorchScript,
 and the share of the core's float32 peak: the network's multiply-adds per evaluation (counted from
 its convolutions and linear layers) against a single-thread 1024x1024x1024 SGEMM measured in the same
 run, and (:func:`pooled`) the pooled NN-MCTS rate of the harness as a share of the fastest accepted
 backend's raw rate at the batch it forms.  A backend that falls back (its outputs differ from eager torch) is shown with its reason; int8
-is measured even where its load check refuses it (the rate it would have), with the reason.
+is shown with its top-move agreement with float32 (information) and its recorded SPRT verdict (what
+decides whether ``inference=auto`` runs it: ``searchbench accept-int8``).
 
 The other shipped networks (:data:`GRAPHS`) are measured the same way under ``frozen`` (for them:
 eager torch, what ran before ONNX Runtime) and ``onnxruntime``: DeepChess as its two graphs, the
@@ -111,11 +112,11 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
 def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] = BATCHES,
         seconds: float = 0.3, graphs: Sequence[str] = GRAPHS) -> dict[str, Any]:
     from engines import registry
-    from evaluators.base import INFERENCE_MODES
+    from evaluators.base import BACKENDS
     from evaluators.neural import PolicyValueEvaluator
     from evaluators.onnx_runtime import available
 
-    backends = [m for m in INFERENCE_MODES if not m.startswith("onnxruntime") or available() is None]
+    backends = [m for m in BACKENDS if not m.startswith("onnxruntime") or available() is None]
     peak = sgemm_gflops()
     rows: list[dict[str, Any]] = []
     for family, variant in networks:
@@ -123,15 +124,16 @@ def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] =
             ev = registry.load_evaluator(family, None, 1, mode, device="cpu", variant=variant)
             assert isinstance(ev, PolicyValueEvaluator)
             ev.warm_up()
-            refused = mode == "onnxruntime-int8" and ev.inference != mode
-            if refused:  # measured all the same: the speed the load check turned down
-                ev._forward = ev.int8_session()
             rates = {b: ev.network_throughput(b, threads=1, seconds=seconds) for b in batches}
             x = torch.from_numpy(ev.example_planes(1))
-            rows.append({"network": f"{family}_{variant}", "backend": mode,
-                         "running": f"{mode}, measured though refused" if refused else ev.inference,
-                         "fallback": ev.inference_error, "flops": flops_per_eval(ev.net, x),
-                         "evals_per_s": {str(b): r for b, r in rates.items()}})
+            row = {"network": f"{family}_{variant}", "backend": mode, "running": ev.inference,
+                   "fallback": ev.inference_error, "flops": flops_per_eval(ev.net, x),
+                   "evals_per_s": {str(b): r for b, r in rates.items()}}
+            if mode == "onnxruntime-int8" and ev.inference == mode:  # information; strength decides (accept-int8)
+                row["int8_agreement"], row["int8_value_diff"] = ev.int8_agreement_of()
+                verdict = ev.int8_verdict()
+                row["int8_verdict"] = verdict.get("verdict", "") if verdict else "not played"
+            rows.append(row)
     for name in graphs:
         rows += graph_rows(name, [m for m in backends if m in ("frozen", "onnxruntime")], batches, seconds)
     for r in rows:
@@ -177,6 +179,10 @@ def format_table(r: dict[str, Any]) -> str:
         lines.append(f"{row['network']:<28}{row['backend']:<18}{row['flops'] / 1e6:>7.1f}{cells}")
         if row["running"] != row["backend"]:
             lines.append(f"{'':<46}runs {row['running']}: {row['fallback']}")
+        if "int8_agreement" in row:
+            lines.append(f"{'':<46}int8 keeps the float32 top move on {100 * row['int8_agreement']:.1f}% of sample "
+                         f"positions (value moved by at most {row['int8_value_diff']:.3f}); SPRT against float32: "
+                         f"{row['int8_verdict']}")
     lines += [f"not measured: {m}" for m in r["missing"]]
     for p in r.get("pooled", []):
         lines.append(f"pooled NN-MCTS ({p['engine']}, {p['games']} games at {p['nodes']} nodes, one process): "

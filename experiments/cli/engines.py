@@ -56,7 +56,9 @@ def _show_options(name: str, as_json: bool) -> int:
         value = effective.get(o.name, spec.options.get(o.name, o.format(o.default)))
         rows.append({"option": o.name, "type": o.kind, "value": value, "help": o.help})
     if as_json:
-        print(json.dumps({"spec": str(spec), "name": spec.name, "options": rows}, indent=1))
+        info = registry.builtins().get(spec.name.partition(":")[0])
+        print(json.dumps({"spec": str(spec), "name": spec.name, "options": rows,
+                          "evidence": info.evidence if info else {}}, indent=1))
         return 0
     print(f"{spec.name}: {spec.evaluator} + {spec.search}")
     w = max(len(r["option"]) for r in rows)
@@ -64,6 +66,11 @@ def _show_options(name: str, as_json: bool) -> int:
         print(f"  {r['option'].ljust(w)}  {r['type']:<6}  {r['value']:<10}  {r['help']}".rstrip())
     if registry.is_external(spec):
         print("  (any other option the program announces can be set by its own name)")
+    info = registry.builtins().get(spec.name.partition(":")[0])
+    if info is not None and info.evidence:
+        print("defaults chosen by the suite's own ablations:")
+        for k, report in info.evidence.items():
+            print(f"  {k}={info.spec.options.get(k, effective.get(k, '?'))}  {report}")
     return 0
 
 

@@ -48,13 +48,18 @@ LEGACY_INFERENCE = "frozen"
 
 
 def player_of(name: str, settings: dict[str, Any]) -> Player:
-    """The :class:`Player` a stored game's settings describe (engine and limits text).  A network's
-    engine runs in the inference mode the game was played in (``inference``, recorded since ONNX
-    Runtime became the default; a network game without it ran TorchScript) unless its spec names one."""
+    """The :class:`Player` a stored game's settings describe (engine and limits text).  An in-process
+    engine plays with exactly the options the game recorded (``options``, over its search's own
+    defaults), so a built-in engine's defaults changed since do not reach the replay; a network runs
+    in the inference mode the game was played in (``inference``, recorded since ONNX Runtime became
+    the default; a network game without it ran TorchScript) unless its options name one."""
     from engines import registry
     from engines.base import EngineError
 
     engine = str(settings["engine"])
+    options, ev, se = settings.get("options"), settings.get("evaluator"), settings.get("search")
+    if isinstance(options, dict) and isinstance(ev, str) and isinstance(se, str) and se not in registry.PROTOCOLS:
+        engine = registry.join_spec(f"{ev}+{se}", {str(k): str(v) for k, v in options.items()})
     mode = settings.get("inference") or (LEGACY_INFERENCE if "weights" in settings else None)
     if mode is not None:
         try:

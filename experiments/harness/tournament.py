@@ -188,6 +188,32 @@ class Tournament:
         return interleave([self.settings.pairing_tasks(a, b, self.settings.games) for a, b in self.pairings()])
 
 
+def _options_now(engine: str, cache: dict[str, dict[str, str] | None] = {}) -> dict[str, str] | None:  # noqa: B006 - a cache
+    """The options ``engine`` resolves to today (None for an external engine or one that cannot resolve)."""
+    from engines import registry
+    from engines.base import EngineError
+
+    if engine not in cache:
+        try:
+            spec = registry.resolve(engine)
+            cache[engine] = None if registry.is_external(spec) else dict(spec.options)
+        except EngineError:
+            cache[engine] = None
+    return cache[engine]
+
+
+def _check_same_options(g: GameRecord, t: GameTask, db: Any) -> None:
+    """A stored game resumes a run only if its players' engines still resolve to the options it was
+    played with: a built-in engine's default changed since (``engines/builtin.toml``) would otherwise
+    mix two engines under one name (MatchError, one line)."""
+    for p, st in ((t.white, g.white_settings), (t.black, g.black_settings)):
+        stored, now = st.get("options"), _options_now(p.engine)
+        if isinstance(stored, dict) and now is not None and {k: str(v) for k, v in stored.items()} != now:
+            raise MatchError(f"{db}: game {g.key} of {p.name} ({p.engine}) was played with options {stored}, "
+                             f"which the engine no longer has ({now}: a built-in default changed); "
+                             "give the run another database (db = ...) or pin the options in the spec")
+
+
 def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], factory: Any = None,
              progress: bool = True, backend: str | None = None, ray_address: str | None = None,
              on_game: Callable[[GameRecord], None] | None = None, skip: Callable[[GameTask], bool] | None = None
@@ -209,8 +235,10 @@ def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], 
             on_game(g)
 
     with Store(s.db, lock=True) as store:
+        by_key = {t.key: t for t in tasks}
         for g in store.games(run=s.name):
             if g.key in keys:
+                _check_same_options(g, by_key[g.key], s.db)
                 seen(g)
         st = play(tasks, store, factory, concurrency=s.concurrency, workers=s.workers, adjudication=s.adjudication,
                   pgn_path=s.pgn, progress=progress, desc=s.name, on_game=seen, postfix=standings.text,

@@ -366,7 +366,7 @@ def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, sele
     Returns one row per weights file: its path, family and :meth:`PolicyValueTask.metrics`; with
     ``classical`` first a row for the classical evaluator (:func:`classical_metrics`).  ``inference``
     (an evaluator inference mode; None: eager torch) runs each network as an engine would, so
-    ``onnxruntime-int8`` shows what quantisation costs (measured even where its load check refuses it)."""
+    ``onnxruntime-int8`` shows what quantisation costs."""
     from experiments.training import datagen
 
     torch.set_num_threads(max(1, threads))

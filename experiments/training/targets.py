@@ -162,6 +162,10 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
                 cfg = eng.spec.config
                 if getattr(cfg, "root_rule", "") == "gumbel":
                     m = min(cfg.considered_actions, len(legal))
+                    if cfg.adaptive_considered:
+                        from search.gumbel import budget_considered
+
+                        m = min(m, budget_considered(cfg.considered_actions, evals or nodes))
                     row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(evals or nodes, m) == 1
     finally:
         pool.close()

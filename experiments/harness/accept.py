@@ -1,0 +1,107 @@
+"""A quantised network accepted by playing it, as fishtest accepts a changed network:
+``searchbench accept-int8 CONFIG.toml``.
+
+CONFIG is an ablation (:mod:`experiments.harness.ablate`) whose baseline runs a network in float32
+(``inference=onnxruntime``) and one of whose variants runs the same network in int8
+(``inference=onnxruntime-int8``), with an ``sprt`` table: a pentanomial SPRT of non-regression on
+normalised Elo (e.g. ``elo0 = -30, elo1 = 0``) at equal nodes, played on distinct openings.  Other
+budgets (equal ``movetime``, where int8's speed counts) are reported beside it and do not decide.
+
+Once the ablation has played (resumably, as any ablation), the verdict of the nodes-axis SPRT is
+recorded under the int8 model's key, the SHA-1 of the weights and of the calibration planes
+(:meth:`evaluators.neural.PolicyValueEvaluator.int8_key`): ``accepted`` (H1: no regression beyond
+``elo0``), ``rejected`` (H0), or ``undecided`` (the games ran out first).  A shipped network's verdict
+goes into ``evaluators/weights/int8-verdicts.json`` (in git), any other network's into the cache.
+``inference=auto`` (the default) runs int8 only where the verdict is ``accepted``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from experiments.harness import ablate
+from experiments.harness.tomlconfig import ConfigError
+
+INT8 = "onnxruntime-int8"
+VERDICTS = {"H1": "accepted", "H0": "rejected", "continue": "undecided"}
+
+
+@dataclass
+class Verdict:
+    network: str
+    variant: str
+    key: str
+    verdict: str
+    entry: dict[str, Any]
+    path: Path
+
+
+def _inference(spec: str) -> tuple[str, str | None, str | None]:
+    """(evaluator, weights, inference) of an in-process engine spec."""
+    from engines import registry
+
+    s = registry.resolve(spec)
+    weights, _, inference, _ = registry.evaluator_settings(s)
+    return s.evaluator, weights, inference
+
+
+def int8_variant(ab: ablate.Ablation) -> ablate.Variant:
+    """The config's int8 variant of a float32 baseline (one line of ConfigError otherwise)."""
+    where = str(ab.config_path)
+    if ab.sprt is None:
+        raise ConfigError(f"{where}: sprt: missing: accept-int8 decides by an SPRT (e.g. sprt = {{ elo0 = -30, elo1 = 0 }})")
+    if not any(axis == "nodes" for axis, _ in ab.budgets):
+        raise ConfigError(f"{where}: nodes: missing: the SPRT that decides is played at equal nodes")
+    ev, weights, inference = _inference(ab.baseline)
+    if inference == INT8:
+        raise ConfigError(f"{where}: baseline: must run float32 (inference=onnxruntime), not int8")
+    found = [v for v in ab.variants if _inference(v.engine) == (ev, weights, INT8)]
+    if len(found) != 1:
+        raise ConfigError(f"{where}: variants: need exactly one variant that is the baseline's network with "
+                          f"inference=onnxruntime-int8 (found {len(found)})")
+    return found[0]
+
+
+def record(ab: ablate.Ablation, rows: list[ablate.Row]) -> Verdict:
+    """Record the nodes-axis SPRT verdict of the int8 variant (module docstring)."""
+    from engines import registry
+    from evaluators.neural import PolicyValueEvaluator
+    from evaluators.onnx_runtime import SHIPPED_VERDICTS, record_int8_verdict
+
+    v = int8_variant(ab)
+    ev_name, weights, _ = _inference(ab.baseline)
+    variant = ab.settings.variant
+    ev = registry.load_evaluator(ev_name, weights, 1, INT8, device="cpu", variant=variant)
+    if not isinstance(ev, PolicyValueEvaluator):
+        raise ConfigError(f"{ab.config_path}: baseline: int8 is offered for policy-value networks (rise, sixtyfour)")
+    key = ev.int8_key()
+    mine = [r for r in rows if r.variant == v.name and r.axis == "nodes"]
+    decided = [r for r in mine if r.verdict in ("H1", "H0")]
+    row = (decided or mine)[0]
+    assert ab.sprt is not None
+    path = Path(ev.path or "")
+    shipped = path.resolve().parent == SHIPPED_VERDICTS.parent
+    entry: dict[str, Any] = {
+        "verdict": VERDICTS[row.verdict], "network": path.name, "variant": variant, "nodes": int(row.budget),
+        "elo0": ab.sprt["elo0"], "elo1": ab.sprt["elo1"], "alpha": ab.sprt["alpha"], "beta": ab.sprt["beta"],
+        "llr": round(row.llr or 0.0, 3), "games": row.games, "openings": row.openings, "ptnml": row.ptnml,
+        "elo": [round(row.elo, 1), round(row.lo, 1), round(row.hi, 1)],
+        "report": _shown(ab.out_dir), "config": _shown(ab.config_path), "date": date.today().isoformat()}
+    others = [r for r in rows if r.variant == v.name and r.axis != "nodes" and r.games]
+    if others:
+        entry["other_budgets"] = [{"axis": r.axis, "budget": r.budget, "games": r.games,
+                                   "elo": [round(r.elo, 1), round(r.lo, 1), round(r.hi, 1)]} for r in others]
+    out = record_int8_verdict(key, entry, shipped)
+    return Verdict(path.name, variant, key, entry["verdict"], entry, out)
+
+
+def _shown(p: Path) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+__all__ = ["INT8", "VERDICTS", "Verdict", "int8_variant", "record"]
