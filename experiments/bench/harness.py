@@ -291,12 +291,20 @@ def _auto(text: str | int | None, what: str) -> int | None:
     return v
 
 
+def check_inference_mode(mode: str) -> None:
+    from evaluators.base import INFERENCE_MODES
+
+    if mode not in INFERENCE_MODES:
+        raise BenchError(f"unknown inference mode {mode!r}; known: {', '.join(INFERENCE_MODES)}")
+
+
 def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | str | None = None, seed: int = 1,
         max_plies: int = 200, workers: int | str | None = None, pool_threads: int | str | None = None,
         pool_batch: int | str | None = None, uci_threads: str = "1,2", single: bool = True,
-        table: bool = True, table_seconds: float = 0.25, rounds: int = 1) -> dict[str, Any]:
+        table: bool = True, table_seconds: float = 0.25, rounds: int = 1, inferences: str = "") -> dict[str, Any]:
     """Measure the network table, tune the pooled side, then play the rows ``rounds`` times,
-    alternating (see the module doc)."""
+    alternating (see the module doc).  ``inferences`` (e.g. ``onnxruntime,onnxruntime-int8``) adds a
+    pooled row per inference mode, the engine's network run in it, the same games otherwise."""
     from engines import registry
 
     uci_list = _parse_list(uci_threads, "--uci-threads") if uci_threads else []
@@ -333,6 +341,14 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
                       1, 1))
     if single:
         plans.append(("single", "in-process, one game, 1 thr", RegistryFactory(1, None), 1, 1))
+    mode_tasks: dict[str, list[Any]] = {}
+    for mode in [m for m in inferences.split(",") if m]:
+        check_inference_mode(mode)
+        e = registry.join_spec(engine, {"inference": mode})
+        mode_tasks[f"pooled-{mode}"] = match_tasks("bench", variant, Player("A", e, nodes=nodes),
+                                                   Player("B", e, nodes=nodes), suite, games, seed)
+        plans.append((f"pooled-{mode}", f"pooled, inference={mode}", RegistryFactory(plan.threads, plan.max_batch),
+                      plan.concurrency, plan.workers))
     # rounds alternate the rows, so a change of load elsewhere hits every row alike; each row
     # reports its best round (load elsewhere only ever slows a round down) and lists all rounds
     best: dict[str, dict[str, Any]] = {}
@@ -340,7 +356,7 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     for k in range(rounds):
         for key, label, factory, conc_, workers_ in plans:
             note(f"round {k + 1}/{rounds}: {label}: {games} games")
-            m = _measure(factory, tasks, variant, conc_, max_plies, workers_)
+            m = _measure(factory, mode_tasks.get(key, tasks), variant, conc_, max_plies, workers_)
             runs.setdefault(key, []).append(m["plies_per_second"])
             if key not in best or m["plies_per_second"] > best[key]["plies_per_second"]:
                 best[key] = {"key": key, "label": label, **m}
@@ -357,6 +373,8 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     }
     base_plies = pooled["plies_per_second"]
     for r in rows[1:]:
+        if r["key"].startswith("pooled-"):
+            continue
         out["speedups"][r["key"]] = {
             "plies": base_plies / max(r["plies_per_second"], 1e-9),
             "games": pooled["games_per_hour"] / max(r["games_per_hour"], 1e-9)}
@@ -450,4 +468,9 @@ def format_table(r: dict[str, Any]) -> str:
                    f"{c['uci_network_rate']:.0f} evals/s)" if c else "")
         goal = " (goal >= 3x)" if key == "uci1" else ""
         lines.append(f"pooled vs {label}: {s['plies']:.2f}x plies/s, {s['games']:.2f}x games/h{goal}{ceiling}")
+    modes = [row for row in r["rows"] if row["key"].startswith("pooled-")]
+    for row in modes[1:]:
+        lines.append(f"{row['label']} vs {modes[0]['label']}: "
+                     f"{row['plies_per_second'] / max(modes[0]['plies_per_second'], 1e-9):.2f}x plies/s, "
+                     f"{(row['evals_per_second'] or 0) / max(modes[0]['evals_per_second'] or 0, 1e-9):.2f}x evals/s")
     return "\n".join(lines)

@@ -51,6 +51,51 @@ def sgemm_gflops(n: int = 1024, seconds: float = 0.5) -> float:
         torch.set_num_threads(old)
 
 
+def cpu_isa() -> str:
+    """The vector instruction sets the CPU has that int8 and float32 GEMMs use (from /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return "unknown"
+    have = [n for n, f in (("AVX-512 VNNI", "avx512_vnni"), ("AVX-VNNI", "avx_vnni"), ("AVX-512", "avx512f"),
+                           ("AVX2", "avx2"), ("FMA", "fma")) if f in flags]
+    vnni = any("VNNI" in h for h in have)
+    return ", ".join(have or ["no AVX"]) + ("" if vnni else " (no VNNI: int8 dot products take 3 instructions, "
+                                                          "vpmaddubsw + vpmaddwd + vpaddd)")
+
+
+def int8_gemm_gops(n: int = 1024, seconds: float = 0.5) -> float | None:
+    """Single-thread uint8 x int8 matrix-multiply rate in ONNX Runtime (GOPS, 2 n^3 per product, a
+    ``MatMulInteger`` graph: the kernel the quantised networks' convolutions run on), best of 3
+    trials; None without onnxruntime."""
+    try:
+        import numpy as np
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    a = helper.make_tensor_value_info("a", TensorProto.UINT8, [n, n])
+    b = helper.make_tensor_value_info("b", TensorProto.INT8, [n, n])
+    y = helper.make_tensor_value_info("y", TensorProto.INT32, [n, n])
+    graph = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "gemm", [a, b], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = 1, 1
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feed = {"a": rng.integers(0, 256, (n, n), dtype=np.uint8), "b": rng.integers(-128, 128, (n, n), dtype=np.int8)}
+    sess.run(None, feed)
+    best = 0.0
+    for _ in range(3):
+        k, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds / 3:
+            sess.run(None, feed)
+            k += 1
+        best = max(best, 2.0 * n ** 3 * k / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
 def flops_per_eval(net: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...]) -> float:
     """2 x the multiply-adds of one evaluation in ``net``'s Conv2d and Linear layers (input ``x``, or
     the tuple of its inputs)."""
@@ -118,6 +163,7 @@ def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] =
 
     backends = [m for m in BACKENDS if not m.startswith("onnxruntime") or available() is None]
     peak = sgemm_gflops()
+    peak8 = int8_gemm_gops() if "onnxruntime-int8" in backends else None
     rows: list[dict[str, Any]] = []
     for family, variant in networks:
         for mode in backends:
@@ -139,8 +185,10 @@ def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] =
     for r in rows:
         base = next(x for x in rows if x["network"] == r["network"] and x["backend"] == "frozen")
         r["ratio_to_torchscript"] = {b: v / base["evals_per_s"][b] for b, v in r["evals_per_s"].items()}
-        r["share_of_peak"] = {b: v * r["flops"] / (peak * 1e9) for b, v in r["evals_per_s"].items()}
-    return {"sgemm_gflops_1_thread": peak, "batches": list(batches), "rows": rows,
+        p = peak8 if r["backend"] == "onnxruntime-int8" and peak8 else peak
+        r["share_of_peak"] = {b: v * r["flops"] / (p * 1e9) for b, v in r["evals_per_s"].items()}
+    return {"sgemm_gflops_1_thread": peak, "int8_gemm_gops_1_thread": peak8, "isa": cpu_isa(),
+            "batches": list(batches), "rows": rows,
             "missing": [] if "onnxruntime" in backends else [available()]}
 
 
@@ -169,8 +217,12 @@ def pooled(rows: list[dict[str, Any]], games: int = 8, nodes: int = 64, concurre
 
 def format_table(r: dict[str, Any]) -> str:
     bs = [str(b) for b in r["batches"]]
-    lines = [f"one thread; SGEMM peak {r['sgemm_gflops_1_thread']:.1f} GFLOPS; evaluations per second "
-             f"(x TorchScript, share of peak)", ""]
+    peak8 = r.get("int8_gemm_gops_1_thread")
+    lines = [f"one thread; SGEMM peak {r['sgemm_gflops_1_thread']:.1f} GFLOPS"
+             + (f", int8 GEMM peak {peak8:.1f} GOPS (ONNX Runtime MatMulInteger)" if peak8 else "")
+             + f"; CPU: {r.get('isa', 'unknown')}",
+             "evaluations per second (x TorchScript, share of the peak of the row's arithmetic: int8 rows "
+             "against the int8 GEMM, the others against SGEMM)", ""]
     head = f"{'network':<28}{'backend':<18}{'MFLOP':>7}" + "".join(f"{'batch ' + b:>26}" for b in bs)
     lines += [head, "-" * len(head)]
     for row in r["rows"]:

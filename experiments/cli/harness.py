@@ -353,7 +353,7 @@ def cmd_bench_harness(args: argparse.Namespace) -> int:
         return 0
     r = bench_harness.run(args.engine, args.variant, args.games, args.nodes, args.concurrency, args.seed,
                           args.max_plies, args.workers, args.pool_threads, args.pool_batch, args.uci_threads,
-                          not args.no_single, not args.no_table, args.table_seconds, args.rounds)
+                          not args.no_single, not args.no_table, args.table_seconds, args.rounds, args.inferences)
     print(json.dumps(r) if args.json else bench_harness.format_table(r))
     return 0
 
@@ -499,5 +499,7 @@ def register_bench(bsub: Any) -> None:
                                                   "as a share of the raw network's throughput (no UCI rows)")
     p.add_argument("--max-plies", type=int, default=200)
     p.add_argument("--seed", type=seed, default=1)
+    p.add_argument("--inferences", default="", help="pooled rows with the network in each of these inference "
+                                                    "modes, side by side (e.g. onnxruntime,onnxruntime-int8)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_bench_harness)
