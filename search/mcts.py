@@ -141,7 +141,7 @@ class MCTS(Search):
         self._visits0 = 0  # the root's visits when this move's search began (tree reuse)
         self._evals = 0
         self._node_limit = 0  # cap on new simulations (0: none), from the node and playout limits
-        self._eval_limit = 0
+        self._eval_limit, self._batch = 0, self.config.batch_size  # leaves a step (MCTSConfig.batch_for)
         self._seldepth = 0
         self._t0 = 0.0
         self._elapsed = 0.0
@@ -261,6 +261,7 @@ class MCTS(Search):
         if limits.evals is not None and limits.evals < 1:
             raise MCTSConfigError(f"evaluator-call limit must be positive, got {limits.evals}")
         self._eval_limit = limits.evals if limits.evals is not None else 0
+        self._batch = cfg.batch_for(limits.nodes or limits.playouts or limits.evals)
         cap = simulation_cap(limits.nodes, limits.playouts, self._visits0)
         spent_out = cap <= 0  # a reused root with N visits already: nothing to add
         if limits.nodes is not None or limits.playouts is not None:
@@ -295,15 +296,13 @@ class MCTS(Search):
             return []
         if self._pending:
             raise EvaluatorError("MCTS.ask called again before tell answered the previous leaves")
-        cfg = self.config
         leaves: list[Leaf] = []
-        tries = 0
-        want = cfg.batch_size
+        tries, want = 0, self._batch
         if self._node_limit > 0:
             want = min(want, self._node_limit - self._nodes)
         if self._eval_limit > 0:
             want = min(want, self._eval_limit - self._evals)
-        while len(self._pending) < want and tries < 2 * cfg.batch_size:
+        while len(self._pending) < want and tries < 2 * self._batch:
             tries += 1
             leaf = self._collect()
             if leaf is not None:

@@ -37,7 +37,7 @@ class MCTSConfigError(ValueError):
 SPIN_RANGES: Final = {
     "batch_size": (1, 4096), "q_pv_depth": (1, 256), "temperature_moves": (0, 10_000), "default_nodes": (1, 10**9),
     "max_tree_nodes": (1_000, 1 << 31), "max_playout_depth": (0, 1000), "considered_actions": (1, 1000),
-    "multipv": (1, 500),
+    "multipv": (1, 500), "single_leaf_nodes": (0, 10**9),
 }
 #: bytes of tree memory per node, its edges included (128 a node + 25 an edge, some 35 legal moves in
 #: chess; crazyhouse positions have more): UCI's Hash (MB) sets max_tree_nodes = Hash MiB / this
@@ -50,6 +50,9 @@ class MCTSConfig:
 
     batch_size: int = 8
     virtual_loss: float = 3.0
+    # node (playout, evaluator-call) budgets up to this search one leaf at a time, larger ones and
+    # time limits batch_size leaves a step (0: batch_size always; see batch_for)
+    single_leaf_nodes: int = 0
     cpuct_init: float = 2.5
     cpuct_base: float = 19652.0
     cpuct_schedule: bool = True
@@ -114,6 +117,11 @@ class MCTSConfig:
     # defaults are 0.05 and 0.01, off here so the 2020 defaults stay the default)
     epsilon_greedy: float = 0.0
     epsilon_checks: float = 0.0
+
+    def batch_for(self, budget: int | None) -> int:
+        """Leaves a search step collects under a node, playout or evaluator-call ``budget`` (None: a
+        time limit): 1 where the budget is at most ``single_leaf_nodes``, else ``batch_size``."""
+        return 1 if budget is not None and 0 < budget <= self.single_leaf_nodes else self.batch_size
 
     @classmethod
     def sixtyfour(cls) -> MCTSConfig:

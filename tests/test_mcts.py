@@ -355,6 +355,21 @@ def test_virtual_loss_spreads_a_batch() -> None:
     assert batch(0.0) == 1
 
 
+def test_small_node_budgets_search_one_leaf_at_a_time() -> None:
+    """single_leaf_nodes: budgets up to it collect one leaf a step (zh-defaults: batch 1 is the
+    stronger at 100 nodes), larger budgets and time limits batch_size leaves."""
+    def leaves_per_step(limits: Limits, single: int) -> int:
+        m = MCTS(FixedEvaluator(), MCTSConfig(virtual_loss=1, single_leaf_nodes=single), random.Random(0))
+        m.start(board.new_position("chess"), limits)
+        m.tell(FixedEvaluator().evaluate(m.ask()))  # the root alone
+        return len(m.ask())
+
+    assert leaves_per_step(Limits(nodes=400), 400) == 1 and leaves_per_step(Limits(evals=100), 400) == 1
+    assert leaves_per_step(Limits(nodes=401), 400) == 8 and leaves_per_step(Limits(nodes=100), 0) == 8
+    assert leaves_per_step(Limits(movetime=0.05), 400) == 8
+    assert MCTSConfig(single_leaf_nodes=400).batch_for(None) == 8
+
+
 def test_transposition_table_saves_evaluations() -> None:
     pos = board.new_position("chess")
     # one leaf at a time: a hit backed up at once and the same position evaluated afresh then give

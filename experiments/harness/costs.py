@@ -62,4 +62,6 @@ def batch_text(spec: str) -> str:
         return ""
     if cfg is None or not hasattr(cfg, "batch_size"):
         return ""
-    return f" (batch {cfg.batch_size}, virtual loss {cfg.virtual_loss:g})"
+    single = getattr(cfg, "single_leaf_nodes", 0)
+    return (f" (batch {cfg.batch_size}" + (f", 1 at budgets up to {single}" if single else "")
+            + f", virtual loss {cfg.virtual_loss:g})")
