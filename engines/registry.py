@@ -256,6 +256,8 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
                 continue
             canonical[o.name] = o.check(v)
         options.update(canonical)
+        if "batch_size" in canonical and "single_leaf_nodes" not in canonical:
+            options.pop("single_leaf_nodes", None)  # a batch the spec names is the batch at every budget
         engine_names = {o.name for o in ENGINE_OPTIONS}
         settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in ENGINE_OPTIONS}
         if config_cls is not None:

@@ -51,7 +51,8 @@ class MCTSConfig:
     batch_size: int = 8
     virtual_loss: float = 3.0
     # node (playout, evaluator-call) budgets up to this search one leaf at a time, larger ones and
-    # time limits batch_size leaves a step (0: batch_size always; see batch_for)
+    # time limits batch_size leaves a step (0: batch_size always; see batch_for); a spec that names
+    # batch_size drops a built-in engine's single_leaf_nodes (engines.registry.complete)
     single_leaf_nodes: int = 0
     cpuct_init: float = 2.5
     cpuct_base: float = 19652.0
