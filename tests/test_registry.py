@@ -287,7 +287,7 @@ def test_a_spec_is_parsed_once_into_one_record() -> None:
     e = registry.create(spec, "chess")
     assert e.search.config is spec.config  # type: ignore[attr-defined]  # created from the record, not re-parsed
     assert registry.spec_limits("material-mcts:nodes=32") == {"nodes": 32, "evals": None, "playouts": None, "depth": None, "movetime": None}
-    assert registry.evaluator_settings(registry.resolve("rise-mcts:threads=2")) == (None, 2, "onnxruntime", "auto")
+    assert registry.evaluator_settings(registry.resolve("rise-mcts:threads=2")) == (None, 2, "auto", "auto")
     with pytest.raises(EngineError, match="tt_size"):
         registry.resolve("material-ab:tt_size=1000")  # the config is validated when the spec is resolved
 
