@@ -88,7 +88,7 @@ def test_frozen_evaluations_match_eager(family: str) -> None:
 
 @pytest.mark.skipif(not os.path.exists(SHIPPED_RISE), reason="no shipped RISE weights")
 def test_shipped_rise_frozen_matches_eager_and_onnxruntime_is_the_default() -> None:
-    assert RiseEvaluator.load().inference_requested == "onnxruntime"
+    assert RiseEvaluator.load().inference_requested == "auto"  # ONNX Runtime, int8 where its SPRT accepted it
     frozen, eager = RiseEvaluator.load(inference="frozen"), RiseEvaluator.load(inference="eager")
     assert frozen.inference_requested == "frozen" and eager.inference_requested == "eager"
     leaves = random_leaves(12, seed=5)
@@ -148,7 +148,7 @@ def test_the_real_freeze_reports_its_worst_difference() -> None:
 
 def test_bad_modes_threads_and_batches_are_one_line_errors() -> None:
     ev = RiseEvaluator(tiny("rise"))
-    with pytest.raises(EvaluatorError, match="unknown inference mode 'fast'; known: onnxruntime, frozen, eager"):
+    with pytest.raises(EvaluatorError, match="unknown inference mode 'fast'; known: auto, onnxruntime, frozen, eager"):
         ev.set_inference("fast")
     with pytest.raises(EvaluatorError):
         RiseEvaluator.load(inference="fast")
@@ -190,11 +190,11 @@ def test_inference_option_through_the_registry_and_uci() -> None:
                        variant="crazyhouse")
     try:
         server.handle("uci")
-        assert "option name inference type combo default onnxruntime var onnxruntime var frozen var eager" in out.getvalue()
+        assert "option name inference type combo default auto var auto var onnxruntime var frozen var eager" in out.getvalue()
         assert "option name Threads type spin default 1 min 1 max 256" in out.getvalue()
         server.handle("isready")
         first = server._engine
-        assert first is not None and first.evaluator.inference_requested == "onnxruntime"
+        assert first is not None and first.evaluator.inference_requested == "auto"
         server.handle("setoption name inference value eager")
         server.handle("setoption name Threads value 2")
         server.handle("isready")
@@ -215,7 +215,7 @@ def test_registry_factory_overrides_threads_and_batch_and_survives_pickling() ->
     try:
         e1 = f(Player("A", "rise-mcts", nodes=5), "crazyhouse")
         e2 = f(Player("B", "rise-mcts:inference=eager", nodes=5), "crazyhouse")
-        assert list(f.evaluators) == [("rise", None, 2, "onnxruntime", "auto", "crazyhouse"),
+        assert list(f.evaluators) == [("rise", None, 2, "auto", "auto", "crazyhouse"),
                                       ("rise", None, 2, "eager", "auto", "crazyhouse")]
         assert e1.evaluator.max_batch == 24 and e2.evaluator.inference_requested == "eager"  # type: ignore[attr-defined]
         g = pickle.loads(pickle.dumps(f))
@@ -262,7 +262,7 @@ def test_network_table_measures_every_setting() -> None:
     # an engine that runs eager itself gets no second eager sweep
     assert {r["kind"] for r in BH.network_table("rise-mcts:inference=eager", [1], [8], seconds=0.01, rounds=1,
                                                 eager_threads=[1])} == {"threads"}
-    assert BH.engine_inference("rise-mcts") == "onnxruntime" and BH.engine_inference("rise-mcts:inference=eager") == "eager"
+    assert BH.engine_inference("rise-mcts") == "auto" and BH.engine_inference("rise-mcts:inference=eager") == "eager"
     assert BH.network_table("material-mcts", [1], [8]) == []  # no network
     assert BH.search_batch("rise-mcts") == 8 and BH.search_batch("rise-mcts:batch_size=3") == 3
     assert BH.search_batch("material-ab") == 1
