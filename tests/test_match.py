@@ -382,6 +382,10 @@ def test_shipped_suites_are_balanced_and_replayable() -> None:
         assert len({" ".join(o.position(variant).fen().split()[:4]) for o in suite}) == 200
         assert all(o.score is not None and abs(o.score) <= bound for o in suite)
         assert all(6 <= len(o.moves) <= 9 for o in suite)
+    big = load_suite(default_suite("crazyhouse").with_name("crazyhouse-1000.epd"), "crazyhouse")
+    assert len(big) == 1000 and big[:200] == load_suite(default_suite("crazyhouse"), "crazyhouse")
+    assert len({" ".join(o.position("crazyhouse").fen().split()[:4]) for o in big}) == 1000
+    assert all(o.score is not None and abs(o.score) <= 150 for o in big)
 
 
 def test_bad_suites(tmp_path: Path) -> None:
