@@ -125,7 +125,8 @@ class SelfPlayConfig:
 
 def selfplay_engine(engine: str, variant: str, explore: bool = True) -> str:
     """The engine string self-play runs: ``engine`` with the exploration of its root rule added for
-    the options the spec does not set; :class:`SelfPlayError` unless it is an MCTS-family engine."""
+    the options the spec does not set (a built-in engine's play-time defaults, such as rise-gumbel's
+    gumbel_scale 0, do not count); :class:`SelfPlayError` unless it is an MCTS-family engine."""
     from engines import registry
     from engines.base import EngineError
     from search.mcts_config import MCTSConfig
@@ -139,8 +140,9 @@ def selfplay_engine(engine: str, variant: str, explore: bool = True) -> str:
                             f"{engine!r} runs {spec.search}")
     if not explore:
         return engine
+    named = registry.split_spec(spec.name)[1]  # the options the spec itself sets (canonical), not a built-in's
     add = {k: (v if v is not None else DIRICHLET_ALPHA[variant])
-           for k, v in EXPLORATION[spec.config.root_rule].items() if k not in spec.options}
+           for k, v in EXPLORATION[spec.config.root_rule].items() if k not in named}
     return registry.join_spec(engine, add)
 
 
