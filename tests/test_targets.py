@@ -69,12 +69,14 @@ def test_the_prior_row_is_the_networks_policy_and_each_target_a_distribution(dat
     assert gumbel.collapsed == 0 and not any("one phase" in x for x in gumbel.notes)
 
 
-def test_the_shipped_gumbel_at_16_nodes_is_named_as_collapsed(data: tuple[str, str]) -> None:
+def test_the_papers_gumbel_at_16_nodes_is_named_as_collapsed_and_the_shipped_one_is_not(data: tuple[str, str]) -> None:
     d, w = data
-    rows = targets.measure([f"rise-gumbel:weights={w}"], [d], positions=6, nodes=16, progress=False)
-    assert rows[1].collapsed == rows[1].positions > 0
+    rows = targets.measure([f"rise+mcts:preset=gumbel,weights={w}", f"rise-gumbel:weights={w}"], [d], positions=6,
+                           nodes=16, progress=False)
+    assert rows[1].collapsed == rows[1].positions > 0  # 16 considered actions, 16 simulations: one phase
     assert any("one phase" in x for x in rows[1].notes)
-    assert "gumbel_scale=1.0" in rows[1].name  # measured with self-play's exploration by default
+    assert rows[2].collapsed == 0  # rise-gumbel adapts them to the budget (4 at 16 nodes: two phases)
+    assert "gumbel_scale=1.0" in rows[2].name  # measured with self-play's exploration by default
 
 
 def test_the_command_line(data: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,7 +102,8 @@ def test_the_loop_measures_each_arms_target_before_self_play(tmp_path: Path, dat
     rl.run(cfg, progress=False, until="selfplay")
     saved = json.loads((tmp_path / "out" / rl.TARGETS).read_text())
     assert [r["name"].split(":")[0] for r in saved["rows"]] == ["prior", "rise-gumbel"]
-    assert "one phase" in capsys.readouterr().err  # 8 simulations, 16 considered actions: no halving
+    err = capsys.readouterr().err  # rise-gumbel adapts its considered actions to the 8 simulations:
+    assert "one phase" not in err and "rise-gumbel" in err  # no one-phase note (the prior comparison is there)
     mtime = (tmp_path / "out" / rl.TARGETS).stat().st_mtime
     rl.run(cfg, progress=False, until="selfplay")  # measured once
     assert (tmp_path / "out" / rl.TARGETS).stat().st_mtime == mtime
