@@ -16,7 +16,7 @@
   which the reports played then pin (``inference = "frozen"`` in their configs) so they replay game
   for game.  ``eager`` runs the ``nn.Module`` as it is.  ``onnxruntime-int8`` (policy-value networks)
   quantises the export to int8, calibrated on :data:`INT8_SAMPLE` sample positions, and runs it as
-  asked (2.0-3.6x float32 ONNX Runtime, ``bench net``).  Whether int8 is good enough is decided by
+  asked (1.7-3.5x float32 ONNX Runtime, ``bench net``).  Whether int8 is good enough is decided by
   strength, as fishtest decides: ``searchbench accept-int8`` plays it against its float32 self at
   equal nodes with a pentanomial SPRT and records the verdict, keyed by the weights' and the
   calibration's SHA-1 (:func:`evaluators.onnx_runtime.int8_verdicts`); top-move agreement (92-96% on
