@@ -188,8 +188,9 @@ class Tournament:
         return interleave([self.settings.pairing_tasks(a, b, self.settings.games) for a, b in self.pairings()])
 
 
-def _options_now(engine: str, cache: dict[str, dict[str, str] | None] = {}) -> dict[str, str] | None:  # noqa: B006 - a cache
-    """The options ``engine`` resolves to today (None for an external engine or one that cannot resolve)."""
+def _options_now(engine: str, cache: dict[str, dict[str, str] | None]) -> dict[str, str] | None:
+    """The options ``engine`` resolves to now (None for an external engine or one that cannot
+    resolve), remembered in ``cache`` (one run's)."""
     from engines import registry
     from engines.base import EngineError
 
@@ -202,12 +203,12 @@ def _options_now(engine: str, cache: dict[str, dict[str, str] | None] = {}) -> d
     return cache[engine]
 
 
-def _check_same_options(g: GameRecord, t: GameTask, db: Any) -> None:
+def _check_same_options(g: GameRecord, t: GameTask, db: Any, cache: dict[str, dict[str, str] | None]) -> None:
     """A stored game resumes a run only if its players' engines still resolve to the options it was
     played with: a built-in engine's default changed since (``engines/builtin.toml``) would otherwise
     mix two engines under one name (MatchError, one line)."""
     for p, st in ((t.white, g.white_settings), (t.black, g.black_settings)):
-        stored, now = st.get("options"), _options_now(p.engine)
+        stored, now = st.get("options"), _options_now(p.engine, cache)
         if isinstance(stored, dict) and now is not None and {k: str(v) for k, v in stored.items()} != now:
             raise MatchError(f"{db}: game {g.key} of {p.name} ({p.engine}) was played with options {stored}, "
                              f"which the engine no longer has ({now}: a built-in default changed); "
@@ -236,9 +237,10 @@ def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], 
 
     with Store(s.db, lock=True) as store:
         by_key = {t.key: t for t in tasks}
+        resolved: dict[str, dict[str, str] | None] = {}
         for g in store.games(run=s.name):
             if g.key in keys:
-                _check_same_options(g, by_key[g.key], s.db)
+                _check_same_options(g, by_key[g.key], s.db, resolved)
                 seen(g)
         st = play(tasks, store, factory, concurrency=s.concurrency, workers=s.workers, adjudication=s.adjudication,
                   pgn_path=s.pgn, progress=progress, desc=s.name, on_game=seen, postfix=standings.text,
