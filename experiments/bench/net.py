@@ -32,21 +32,27 @@ GRAPHS: tuple[str, ...] = ("deepchess_crazyhouse/tower", "deepchess_crazyhouse/h
                            "deepchess_chess/head", "bughouse_lazybug")
 
 
+def _best_gemm_rate(product: Callable[[], Any], n: int, seconds: float) -> float:
+    """Billions of operations a second (2 n^3 per ``product`` of two n x n matrices): one warm-up,
+    then the best of 3 trials of ``seconds / 3`` each."""
+    product()
+    best = 0.0
+    for _ in range(3):
+        k, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds / 3:
+            product()
+            k += 1
+        best = max(best, 2.0 * n ** 3 * k / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
 def sgemm_gflops(n: int = 1024, seconds: float = 0.5) -> float:
     """Single-thread float32 matrix-multiply rate (GFLOPS, 2 n^3 per product), best of 3 trials."""
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         a, b = torch.randn(n, n), torch.randn(n, n)
-        torch.mm(a, b)
-        best = 0.0
-        for _ in range(3):
-            k, t0 = 0, time.perf_counter()
-            while time.perf_counter() - t0 < seconds / 3:
-                torch.mm(a, b)
-                k += 1
-            best = max(best, 2.0 * n ** 3 * k / (time.perf_counter() - t0) / 1e9)
-        return best
+        return _best_gemm_rate(lambda: torch.mm(a, b), n, seconds)
     finally:
         torch.set_num_threads(old)
 
@@ -85,15 +91,7 @@ def int8_gemm_gops(n: int = 1024, seconds: float = 0.5) -> float | None:
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     feed = {"a": rng.integers(0, 256, (n, n), dtype=np.uint8), "b": rng.integers(-128, 128, (n, n), dtype=np.int8)}
-    sess.run(None, feed)
-    best = 0.0
-    for _ in range(3):
-        k, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds / 3:
-            sess.run(None, feed)
-            k += 1
-        best = max(best, 2.0 * n ** 3 * k / (time.perf_counter() - t0) / 1e9)
-    return best
+    return _best_gemm_rate(lambda: sess.run(None, feed), n, seconds)
 
 
 def flops_per_eval(net: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...]) -> float:

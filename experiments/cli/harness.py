@@ -270,12 +270,17 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     ab = ablate.load(args.config)
     _run_flags(ab, args)
     rows, paths = ablate.run(ab, ablate.cli_command(str(args.config)), progress=not args.quiet)
+    _print_rows(rows)
+    print("report: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _print_rows(rows: Any) -> None:
+    """One line per ablation row: variant, budget, W-D-L, Elo with its interval, the SPRT's LLR."""
     for r in rows:
         verdict = f"  LLR {r.llr:+.2f} {r.verdict}" if r.llr is not None else ""
         print(f"{r.variant:<28} {r.axis} {r.budget:<8g} {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]}  "
               f"Elo {r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]{verdict}")
-    print("report: " + ", ".join(str(p) for p in paths))
-    return 0
 
 
 def cmd_accept_int8(args: argparse.Namespace) -> int:
@@ -285,10 +290,7 @@ def cmd_accept_int8(args: argparse.Namespace) -> int:
     _run_flags(ab, args)
     accept.int8_variant(ab)  # a config that cannot decide is refused before any game
     rows, paths = ablate.run(ab, "searchbench accept-int8 " + shlex.quote(str(args.config)), progress=not args.quiet)
-    for r in rows:
-        verdict = f"  LLR {r.llr:+.2f} {r.verdict}" if r.llr is not None else ""
-        print(f"{r.variant:<28} {r.axis} {r.budget:<8g} {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]}  "
-              f"Elo {r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]{verdict}")
+    _print_rows(rows)
     v = accept.record(ab, rows)
     print(f"int8 {v.network} ({v.variant}): {v.verdict} at {v.entry['nodes']} nodes, LLR {v.entry['llr']:+.2f} "
           f"over {v.entry['games']} games [elo0 {v.entry['elo0']:g}, elo1 {v.entry['elo1']:g}]; recorded in {v.path}")
@@ -424,21 +426,17 @@ def register(sub: Any) -> None:
     _add_backend_options(p)
     p.set_defaults(func=cmd_scale)
 
-    p = sub.add_parser("ablate", help="variants of an engine against it, per budget: pentanomial Elo intervals, "
-                                      "optional SPRT, forest plot (a TOML config)")
-    p.add_argument("config")
-    p.add_argument("--report-dir", help="override the config's report_dir")
-    p.add_argument("--quiet", action="store_true")
-    _add_backend_options(p)
-    p.set_defaults(func=cmd_ablate)
-
-    p = sub.add_parser("accept-int8", help="play a network's int8 model against its float32 self (an ablation "
-                                           "config with an SPRT) and record the verdict inference=auto reads")
-    p.add_argument("config")
-    p.add_argument("--report-dir", help="override the config's report_dir")
-    p.add_argument("--quiet", action="store_true")
-    _add_backend_options(p)
-    p.set_defaults(func=cmd_accept_int8)
+    for name, func, text in (
+            ("ablate", cmd_ablate, "variants of an engine against it, per budget: pentanomial Elo intervals, "
+                                   "optional SPRT, forest plot (a TOML config)"),
+            ("accept-int8", cmd_accept_int8, "play a network's int8 model against its float32 self (an ablation "
+                                             "config with an SPRT) and record the verdict inference=auto reads")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("config")
+        p.add_argument("--report-dir", help="override the config's report_dir")
+        p.add_argument("--quiet", action="store_true")
+        _add_backend_options(p)
+        p.set_defaults(func=func)
 
     p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")
     p.add_argument("db")

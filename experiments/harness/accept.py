@@ -88,20 +88,14 @@ def record(ab: ablate.Ablation, rows: list[ablate.Row]) -> Verdict:
         "elo0": ab.sprt["elo0"], "elo1": ab.sprt["elo1"], "alpha": ab.sprt["alpha"], "beta": ab.sprt["beta"],
         "llr": round(row.llr or 0.0, 3), "games": row.games, "openings": row.openings, "ptnml": row.ptnml,
         "elo": [round(row.elo, 1), round(row.lo, 1), round(row.hi, 1)],
-        "report": _shown(ab.out_dir), "config": _shown(ab.config_path), "date": date.today().isoformat()}
+        "report": ablate._shown_path(ab.out_dir), "config": ablate._shown_path(ab.config_path),
+        "date": date.today().isoformat()}
     others = [r for r in rows if r.variant == v.name and r.axis != "nodes" and r.games]
     if others:
         entry["other_budgets"] = [{"axis": r.axis, "budget": r.budget, "games": r.games,
                                    "elo": [round(r.elo, 1), round(r.lo, 1), round(r.hi, 1)]} for r in others]
     out = record_int8_verdict(key, entry, shipped)
     return Verdict(path.name, variant, key, entry["verdict"], entry, out)
-
-
-def _shown(p: Path) -> str:
-    try:
-        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(p)
 
 
 __all__ = ["INT8", "VERDICTS", "Verdict", "int8_variant", "record"]
