@@ -16,6 +16,7 @@ MYPYC_MODULES = [
     "board/bughouse.py",
     "evaluators/scale.py",
     "evaluators/leaf.py",
+    "evaluators/leafbatch.py",
     "evaluators/classical.py",
     "search/timeman.py",
     "search/checks.py",

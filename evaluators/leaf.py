@@ -88,6 +88,17 @@ class Leaf:
         return mv
 
     @property
+    def raw_vec(self) -> vec[i64]:
+        """The raw state as a native vec (for compiled encoders, :mod:`evaluators.leafbatch`)."""
+        if len(self._raw) == 0:
+            st = self.state
+            raw = _ZEROS_16[0:len(st)] if len(st) <= 16 else vec[i64](st)
+            for i in range(len(st)):
+                raw[i] = st[i]
+            self._raw = raw
+        return self._raw
+
+    @property
     def move_vec(self) -> vec[i64]:
         """The legal moves as a native vec (for compiled evaluators)."""
         if not self._has_vec:

@@ -55,7 +55,7 @@ import itertools
 import os
 import time
 import warnings
-from typing import Any, Callable, ClassVar, Final, Self, Sequence
+from typing import Any, Callable, ClassVar, Final, NamedTuple, Self, Sequence
 
 import numpy as np
 import torch
@@ -63,6 +63,8 @@ from torch import nn
 
 from board import Position, new_position
 from evaluators import encodings as enc
+from evaluators import leafbatch
+from evaluators.onnx_runtime import OrtForward
 from evaluators import nets
 from evaluators.base import (
     DEFAULT_INFERENCE, INFERENCE_MODES, POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp,
@@ -202,23 +204,56 @@ def best_rate(call: Callable[[], Any], batch: int, seconds: float, trials: int =
     return best
 
 
-def legal_softmax(logits: np.ndarray, seg: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> list[list[float]]:
-    """Softmax over each leaf's legal moves: ``logits [B, K]``, ``seg`` the leaf of each move,
-    ``idx`` the move's output index, ``counts`` the moves per leaf (leaves with none get [])."""
-    out: list[list[float]] = [[] for _ in range(len(counts))]
+def legal_softmax_flat(logits: np.ndarray, seg: np.ndarray, idx: np.ndarray, counts: Sequence[int] | np.ndarray
+                       ) -> list[float]:
+    """Softmax over each leaf's legal moves, as one list (leaf after leaf): ``logits [B, K]``,
+    ``seg`` the leaf of each move, ``idx`` the move's output index, ``counts`` the moves per leaf."""
     if len(idx) == 0:
-        return out
+        return []
     x = logits.reshape(-1)[seg * logits.shape[1] + idx].astype(np.float64)
-    nz = np.flatnonzero(counts)
-    cz = counts[nz]
+    c = np.asarray(counts, dtype=np.int64)
+    cz = c[c > 0]
     ends = np.cumsum(cz)
     starts = ends - cz
     mx = np.maximum.reduceat(x, starts)
     e = np.exp(x - np.repeat(mx, cz))
-    p = (e / np.repeat(np.add.reduceat(e, starts), cz)).tolist()  # one list, sliced per leaf
-    for i, s, t in zip(nz.tolist(), starts.tolist(), ends.tolist()):
-        out[i] = p[s:t]
+    p: list[float] = (e / np.repeat(np.add.reduceat(e, starts), cz)).tolist()
+    return p
+
+
+def legal_softmax(logits: np.ndarray, seg: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> list[list[float]]:
+    """:func:`legal_softmax_flat` split per leaf (leaves with no moves get [])."""
+    p = legal_softmax_flat(logits, seg, idx, counts)
+    out: list[list[float]] = []
+    start = 0
+    for k in np.asarray(counts).tolist():
+        out.append(p[start:start + k])
+        start += k
     return out
+
+
+def _view(v: Any, dtype: type) -> np.ndarray:
+    """A native ``vec`` as a numpy array, without a copy (vecs have the buffer protocol)."""
+    return np.frombuffer(v, dtype=dtype)
+
+
+def keyed_table(table: np.ndarray) -> np.ndarray:
+    """A policy lookup table (``[2^18]`` or ``[2, 2^18]``) flat and indexed by
+    :mod:`evaluators.leafbatch`'s keys: -1 up to and at :data:`~evaluators.leafbatch.OUTSIDE`."""
+    flat = np.full(leafbatch.OUTSIDE + 1, -1, dtype=np.int64)
+    flat[:table.size] = table.reshape(-1)
+    return flat
+
+
+class CompiledEncoder(NamedTuple):
+    """A network's compiled encoder (:mod:`evaluators.leafbatch`): ``encode(leaves)``, the input's
+    plane count, its constant planes (in ``consts`` order) and the policy table indexed by the keys
+    (a last entry -1 for a move outside the table)."""
+
+    encode: Callable[[list[Leaf]], leafbatch.Encoded]
+    planes: int
+    consts: tuple[int, ...]
+    table: np.ndarray
 
 
 def flatten_moves(leaves: list[Leaf] | tuple[Leaf, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -537,23 +572,53 @@ class PolicyValueEvaluator(NeuralEvaluator):
             out += self._evaluate(list(leaves[s:s + self.max_batch]))
         return out
 
+    def compiled_encoder(self) -> CompiledEncoder | None:
+        """This network's encoder in compiled code (:mod:`evaluators.leafbatch`), None: numpy only."""
+        return None
+
+    def _encode(self, leaves: list[Leaf]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
+        """(input planes, leaf row of each legal move, the move's policy index, moves per leaf) of a
+        batch: by the compiled encoder where there is one (built by mypyc, network on the CPU), else
+        by the numpy encoders of :mod:`evaluators.encodings` (the same numbers, bit for bit)."""
+        ce = self.compiled_encoder() if leafbatch.COMPILED and not self.on_gpu else None
+        if ce is None:
+            raw = enc.raw_array([lf.state for lf in leaves])
+            moves, seg, counts = flatten_moves(leaves)
+            idx = self._move_indices(moves, raw, seg)
+            x, counts_list = self._planes(raw), counts.tolist()
+        else:
+            e = ce.encode(leaves)
+            n = len(leaves)
+            x = np.zeros((n, ce.planes, 64), dtype=np.float32)
+            x.reshape(-1)[_view(e.ones, np.int64)] = 1.0
+            if ce.consts:
+                x[:, list(ce.consts)] = _view(e.consts, np.float64).reshape(n, len(ce.consts))[:, :, None]
+            x = x.reshape(n, ce.planes, 8, 8)
+            idx = ce.table[_view(e.keys, np.int64)]
+            seg, counts_list = _view(e.rows, np.int64), e.counts
+        if (idx < 0).any():
+            bad = int(flatten_moves(leaves)[0][np.flatnonzero(idx < 0)[0]])
+            raise EvaluatorError(f"move {bad} cannot be encoded in the {self.policy_name}")
+        return x, seg, idx, counts_list
+
     def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
         if not leaves:
             return []
         for lf in leaves:
             self._check_variant(lf.variant)
-        raw = enc.raw_array([lf.state for lf in leaves])
-        moves, seg, counts = flatten_moves(leaves)
-        idx = self._move_indices(moves, raw, seg)
-        if (idx < 0).any():
-            bad = int(moves[np.flatnonzero(idx < 0)[0]])
-            raise EvaluatorError(f"move {bad} cannot be encoded in the {self.policy_name}")
-        x, n = self.to_device(self._planes(raw))
+        planes, seg, idx, counts = self._encode(leaves)
+        session = None if self.on_gpu else self._built()
+        if isinstance(session, OrtForward):
+            try:  # numpy in and out, no torch on the way (the same session, the same numbers)
+                value, pol = session.run(planes)
+                return leafbatch.evaluations(value.tolist(), legal_softmax_flat(pol, seg, idx, counts), counts)
+            except Exception:  # noqa: BLE001 - forward() below reports the failure and runs eager
+                pass
+        x, n = self.to_device(planes)
         with torch.inference_mode():
             v, logits = self.forward(x)
             if not self.on_gpu:
-                priors = legal_softmax(logits.numpy(), seg, idx, counts)
-                return [Evaluation(float(val), pr) for val, pr in zip(v.tolist(), priors)]
+                return leafbatch.evaluations(v.tolist(), legal_softmax_flat(logits.numpy(), seg, idx, counts), counts)
             # on the device: only the legal moves' probabilities (and the values) come back
             p = legal_softmax_torch(logits, torch.from_numpy(seg).to(self.device),
                                     torch.from_numpy(idx).to(self.device), n)
@@ -561,7 +626,7 @@ class PolicyValueEvaluator(NeuralEvaluator):
             values = v[:n].float().cpu().tolist()
         out: list[Evaluation] = []
         start = 0
-        for i, k in enumerate(counts.tolist()):
+        for i, k in enumerate(counts):
             out.append(Evaluation(float(values[i]), flat[start:start + k].tolist()))
             start += k
         return out
@@ -588,17 +653,16 @@ class PolicyValueEvaluator(NeuralEvaluator):
 
     def int8_session(self) -> Callable[..., Any]:
         """The int8 ONNX Runtime session, calibrated on :data:`INT8_SAMPLE` sample positions."""
-        from evaluators.onnx_runtime import OrtForward
-
         examples = self.example_inputs()
         assert examples is not None
         return OrtForward(self.net, examples[0], self.threads, self.int8_calibration())
 
-    def int8_agreement_of(self) -> tuple[float, float]:
-        """(share of :data:`INT8_SAMPLE` other sample positions on which int8 keeps the float32 top
-        legal move, largest value difference): information for ``bench net``, not a gate."""
+    def int8_agreement_of(self, session: Callable[..., Any] | None = None, count: int = INT8_SAMPLE) -> tuple[float, float]:
+        """(share of ``count`` other sample positions on which int8 (``session``, None: this network's
+        int8 session) keeps the float32 top legal move, largest value difference): information for
+        ``bench net`` and ``bench int8-calibration``, not a gate."""
         with torch.inference_mode():
-            tops, values = self._top_moves([self.net, self.int8_session()], self.sample_positions(INT8_SAMPLE, seed=0))
+            tops, values = self._top_moves([self.net, session or self.int8_session()], self.sample_positions(count, seed=0))
         return float((tops[0] == tops[1]).mean()), float(np.abs(values[0] - values[1]).max())
 
     def _build_int8(self) -> Callable[..., Any] | None:

@@ -149,9 +149,10 @@ def export(net: nn.Module, examples: tuple[torch.Tensor, ...]) -> bytes:
     return data
 
 
-def quantize_int8(model: bytes, calibration: np.ndarray) -> bytes:
+def quantize_int8(model: bytes, calibration: np.ndarray, **options: Any) -> bytes:
     """``model`` (float32 ONNX) statically quantised to int8 (module docstring), calibrated on the
-    input planes ``calibration`` (one row per position)."""
+    input planes ``calibration`` (one row per position); ``options`` override
+    ``quantize_static``'s arguments (the calibration alternatives ``bench int8-calibration`` measures)."""
     import logging
     import tempfile
 
@@ -172,8 +173,9 @@ def quantize_int8(model: bytes, calibration: np.ndarray) -> bytes:
         with tempfile.TemporaryDirectory() as d:
             src, dst = os.path.join(d, "fp32.onnx"), os.path.join(d, "int8.onnx")
             Path(src).write_bytes(model)
-            quantize_static(src, dst, Planes(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
-                            weight_type=QuantType.QInt8, per_channel=True)
+            args: dict[str, Any] = {"quant_format": QuantFormat.QDQ, "activation_type": QuantType.QUInt8,
+                                    "weight_type": QuantType.QInt8, "per_channel": True}
+            quantize_static(src, dst, Planes(), **{**args, **options})
             return Path(dst).read_bytes()
     finally:
         root.setLevel(level)
@@ -254,6 +256,20 @@ class OrtForward:
             self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
             write_cached(path, data)
         self.path = path
+
+    @classmethod
+    def of_model(cls, data: bytes, threads: int, inputs: int = 1) -> OrtForward:
+        """A session of the ONNX model ``data`` as it is (not cached): what a measurement compares."""
+        import onnxruntime as ort
+
+        self = cls.__new__(cls)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        self.names, self.cached, self.path = input_names(inputs), False, Path()
+        return self
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         """The outputs for numpy inputs (float32, C-contiguous)."""

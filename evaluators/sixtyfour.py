@@ -9,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from evaluators import encodings as enc
+from evaluators import leafbatch
 from evaluators.nets import SixtyFourNet
-from evaluators.neural import PolicyValueEvaluator
+from evaluators.neural import CompiledEncoder, PolicyValueEvaluator, keyed_table
 
 DEFAULT_WEIGHTS = "sixtyfour_crazyhouse.pt"
+_ENCODER_TABLE: np.ndarray | None = None  # the policy table keyed for the compiled encoder
 
 
 class SixtyFourEvaluator(PolicyValueEvaluator):
@@ -33,3 +35,9 @@ class SixtyFourEvaluator(PolicyValueEvaluator):
     @classmethod
     def policy_indices(cls, moves: np.ndarray, raw: np.ndarray, seg: np.ndarray) -> np.ndarray:
         return enc.sixtyfour_move_indices(moves)
+
+    def compiled_encoder(self) -> CompiledEncoder:
+        global _ENCODER_TABLE
+        if _ENCODER_TABLE is None:
+            _ENCODER_TABLE = keyed_table(enc.sixtyfour_move_table())
+        return CompiledEncoder(leafbatch.sixtyfour, enc.SIXTYFOUR_PLANES, (), _ENCODER_TABLE)

@@ -39,6 +39,15 @@ def _cmd_bench_net(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_int8_calibration(args: argparse.Namespace) -> int:
+    from experiments.bench import int8_calibration
+
+    family, variant = args.network.split("_")
+    r = int8_calibration.run(family, variant, positions=args.positions, seconds=args.seconds)
+    print(json.dumps(r) if args.json else int8_calibration.format_table(r))
+    return 0
+
+
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from experiments.bench.net import BATCHES, GRAPHS, NETWORKS
     from experiments.cli.main import MAX_BENCH_BATCH, count, positive_float
@@ -54,6 +63,13 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     n.add_argument("--no-pooled", action="store_true", help="leave out the pooled NN-MCTS share (RISE)")
     n.add_argument("--json", action="store_true", help="print one JSON object")
     n.set_defaults(func=_cmd_bench_net)
+    c = bench_sub.add_parser("int8-calibration", help="int8 models of other calibrations against float32: top-move "
+                                                      "agreement, value difference, speed (one thread)")
+    c.add_argument("--network", choices=tuple(f"{f}_{v}" for f, v in NETWORKS), default="rise_crazyhouse")
+    c.add_argument("--positions", type=count(16, 100_000), default=2000, help="sample positions compared")
+    c.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 speed trials")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.set_defaults(func=_cmd_bench_int8_calibration)
     p = bench_sub.add_parser("search", help="MCTS overhead vs OpenSpiel, alpha-beta vs python-chess, MCTS with a net")
     p.add_argument("--variant", choices=("both",) + tuple(board.VARIANTS), default="both")
     p.add_argument("--sims", type=_positive, default=3000, help="MCTS simulations per position (ours)")
