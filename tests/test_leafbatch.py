@@ -108,7 +108,8 @@ def test_bench_net_plays_both_leaf_paths_side_by_side():
     paths = {p["leaf_path"] for p in r["pooled"]}
     assert paths == ({"compiled", "numpy"} if leafbatch.COMPILED else {"numpy"})
     assert all(p["share"] > 0 and p["pooled_evals_per_s"] > 0 for p in r["pooled"])
-    assert "leaf path numpy" in bench_net.format_table(r)
+    assert "leaf path numpy" in bench_net.format_table(r) and "encoding the leaves" in bench_net.format_table(r)
+    assert all(0 < p["network_share"] < 1 and 0 < p["encode_share"] < 1 for p in r["pooled"])
     assert leafbatch.COMPILED == leafbatch.__file__.endswith(".so")  # restored after the run
 
 

@@ -47,13 +47,14 @@ second is the fair speed-up.  The machine may be shared: compare rows of one run
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from engines.base import Engine, EngineSpec
 from experiments.harness.match import (
@@ -385,12 +386,43 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     return out
 
 
+@contextlib.contextmanager
+def _timed(acc: dict[str, float]) -> Iterator[dict[str, float]]:
+    """Add the seconds spent in the network (ONNX Runtime's ``run``) and in encoding leaves
+    (``PolicyValueEvaluator._encode``) to ``acc`` while the block runs (bench only: the methods are
+    wrapped for its duration)."""
+    from evaluators.neural import PolicyValueEvaluator
+    from evaluators.onnx_runtime import OrtForward
+
+    saved: list[tuple[type, str, Any]] = []
+    targets: tuple[tuple[type, str, str], ...] = ((OrtForward, "run", "network"), (PolicyValueEvaluator, "_encode", "encode"))
+    for cls, name, key in targets:
+        orig = cls.__dict__[name]
+
+        def wrapped(*a: Any, _orig: Any = orig, _key: str = key, **k: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return _orig(*a, **k)
+            finally:
+                acc[_key] = acc.get(_key, 0.0) + time.perf_counter() - t
+
+        setattr(cls, name, wrapped)
+        saved.append((cls, name, orig))
+    try:
+        yield acc
+    finally:
+        for cls, name, orig in saved:
+            setattr(cls, name, orig)
+
+
 def run_device(engine: str, variant: str, games: int, nodes: int, device: str, concurrency: int = 64,
-               seed: int = 1, max_plies: int = 200, seconds: float = 1.0) -> dict[str, Any]:
+               seed: int = 1, max_plies: int = 200, seconds: float = 1.0,
+               timers: dict[str, float] | None = None) -> dict[str, Any]:
     """``bench harness --device D``: pooled play with the network on device D (``concurrency`` games
     in one process, their leaves in one batch per step), and the raw network on D at the batch the
     pooled run actually formed (its mean leaves per call), measured in the same run: the pooled
-    evaluations per second as a share of the raw network's (goal on a GPU: >= 70%)."""
+    evaluations per second as a share of the raw network's (goal on a GPU: >= 70%).  ``timers``: see
+    :func:`_timed` (the games only, not the raw measurement)."""
     from engines import registry
     from engines.base import EngineError
     from engines.registry import join_spec
@@ -404,7 +436,8 @@ def run_device(engine: str, variant: str, games: int, nodes: int, device: str, c
     tasks = match_tasks("bench", variant, a, b, suite, games, seed)
     factory = RegistryFactory()
     try:
-        m = _measure(factory, tasks, variant, concurrency, max_plies)
+        with _timed(timers) if timers is not None else contextlib.nullcontext():
+            m = _measure(factory, tasks, variant, concurrency, max_plies)
     except EngineError as e:
         raise BenchError(str(e)) from None
     per_call = m["eval_leaves"] / m["eval_calls"] if m["eval_calls"] else 0.0
@@ -415,6 +448,7 @@ def run_device(engine: str, variant: str, games: int, nodes: int, device: str, c
     return {"engine": spec_text, "variant": variant, "device": str(getattr(ev, "device", device)), "games": games,
             "nodes": nodes, "concurrency": concurrency, "pooled": m, "leaves_per_call": per_call,
             "pooled_evals_per_s": pooled, "raw_batch": batch, "raw_evals_per_s": raw,
+            "inference": getattr(ev, "inference", None),
             "half": getattr(ev, "half", None), "half_agreement": getattr(ev, "half_agreement", None),
             "share": pooled / raw if raw else None}
 

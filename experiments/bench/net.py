@@ -6,8 +6,8 @@ installed): evaluations per second at batch 1, 8, 32 and 64 on one thread (the b
 trials, :meth:`evaluators.neural.PolicyValueEvaluator.network_throughput`), the ratio to TorchScript,
 and the share of the core's float32 peak: the network's multiply-adds per evaluation (counted from
 its convolutions and linear layers) against a single-thread 1024x1024x1024 SGEMM measured in the same
-run, and (:func:`pooled`) the pooled NN-MCTS rate of the harness as a share of the fastest accepted
-backend's raw rate at the batch it forms, with the leaf's Python side compiled and by numpy alone,
+run, and (:func:`pooled`) the pooled NN-MCTS rate of the harness as a share of the raw rate of the
+backend engines run (``inference=auto``) at the batch it forms, with the leaf's Python side compiled and by numpy alone,
 side by side.  A backend that falls back (its outputs differ from eager torch) is shown with its reason; int8
 is shown with its top-move agreement with float32 (information) and its recorded SPRT verdict (what
 decides whether ``inference=auto`` runs it: ``searchbench accept-int8``).
@@ -198,12 +198,12 @@ LEAF_PATHS: tuple[str, ...] = ("compiled", "numpy")
 def pooled(rows: list[dict[str, Any]], games: int = 8, nodes: int = 64, concurrency: int = 16,
            seconds: float = 0.3, rounds: int = 2) -> list[dict[str, Any]]:
     """NN-MCTS in the pooled harness (``rise-mcts``, ``concurrency`` games in one process, one thread)
-    with each network's fastest backend that its load check accepted: its evaluations per second as a
+    with each network in the backend engines run it in (``inference=auto``): its evaluations per second as a
     share of that backend's raw rate at the batch the pooled games formed (measured in the same run),
     for the leaf's Python side compiled (:mod:`evaluators.leafbatch`, the default where mypyc built it)
     and by the numpy encoders alone (its peer), ``rounds`` times alternating: the best of each counts,
-    and of the raw rate."""
-    from engines.registry import join_spec
+    and of the raw rate; with the shares of the games' wall time spent in the network (ONNX Runtime's
+    ``run``) and in encoding the leaves."""
     from evaluators import leafbatch
     from experiments.bench.harness import run_device
 
@@ -213,25 +213,27 @@ def pooled(rows: list[dict[str, Any]], games: int = 8, nodes: int = 64, concurre
         family, variant = net.split("_")
         if family != "rise":
             continue
-        ok = [r for r in rows if r["network"] == net and r["running"] == r["backend"]]
-        best = max(ok, key=lambda r: r["evals_per_s"][max(r["evals_per_s"], key=int)])
-        engine = join_spec("rise-mcts", {"inference": best["backend"]})
+        engine = "rise-mcts"  # the variant's shipped weights, inference=auto: as engines run them
         got: dict[str, dict[str, Any]] = {}
         raw = 0.0
         try:
             for _ in range(rounds):
                 for path in paths:
                     leafbatch.COMPILED = path == "compiled"  # type: ignore[misc]  # the evaluators read it per call
-                    d = run_device(engine, variant, games, nodes, "cpu", concurrency=concurrency, seconds=seconds)
+                    timers: dict[str, float] = {}
+                    d = run_device(engine, variant, games, nodes, "cpu", concurrency=concurrency, seconds=seconds,
+                                   timers=timers)
+                    d["shares"] = {k: v / d["pooled"]["seconds"] for k, v in timers.items()}
                     raw = max(raw, d["raw_evals_per_s"] or 0.0)
                     if path not in got or d["pooled_evals_per_s"] > got[path]["pooled_evals_per_s"]:
                         got[path] = d
         finally:
             leafbatch.COMPILED = "compiled" in paths  # type: ignore[misc]
         for path, d in got.items():
-            out.append({"network": net, "backend": best["backend"], "engine": engine, "games": games, "nodes": nodes,
+            out.append({"network": net, "backend": d["inference"], "engine": engine, "games": games, "nodes": nodes,
                         "leaf_path": path, "leaves_per_call": d["leaves_per_call"],
                         "pooled_evals_per_s": d["pooled_evals_per_s"], "raw_batch": d["raw_batch"],
+                        "network_share": d["shares"].get("network", 0.0), "encode_share": d["shares"].get("encode", 0.0),
                         "raw_evals_per_s": raw, "share": d["pooled_evals_per_s"] / raw if raw else None,
                         "vs_numpy": d["pooled_evals_per_s"] / got["numpy"]["pooled_evals_per_s"]
                         if got["numpy"]["pooled_evals_per_s"] else None})
@@ -264,5 +266,6 @@ def format_table(r: dict[str, Any]) -> str:
                      f"leaf path {p['leaf_path']}): {p['pooled_evals_per_s']:,.0f} evaluations/s at "
                      f"{p['leaves_per_call']:.1f} leaves a call = {100 * (p['share'] or 0):.0f}% of the raw "
                      f"{p['backend']} rate at batch {p['raw_batch']} ({p['raw_evals_per_s']:,.0f}/s); "
-                     f"{p['vs_numpy'] or 0:.2f}x the numpy leaf path")
+                     f"{p['vs_numpy'] or 0:.2f}x the numpy leaf path; of the games' wall time the network "
+                     f"{100 * p['network_share']:.1f}%, encoding the leaves {100 * p['encode_share']:.1f}%")
     return "\n".join(lines)
