@@ -388,14 +388,17 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
 
 @contextlib.contextmanager
 def _timed(acc: dict[str, float]) -> Iterator[dict[str, float]]:
-    """Add the seconds spent in the network (ONNX Runtime's ``run``) and in encoding leaves
-    (``PolicyValueEvaluator._encode``) to ``acc`` while the block runs (bench only: the methods are
-    wrapped for its duration)."""
+    """Add the seconds spent in the network (ONNX Runtime's ``run``), in encoding leaves
+    (``PolicyValueEvaluator._encode``), in the whole evaluator call and in the searches' ask and tell to
+    ``acc`` while the block runs (bench only: the methods are wrapped for its duration)."""
+    from engines.ours import OurEngine
     from evaluators.neural import PolicyValueEvaluator
     from evaluators.onnx_runtime import OrtForward
 
     saved: list[tuple[type, str, Any]] = []
-    targets: tuple[tuple[type, str, str], ...] = ((OrtForward, "run", "network"), (PolicyValueEvaluator, "_encode", "encode"))
+    targets: tuple[tuple[type, str, str], ...] = ((OrtForward, "run", "network"), (PolicyValueEvaluator, "_encode", "encode"),
+                                                  (PolicyValueEvaluator, "evaluate", "evaluate"),
+                                                  (OurEngine, "ask", "search"), (OurEngine, "tell", "search"))
     for cls, name, key in targets:
         orig = cls.__dict__[name]
 

@@ -233,7 +233,7 @@ def pooled(rows: list[dict[str, Any]], games: int = 8, nodes: int = 64, concurre
             out.append({"network": net, "backend": d["inference"], "engine": engine, "games": games, "nodes": nodes,
                         "leaf_path": path, "leaves_per_call": d["leaves_per_call"],
                         "pooled_evals_per_s": d["pooled_evals_per_s"], "raw_batch": d["raw_batch"],
-                        "network_share": d["shares"].get("network", 0.0), "encode_share": d["shares"].get("encode", 0.0),
+                        **{f"{k}_share": d["shares"].get(k, 0.0) for k in ("network", "encode", "evaluate", "search")},
                         "raw_evals_per_s": raw, "share": d["pooled_evals_per_s"] / raw if raw else None,
                         "vs_numpy": d["pooled_evals_per_s"] / got["numpy"]["pooled_evals_per_s"]
                         if got["numpy"]["pooled_evals_per_s"] else None})
@@ -267,5 +267,8 @@ def format_table(r: dict[str, Any]) -> str:
                      f"{p['leaves_per_call']:.1f} leaves a call = {100 * (p['share'] or 0):.0f}% of the raw "
                      f"{p['backend']} rate at batch {p['raw_batch']} ({p['raw_evals_per_s']:,.0f}/s); "
                      f"{p['vs_numpy'] or 0:.2f}x the numpy leaf path; of the games' wall time the network "
-                     f"{100 * p['network_share']:.1f}%, encoding the leaves {100 * p['encode_share']:.1f}%")
+                     f"{100 * p['network_share']:.1f}%, encoding the leaves {100 * p['encode_share']:.1f}%, the rest "
+                     f"of the evaluator {100 * (p['evaluate_share'] - p['network_share'] - p['encode_share']):.1f}%, "
+                     f"the searches' ask and tell {100 * p['search_share']:.1f}%, the runner "
+                     f"{100 * (1 - p['evaluate_share'] - p['search_share']):.1f}%")
     return "\n".join(lines)
