@@ -65,7 +65,8 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     n.set_defaults(func=_cmd_bench_net)
     c = bench_sub.add_parser("int8-calibration", help="int8 models of other calibrations against float32: top-move "
                                                       "agreement, value difference, speed (one thread)")
-    c.add_argument("--network", choices=tuple(f"{f}_{v}" for f, v in NETWORKS), default="rise_crazyhouse")
+    c.add_argument("--network", choices=tuple(f"{f}_{v}" for f, v in NETWORKS), default="rise_crazyhouse",
+                   help="the shipped policy-value network to quantise")
     c.add_argument("--positions", type=count(16, 100_000), default=2000, help="sample positions compared")
     c.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 speed trials")
     c.add_argument("--json", action="store_true", help="print one JSON object")
