@@ -49,6 +49,7 @@ else off; ``on``; ``off``) reports the agreement it measured in ``half_agreement
 """
 from __future__ import annotations
 
+import functools
 import logging
 from importlib import resources
 import itertools
@@ -576,11 +577,15 @@ class PolicyValueEvaluator(NeuralEvaluator):
         """This network's encoder in compiled code (:mod:`evaluators.leafbatch`), None: numpy only."""
         return None
 
+    @functools.cached_property
+    def _compiled_encoder(self) -> CompiledEncoder | None:
+        return self.compiled_encoder()  # built once per evaluator (its policy table is 4 MB)
+
     def _encode(self, leaves: list[Leaf]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
         """(input planes, leaf row of each legal move, the move's policy index, moves per leaf) of a
         batch: by the compiled encoder where there is one (built by mypyc, network on the CPU), else
         by the numpy encoders of :mod:`evaluators.encodings` (the same numbers, bit for bit)."""
-        ce = self.compiled_encoder() if leafbatch.COMPILED and not self.on_gpu else None
+        ce = self._compiled_encoder if leafbatch.COMPILED and not self.on_gpu else None
         if ce is None:
             raw = enc.raw_array([lf.state for lf in leaves])
             moves, seg, counts = flatten_moves(leaves)
@@ -624,12 +629,7 @@ class PolicyValueEvaluator(NeuralEvaluator):
                                     torch.from_numpy(idx).to(self.device), n)
             flat = p.cpu().numpy().astype(np.float64)
             values = v[:n].float().cpu().tolist()
-        out: list[Evaluation] = []
-        start = 0
-        for i, k in enumerate(counts):
-            out.append(Evaluation(float(values[i]), flat[start:start + k].tolist()))
-            start += k
-        return out
+        return leafbatch.evaluations(values, flat.tolist(), counts)
 
     def int8_calibration(self) -> np.ndarray:
         """The input planes of :data:`INT8_SAMPLE` seeded sample positions that int8 is calibrated on."""

@@ -218,6 +218,19 @@ def write_cached(path: Path, data: bytes) -> None:
             return
 
 
+def session_options(threads: int) -> Any:
+    """The CPU session settings of every session here: ``threads`` intra-op threads, one inter-op
+    thread, every graph optimisation, errors only in the log."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    return opts
+
+
 class OrtForward:
     """A callable with the network's signature: torch tensors in, a tuple of torch tensors out
     (``example``: one input tensor or a tuple of them; ``calibration``: the planes to quantise a
@@ -227,11 +240,7 @@ class OrtForward:
                  calibration: np.ndarray | None = None, fresh: bool = False) -> None:
         import onnxruntime as ort
 
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3
+        opts = session_options(threads)
         key = weights_key(net)
         if calibration is not None:
             key += "-int8-" + calibration_key(calibration)
@@ -263,11 +272,7 @@ class OrtForward:
         import onnxruntime as ort
 
         self = cls.__new__(cls)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.log_severity_level = 3
-        self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(data, session_options(threads), providers=["CPUExecutionProvider"])
         self.names, self.cached, self.path = input_names(inputs), False, Path()
         return self
 

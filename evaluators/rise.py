@@ -15,7 +15,6 @@ from evaluators.nets import RiseNet
 from evaluators.neural import CompiledEncoder, PolicyValueEvaluator, keyed_table
 
 DEFAULT_WEIGHTS = "rise_crazyhouse.pt"
-_ENCODER_TABLE: np.ndarray | None = None  # the policy table keyed for the compiled encoder
 
 
 class RiseEvaluator(PolicyValueEvaluator):
@@ -36,9 +35,6 @@ class RiseEvaluator(PolicyValueEvaluator):
         return enc.crazyara_policy_indices(moves, raw[seg, RAW_TURN] == 1)
 
     def compiled_encoder(self) -> CompiledEncoder:
-        global _ENCODER_TABLE
-        if _ENCODER_TABLE is None:
-            _ENCODER_TABLE = keyed_table(enc.crazyara_move_table())
         zh = self.variant == "crazyhouse"
         return CompiledEncoder(lambda leaves: leafbatch.crazyara(leaves, zh), enc.CRAZYARA_PLANES[self.variant],
-                               leafbatch.CRAZYARA_CONSTS[self.variant], _ENCODER_TABLE)
+                               leafbatch.CRAZYARA_CONSTS[self.variant], keyed_table(enc.crazyara_move_table()))

@@ -14,7 +14,6 @@ from evaluators.nets import SixtyFourNet
 from evaluators.neural import CompiledEncoder, PolicyValueEvaluator, keyed_table
 
 DEFAULT_WEIGHTS = "sixtyfour_crazyhouse.pt"
-_ENCODER_TABLE: np.ndarray | None = None  # the policy table keyed for the compiled encoder
 
 
 class SixtyFourEvaluator(PolicyValueEvaluator):
@@ -37,7 +36,4 @@ class SixtyFourEvaluator(PolicyValueEvaluator):
         return enc.sixtyfour_move_indices(moves)
 
     def compiled_encoder(self) -> CompiledEncoder:
-        global _ENCODER_TABLE
-        if _ENCODER_TABLE is None:
-            _ENCODER_TABLE = keyed_table(enc.sixtyfour_move_table())
-        return CompiledEncoder(leafbatch.sixtyfour, enc.SIXTYFOUR_PLANES, (), _ENCODER_TABLE)
+        return CompiledEncoder(leafbatch.sixtyfour, enc.SIXTYFOUR_PLANES, (), keyed_table(enc.sixtyfour_move_table()))
