@@ -135,6 +135,13 @@ def test_ours_against_ours_stored_with_bpgn_and_resumed(tmp_path: Path):
     assert db.with_suffix(".bpgn").read_text() == bpgn
 
 
+def test_max_plies_holds_when_both_boards_move_in_one_pass():
+    # With no delay both boards' moves arrive in the same pass of the loop; the game still stops at
+    # exactly max_plies (an odd count, so it falls between the two moves of a pass).
+    res = play_game([ShuffleSeat(f"s{i}", delay_ms=0) for i in range(4)], 60000, 0, max_plies=5)
+    assert res.reason == "max_plies" and res.game.ply() == 5 and len(res.moves) == 5
+
+
 def test_sit_and_partner_state_in_the_server():
     # Our A-white seat with root_own_p = 0 sits whenever its partner (B-black, who thinks 300 ms)
     # is to move, and moves while an opponent (B-white, 200 ms) is to move on board B (no sit then).

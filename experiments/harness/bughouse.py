@@ -122,7 +122,7 @@ def play_game(seats: Sequence[Seat], base_ms: int, inc_ms: int, max_plies: int =
         busy = False
         for s in range(4):
             busy = seats[s].tick(ctx) or busy
-            outcome = _apply_actions(ctx, played)
+            outcome = _apply_actions(ctx, played, max_plies)
             if outcome is not None:
                 break
         if outcome is not None:
@@ -150,7 +150,9 @@ def _reason(o: tuple[str, str, int], game: BughouseGame) -> str:
     return term if board_id < 0 else f"{term} on board {BOARD_LETTERS[board_id]}"
 
 
-def _apply_actions(ctx: GameContext, played: list[PlayedMove]) -> tuple[str, str] | None:
+def _apply_actions(ctx: GameContext, played: list[PlayedMove], max_plies: int = 0) -> tuple[str, str] | None:
+    """Apply the seats' queued actions in order; a game stops at ``max_plies`` even when both boards'
+    moves arrive in one pass."""
     game = ctx.game
     while ctx.actions:
         kind, seat, payload = ctx.actions.pop(0)
@@ -163,6 +165,8 @@ def _apply_actions(ctx: GameContext, played: list[PlayedMove]) -> tuple[str, str
         o = game.outcome(now)
         if o is not None:  # the flag fell before the move arrived
             return (o[0], _reason(o, game))
+        if max_plies and game.ply() >= max_plies:
+            return ("1/2-1/2", "max_plies")
         if not ctx.to_move(seat):
             continue
         board_id = seat >> 1
