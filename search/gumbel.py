@@ -43,7 +43,8 @@ from librt.vecs import append, vec
 from mypy_extensions import i64
 
 from search.mcts_config import MCTSConfig
-from search.mcts_tree import RootRule, TreeRule, _Tree
+from search.mcts_rules import RootRule, TreeRule
+from search.mcts_tree import _Tree
 
 _LOW_LOGIT: Final = -1e9
 

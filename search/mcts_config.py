@@ -12,16 +12,16 @@ from search.timeman import SPIN_RANGES as TIME_RANGES
 from search.timeman import TimeConfig
 
 #: the selection rules below the root (``MCTSConfig.score_formula``): "module:Class" of a
-#: :class:`search.mcts_tree.TreeRule`; a new rule is a new file and a line here
+#: :class:`search.mcts_rules.TreeRule`; a new rule is a new file and a line here
 TREE_RULES: Final = {
     "crazyara": "search.puct:PUCT",
     "sixtyfour": "search.sixtyfour:SixtyFourScore",
     "gumbel": "search.gumbel:GumbelTreeRule",
 }
 #: the rules at the root (``MCTSConfig.root_rule``): which edge a simulation starts with and which
-#: move is played, "module:Class" of a :class:`search.mcts_tree.RootRule`
+#: move is played, "module:Class" of a :class:`search.mcts_rules.RootRule`
 ROOT_RULES: Final = {
-    "puct": "search.mcts_tree:VisitsRoot",
+    "puct": "search.mcts_rules:VisitsRoot",
     "gumbel": "search.gumbel:SequentialHalving",
 }
 

@@ -1,6 +1,6 @@
-"""The MCTS tree: node and edge storage, the transposition-table index, backup and the solver's
-proofs (mypyc-compiled; the notation is in :mod:`search.mcts`), and the selection hook
-(:class:`TreeRule`).
+"""The MCTS tree: node and edge storage, backup and the solver's proofs (mypyc-compiled; the
+notation is in :mod:`search.mcts`).  The rules that select in it are in :mod:`search.mcts_rules`,
+the position index of graph search in :mod:`search.transpositions`.
 
 Node memory layout (edges and nodes separate, as lc0)
 -----------------------------------------------------
@@ -59,22 +59,21 @@ arrays exist only in this mode, 24 bytes a node on top of the 128 above, plus th
                   more than one is a *transposition* (CrazyAra's ``Node::is_transposition``)
 
 As CrazyAra does it: the walk checks *every* edge into a transposition, its first parent's
-included, and backs up the correction when the edge's Q lags the node's (``MCTS._transposition``);
+included, and backs up the correction when the edge's Q lags the node's (:func:`search.mcgs.transposition`);
 and a backup that passes through a transposition re-aligns the edge above it: the value that edge
 receives is the one that makes its Q equal to the node's, ``N (Q_t − Q_e) + Q_t`` clipped to
 [-1, 1] (CrazyAra's ``backup_value`` with ``get_transposition_q_value``), not the plain value.
 """
 from __future__ import annotations
 
-import importlib
 import math
-import random
-from typing import Any, Final
+from typing import Final
 
 from librt.vecs import append, extend, vec
 from mypy_extensions import i64, u8
 
-from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, final_policy
+from search.mcts_config import MCTSConfig
+from search.transpositions import KeyIndex
 
 NEW: Final = 0
 PENDING: Final = 1
@@ -97,24 +96,6 @@ _FRESH_CHILD: Final[list[vec[i64]]] = [vec[i64]() for _ in range(_EDGE_DEFAULTS 
 _FRESH_ZERO_U8: Final[list[vec[u8]]] = [vec[u8]() for _ in range(_EDGE_DEFAULTS + 1)]
 
 
-def counters_hash(halfmove_clock: int, fullmove_number: int, reps: int) -> i64:
-    """``(halfmove_clock · C1 + fullmove_number · C2 + reps · C3) mod 2^63`` (C1..C3 odd 64-bit
-    constants), mixed into the transposition-table key.  Speed: for counters below 2^20 it is
-    computed from the constants' 32-bit halves, every step inside i64 (no big-int arithmetic)."""
-    h = halfmove_clock
-    f = fullmove_number
-    r = reps
-    if 0 <= h < 1048576 and 0 <= f < 1048576 and 0 <= r < 1048576:
-        hb: i64 = h
-        fb: i64 = f
-        rb: i64 = r
-        lo: i64 = hb * 0x7F4A7C15 + fb * 0x27D4EB4F + rb * 0x9E3779F9  # each term < 2^52
-        hi: i64 = hb * 0x9E3779B9 + fb * 0xC2B2AE3D + rb * 0x165667B1
-        top: i64 = (hi + (lo >> 32)) & 0x7FFFFFFF  # bits 32..62 of the sum
-        return (top << 32) | (lo & 0xFFFFFFFF)
-    return (h * 0x9E3779B97F4A7C15 + f * 0xC2B2AE3D27D4EB4F + r * 0x165667B19E3779F9) & 0x7FFFFFFFFFFFFFFF
-
-
 def _float_vec(xs: list[float]) -> vec[float]:
     """``vec[float](xs)`` by a native loop (the generic conversion costs about 10 ns an element)."""
     n: i64 = len(xs)
@@ -126,55 +107,9 @@ def _float_vec(xs: list[float]) -> vec[float]:
     return out
 
 
-class _KeyIndex:
-    """A map from 64-bit keys to slot numbers >= 0 (the transposition table's index): open
-    addressing with linear probing in two vecs, so a lookup boxes no int (a dict did).  ``_slot1``
-    holds slot + 1 (0: empty); the capacity is a power of two kept at least twice the entries."""
-
-    def __init__(self) -> None:
-        self._keys = vec[i64]([0] * 1024)
-        self._slot1 = vec[i64]([0] * 1024)
-        self._mask: i64 = 1023
-        self.size: i64 = 0
-
-    def _probe(self, key: i64) -> i64:
-        """The position of ``key`` in the table, or of the empty place where it would go."""
-        i = key & self._mask
-        while self._slot1[i] != 0 and self._keys[i] != key:
-            i = (i + 1) & self._mask
-        return i
-
-    def get(self, key: i64) -> i64:
-        """The slot of ``key``, or -1."""
-        return self._slot1[self._probe(key)] - 1
-
-    def put(self, key: i64, slot: i64) -> None:
-        """Map ``key`` to ``slot`` (replacing its slot if present)."""
-        i = self._probe(key)
-        if self._slot1[i] == 0:
-            self._keys[i] = key
-            self.size += 1
-        self._slot1[i] = slot + 1
-        if 2 * self.size > self._mask:
-            self._grow()
-
-    def _grow(self) -> None:
-        keys = self._keys
-        slot1 = self._slot1
-        n = 2 * (self._mask + 1)
-        self._keys = vec[i64]([0] * n)
-        self._slot1 = vec[i64]([0] * n)
-        self._mask = n - 1
-        for j in range(len(keys)):
-            if slot1[j] != 0:
-                i = self._probe(keys[j])
-                self._keys[i] = keys[j]
-                self._slot1[i] = slot1[j]
-
-
 class _Tree:
     """The node and edge arrays (see the module docstring) and the operations on them; the selection
-    of an edge is the tree rule's (:class:`TreeRule`)."""
+    of an edge is the tree rule's (:class:`search.mcts_rules.TreeRule`)."""
 
     def __init__(self, cfg: MCTSConfig, check_urgency: bool = False) -> None:
         self.cfg = cfg
@@ -183,7 +118,7 @@ class _Tree:
         #: Monte-Carlo graph search: the graph arrays below exist (module docstring)
         self.mcgs = cfg.mcgs
         #: MCGS: position key -> its position node
-        self.graph = _KeyIndex()
+        self.graph = KeyIndex()
         self.nd_target = vec[i64]()
         self.nd_vsum = vec[float]()
         self.nd_vcnt = vec[i64]()
@@ -320,6 +255,15 @@ class _Tree:
     def is_transposition(self, node: i64) -> bool:
         """MCGS: more than one edge leads to position node ``node``."""
         return self.mcgs and self.nd_parents[node] > 1
+
+    def most_visited(self, node: int) -> int:
+        """The most visited edge of ``node``; the first of equals."""
+        e0 = int(self.nd_edge0[node])
+        best = e0
+        for e in range(e0, e0 + int(self.nd_nedges[node])):
+            if self.edge_n(e) > self.edge_n(best):
+                best = e
+        return best
 
     def node_q(self, node: int) -> float:
         """MCGS: the value of a position node for its side to move, averaged over every visit."""
@@ -462,151 +406,3 @@ class _Tree:
             if settle:
                 settle = self.update_proven(parent) and self.cfg.solver
             i -= 1
-
-
-
-class TreeRule:
-    """The selection hook: which edge a simulation follows from an expanded node (PUCT,
-    SixtyFour's score, ...; :data:`search.mcts_config.TREE_RULES` names them).  A rule is built
-    once per search from its config and may keep tables of its own.
-
-    Shared by every rule: the solver's treatment of proven children (:meth:`proven`) and the choice
-    when every edge is decided (:meth:`fallback`)."""
-
-    #: whether checking edges are flagged at expansion (``_Tree.ed_check``) for this rule
-    check_urgency: bool
-
-    def __init__(self, cfg: MCTSConfig) -> None:
-        self.cfg = cfg
-        self.check_urgency = False
-        self.solver = cfg.solver or cfg.fix_checkmates
-        self.full_solver = cfg.solver
-        self.win_e: i64 = -1
-        self.lose_e: i64 = -1
-
-    def select(self, tree: _Tree, node: int) -> int:
-        """The edge to follow from ``node`` (EXPANDED)."""
-        raise NotImplementedError
-
-    def proven(self, tree: _Tree, e: i64, child: i64) -> i64:
-        """Solver: 0 if edge ``e`` (child ``child`` >= 0) is open; 1 if it is decided and is skipped
-        (a proven win is remembered as the quickest, a proven loss as the longest, for
-        :meth:`fallback`); 2 if it mates at once (fix checkmates: the caller returns it)."""
-        if tree.mcgs:
-            child = tree.nd_target[child]
-        pr = tree.nd_proven[child]
-        if pr == LOSS:
-            if tree.nd_plies[child] == 0:
-                return 2
-            # A proven win is known; the visits go to the other moves (a shorter mate?).
-            if self.win_e < 0 or tree.nd_plies[child] < tree.nd_plies[tree.target(tree.ed_child[self.win_e])]:
-                self.win_e = e
-            return 1
-        if pr == WIN and self.full_solver:
-            # Never walk into a proven loss while something else is open.
-            if self.lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[tree.target(tree.ed_child[self.lose_e])]:
-                self.lose_e = e
-            return 1
-        return 0
-
-    def fallback(self, best_e: i64, e0: i64) -> int:
-        """The edge chosen: the best open one, else the quickest proven win, else the longest loss."""
-        if best_e >= 0:
-            return int(best_e)
-        if self.win_e >= 0:
-            return int(self.win_e)
-        return int(self.lose_e) if self.lose_e >= 0 else int(e0)
-
-
-class RootRule:
-    """The root's two decisions (mctx's root action selection and final action): which edge a
-    simulation starts with (:meth:`select`, by default the tree rule's) and which move is played
-    among the root's open edges (:meth:`choose`, called by :meth:`search.mcts.MCTS.choose_move`
-    after the solver's verdicts).  :meth:`begin` sees the root once it is expanded (fresh or reused)
-    with the search's node budget and injected random state."""
-
-    def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
-        self.cfg = cfg
-        self.tree_rule = tree_rule
-
-    def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
-        pass
-
-    def select(self, tree: _Tree, root: int) -> int:
-        return self.tree_rule.select(tree, root)
-
-    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
-        raise NotImplementedError
-
-    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
-        """``edges`` best first by the final-move rule without randomness (multi-PV); by visits here."""
-        return sorted(edges, key=lambda e: -tree.edge_n(e))
-
-    def target(self, tree: _Tree, root: int) -> list[float]:
-        """The policy training target over the root's edges, in edge order: AlphaZero's visit
-        distribution ``N(a) / Σ_b N(b)`` (the priors while no edge is visited)."""
-        e0 = int(tree.nd_edge0[root])
-        k = int(tree.nd_nedges[root])
-        ns = [float(tree.edge_n(e)) for e in range(e0, e0 + k)]
-        total = sum(ns)
-        if total <= 0.0:
-            ns = [tree.ed_prior[e] for e in range(e0, e0 + k)]
-            total = sum(ns)
-        return [n / total for n in ns] if total > 0.0 else [1.0 / k] * k
-
-
-class VisitsRoot(RootRule):
-    """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
-    :func:`search.mcts_config.final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
-    ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
-    applies (``temperature_moves``); ties go to the move generated first.  With no edge visited
-    (a one-node search: the root's expansion only) the move of the highest prior: the raw policy."""
-
-    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
-        cfg = self.cfg
-        visits = [tree.edge_n(e) for e in candidates]
-        if max(visits) <= 0:  # nothing visited (one node: the root's expansion): the prior's choice
-            best = 0
-            for i in range(1, len(candidates)):
-                if tree.ed_prior[candidates[i]] > tree.ed_prior[candidates[best]]:
-                    best = i
-            return candidates[best]
-        qs = [tree.q_with_pv(e) for e in candidates]
-        pi = final_policy(cfg, visits, qs)
-        tau = cfg.temperature
-        if tau > 0.0 and (cfg.temperature_moves <= 0 or fullmove <= cfg.temperature_moves):
-            top = max(pi)
-            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in pi]
-            r = rng.random() * sum(weights)
-            acc = 0.0
-            for i in range(len(weights)):
-                acc += weights[i]
-                if r < acc:
-                    return candidates[i]
-            return candidates[len(candidates) - 1]
-        best = 0
-        for i in range(1, len(pi)):
-            if pi[i] > pi[best]:
-                best = i
-        return candidates[best]
-
-    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
-        pi = final_policy(self.cfg, [tree.edge_n(e) for e in edges], [tree.q_with_pv(e) for e in edges])
-        return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
-
-
-def _import(entry: str) -> Any:
-    module, _, cls = entry.partition(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def make_rule(cfg: MCTSConfig) -> TreeRule:
-    """The tree rule ``cfg.score_formula`` names (:data:`search.mcts_config.TREE_RULES`)."""
-    rule: TreeRule = _import(TREE_RULES[cfg.score_formula])(cfg)
-    return rule
-
-
-def make_root_rule(cfg: MCTSConfig, tree_rule: TreeRule) -> RootRule:
-    """The root rule ``cfg.root_rule`` names (:data:`search.mcts_config.ROOT_RULES`)."""
-    rule: RootRule = _import(ROOT_RULES[cfg.root_rule])(cfg, tree_rule)
-    return rule

@@ -4,7 +4,7 @@
 
 with ``Q = fpu`` for an unvisited edge (``check_q_init`` for an unvisited check under check
 urgency), virtual losses counted as visits of value -1, and the solver's proven children handled by
-:meth:`search.mcts_tree.TreeRule.proven`.
+:meth:`search.mcts_rules.TreeRule.proven`.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from librt.vecs import vec
 from mypy_extensions import i64
 
 from search.mcts_config import MCTSConfig, cpuct, u_divisor
-from search.mcts_tree import TreeRule, _Tree
+from search.mcts_rules import TreeRule
+from search.mcts_tree import _Tree
 
 # Node visit counts up to which cpuct(N) and udiv(N) are tabulated (see PUCT.select).
 _SCHEDULE_SIZE: Final = 4096

@@ -12,7 +12,8 @@ import math
 from mypy_extensions import i64
 
 from search.mcts_config import MCTSConfig
-from search.mcts_tree import TreeRule, _Tree
+from search.mcts_rules import TreeRule
+from search.mcts_tree import _Tree
 
 
 class SixtyFourScore(TreeRule):

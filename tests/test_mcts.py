@@ -14,7 +14,8 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError,
 from evaluators.classical import ClassicalEvaluator
 from search.alphabeta import AlphaBeta
 from search.base import Limits
-from search.mcts_tree import _Tree, make_rule
+from search.mcts_rules import make_rule
+from search.mcts_tree import _Tree
 from search.mcts import (
     MCTS, MCTSConfig, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
 )

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from search.mcts import LOSS, UNKNOWN, WIN, MCTSConfig, counters_hash, cpuct, u_divisor
-from search.mcts_tree import _Tree, make_rule
+from search.mcts_rules import make_rule
+from search.mcts_tree import _Tree
 
 C1 = 0x9E3779B97F4A7C15
 C2 = 0xC2B2AE3D27D4EB4F
@@ -197,10 +198,10 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
 def test_key_index_is_a_dict(pairs: list[tuple[int, int]], seed: int) -> None:
     """The transposition table's open-addressing index answers as a dict would (growth, negative
     keys, keys equal modulo the capacity, replaced slots)."""
-    from search.mcts_tree import _KeyIndex
+    from search.transpositions import KeyIndex
     rng = random.Random(seed)
     pairs = pairs + [((k * 1024 + rng.randint(0, 3) + 2**63) % 2**64 - 2**63, s) for k, s in pairs[:200]]  # collisions
-    idx = _KeyIndex()
+    idx = KeyIndex()
     ref: dict[int, int] = {}
     for key, slot in pairs:
         idx.put(key, slot)

@@ -1,0 +1,167 @@
+"""The selection rules of the MCTS family (mctx's policies): the interior rule (:class:`TreeRule`:
+which edge a simulation follows below the root) and the root rule (:class:`RootRule`: which edge
+a simulation starts with, which move is played, the training target), each built from its own
+settings of :class:`search.mcts_config.MCTSConfig` (mypyc-compiled; notation in :mod:`search.mcts`).
+
+A new rule is a class in a file of its own and a line in :data:`search.mcts_config.TREE_RULES` or
+:data:`search.mcts_config.ROOT_RULES`: CrazyAra's PUCT (:mod:`search.puct`), SixtyFour's score
+(:mod:`search.sixtyfour`), Gumbel's Sequential Halving at the root (:mod:`search.gumbel`) and the
+visit-count root below.
+"""
+from __future__ import annotations
+
+import importlib
+import random
+from typing import Any
+
+from mypy_extensions import i64
+
+from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, final_policy
+from search.mcts_tree import LOSS, WIN, _Tree
+
+
+class TreeRule:
+    """The selection hook: which edge a simulation follows from an expanded node (PUCT,
+    SixtyFour's score, ...; :data:`search.mcts_config.TREE_RULES` names them).  A rule is built
+    once per search from its config and may keep tables of its own.
+
+    Shared by every rule: the solver's treatment of proven children (:meth:`proven`) and the choice
+    when every edge is decided (:meth:`fallback`)."""
+
+    #: whether checking edges are flagged at expansion (``_Tree.ed_check``) for this rule
+    check_urgency: bool
+
+    def __init__(self, cfg: MCTSConfig) -> None:
+        self.cfg = cfg
+        self.check_urgency = False
+        self.solver = cfg.solver or cfg.fix_checkmates
+        self.full_solver = cfg.solver
+        self.win_e: i64 = -1
+        self.lose_e: i64 = -1
+
+    def select(self, tree: _Tree, node: int) -> int:
+        """The edge to follow from ``node`` (EXPANDED)."""
+        raise NotImplementedError
+
+    def proven(self, tree: _Tree, e: i64, child: i64) -> i64:
+        """Solver: 0 if edge ``e`` (child ``child`` >= 0) is open; 1 if it is decided and is skipped
+        (a proven win is remembered as the quickest, a proven loss as the longest, for
+        :meth:`fallback`); 2 if it mates at once (fix checkmates: the caller returns it)."""
+        if tree.mcgs:
+            child = tree.nd_target[child]
+        pr = tree.nd_proven[child]
+        if pr == LOSS:
+            if tree.nd_plies[child] == 0:
+                return 2
+            # A proven win is known; the visits go to the other moves (a shorter mate?).
+            if self.win_e < 0 or tree.nd_plies[child] < tree.nd_plies[tree.target(tree.ed_child[self.win_e])]:
+                self.win_e = e
+            return 1
+        if pr == WIN and self.full_solver:
+            # Never walk into a proven loss while something else is open.
+            if self.lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[tree.target(tree.ed_child[self.lose_e])]:
+                self.lose_e = e
+            return 1
+        return 0
+
+    def fallback(self, best_e: i64, e0: i64) -> int:
+        """The edge chosen: the best open one, else the quickest proven win, else the longest loss."""
+        if best_e >= 0:
+            return int(best_e)
+        if self.win_e >= 0:
+            return int(self.win_e)
+        return int(self.lose_e) if self.lose_e >= 0 else int(e0)
+
+
+class RootRule:
+    """The root's two decisions (mctx's root action selection and final action): which edge a
+    simulation starts with (:meth:`select`, by default the tree rule's) and which move is played
+    among the root's open edges (:meth:`choose`, called by :meth:`search.mcts.MCTS.choose_move`
+    after the solver's verdicts).  :meth:`begin` sees the root once it is expanded (fresh or reused)
+    with the search's node budget and injected random state."""
+
+    def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
+        self.cfg = cfg
+        self.tree_rule = tree_rule
+
+    def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
+        pass
+
+    def select(self, tree: _Tree, root: int) -> int:
+        return self.tree_rule.select(tree, root)
+
+    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
+        raise NotImplementedError
+
+    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
+        """``edges`` best first by the final-move rule without randomness (multi-PV); by visits here."""
+        return sorted(edges, key=lambda e: -tree.edge_n(e))
+
+    def target(self, tree: _Tree, root: int) -> list[float]:
+        """The policy training target over the root's edges, in edge order: AlphaZero's visit
+        distribution ``N(a) / Σ_b N(b)`` (the priors while no edge is visited)."""
+        e0 = int(tree.nd_edge0[root])
+        k = int(tree.nd_nedges[root])
+        ns = [float(tree.edge_n(e)) for e in range(e0, e0 + k)]
+        total = sum(ns)
+        if total <= 0.0:
+            ns = [tree.ed_prior[e] for e in range(e0, e0 + k)]
+            total = sum(ns)
+        return [n / total for n in ns] if total > 0.0 else [1.0 / k] * k
+
+
+class VisitsRoot(RootRule):
+    """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
+    :func:`search.mcts_config.final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
+    ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
+    applies (``temperature_moves``); ties go to the move generated first.  With no edge visited
+    (a one-node search: the root's expansion only) the move of the highest prior: the raw policy."""
+
+    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
+        cfg = self.cfg
+        visits = [tree.edge_n(e) for e in candidates]
+        if max(visits) <= 0:  # nothing visited (one node: the root's expansion): the prior's choice
+            best = 0
+            for i in range(1, len(candidates)):
+                if tree.ed_prior[candidates[i]] > tree.ed_prior[candidates[best]]:
+                    best = i
+            return candidates[best]
+        qs = [tree.q_with_pv(e) for e in candidates]
+        pi = final_policy(cfg, visits, qs)
+        tau = cfg.temperature
+        if tau > 0.0 and (cfg.temperature_moves <= 0 or fullmove <= cfg.temperature_moves):
+            top = max(pi)
+            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in pi]
+            r = rng.random() * sum(weights)
+            acc = 0.0
+            for i in range(len(weights)):
+                acc += weights[i]
+                if r < acc:
+                    return candidates[i]
+            return candidates[len(candidates) - 1]
+        best = 0
+        for i in range(1, len(pi)):
+            if pi[i] > pi[best]:
+                best = i
+        return candidates[best]
+
+    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
+        pi = final_policy(self.cfg, [tree.edge_n(e) for e in edges], [tree.q_with_pv(e) for e in edges])
+        return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
+
+
+def _import(entry: str) -> Any:
+    module, _, cls = entry.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_rule(cfg: MCTSConfig) -> TreeRule:
+    """The tree rule ``cfg.score_formula`` names (:data:`search.mcts_config.TREE_RULES`)."""
+    rule: TreeRule = _import(TREE_RULES[cfg.score_formula])(cfg)
+    return rule
+
+
+def make_root_rule(cfg: MCTSConfig, tree_rule: TreeRule) -> RootRule:
+    """The root rule ``cfg.root_rule`` names (:data:`search.mcts_config.ROOT_RULES`)."""
+    rule: RootRule = _import(ROOT_RULES[cfg.root_rule])(cfg, tree_rule)
+    return rule
