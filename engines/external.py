@@ -54,6 +54,7 @@ import chess.engine
 
 from board import Position, move_from_uci
 from board.convert import to_python_chess
+from board.variants import CHESS, variant_of
 from engines.base import Engine, EngineError, EngineSpec, MoveResult
 from evaluators.scale import cp_to_value
 from engines.options import OptionInfo, find_option, optional, parse_float, parse_int, parse_str
@@ -277,13 +278,14 @@ class ExternalEngine(Engine):
             raise EngineError(f"engine {self.name}: bad option: {e}") from None
 
     def _check_variant(self, eng: chess.engine.SimpleEngine) -> None:
-        if self.variant == "chess":
+        record = variant_of(self.variant)
+        if record is CHESS:
             return
         if self.protocol == "uci":
             opt = eng.options.get("UCI_Variant")
-            ok = opt is not None and self.variant in [v.lower() for v in (opt.var or [])]
+            ok = opt is not None and record.uci_name in [v.lower() for v in (opt.var or [])]
         else:
-            ok = self.variant in str(eng.protocol.features.get("variants", "")).split(",")  # type: ignore[attr-defined]
+            ok = record.xboard_name in str(eng.protocol.features.get("variants", "")).split(",")  # type: ignore[attr-defined]
         if not ok:
             self._kill(eng)
             self._engine = None
@@ -390,7 +392,7 @@ class ExternalEngine(Engine):
 
     def _board(self, pos: Position) -> chess.Board:
         b = to_python_chess(pos)
-        if self.protocol == "xboard" and pos.variant == "crazyhouse":
+        if self.protocol == "xboard" and variant_of(pos.variant).pockets:
             root = b.root()
             if any(len(p) for p in root.pockets) or root.promoted:  # type: ignore[attr-defined]
                 raise EngineError(f"{self.name}: XBoard setboard ignores pockets; start crazyhouse games "

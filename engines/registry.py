@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import board
+from board.variants import BUGHOUSE, CHESS
 from engines.base import Engine, EngineError, EngineSpec
 from evaluators.base import Evaluator
 
@@ -67,7 +68,7 @@ SEARCHES: dict[str, SearchEntry] = {
     "mcts": SearchEntry("search.mcts", "MCTS", "MCTSConfig", True),
     "alphabeta": SearchEntry("search.alphabeta", "AlphaBeta", "ABConfig", False),
     "comparator": SearchEntry("search.comparator", "ComparatorAlphaBeta", "ComparatorConfig", False),
-    "bughouse-mcts": SearchEntry("search.bughouse_mcts", "BughouseMCTS", "BughouseMCTSConfig", True, ("bughouse",)),
+    "bughouse-mcts": SearchEntry("search.bughouse_mcts", "BughouseMCTS", "BughouseMCTSConfig", True, (BUGHOUSE.name,)),
 }
 ALIASES: dict[str, str] = {"material": "classical", "ab": "alphabeta"}
 
@@ -123,7 +124,7 @@ def default_variant(spec: EngineSpec) -> str:
     """Chess wherever the engine plays it (a GUI that plays chess never sends ``UCI_Variant``:
     cutechess calls it "standard"), else the first variant it plays."""
     variants = variants_of(spec)
-    return "chess" if "chess" in variants or not variants else variants[0]
+    return CHESS.name if CHESS.name in variants or not variants else variants[0]
 
 
 def is_external(spec: EngineSpec) -> bool:

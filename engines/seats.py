@@ -92,6 +92,7 @@ from board import move_to_uci
 from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
 from board.bughouse import BughouseGame, partner_seat, seat_of
 from board.position import Position
+from board.variants import BUGHOUSE
 from engines.base import EngineError, MoveStat
 from evaluators.base import Evaluator, value_to_cp
 
@@ -295,7 +296,7 @@ class OurSeat(Seat):
         # the turn's totals (searches restarted by moves on the other board included)
         ctx.submit(self.seat, move_to_uci(r.move),
                    MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
-                            cp=value_to_cp(r.value, "bughouse"), depth=len(r.pv), evals=r.evals))
+                            cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=r.evals))
         return False
 
 
@@ -588,7 +589,7 @@ def _bughouse_spec(text: str) -> Any:
     from engines import registry
 
     spec = registry.resolve(text)
-    if "bughouse" not in registry.variants_of(spec) and not (registry.is_external(spec) and spec.search == "xboard"):
+    if BUGHOUSE.name not in registry.variants_of(spec) and not (registry.is_external(spec) and spec.search == "xboard"):
         raise SeatError(f"{spec.name} does not play bughouse: use bughouse-mcts[:opts], rise-bughouse-mcts[:opts], "
                         f"sjeng[:opts] or PROGRAM+xboard")
     return spec
@@ -639,5 +640,5 @@ def make_seat(text: str, seed: int, evaluators: EvaluatorPool) -> Seat:
             raise SeatError(f"{spec.name}: a bughouse XBoard seat takes depth and startup only, not {', '.join(unknown)}")
         startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
         return XBoardSeat(text, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
-    return OurSeat(text, evaluators.get(spec, "bughouse"), spec.config, st["nodes"], st["movetime"],
+    return OurSeat(text, evaluators.get(spec, BUGHOUSE.name), spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options))

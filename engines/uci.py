@@ -45,6 +45,7 @@ from typing import Callable, Iterable, Sequence, TextIO
 
 import board
 from board import Position, move_to_uci
+from board.variants import CHESS
 from engines.base import EngineError, EngineSpec, InProcessEngine
 from engines.options import OptionInfo, find_option, norm_key, parse_int
 from engines.ours import OurEngine
@@ -131,7 +132,7 @@ class UCIServer:
     """One UCI session.  ``factory(spec, variant, evaluator_or_None)`` builds the engine."""
 
     def __init__(self, spec: EngineSpec, out: TextIO, factory: EngineFactory, option_infos: list[OptionInfo],
-                 variant: str = "chess", variants: Iterable[str] = board.VARIANTS) -> None:
+                 variant: str = CHESS.name, variants: Iterable[str] = board.VARIANTS) -> None:
         self.spec = spec
         self.out = out
         self.factory = factory
@@ -627,7 +628,7 @@ class Responsive(Evaluator):
         self.inner.close()
 
 
-def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = "chess") -> None:
+def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = CHESS.name) -> None:
     """Run a UCI session for ``spec`` (an in-process engine) until ``quit`` or end of input."""
     from engines import registry
 

@@ -30,6 +30,7 @@ from abc import ABC, abstractmethod
 from typing import Final, Sequence
 
 from board import Position
+from board.variants import ONE_BOARD
 from evaluators.leaf import Evaluation as Evaluation, Leaf as Leaf  # re-exported: part of this interface
 from evaluators.scale import cp_to_value as cp_to_value, value_to_cp as value_to_cp  # noqa: F401 - the one scale
 
@@ -62,7 +63,7 @@ class Evaluator(ABC):
     #: short name used in engine specs and reports
     name: str = "evaluator"
     #: variants the evaluator was built for
-    variants: frozenset[str] = frozenset({"chess", "crazyhouse"})
+    variants: frozenset[str] = frozenset(v.name for v in ONE_BOARD)
 
     @abstractmethod
     def serves(self) -> frozenset[str]:

@@ -37,6 +37,7 @@ from typing import Final, Sequence
 
 from board.bitboards import BB_SQUARES
 from board.bughouse import RAW_LEN, SIT, SIT_PRIOR, STATE_LEN, split_move
+from board.variants import BUGHOUSE
 from evaluators.scale import cp_to_value
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.classical import (
@@ -100,7 +101,7 @@ class BughouseClassicalEvaluator(Evaluator):
         if value_scale <= 0 or prior_temperature <= 0 or not 0.0 < sit_prior < 1.0 or flow_weight < 0:
             raise EvaluatorError("bughouse evaluator: scales must be positive and the sit prior in (0, 1)")
         self.name = "bughouse-classical"
-        self.variants = frozenset({"bughouse"})
+        self.variants = frozenset({BUGHOUSE.name})
         self.value_scale = value_scale
         self.prior_temperature = prior_temperature
         self.sit_prior = sit_prior
@@ -114,7 +115,7 @@ class BughouseClassicalEvaluator(Evaluator):
 
     def evaluate_one(self, leaf: Leaf) -> Evaluation:
         st = leaf.state
-        if leaf.variant != "bughouse" or len(st) != STATE_LEN:
+        if leaf.variant != BUGHOUSE.name or len(st) != STATE_LEN:
             raise EvaluatorError(f"{self.name} evaluates two-board bughouse leaves "
                                  f"(state of {STATE_LEN} ints), got a {leaf.variant} leaf of {len(st)}")
         states = (st[:RAW_LEN], st[RAW_LEN:2 * RAW_LEN])
@@ -128,7 +129,7 @@ class BughouseClassicalEvaluator(Evaluator):
         for b in range(2):
             flow = capture_flow(states[b], [m for m in per_board[b] if m])
             cp = team_board_score(states[b], b, team, flow, self.flow_weight)
-            value += cp_to_value(cp * (VALUE_SCALE / self.value_scale), "bughouse")
+            value += cp_to_value(cp * (VALUE_SCALE / self.value_scale), BUGHOUSE.name)
         value /= 2.0
         board_priors: list[list[float]] = []
         for b in range(2):

@@ -61,6 +61,7 @@ from torch import nn
 from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
+from board.variants import BUGHOUSE
 from evaluators.base import DEFAULT_INFERENCE, ONNX_MODES, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.nets import build_checked, save_atomically
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
@@ -68,7 +69,7 @@ from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts
 log = logging.getLogger(__name__)
 
 WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package data, installed or not
-FAMILY: Final = "bughouse"
+FAMILY: Final = BUGHOUSE.name
 DEFAULT_WEIGHTS: Final = "bughouse_lazybug.pt"
 PLANES_PER_BOARD: Final = 14
 N_SCALARS: Final = 34
@@ -222,7 +223,7 @@ class BughouseNetConfig:
     channels: int = 256
     blocks: int = 13
     value_hidden: int = 256
-    variant: str = "bughouse"
+    variant: str = BUGHOUSE.name
 
 
 SIZES: Final[dict[str, dict[str, int]]] = {
@@ -282,7 +283,7 @@ def build(size: str | dict[str, Any]) -> BughouseNet:
 def save(path: str, net: BughouseNet, meta: dict[str, Any] | None = None, half: bool = False) -> None:
     sd = {k: (v.detach().cpu().half() if half and v.is_floating_point() else v.detach().cpu())
           for k, v in net.state_dict().items()}
-    d = {"family": FAMILY, "config": asdict(net.cfg), "variant": "bughouse", "state_dict": sd,
+    d = {"family": FAMILY, "config": asdict(net.cfg), "variant": BUGHOUSE.name, "state_dict": sd,
          "meta": dict(meta or {})}
     save_atomically(path, d)
 
@@ -342,7 +343,7 @@ class BughouseNetEvaluator(Evaluator):
         net = net.to(self.device)
         net.eval()
         self.net = net
-        self.variants = frozenset({"bughouse"})
+        self.variants = frozenset({BUGHOUSE.name})
         self.threads = threads
         self.meta = dict(meta or {})
         self.path = path
@@ -366,7 +367,7 @@ class BughouseNetEvaluator(Evaluator):
         ONNX Runtime with a warning (int8 is for the one-board policy-value networks)."""
         from evaluators.neural import check_inference
 
-        if variant not in (None, "bughouse"):
+        if variant not in (None, BUGHOUSE.name):
             raise BughouseNetError(f"the bughouse network plays bughouse, not {variant}")
         p = path if path is not None else os.path.join(WEIGHTS_DIR, DEFAULT_WEIGHTS)
         net, d = load(p)
@@ -422,7 +423,7 @@ class BughouseNetEvaluator(Evaluator):
         if not leaves:
             return []
         for lf in leaves:
-            if lf.variant != "bughouse" or len(lf.state) != STATE_LEN:
+            if lf.variant != BUGHOUSE.name or len(lf.state) != STATE_LEN:
                 raise BughouseNetError(f"{self.name} evaluates two-board bughouse leaves (state of {STATE_LEN} "
                                        f"ints), got a {lf.variant} leaf of {len(lf.state)}")
         states = np.array([lf.state for lf in leaves], dtype=np.int64)

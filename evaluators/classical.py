@@ -35,6 +35,7 @@ from board.bitboards import (
     rook_attacks_mask,
 )
 from board.position import Position
+from board.variants import ONE_BOARD, POCKET_VARIANTS
 from evaluators.base import COMPARE, POLICY_VALUE, SCORE, Evaluation, Evaluator, Leaf
 from evaluators.scale import cp_to_value
 
@@ -301,7 +302,7 @@ class ClassicalEvaluator(Evaluator):
         if value_scale <= 0 or prior_temperature <= 0 or compare_scale <= 0:
             raise ValueError("classical evaluator scales must be positive")
         self.name = "classical"
-        self.variants = frozenset({"chess", "crazyhouse"})
+        self.variants = frozenset(v.name for v in ONE_BOARD)
         self.value_scale = value_scale
         self.prior_temperature = prior_temperature
         self.compare_scale = compare_scale
@@ -312,7 +313,7 @@ class ClassicalEvaluator(Evaluator):
     def evaluate(self, leaves: Sequence[Leaf]) -> list[Evaluation]:
         out: list[Evaluation] = []
         for leaf in leaves:
-            zh = leaf.variant == "crazyhouse"
+            zh = leaf.variant in POCKET_VARIANTS
             st = leaf.state
             s = white_score_raw(st, zh)
             if st[10] != 0:
@@ -326,7 +327,7 @@ class ClassicalEvaluator(Evaluator):
         return stm_score(pos)
 
     def compare(self, pairs: Sequence[tuple[tuple[int, ...], tuple[int, ...]]], variant: str) -> list[float]:
-        zh = variant == "crazyhouse"
+        zh = variant in POCKET_VARIANTS
         out: list[float] = []
         for a, b in pairs:
             d = (white_score_raw(a, zh) - white_score_raw(b, zh)) / self.compare_scale

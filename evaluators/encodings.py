@@ -48,16 +48,17 @@ from board.position import (
     RAW_CASTLING, RAW_EP, RAW_FULLMOVE, RAW_HALFMOVE, RAW_POCKETS, RAW_PROMOTED, RAW_REPETITIONS,
     RAW_TURN,
 )
+from board.variants import CHESS, CRAZYHOUSE, ONE_BOARD, variant_of
 
 RAW_LEN: Final = 16
 MOVE_TABLE_SIZE: Final = 1 << 18
 
-CRAZYARA_PLANES: Final = {"crazyhouse": 34, "chess": 22}
+CRAZYARA_PLANES: Final = {v.name: 34 if v.pockets else 22 for v in ONE_BOARD}
 POLICY_PLANES: Final = 81
 POLICY_SIZE: Final = POLICY_PLANES * 64  # 5184
 SIXTYFOUR_PLANES: Final = 15
 SIXTYFOUR_MOVES: Final = 2308
-DEEPCHESS_BITS: Final = {"chess": 773, "crazyhouse": 897}
+DEEPCHESS_BITS: Final = {v.name: 897 if v.pockets else 773 for v in ONE_BOARD}
 SIXTYFOUR_POLICY_SCALE: Final = {1: 1.0, 0: 0.5, -1: 0.1}  # game result for the mover -> target
 
 # N NE E SE S SW W NW (dx, dy)
@@ -111,7 +112,7 @@ def _unary(counts: np.ndarray, cap: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- CrazyAra
 
-def crazyara_planes(raw: np.ndarray, variant: str = "crazyhouse") -> np.ndarray:
+def crazyara_planes(raw: np.ndarray, variant: str = CRAZYHOUSE.name) -> np.ndarray:
     """CrazyAra input planes ``float32 [B, 34 or 22, 8, 8]`` (see the module docstring)."""
     if variant not in CRAZYARA_PLANES:
         raise EncodingError(f"no CrazyAra encoding for variant {variant!r}")
@@ -133,7 +134,7 @@ def crazyara_planes(raw: np.ndarray, variant: str = "crazyhouse") -> np.ndarray:
     us_cr = np.where(black, cr >> 2, cr) & 3
     them_cr = np.where(black, cr, cr >> 2) & 3
     const: list[np.ndarray] = [(reps >= 1), (reps >= 2)]
-    if variant == "crazyhouse":
+    if variant_of(variant).pockets:
         pk = pocket_counts(raw)
         own = np.where(black[:, None], pk[:, 1], pk[:, 0]) / 32.0
         opp = np.where(black[:, None], pk[:, 0], pk[:, 1]) / 32.0
@@ -145,7 +146,7 @@ def crazyara_planes(raw: np.ndarray, variant: str = "crazyhouse") -> np.ndarray:
     out[:, 0:12] = bits[:, 0:12]
     out[:, 12:12 + len(const)] = np.stack(const, axis=1).astype(np.float32)[:, :, None]
     k = 12 + len(const)
-    if variant == "crazyhouse":
+    if variant_of(variant).pockets:
         out[:, k:k + 3] = bits[:, 12:15]  # promoted own, promoted opponent, en passant
         k += 3
     else:
@@ -327,7 +328,7 @@ def sixtyfour_move_indices(moves: np.ndarray) -> np.ndarray:
     return sixtyfour_move_table()[moves.astype(np.int64)]
 
 
-def sixtyfour_planes(raw: np.ndarray, variant: str = "crazyhouse") -> np.ndarray:
+def sixtyfour_planes(raw: np.ndarray, variant: str = CRAZYHOUSE.name) -> np.ndarray:
     """SixtyFour input ``float32 [B, 15, 8, 8]`` (960 values, see the module docstring)."""
     raw = _check(raw)
     n = raw.shape[0]
@@ -353,14 +354,14 @@ def sixtyfour_planes(raw: np.ndarray, variant: str = "crazyhouse") -> np.ndarray
 
 # --------------------------------------------------------------------------- DeepChess
 
-def deepchess_bits(raw: np.ndarray, variant: str = "chess") -> np.ndarray:
+def deepchess_bits(raw: np.ndarray, variant: str = CHESS.name) -> np.ndarray:
     """DeepChess input ``float32 [B, 773]`` (chess) or ``[B, 897]`` (crazyhouse extension)."""
     if variant not in DEEPCHESS_BITS:
         raise EncodingError(f"no DeepChess encoding for variant {variant!r}")
     raw = _check(raw)
     n = raw.shape[0]
     pcs = raw[:, 2:8]
-    extra = [raw[:, RAW_PROMOTED:RAW_PROMOTED + 1]] if variant == "crazyhouse" else []
+    extra = [raw[:, RAW_PROMOTED:RAW_PROMOTED + 1]] if variant_of(variant).pockets else []
     bits = bitboard_planes(np.concatenate([pcs & raw[:, 0:1], pcs & raw[:, 1:2]] + extra, axis=1))
     out = np.zeros((n, DEEPCHESS_BITS[variant]), dtype=np.float32)
     out[:, :768] = bits[:, :12].reshape(n, 768)
@@ -368,7 +369,7 @@ def deepchess_bits(raw: np.ndarray, variant: str = "chess") -> np.ndarray:
     out[:, 768] = raw[:, RAW_TURN] == 0
     for i in range(4):
         out[:, 769 + i] = (cr >> i) & 1
-    if variant == "crazyhouse":
+    if variant_of(variant).pockets:
         out[:, 773:837] = bits[:, 12]
         pk = pocket_counts(raw)
         k = 837
@@ -381,7 +382,7 @@ def deepchess_bits(raw: np.ndarray, variant: str = "chess") -> np.ndarray:
 
 # --------------------------------------------------------------------------- back to FEN
 
-def raw_to_fen(state: Sequence[int], variant: str = "crazyhouse") -> str:
+def raw_to_fen(state: Sequence[int], variant: str = CRAZYHOUSE.name) -> str:
     """The FEN of a raw state (pockets in brackets and ``~`` for promoted pieces in crazyhouse);
     used to rebuild positions from data shards (mate-in-one sets, tests)."""
     s = [int(v) for v in state]
@@ -402,7 +403,7 @@ def raw_to_fen(state: Sequence[int], variant: str = "crazyhouse") -> str:
                 row += "~"
         rows.append(row + (str(empty) if empty else ""))
     fen = "/".join(rows)
-    if variant == "crazyhouse":
+    if variant_of(variant).pockets:
         pk = s[RAW_POCKETS]
         pocket = ""
         for color in (0, 1):

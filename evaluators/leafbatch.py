@@ -27,6 +27,7 @@ from typing import Final
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
+from board.variants import ONE_BOARD
 from evaluators.encodings import EncodingError
 from evaluators.leaf import Evaluation, Leaf
 
@@ -35,9 +36,10 @@ MOVE_TABLE_SIZE: Final = 1 << 18
 OUTSIDE: Final = 2 * MOVE_TABLE_SIZE
 #: whether this module runs compiled (the evaluators use it only then: interpreted, numpy is faster)
 COMPILED: Final = __file__.endswith((".so", ".pyd"))
-#: CrazyAra planes that are constant over the board, in ``consts`` order (crazyhouse, chess)
-CRAZYARA_CONSTS: Final = {"crazyhouse": (12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 27, 28, 29, 30, 31, 32, 33),
-                          "chess": (12, 13, 15, 16, 17, 18, 19, 20, 21)}
+#: CrazyAra planes that are constant over the board, in ``consts`` order (with pockets, without)
+_CONSTS_POCKETS: Final = (12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 27, 28, 29, 30, 31, 32, 33)
+_CONSTS_PLAIN: Final = (12, 13, 15, 16, 17, 18, 19, 20, 21)
+CRAZYARA_CONSTS: Final = {v.name: _CONSTS_POCKETS if v.pockets else _CONSTS_PLAIN for v in ONE_BOARD}
 POCKET_CAPS: Final = (16, 4, 4, 4, 2)
 
 

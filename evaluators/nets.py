@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from board.variants import CHESS, CRAZYHOUSE
 from evaluators.encodings import CRAZYARA_PLANES, DEEPCHESS_BITS, POLICY_PLANES, SIXTYFOUR_MOVES, SIXTYFOUR_PLANES
 
 
@@ -48,7 +49,7 @@ class RiseConfig:
     se_blocks: int = 5
     value_hidden: int = 256
     arch: str = "rise"  # "rise" (RISEv2-mobile) or "resnet" (AlphaZero-style)
-    variant: str = "crazyhouse"
+    variant: str = CRAZYHOUSE.name
 
 
 class SqueezeExcitation(nn.Module):
@@ -138,7 +139,7 @@ class SixtyFourConfig:
     channels: int = 256
     blocks: int = 12
     value_hidden: int = 0  # 0: the paper's single FC to the value
-    variant: str = "crazyhouse"
+    variant: str = CRAZYHOUSE.name
 
 
 class SixtyFourNet(nn.Module):
@@ -175,7 +176,7 @@ class SixtyFourNet(nn.Module):
 class DeepChessConfig:
     pos2vec: list[int] = field(default_factory=lambda: [600, 400, 200, 100])
     comparator: list[int] = field(default_factory=lambda: [400, 200, 100])
-    variant: str = "chess"
+    variant: str = CHESS.name
     dropout: float = 0.0  # training only: on the comparator's input features and hidden layers
     input_dropout: float = 0.0  # training only: on the input bits of both towers
     antisymmetric: bool = False  # logits(a, b) averaged with the swapped logits(b, a)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from board.position import RAW_TURN
+from board.variants import variant_of
 from evaluators import encodings as enc
 from evaluators import leafbatch
 from evaluators.nets import RiseNet
@@ -35,6 +36,6 @@ class RiseEvaluator(PolicyValueEvaluator):
         return enc.crazyara_policy_indices(moves, raw[seg, RAW_TURN] == 1)
 
     def compiled_encoder(self) -> CompiledEncoder:
-        zh = self.variant == "crazyhouse"
+        zh = variant_of(self.variant).pockets
         return CompiledEncoder(lambda leaves: leafbatch.crazyara(leaves, zh), enc.CRAZYARA_PLANES[self.variant],
                                leafbatch.CRAZYARA_CONSTS[self.variant], keyed_table(enc.crazyara_move_table()))

@@ -16,11 +16,13 @@ external engine's centipawns are taken as it reports them.
 """
 from __future__ import annotations
 
+from board.variants import ALL
+
 import math
 from typing import Final
 
 #: the base of the conversion per variant (module docstring)
-CP_BASE: Final = {"chess": 1.4, "crazyhouse": 1.2, "bughouse": 1.2}
+CP_BASE: Final = {v.name: v.cp_base for v in ALL}
 #: the centipawns of a proven value (|v| >= 1)
 CP_PROVEN: Final = 9999
 

@@ -21,6 +21,8 @@ results database.
 """
 from __future__ import annotations
 
+from board.variants import CHESS, variant_of
+
 import base64
 import csv
 import html
@@ -362,11 +364,7 @@ class GameView:
 
 
 def _board(variant: str, fen: str) -> Any:
-    import chess
-    import chess.variant
-
-    cls = chess.variant.CrazyhouseBoard if variant == "crazyhouse" else chess.Board
-    return cls(fen)
+    return variant_of(variant).python_board(fen)
 
 
 def game_json(g: GameView, variant: str) -> dict[str, Any]:
@@ -374,7 +372,7 @@ def game_json(g: GameView, variant: str) -> dict[str, Any]:
     refuses ends the SAN list there; the board still steps through every stored move)."""
     import chess
 
-    if variant == "bughouse":  # two boards: the moves as stored ("A:e2e4"), the page replays both
+    if variant_of(variant).boards > 1:  # two boards: the moves as stored ("A:e2e4"), the page replays both
         return {"id": g.id, "w": g.white, "b": g.black, "r": g.result, "why": g.reason, "fen": g.fen, "uci": g.moves,
                 "san": list(g.moves), "stats": [list(s) for s in g.stats], "opening": g.opening, "black_first": False,
                 "fullmove": 1}
@@ -481,7 +479,7 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
 
 def _variant_of(md: str) -> str:
     m = re.search(r"\b(crazyhouse|bughouse|chess)\b", md, re.IGNORECASE)
-    return m.group(1).lower() if m else "chess"
+    return m.group(1).lower() if m else CHESS.name
 
 
 def finding(md: str, folder: Path | None = None) -> str:

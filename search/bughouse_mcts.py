@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Final, Sequence
 
 from board.bughouse import SIT, BughouseGame, leaf_state, seat_of, sit_move, split_move, team_of, two_board_move
+from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import range_error
 
@@ -182,7 +183,7 @@ class BughouseMCTS:
 
     def __init__(self, evaluator: Evaluator, config: BughouseMCTSConfig | None = None,
                  rng: random.Random | None = None) -> None:
-        require(evaluator, POLICY_VALUE, "bughouse")
+        require(evaluator, POLICY_VALUE, BUGHOUSE.name)
         self.evaluator = evaluator
         self.config = config or BughouseMCTSConfig()
         self.config.validate()
@@ -507,7 +508,7 @@ class BughouseMCTS:
                 moves.append(sit_move(b))
         node.movers = (team_of(0, game.boards[0].turn), team_of(1, game.boards[1].turn))
         clocks = node.clocks if node.clocks is not None else [-1, -1, -1, -1]
-        return Leaf(leaf_state(game, self.own_board, clocks), moves, "bughouse")
+        return Leaf(leaf_state(game, self.own_board, clocks), moves, BUGHOUSE.name)
 
     def _expand(self, node: _Node, leaf_moves: list[int], ev: Evaluation) -> None:
         if len(ev.priors) != len(leaf_moves):

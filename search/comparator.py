@@ -32,6 +32,7 @@ from mypy_extensions import i64, mypyc_attr
 from librt.vecs import vec
 
 from board.position import Position, new_position
+from board.variants import CHESS
 from evaluators.base import COMPARE, Evaluator, require, value_to_cp
 from search.base import Limits, SearchResult, range_error
 from search.iterative import Budget, IterativeDeepening
@@ -221,7 +222,7 @@ class ComparatorAlphaBeta(IterativeDeepening):
         self.evaluator = evaluator
         self.config = config if config is not None else ComparatorConfig()
         self.config.validate()
-        self._core = _Core(evaluator, "chess", self.config)
+        self._core = _Core(evaluator, CHESS.name, self.config)
         super().__init__(self._core)
         self._depth = 0
         self._max_depth = self.config.depth

@@ -1,6 +1,7 @@
 """The house rules of the layout, checked on the source: imports go one way (board <- evaluators <-
 search <- engines <- reports <- experiments), a search sees evaluators only through
-evaluators/base.py, no module outside board/ exceeds ~800 lines nor a function ~120."""
+evaluators/base.py, no module outside board/ exceeds ~800 lines nor a function ~120, no module of
+search/ 600 lines, and no variant's name is written outside board/ (code asks board.variants)."""
 from __future__ import annotations
 
 import ast
@@ -53,3 +54,21 @@ def test_module_and_function_sizes() -> None:
                     if node.end_lineno - node.lineno + 1 > 130:
                         big.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert not big, big
+
+
+def test_search_modules_stay_small() -> None:
+    big = [f"{p.relative_to(ROOT)}: {p.read_text().count(chr(10))} lines" for p in _sources("search")
+           if p.read_text().count("\n") > 600]
+    assert not big, big
+
+
+def test_no_variant_name_outside_board() -> None:
+    """A variant's facts live on its record (board/variants.py): code outside board/ asks
+    ``variant_of(name).pockets`` or uses ``CRAZYHOUSE.name``, it never writes "crazyhouse"."""
+    from board.variants import ALL
+
+    names = {v.name for v in ALL}
+    found = [f"{p.relative_to(ROOT)}:{node.lineno} {node.value!r}" for top in ORDER[1:] for p in _sources(top)
+             for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+    assert not found, found

@@ -22,6 +22,7 @@ import numpy as np
 
 import board
 from board.convert import to_python_chess
+from board.variants import CRAZYHOUSE
 
 
 def reference_crazyara_planes(b: chess.Board, repetitions: int = 0) -> np.ndarray:
@@ -67,11 +68,11 @@ def reference_crazyara_planes(b: chess.Board, repetitions: int = 0) -> np.ndarra
 def _positions(n: int, seed: int) -> list[board.Position]:
     rng = random.Random(seed)
     out: list[board.Position] = []
-    pos = board.new_position("crazyhouse")
+    pos = board.new_position(CRAZYHOUSE.name)
     while len(out) < n:
         lm = pos.legal_moves()
         if not lm or pos.ply() > 100:
-            pos = board.new_position("crazyhouse")
+            pos = board.new_position(CRAZYHOUSE.name)
             continue
         pos.push(rng.choice(lm))
         out.append(pos.copy())
@@ -96,7 +97,7 @@ def run(batches: tuple[int, ...] = (1, 8, 64, 256), seconds: float = 1.0, seed: 
     except ValueError:
         from experiments.training.families import FAMILIES
 
-        net, label = nets.build("rise", {**FAMILIES["rise"].sizes["small"], "variant": "crazyhouse"}), "fresh small RISE"
+        net, label = nets.build("rise", {**FAMILIES["rise"].sizes["small"], "variant": CRAZYHOUSE.name}), "fresh small RISE"
         net.eval()
     ps = _positions(max(batches), seed)
     leaves = [Leaf.of(p) for p in ps]

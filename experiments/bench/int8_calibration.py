@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from board.variants import CRAZYHOUSE
 from evaluators.onnx_runtime import OrtForward
 
 
@@ -55,7 +56,7 @@ def _rate(f: Callable[[np.ndarray], Any], x: np.ndarray, seconds: float) -> floa
     return best
 
 
-def run(family: str = "rise", variant: str = "crazyhouse", positions: int = 2000, seconds: float = 0.3,
+def run(family: str = "rise", variant: str = CRAZYHOUSE.name, positions: int = 2000, seconds: float = 0.3,
         alternatives: tuple[str, ...] = ALTERNATIVES) -> dict[str, Any]:
     import onnx
 

@@ -14,26 +14,27 @@ import time
 from typing import Any, Callable
 
 import chess
-import chess.variant
 
 from board import new_position, perft
+from board.variants import CHESS, CRAZYHOUSE, variant_of
 
 # (variant, FEN, perft depth): crazyhouse first, as the goals are stated for crazyhouse.
 PERFT_POSITIONS: list[tuple[str, str, int]] = [
-    ("crazyhouse", "r1bqk2r/pppp1ppp/2n1p3/4P3/1b1Pn3/2NB1N2/PPP2PPP/R1BQK2R[] b KQkq - 0 1", 3),
-    ("crazyhouse", "2rn1b1r/1pp2n1p/B1PBk1pP/5p1P/P5p1/2P2RP1/RP1QNP2/1NBK4[QPp] w - - 0 1", 2),
-    ("crazyhouse", "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22", 2),
-    ("crazyhouse", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1", 4),
+    (CRAZYHOUSE.name, "r1bqk2r/pppp1ppp/2n1p3/4P3/1b1Pn3/2NB1N2/PPP2PPP/R1BQK2R[] b KQkq - 0 1", 3),
+    (CRAZYHOUSE.name, "2rn1b1r/1pp2n1p/B1PBk1pP/5p1P/P5p1/2P2RP1/RP1QNP2/1NBK4[QPp] w - - 0 1", 2),
+    (CRAZYHOUSE.name, "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22", 2),
+    (CRAZYHOUSE.name, "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1", 4),
 ]
 CHESS_PERFT_POSITIONS: list[tuple[str, str, int]] = [
-    ("chess", "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", 3),
-    ("chess", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 4),
+    (CHESS.name, "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", 3),
+    (CHESS.name, "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 4),
 ]
 MAX_PLIES = 300
 
 
 def _pc_board(variant: str, fen: str) -> chess.Board:
-    return chess.variant.CrazyhouseBoard(fen) if variant == "crazyhouse" else chess.Board(fen)
+    b: chess.Board = variant_of(variant).python_board(fen)
+    return b
 
 
 def _pc_perft(b: chess.Board, depth: int) -> int:
@@ -100,8 +101,8 @@ def _spiel_playouts(variant: str, games: int, seed: int) -> int | None:
     return plies
 
 
-def run(variant: str = "crazyhouse", playout_games: int = 40, seed: int = 1) -> dict[str, Any]:
-    positions = PERFT_POSITIONS if variant == "crazyhouse" else CHESS_PERFT_POSITIONS
+def run(variant: str = CRAZYHOUSE.name, playout_games: int = 40, seed: int = 1) -> dict[str, Any]:
+    positions = PERFT_POSITIONS if variant_of(variant).pockets else CHESS_PERFT_POSITIONS
     ours_n = pc_n = 0
     ours_t = pc_t = 0.0
     for v, fen, depth in positions:

@@ -19,14 +19,16 @@ alpha-beta spends), and the two-board bughouse net.
 """
 from __future__ import annotations
 
+from board.variants import CHESS, CRAZYHOUSE
+
 import time
 from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
 
-NETWORKS: tuple[tuple[str, str], ...] = (("rise", "crazyhouse"), ("rise", "chess"), ("sixtyfour", "crazyhouse"),
-                                         ("sixtyfour", "chess"))
+NETWORKS: tuple[tuple[str, str], ...] = (("rise", CRAZYHOUSE.name), ("rise", CHESS.name), ("sixtyfour", CRAZYHOUSE.name),
+                                         ("sixtyfour", CHESS.name))
 BATCHES: tuple[int, ...] = (1, 8, 32, 64)
 #: the other shipped networks, by the name the table gives them
 GRAPHS: tuple[str, ...] = ("deepchess_crazyhouse/tower", "deepchess_crazyhouse/head", "deepchess_chess/tower",

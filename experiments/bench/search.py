@@ -34,6 +34,7 @@ import chess
 import chess.variant
 
 import board
+from board.variants import CHESS, CRAZYHOUSE, variant_of
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
 from evaluators.classical import ClassicalEvaluator, white_score_bb
 from search.alphabeta import AlphaBeta
@@ -41,12 +42,12 @@ from search.base import Limits
 from search.mcts import MCTS, MCTSConfig
 
 POSITIONS: dict[str, list[str]] = {
-    "chess": [
+    CHESS.name: [
         board.STARTING_FEN,
         "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
         "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
     ],
-    "crazyhouse": [
+    CRAZYHOUSE.name: [
         board.CRAZYHOUSE_STARTING_FEN,
         "r1bqk2r/pppp1ppp/2n1p3/4P3/1b1Pn3/2NB1N2/PPP2PPP/R1BQK2R[] b KQkq - 0 1",
         "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22",
@@ -204,8 +205,8 @@ def pc_alphabeta(variant: str, fens: list[str], depth: int) -> dict[str, float]:
     count = [0]
     t0 = time.perf_counter()
     for fen in fens:
-        b = chess.variant.CrazyhouseBoard(fen) if variant == "crazyhouse" else chess.Board(fen)
-        pc_negamax(b, depth, -MATE - 1, MATE + 1, variant == "crazyhouse", count)
+        record = variant_of(variant)
+        pc_negamax(record.python_board(fen), depth, -MATE - 1, MATE + 1, record.pockets, count)
     t = time.perf_counter() - t0
     return {"nodes": count[0], "time": t, "nodes_per_s": count[0] / t if t > 0 else 0.0}
 
@@ -232,7 +233,7 @@ def _faster(best: dict[str, float] | None, new: dict[str, float] | None) -> dict
     return best
 
 
-def run(variants: Sequence[str] = ("chess", "crazyhouse"), sims: int = 3000, ab_nodes: int = 100_000,
+def run(variants: Sequence[str] = board.VARIANTS, sims: int = 3000, ab_nodes: int = 100_000,
         pc_depth: int = 3, nn_sims: int = 400) -> dict[str, Any]:
     out: dict[str, Any] = {"mcts_overhead": {}, "alphabeta": {}, "nn": None}
     for variant in variants:
@@ -254,7 +255,7 @@ def run(variants: Sequence[str] = ("chess", "crazyhouse"), sims: int = 3000, ab_
             "ratio_defaults": ours["sims_per_s"] / peer["sims_per_s"] if peer and peer["sims_per_s"] > 0 else None,
         }
         ab = ours_alphabeta(variant, fens, ab_nodes)
-        pc = pc_alphabeta(variant, fens, pc_depth if variant == "chess" else max(1, pc_depth - 1))
+        pc = pc_alphabeta(variant, fens, pc_depth if not variant_of(variant).pockets else max(1, pc_depth - 1))
         out["alphabeta"][variant] = {"ours": ab, "python_chess": pc,
                                      "ratio": ab["nodes_per_s"] / pc["nodes_per_s"] if pc["nodes_per_s"] else None}
     out["nn"] = nn_fraction(nn_sims)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import board
+from board.variants import CRAZYHOUSE
 from experiments.cli.main import count, fraction, number, plies_range, positive_float, seed
 from evaluators.base import INFERENCE_MODES
 from experiments.training.families import FAMILIES
@@ -119,7 +121,7 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("datagen", help="play Fairy-Stockfish games (or import a PGN) into data shards")
     p.add_argument("--out", required=True, help="data directory (shards are appended)")
-    p.add_argument("--variant", choices=("chess", "crazyhouse"), default="crazyhouse")
+    p.add_argument("--variant", choices=board.VARIANTS, default=CRAZYHOUSE.name)
     p.add_argument("--games", type=count(1), default=100, help="new games to play")
     p.add_argument("--nodes", type=count(1), default=2000, help="engine node budget per move")
     p.add_argument("--workers", type=count(1, 256), default=1, help="engine processes in parallel")
@@ -130,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--engine", default="fairy-stockfish")
     p.add_argument("--seed", type=seed, default=None)
     p.add_argument("--pgn", default=None, help="import this PGN file instead of playing games")
-    p.add_argument("--pgn-variant", choices=("chess", "crazyhouse"), default=None,
+    p.add_argument("--pgn-variant", choices=board.VARIANTS, default=None,
                    help="keep only games of this variant (default: from each game's Variant header)")
     p.add_argument("--min-elo", type=count(0, 5000), default=0, help="PGN import: both players rated at least this")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

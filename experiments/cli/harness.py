@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import board
+from board.variants import ALL, CRAZYHOUSE, variant_of
 from experiments.cli.main import count, number, positive_float, seed
 from experiments.harness import match as match_mod
 from experiments.harness import openings as openings_mod
@@ -29,7 +30,7 @@ def _safe(s: str) -> str:
 def _add_play_options(p: argparse.ArgumentParser, variants: tuple[str, ...] = board.VARIANTS) -> None:
     p.add_argument("a", help="engine A (registry name or spec)")
     p.add_argument("b", help="engine B")
-    p.add_argument("--variant", choices=variants, default="crazyhouse")
+    p.add_argument("--variant", choices=variants, default=CRAZYHOUSE.name)
     p.add_argument("--nodes", type=count(1), help="node budget per move (both engines)")
     p.add_argument("--evals", type=count(1), help="evaluator calls per move (in-process engines)")
     p.add_argument("--playouts", type=count(1), help="MCTS: new simulations per move (--nodes counts the root's "
@@ -149,7 +150,7 @@ def _bughouse_match(args: argparse.Namespace) -> int:
 def cmd_match(args: argparse.Namespace) -> int:
     if args.games < 1:
         raise match_mod.MatchError("--games must be at least 1")
-    if args.variant == "bughouse":
+    if variant_of(args.variant).boards > 1:
         return _bughouse_match(args)
     a, b = _players(args)
     ops, suite_path = _suite(args, (args.games + 1) // 2)
@@ -398,7 +399,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("match", help="play a match of two engines (resumable; SQLite + PGN); "
                                      "--variant bughouse plays two teams of two seats")
-    _add_play_options(p, variants=(*board.VARIANTS, "bughouse"))
+    _add_play_options(p, variants=tuple(v.name for v in ALL))
     p.add_argument("--games", type=count(1), default=20, help="games (openings in colour-reversed pairs)")
     p.set_defaults(func=cmd_match)
 
@@ -468,7 +469,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("openings", help="generate a balanced opening suite with Fairy-Stockfish")
-    p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    p.add_argument("--variant", choices=board.VARIANTS, default=CRAZYHOUSE.name)
     p.add_argument("--count", type=count(1), default=50)
     p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--depth", type=count(1), default=12)
@@ -481,7 +482,7 @@ def register(sub: Any) -> None:
 def register_bench(bsub: Any) -> None:
     p = bsub.add_parser("harness", help="games/hour: pooled in-process games vs one game at a time via UCI")
     p.add_argument("--engine", default="rise-mcts")
-    p.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    p.add_argument("--variant", choices=board.VARIANTS, default=CRAZYHOUSE.name)
     p.add_argument("--games", type=int, default=8)
     p.add_argument("--nodes", type=int, default=200)
     p.add_argument("--concurrency", default="auto", help="games at once per pooled process (auto: from the batch)")

@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, NoReturn
 
 import board
+from board.variants import CHESS, CRAZYHOUSE
 from experiments.harness.tasks import MAX_BUDGET, SEED_RANGE
 
 EXIT_USAGE = 2
@@ -176,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     pp = sub.add_parser("perft", help="count leaf nodes of the legal move tree")
-    pp.add_argument("--variant", choices=board.VARIANTS, default="chess")
+    pp.add_argument("--variant", choices=board.VARIANTS, default=CHESS.name)
     pp.add_argument("--depth", type=count(0, board.MAX_PERFT_DEPTH), required=True,
                     help=f"plies, at most {board.MAX_PERFT_DEPTH}")
     pp.add_argument("--bulk", action="store_true", help="count the last ply from move lists (faster)")
@@ -186,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     pb = sub.add_parser("bench", help="benchmarks against peers, side by side in one run")
     bsub = pb.add_subparsers(dest="bench", required=True)
     bm = bsub.add_parser("movegen", help="perft and random playouts vs python-chess (and OpenSpiel)")
-    bm.add_argument("--variant", choices=board.VARIANTS, default="crazyhouse")
+    bm.add_argument("--variant", choices=board.VARIANTS, default=CRAZYHOUSE.name)
     bm.add_argument("--games", type=count(1), default=40, help="random playouts for our side")
     bm.add_argument("--seed", type=seed, default=1)
     bm.add_argument("--json", action="store_true", help="print one JSON object")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+import board
+from board.variants import CRAZYHOUSE
 from experiments.cli.main import count, plies_range, seed
 
 
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                         "search's policy targets (resumable)")
     p.add_argument("--engine", required=True, help="an MCTS-family engine, e.g. rise-mcts or rise-gumbel:weights=W")
     p.add_argument("--out", required=True, help="data directory (shards + pending.jsonl)")
-    p.add_argument("--variant", choices=("chess", "crazyhouse"), default="crazyhouse")
+    p.add_argument("--variant", choices=board.VARIANTS, default=CRAZYHOUSE.name)
     p.add_argument("--games", type=count(1), default=100, help="games of the run in all (a rerun plays the missing ones)")
     p.add_argument("--nodes", type=count(1), default=16, help="simulations (root visits) per move")
     p.add_argument("--evals", type=count(1), help="evaluator calls per move instead of --nodes (equal cost for "

@@ -55,6 +55,7 @@ from typing import Any, Callable, Sequence
 from board.bughouse import (
     BOARD_LETTERS, BughouseError, BughouseGame, bpgn_movetext, format_move, partner_seat, team_of,
 )
+from board.variants import BUGHOUSE
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
     GameContext, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
 )
@@ -313,7 +314,7 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
             seats_of["b"] = [seat_factory(b.seat_specs[0], seed + 2, cache), seat_factory(b.seat_specs[1], seed + 3, cache)]
         from tqdm import tqdm
 
-        bar = tqdm(total=games, initial=summary.skipped, desc="bughouse", disable=not progress, dynamic_ncols=True)
+        bar = tqdm(total=games, initial=summary.skipped, desc=BUGHOUSE.name, disable=not progress, dynamic_ncols=True)
         for i in todo:
             t0_team, t1_team = (a, b) if i % 2 == 0 else (b, a)
             s0, s1 = (seats_of["a"], seats_of["b"]) if i % 2 == 0 else (seats_of["b"], seats_of["a"])
@@ -325,7 +326,7 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
             seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=base_ms, inc_ms=inc_ms)
                              for n, s in enumerate(seats)]
             rec = GameRecord(
-                key=keys[i], run=run, match=match, pair=i // 2, variant="bughouse", white=t0_team.name,
+                key=keys[i], run=run, match=match, pair=i // 2, variant=BUGHOUSE.name, white=t0_team.name,
                 black=t1_team.name,
                 white_settings={"team": t0_team.name, "seats": [seat_settings[0], seat_settings[3]]},
                 black_settings={"team": t1_team.name, "seats": [seat_settings[1], seat_settings[2]]},

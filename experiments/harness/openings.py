@@ -26,6 +26,7 @@ from typing import Sequence
 
 import board
 from board import Position, new_position
+from board.variants import variant_of
 
 SUITE_DIR = Path(str(resources.files("experiments") / "openings"))  # package data, installed or not
 
@@ -207,15 +208,14 @@ def generate(variant: str, count: int, seed: int = 1, plies: tuple[int, int] = (
     """EPD lines of ``count`` balanced openings generated with Fairy-Stockfish (see module doc)."""
     import chess
     import chess.engine
-    import chess.variant
     from tqdm import tqdm
 
     if max_cp is None:
         # Crazyhouse has a large first-move advantage: Fairy-Stockfish scores its initial position
         # about +90 cp at depth 12, so the chess bound (60) would reject nearly everything.
-        max_cp = 150 if variant == "crazyhouse" else 60
+        max_cp = 150 if variant_of(variant).pockets else 60
     rng = random.Random(seed)
-    cls = chess.variant.CrazyhouseBoard if variant == "crazyhouse" else chess.Board
+    cls = variant_of(variant).board_class()
     eng = chess.engine.SimpleEngine.popen_uci(find_engine(engine))
     lines: list[str] = []
     seen: set[str] = set()

@@ -28,8 +28,8 @@ from typing import Iterable
 
 import chess
 import chess.pgn
-import chess.variant
 
+from board.variants import variant_of
 from experiments.paths import OutputError, check_file
 from experiments.harness.store import GameRecord, MoveStat
 from experiments.harness.tasks import parse_limits
@@ -152,7 +152,8 @@ def time_control(settings: dict[str, object]) -> str | None:
 
 
 def to_game(g: GameRecord, source: str = "") -> chess.pgn.Game:
-    cls = chess.variant.CrazyhouseBoard if g.variant == "crazyhouse" else chess.Board
+    record = variant_of(g.variant)
+    cls = record.board_class()
     start = cls() if g.opening_moves else cls(g.opening_fen)
     game = chess.pgn.Game()
     game.setup(start)
@@ -175,8 +176,8 @@ def to_game(g: GameRecord, source: str = "") -> chess.pgn.Game:
     game.headers["Opening"] = g.opening
     game.headers["PlyCount"] = str(len(g.opening_moves) + len(g.moves))
     game.headers["GameId"] = game_id(source, g.key)
-    if g.variant == "crazyhouse":
-        game.headers["Variant"] = "Crazyhouse"
+    if record.pgn_tag:
+        game.headers["Variant"] = record.pgn_tag
     node: chess.pgn.GameNode = game
     for uci in g.opening_moves:
         node = node.add_variation(chess.Move.from_uci(uci))
@@ -200,7 +201,7 @@ def pawn_drops_with_letter(movetext: str) -> str:
 def to_pgn(g: GameRecord, source: str = "") -> str:
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=True)
     text = to_game(g, source).accept(exporter)
-    if g.variant == "crazyhouse":
+    if variant_of(g.variant).pockets:
         head, sep, moves = text.partition("\n\n")  # tags (names may hold "@") stay as they are
         text = head + sep + pawn_drops_with_letter(moves)
     return text + "\n\n"

@@ -155,7 +155,7 @@ def versions() -> dict[str, str]:
         import chess
         import numpy
 
-        v = {"searchbench": "0.1.0", "python": platform.python_version(), "chess": chess.__version__,
+        v = {"searchbench": "0.1.0", "python": platform.python_version(), "python-chess": chess.__version__,
              "numpy": numpy.__version__}
         try:
             import importlib.metadata as md

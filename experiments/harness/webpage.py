@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from board.variants import variant_of
 from experiments.harness.store import GameRecord
 from reports import html as page
 
@@ -19,14 +20,11 @@ from reports import html as page
 def views(games: Sequence[GameRecord]) -> list[page.GameView]:
     """The page's view of stored games: start FEN (the opening's moves replayed where it has them),
     UCI moves, and per move nodes, evaluator calls, score, depth and milliseconds."""
-    import chess
-    import chess.variant
-
     out = []
     for i, g in enumerate(games):
         fen = g.opening_fen
         if g.opening_moves:
-            cls = chess.variant.CrazyhouseBoard if g.variant == "crazyhouse" else chess.Board
+            cls = variant_of(g.variant).board_class()
             b = cls()
             try:
                 for u in g.opening_moves:

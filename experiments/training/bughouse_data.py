@@ -32,6 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from board.bughouse import BughouseGame, team_of
+from board.variants import BUGHOUSE
 
 DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (("sjeng:depth=3", "sjeng:depth=4"), ("sjeng:depth=4", "sjeng:depth=4"))
 
@@ -153,7 +154,7 @@ def samples_from_db(paths: Sequence[str | Path], both_views: bool = True) -> Sam
         try:
             for rec in store.store.games():
                 z0 = _result_value(rec.result)
-                if rec.variant != "bughouse" or z0 is None or rec.reason.startswith(("forfeit", "max_")):
+                if rec.variant != BUGHOUSE.name or z0 is None or rec.reason.startswith(("forfeit", "max_")):
                     continue
                 details = store.details(rec.key)
                 if details is None:

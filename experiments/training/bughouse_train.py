@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from board.variants import BUGHOUSE
 from evaluators import bughouse_net as bn
 from experiments.training.bughouse_data import BughouseDataError, Samples, samples_from_db
 
@@ -207,7 +208,7 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
     if not last:  # resumed after the last epoch
         last = evaluate(net, val_s)
     meta: dict[str, Any] = {
-        "variant": "bughouse", "size": cfg.size, "data": [str(d) for d in dbs], "games": samples.games,
+        "variant": BUGHOUSE.name, "size": cfg.size, "data": [str(d) for d in dbs], "games": samples.games,
         "train_positions": len(train_s), "val_positions": len(val_s), "val_games": val_s.games,
         "recipe": recipe, "training_seconds": round(time.monotonic() - t0, 1), "epochs_done": epoch,
         "device": str(device), **last}

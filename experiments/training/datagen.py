@@ -59,6 +59,7 @@ import numpy as np
 
 import board
 from board import Position, new_position
+from board.variants import CHESS, CRAZYHOUSE, ONE_BOARD, Variant, of_pgn_tag, variant_of
 
 MATE_SCORE = 32000
 SCORE_UNKNOWN = -32768
@@ -103,8 +104,9 @@ class UciProcess:
             self.send("uci")
             self.wait_for("uciok")
             opts = {"Threads": "1", "Hash": "16"}
-            if variant != "chess":
-                opts["UCI_Variant"] = variant
+            record = variant_of(variant)
+            if record is not CHESS:
+                opts["UCI_Variant"] = record.uci_name
             opts.update(options or {})
             for k, v in opts.items():
                 self.send(f"setoption name {k} value {v}")
@@ -305,7 +307,7 @@ def write_shard(directory: str, games: list[GameRecord]) -> str:
         "game_result": np.array([g.result for g in games], dtype=np.int8),
         "game_opening": np.array([" ".join(g.opening) for g in games], dtype=np.str_),
         "game_fen": np.array([g.start_fen for g in games], dtype=np.str_),
-        "variant": np.array(games[0].variant if games else "crazyhouse"),
+        "variant": np.array(games[0].variant if games else CRAZYHOUSE.name),
     }
     if any(g.policy for g in games):
         if any(len(g.policy) != len(g.moves) or len(g.root_q) != len(g.moves) for g in games):
@@ -502,7 +504,7 @@ def _used_openings(directory: str, variant: str) -> tuple[set[int], int]:
 @dataclass
 class GenConfig:
     out: str
-    variant: str = "crazyhouse"
+    variant: str = CRAZYHOUSE.name
     games: int = 100
     nodes: int = 2000
     workers: int = 1
@@ -621,9 +623,12 @@ def import_pgn(pgn_path: str, out: str, variant: str | None = None, min_elo: int
                 break
             bar.update(1)
             h = g.headers
-            v = variant or ("crazyhouse" if h.get("Variant", "").lower() == "crazyhouse" else "chess")
-            if variant is not None and h.get("Variant", "").lower() not in ("", variant, "standard") \
-                    and not (variant == "chess" and h.get("Variant", "").lower() == "standard"):
+            try:
+                tagged: Variant | None = of_pgn_tag(h.get("Variant", ""))
+            except ValueError:
+                tagged = None
+            v = variant or (tagged.name if tagged in ONE_BOARD else CHESS.name)
+            if variant is not None and (tagged is None or (tagged is not CHESS and tagged.name != variant)):
                 stats["skipped_other"] += 1
                 continue
             if min_elo > 0:

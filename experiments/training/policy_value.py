@@ -18,6 +18,7 @@ from torch import nn
 
 import board
 from board.position import RAW_CASTLING
+from board.variants import variant_of
 from evaluators import encodings as enc
 from evaluators import nets
 from evaluators.neural import PolicyValueEvaluator, weights_path
@@ -344,7 +345,7 @@ def classical_metrics(ds: DataSet, idx: np.ndarray, legal: list[list[int]]) -> d
     side-to-move score, policy top-1 = its highest move score (the priors it gives MCTS)."""
     from evaluators import classical
 
-    zh = ds.variant == "crazyhouse"
+    zh = variant_of(ds.variant).pockets
     z = side_result(ds, idx)
     correct = sign_ok = decisive = 0
     for k, i in enumerate(idx):

@@ -69,6 +69,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import board
+from board.variants import CRAZYHOUSE
 from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
 from experiments.training.selfplay import SelfPlayConfig, SelfPlayError
@@ -95,7 +97,7 @@ class LoopConfig:
     name: str
     initial: str
     arms: list[Arm]
-    variant: str = "crazyhouse"
+    variant: str = CRAZYHOUSE.name
     model: str = "rise"
     generations: int = 3
     seed: int = 1
@@ -161,7 +163,7 @@ def parse(path: str) -> LoopConfig:
     root = load(path)
     name = root.get("name", str, check=lambda v: None if v and v[0] != "." and all(c.isalnum() or c in "-_." for c in v)
                     else "must be letters, digits, '-', '_' or '.', not starting with '.' (it names folders)")
-    variant = root.choice("variant", ("chess", "crazyhouse"), "crazyhouse")
+    variant = root.choice("variant", board.VARIANTS, CRAZYHOUSE.name)
     model = root.choice("model", tuple(policy_value_families()), "rise")
     initial = root.get("initial", str)
     if not os.path.isfile(weights_path(initial)):

@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import board
 from board import new_position
+from board.variants import CRAZYHOUSE, ONE_BOARD
 from evaluators.base import value_to_cp
 from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
@@ -68,14 +69,14 @@ EXPLORATION: dict[str, dict[str, Any]] = {
     "puct": {"dirichlet_epsilon": "0.25", "dirichlet_alpha": None, "temperature": "1.0", "temperature_moves": "15"},
     "gumbel": {"gumbel_scale": "1.0"},
 }
-DIRICHLET_ALPHA = {"chess": "0.3", "crazyhouse": "0.2"}
+DIRICHLET_ALPHA = {v.name: f"{v.dirichlet_alpha:g}" for v in ONE_BOARD}
 
 
 @dataclass
 class SelfPlayConfig:
     engine: str
     out: str
-    variant: str = "crazyhouse"
+    variant: str = CRAZYHOUSE.name
     games: int = 100  # games in the run in all (a rerun plays the missing ones)
     nodes: int = 16  # the root's visits per move (search.base's node limit)
     #: > 0: the move's limit is this many evaluator calls instead of ``nodes`` (the unit in which two
@@ -101,7 +102,7 @@ class SelfPlayConfig:
         return (self.full_fraction, self.fast_nodes) if self.full_fraction < 1.0 else None
 
     def check(self) -> None:
-        if self.variant not in ("chess", "crazyhouse"):
+        if self.variant not in board.VARIANTS:
             raise SelfPlayError(f"self-play plays chess or crazyhouse, not {self.variant!r}")
         for name in ("games", "nodes", "concurrency", "workers", "shard_games", "max_plies"):
             if getattr(self, name) < 1:
