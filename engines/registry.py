@@ -28,6 +28,7 @@ from typing import Any
 
 import board
 from board.variants import BUGHOUSE, CHESS
+from evaluators.families import FAMILIES
 from engines.base import Engine, EngineError, EngineSpec
 from evaluators.base import Evaluator
 
@@ -56,13 +57,12 @@ class SearchEntry:
     variants: tuple[str, ...] = board.VARIANTS
 
 
+#: the evaluators: the classical ones here, every network's from its family (evaluators/families.py)
 EVALUATORS: dict[str, EvaluatorEntry] = {
     "classical": EvaluatorEntry("evaluators.classical", "ClassicalEvaluator", False),
-    "rise": EvaluatorEntry("evaluators.rise", "RiseEvaluator", True),
-    "sixtyfour": EvaluatorEntry("evaluators.sixtyfour", "SixtyFourEvaluator", True),
-    "deepchess": EvaluatorEntry("evaluators.deepchess", "DeepChessEvaluator", True),
     "bughouse-classical": EvaluatorEntry("evaluators.bughouse_classical", "BughouseClassicalEvaluator", False),
-    "bughouse-net": EvaluatorEntry("evaluators.bughouse_net", "BughouseNetEvaluator", True),
+    **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
+       for f in FAMILIES.values()},
 }
 SEARCHES: dict[str, SearchEntry] = {
     "mcts": SearchEntry("search.mcts", "MCTS", "MCTSConfig", True),

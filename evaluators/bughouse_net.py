@@ -63,7 +63,8 @@ from board.bughouse import (
 )
 from board.variants import BUGHOUSE
 from evaluators.base import DEFAULT_INFERENCE, ONNX_MODES, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
-from evaluators.nets import build_checked, save_atomically
+from evaluators.families import FAMILIES
+from evaluators.nets import load_model, save_model
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 log = logging.getLogger(__name__)
@@ -226,12 +227,8 @@ class BughouseNetConfig:
     variant: str = BUGHOUSE.name
 
 
-SIZES: Final[dict[str, dict[str, int]]] = {
-    "tiny": dict(channels=16, blocks=1, value_hidden=32),
-    "small": dict(channels=48, blocks=3, value_hidden=128),
-    "medium": dict(channels=96, blocks=6, value_hidden=256),
-    "lazybug": dict(),
-}
+#: the size presets (:data:`evaluators.families.FAMILIES`)
+SIZES: Final = FAMILIES[FAMILY].sizes
 
 
 class _Block(nn.Module):
@@ -281,33 +278,18 @@ def build(size: str | dict[str, Any]) -> BughouseNet:
 
 
 def save(path: str, net: BughouseNet, meta: dict[str, Any] | None = None, half: bool = False) -> None:
-    sd = {k: (v.detach().cpu().half() if half and v.is_floating_point() else v.detach().cpu())
-          for k, v in net.state_dict().items()}
-    d = {"family": FAMILY, "config": asdict(net.cfg), "variant": BUGHOUSE.name, "state_dict": sd,
-         "meta": dict(meta or {})}
-    save_atomically(path, d)
+    """The shared saved form of :func:`evaluators.nets.save_model` (family ``bughouse``)."""
+    save_model(path, FAMILY, net, meta, half)
 
 
 def load(path: str) -> tuple[BughouseNet, dict[str, Any]]:
-    """A saved bughouse network in eval mode; :class:`BughouseNetError` naming the file otherwise."""
-    if not os.path.isfile(path):
-        raise BughouseNetError(f"bughouse weights file not found: {path}")
+    """A saved bughouse network in eval mode (:func:`evaluators.nets.load_model`);
+    :class:`BughouseNetError` naming the file otherwise."""
     try:
-        d = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # noqa: BLE001 - any unreadable file is one line
-        first = str(e).splitlines()[0] if str(e) else ""
-        raise BughouseNetError(f"cannot read bughouse weights file {path}: {type(e).__name__}: {first}") from None
-    if not isinstance(d, dict) or d.get("family") != FAMILY or "state_dict" not in d:
-        got = d.get("family") if isinstance(d, dict) else type(d).__name__
-        raise BughouseNetError(f"weights file {path} is not a bughouse network (found {got!r})")
-    try:
-        cfg = BughouseNetConfig(**dict(d["config"]))
-        net = build_checked(lambda: BughouseNet(cfg), d["state_dict"])
-        assert isinstance(net, BughouseNet)
-    except (TypeError, RuntimeError, KeyError, ValueError) as e:
-        raise BughouseNetError(f"weights file {path} does not match its bughouse configuration: "
-                               f"{str(e).splitlines()[0]}") from None
-    net.eval()
+        net, d = load_model(path, FAMILY)
+    except ValueError as e:
+        raise BughouseNetError(str(e)) from None
+    assert isinstance(net, BughouseNet)
     return net, d
 
 

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from board.variants import CHESS, CRAZYHOUSE
+from evaluators.families import FAMILIES, resolve
 from evaluators.encodings import CRAZYARA_PLANES, DEEPCHESS_BITS, POLICY_PLANES, SIXTYFOUR_MOVES, SIXTYFOUR_PLANES
 
 
@@ -197,10 +198,11 @@ class Pos2Vec(nn.Module):
 
     def autoencoder_layer(self, i: int) -> tuple[nn.Linear, nn.Module]:
         """Layer i of the encoder and a fresh decoder back to its input (for layer-wise
-        pretraining: sigmoid output for the binary input layer, linear for deeper ones)."""
+        pretraining: sigmoid output for the binary input layer, linear for deeper ones), on the
+        encoder's device."""
         enc = self.layers[i]
         assert isinstance(enc, nn.Linear)
-        dec: nn.Module = nn.Linear(enc.out_features, enc.in_features)
+        dec: nn.Module = nn.Linear(enc.out_features, enc.in_features).to(enc.weight.device, enc.weight.dtype)
         return enc, dec
 
 
@@ -249,18 +251,12 @@ class DeepChessNet(nn.Module):
 
 # --------------------------------------------------------------------------- save / load
 
-FAMILIES: dict[str, tuple[type, type]] = {
-    "rise": (RiseConfig, RiseNet),
-    "sixtyfour": (SixtyFourConfig, SixtyFourNet),
-    "deepchess": (DeepChessConfig, DeepChessNet),
-}
-
-
 def build(family: str, config: dict[str, Any]) -> nn.Module:
+    """A fresh network of ``family`` (:data:`evaluators.families.FAMILIES`) with ``config``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown network family {family!r}; known: {', '.join(FAMILIES)}")
-    cfg_cls, net_cls = FAMILIES[family]
-    net: nn.Module = net_cls(cfg_cls(**config))
+    f = FAMILIES[family]
+    net: nn.Module = resolve(f.network)(resolve(f.config)(**config))
     return net
 
 

@@ -169,11 +169,11 @@ def test_weights_errors_name_the_file(tmp_path: Path):
         bn.BughouseNetEvaluator.load(str(missing))
     bad = tmp_path / "corrupt.pt"
     bad.write_bytes(b"not a torch file at all")
-    with pytest.raises(bn.BughouseNetError, match="cannot read bughouse weights file .*corrupt.pt"):
+    with pytest.raises(bn.BughouseNetError, match="corrupt.pt is not a searchbench weights file"):
         bn.BughouseNetEvaluator.load(str(bad))
     other = tmp_path / "other.pt"
     torch.save({"family": "rise", "state_dict": {}}, other)
-    with pytest.raises(bn.BughouseNetError, match="other.pt is not a bughouse network"):
+    with pytest.raises(bn.BughouseNetError, match="other.pt is not a bughouse model"):
         bn.BughouseNetEvaluator.load(str(other))
     mismatch = tmp_path / "mismatch.pt"
     net = bn.build("tiny")

@@ -285,7 +285,7 @@ def test_g07_a_torn_journal_line_is_cut_before_the_next_game_is_appended(tmp_pat
 
 def _tiny_net(seed: int) -> torch.nn.Module:
     from evaluators import nets
-    from experiments.training.families import FAMILIES
+    from evaluators.families import FAMILIES
 
     torch.manual_seed(seed)
     net = nets.build("rise", {**FAMILIES["rise"].sizes["tiny"], "variant": "crazyhouse"})

@@ -14,7 +14,7 @@ from board import new_position
 from engines import registry
 from evaluators import nets
 from experiments.training import datagen, selfplay
-from experiments.training.families import FAMILIES
+from evaluators.families import FAMILIES
 from search.base import Limits
 from search.gumbel import improved_policy
 

@@ -95,7 +95,7 @@ def run(batches: tuple[int, ...] = (1, 8, 64, 256), seconds: float = 1.0, seed: 
         ev = RiseEvaluator.load(weights)
         net, label = ev.net, f"weights {ev.path}"
     except ValueError:
-        from experiments.training.families import FAMILIES
+        from evaluators.families import FAMILIES
 
         net, label = nets.build("rise", {**FAMILIES["rise"].sizes["small"], "variant": CRAZYHOUSE.name}), "fresh small RISE"
         net.eval()

@@ -8,9 +8,10 @@ import board
 from board.variants import CRAZYHOUSE
 from experiments.cli.main import count, fraction, number, plies_range, positive_float, seed
 from evaluators.base import INFERENCE_MODES
-from experiments.training.families import FAMILIES
+from evaluators.families import FAMILIES
 
-MODELS = tuple(FAMILIES)
+#: what `searchbench train` trains (bughouse: `searchbench bughouse-train`)
+MODELS = tuple(f.name for f in FAMILIES.values() if f.trains_with_train)
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from evaluators import nets
 from evaluators.deepchess import DeepChessEvaluator
 from experiments.training import datagen
 from experiments.training.datagen import DataSet
-from experiments.training.families import FAMILIES
+from evaluators.families import FAMILIES
 from experiments.training.recipe import Run, TrainConfig, TrainError, is_capture
 
 def deepchess_positions(ds: DataSet, idx_games: np.ndarray, rng: np.random.Generator,

@@ -23,7 +23,7 @@ from evaluators import encodings as enc
 from evaluators import nets
 from evaluators.neural import PolicyValueEvaluator, weights_path
 from experiments.training.datagen import DataSet
-from experiments.training.families import FAMILIES, policy_value_families
+from evaluators.families import FAMILIES, policy_value_families, resolve
 from experiments.training.recipe import (
     Run, TrainConfig, TrainError, legal_moves_of, mate_in_one_set, mirror_files, mirror_moves, one_cycle, side_result,
     split,
@@ -35,10 +35,7 @@ METRICS_BATCH = 512
 
 def evaluator_class(model: str) -> type[PolicyValueEvaluator]:
     """The evaluator class of a family (its encoding hooks are the training's)."""
-    from engines import registry
-
-    entry = registry.EVALUATORS[model]
-    cls: type[PolicyValueEvaluator] = registry._import(entry.module, entry.cls, f"evaluator {model!r}")
+    cls: type[PolicyValueEvaluator] = resolve(FAMILIES[model].evaluator)
     return cls
 
 

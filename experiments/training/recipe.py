@@ -1,6 +1,6 @@
 """The shared training recipe: the papers' recipes (below), the settings (:class:`TrainConfig`), the data
 helpers and the run's bookkeeping (:class:`Run`); the families are registered in
-:mod:`experiments.training.families`, ``searchbench train`` dispatches in :mod:`experiments.training.train`.
+:mod:`evaluators.families`, ``searchbench train`` dispatches in :mod:`experiments.training.train`.
 
 Recipes (SPEC.md section 3; every number is a default that the command line can change):
 
@@ -77,7 +77,7 @@ from evaluators import encodings as enc
 from evaluators import nets
 from experiments.training import datagen
 from experiments.training.datagen import DataSet
-from experiments.training.families import FAMILIES
+from evaluators.families import FAMILIES
 
 MAX_VALIDATION = 20000
 MAX_SELECTION = 5000
@@ -131,8 +131,9 @@ class TrainConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> "TrainConfig":
-        if self.model not in FAMILIES:
-            raise TrainError(f"unknown model {self.model!r}; known: {', '.join(FAMILIES)}")
+        if self.model not in FAMILIES or not FAMILIES[self.model].trains_with_train:
+            known = ", ".join(f.name for f in FAMILIES.values() if f.trains_with_train)
+            raise TrainError(f"unknown model {self.model!r}; known: {known}")
         fam = FAMILIES[self.model]
         if self.size not in fam.sizes:
             raise TrainError(f"unknown size {self.size!r} for {self.model}; known: {', '.join(fam.sizes)}")

@@ -157,7 +157,7 @@ def parse(path: str) -> LoopConfig:
     from engines.base import EngineError
     from evaluators.neural import weights_path
     from experiments.harness.tomlconfig import writable_dir
-    from experiments.training.families import policy_value_families
+    from evaluators.families import policy_value_families
     from experiments.training.selfplay import selfplay_engine
 
     root = load(path)

@@ -1,4 +1,4 @@
-"""``searchbench train MODEL``: train a registered family (:mod:`experiments.training.families`) with
+"""``searchbench train MODEL``: train a registered family (:mod:`evaluators.families`) with
 its recipe (:mod:`experiments.training.recipe`) on data shards (:mod:`experiments.training.datagen`,
 self-play shards included: :mod:`experiments.training.selfplay`)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from experiments.paths import run_dir
 from experiments.training import datagen
-from experiments.training.families import FAMILIES
+from evaluators.families import FAMILIES
 from experiments.training.recipe import (  # noqa: F401 - the command's settings and errors, re-exported
     Run, TrainConfig, TrainError, mirror_files, one_cycle, split,
 )

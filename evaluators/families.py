@@ -1,0 +1,96 @@
+"""Every network family in one table (as lc0 and KataGo keep one description per net): its network
+(config and module classes), the evaluator that runs it, and what training needs of it (size
+presets, the paper's defaults, the schedule, the trainer).  The layers read this one table:
+:mod:`evaluators.nets` builds and loads networks from it, :mod:`engines.registry` names the
+evaluators from it, :mod:`experiments.training` trains with it.  Classes and trainers are named
+``module:attribute`` and imported when used, so the table imports nothing above ``evaluators``.
+
+Adding a family is one entry here, its network and evaluator module (2 files), and its trainer
+``(cfg, ds, run, device, progress) -> meta`` when it trains through ``searchbench train``.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from board.variants import BUGHOUSE
+
+
+@dataclass(frozen=True)
+class Family:
+    """A network family."""
+
+    name: str
+    #: ``module:Class`` of the network's config dataclass and of its ``nn.Module``
+    config: str
+    network: str
+    #: the evaluator's registry name and its ``module:Class`` (``load(path, threads, ...)``)
+    evaluator_name: str
+    evaluator: str
+    sizes: dict[str, dict[str, Any]]
+    defaults: dict[str, float]
+    #: ``module:function`` of its trainer
+    trainer: str
+    #: "policy_value" (value + policy heads; trains on played moves or search targets), "comparator"
+    #: (DeepChess) or "two_board" (bughouse: its own data and trainer, ``searchbench bughouse-train``)
+    kind: str = "policy_value"
+    #: a large-batch recipe (CrazyAra's: batch 1024, lr 0.35), if the paper has one
+    large_batch: dict[str, float] = field(default_factory=dict)
+    #: the learning-rate schedule: "one_cycle" (SGD, Nesterov) or "adam" (constant)
+    schedule: str = "adam"
+
+    @property
+    def trains_with_train(self) -> bool:
+        """Trained by ``searchbench train`` (data shards of one-board positions)."""
+        return self.kind in ("policy_value", "comparator")
+
+
+def resolve(entry: str) -> Any:
+    """The attribute a ``module:attribute`` entry names."""
+    module, _, attr = entry.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("rise", "evaluators.nets:RiseConfig", "evaluators.nets:RiseNet", "rise", "evaluators.rise:RiseEvaluator", {
+        "tiny": dict(channels=16, blocks=1, expansion_base=16, expansion_step=8, se_blocks=1, value_hidden=16),
+        "small": dict(channels=64, blocks=5, expansion_base=64, expansion_step=32, se_blocks=2, value_hidden=128),
+        "medium": dict(channels=128, blocks=7, expansion_base=128, expansion_step=64, se_blocks=3, value_hidden=256),
+        "paper": dict(),
+        "resnet-small": dict(channels=64, blocks=6, value_hidden=128, arch="resnet"),
+    }, dict(epochs=7, batch=256, lr=0.1, value_weight=0.01), "experiments.training.policy_value:train_policy_value",
+        large_batch=dict(batch=1024, lr=0.35), schedule="one_cycle"),
+    Family("sixtyfour", "evaluators.nets:SixtyFourConfig", "evaluators.nets:SixtyFourNet", "sixtyfour",
+           "evaluators.sixtyfour:SixtyFourEvaluator", {
+               "tiny": dict(channels=16, blocks=1, value_hidden=16),
+               "small": dict(channels=64, blocks=4, value_hidden=64),
+               "medium": dict(channels=128, blocks=8, value_hidden=128),
+               "paper": dict(),
+           }, dict(epochs=8, batch=256, lr=0.001, value_weight=1.0),
+           "experiments.training.policy_value:train_policy_value"),
+    Family("deepchess", "evaluators.nets:DeepChessConfig", "evaluators.nets:DeepChessNet", "deepchess",
+           "evaluators.deepchess:DeepChessEvaluator", {
+               "tiny": dict(pos2vec=[32, 16], comparator=[16]),
+               "small": dict(pos2vec=[100, 100, 100], comparator=[100, 100]),  # the paper's distilled size
+               "paper": dict(),
+           }, dict(epochs=100, batch=256, lr=0.01, value_weight=0.0, ae_epochs=10),
+           "experiments.training.deepchess_train:train_deepchess", kind="comparator"),
+    Family(BUGHOUSE.name, "evaluators.bughouse_net:BughouseNetConfig", "evaluators.bughouse_net:BughouseNet",
+           "bughouse-net", "evaluators.bughouse_net:BughouseNetEvaluator", {
+               "tiny": dict(channels=16, blocks=1, value_hidden=32),
+               "small": dict(channels=48, blocks=3, value_hidden=128),
+               "medium": dict(channels=96, blocks=6, value_hidden=256),
+               "lazybug": dict(),  # LazyBug's 13 blocks of 256 channels
+           }, dict(epochs=20, batch=256, lr=0.02, value_weight=1.0, policy_weight=0.01),
+           "experiments.training.bughouse_train:train", kind="two_board"),
+)}
+
+
+def policy_value_families() -> list[str]:
+    """The families with a value and a policy head that self-play trains (one-board)."""
+    return [f.name for f in FAMILIES.values() if f.kind == "policy_value"]
+
+
+def sizes(name: str) -> dict[str, dict[str, Any]]:
+    return FAMILIES[name].sizes
