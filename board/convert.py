@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import chess
-import chess.variant
 
 from board.moves import move_from_uci, move_to_uci
 from board.position import Position, new_position
+from board.variants import of_python_board, variant_of
 
 
 def to_python_chess(pos: Position) -> chess.Board:
     """A python-chess board at the same position, with the same move stack from the same root."""
-    cls = chess.variant.CrazyhouseBoard if pos.variant == "crazyhouse" else chess.Board
-    b = cls(pos.root_fen)
+    b: chess.Board = variant_of(pos.variant).python_board(pos.root_fen)
     for m in pos.move_stack:
         b.push(chess.Move.from_uci(move_to_uci(m)))
     return b
@@ -19,16 +18,16 @@ def to_python_chess(pos: Position) -> chess.Board:
 
 def from_python_chess(b: chess.Board) -> Position:
     """Our position for a python-chess board (chess or crazyhouse), move stack included."""
-    if isinstance(b, chess.variant.CrazyhouseBoard):
-        variant = "crazyhouse"
-    elif type(b) is chess.Board:
-        variant = "chess"
-    else:
+    try:
+        record = of_python_board(b)
+    except ValueError:
+        record = None
+    if record is None or record.boards != 1 or not isinstance(b, record.board_class()):
         raise ValueError(f"unsupported python-chess board type {type(b).__name__}")
     if b.chess960:
         raise ValueError("Chess960 is not supported")
     root = b.root()
-    pos = new_position(variant, root.fen())
+    pos = new_position(record.name, root.fen())
     for m in b.move_stack:
         pos.push(pos.parse_uci(m.uci()))
     return pos

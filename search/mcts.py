@@ -278,10 +278,8 @@ class MCTS(Search):
 
     def _check_done(self) -> None:
         self._elapsed = time.perf_counter() - self._t0
-        last = self._last_q
-        if self._stopped or self._stop.should_stop(self.tree, self.root, self._nodes, self._evals, self._elapsed,
-                                                   last if last is not None else 0.0,
-                                                   last is not None and self._last_q_turn == self._pos.turn):
+        last = self._last_q if self._last_q_turn == self._pos.turn else None
+        if self._stopped or self._stop.should_stop(self.tree, self.root, self._nodes, self._evals, self._elapsed, last):
             self._done = True
             self._best = self._make_result()
 

@@ -107,9 +107,9 @@ class Stoppers:
         return nodes >= 2 * self.proven_at + 1000
 
     def should_stop(self, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
-                    last_q: float, critical_known: bool) -> bool:
-        """Any stopper but ``stop`` fires (``last_q``: the last move's Q for the side to move now,
-        when ``critical_known``)."""
+                    last_q: float | None) -> bool:
+        """Any stopper but ``stop`` fires (``last_q``: the last move's Q for the side to move now, or
+        None when there is none)."""
         if self.root_settled(tree, root, nodes) or tree.n_nodes >= self.cfg.max_tree_nodes:
             return True
         if self.node_limit > 0 and nodes >= self.node_limit:
@@ -117,7 +117,7 @@ class Stoppers:
         if self.eval_limit > 0 and evals >= self.eval_limit:
             return True
         if self.time is not None and tree.nd_state[root] == EXPANDED:
-            critical = critical_known and is_critical(tree, root, last_q, self.cfg.time.critical_drop)
+            critical = last_q is not None and is_critical(tree, root, last_q, self.cfg.time.critical_drop)
             return self.time.should_stop(elapsed, is_easy(tree, root, self.cfg.time.easy_prior), critical)
         return False
 
