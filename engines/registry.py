@@ -61,6 +61,7 @@ class SearchEntry:
 EVALUATORS: dict[str, EvaluatorEntry] = {
     "classical": EvaluatorEntry("evaluators.classical", "ClassicalEvaluator", False),
     "bughouse-classical": EvaluatorEntry("evaluators.bughouse_classical", "BughouseClassicalEvaluator", False),
+    "bughouse-board": EvaluatorEntry("evaluators.bughouse_classical", "BoardScoreEvaluator", False),
     **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
        for f in FAMILIES.values()},
 }

@@ -189,6 +189,17 @@ class Seat:
 
 # ---------------------------------------------------------------------------------------- ours
 
+def allocate(ctx: GameContext, seat: int, movetime: float | None) -> float:
+    """Seconds for one of our seats' move: ``left / 30 + 0.7 · increment`` of its clock (at least
+    20 ms), capped by the spec's ``movetime``; untimed: ``movetime`` or no limit."""
+    game = ctx.game
+    if not game.timed:
+        return movetime if movetime is not None else float("inf")
+    left = game.time_left(seat, ctx.now_ms()) / 1000.0
+    alloc = max(0.02, left / 30.0 + 0.7 * game.inc_ms / 1000.0)
+    return min(alloc, movetime) if movetime is not None else alloc
+
+
 class OurSeat(Seat):
     """Our engine: the bughouse MCTS with an injected evaluator, stepped by the server loop."""
 
@@ -213,14 +224,17 @@ class OurSeat(Seat):
         self._sit_version = -1
         self._turn_nodes = 0
         self.sits = 0  # sit decisions (all games)
+        self.game_sits = 0  # sit decisions in the current (or last) game
 
     def settings(self) -> dict[str, Any]:
+        """Spec and search settings; for the game just played, its sit decisions."""
         return {"name": self.name, "kind": self.kind, "evaluator": self.evaluator.name,
                 "search": "bughouse-mcts", "options": self.options,
-                "config": dataclasses.asdict(self.search.config)}
+                "config": dataclasses.asdict(self.search.config), "sits": self.game_sits}
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
         self.seat = seat
+        self.game_sits = 0
         self._searching = False
         self._turn_started = -1
         self._sit_since = -1
@@ -231,12 +245,7 @@ class OurSeat(Seat):
             self._turn_started = -1
 
     def _allocate(self, ctx: GameContext) -> float:
-        game = ctx.game
-        if not game.timed:
-            return self.movetime if self.movetime is not None else float("inf")
-        left = game.time_left(self.seat, ctx.now_ms()) / 1000.0
-        alloc = max(0.02, left / 30.0 + 0.7 * game.inc_ms / 1000.0)
-        return min(alloc, self.movetime) if self.movetime is not None else alloc
+        return allocate(ctx, self.seat, self.movetime)
 
     def tick(self, ctx: GameContext) -> bool:
         from search.bughouse_mcts import BughouseLimits
@@ -288,6 +297,7 @@ class OurSeat(Seat):
         self._searching = False
         if r.sit:
             self.sits += 1
+            self.game_sits += 1
             ctx.sitting[self.seat] = True
             self._turn_started = -1  # a new allocation when it searches again
             self._sit_since = now
@@ -298,6 +308,135 @@ class OurSeat(Seat):
                    MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
                             cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=r.evals))
         return False
+
+
+# ---------------------------------------------------------------------------------------- alpha-beta
+
+def _alphabeta_worker(conn: Any, spec_text: str) -> None:
+    """The process of an :class:`AlphaBetaSeat`: jobs ``(job, fen, board_id, movetime, nodes,
+    depth)`` in, ``(job, uci, nodes, evals, depth, cp, seconds)`` out; ``None`` ends it."""
+    from engines import registry
+    from evaluators.bughouse_classical import lone_board
+    from search.base import Limits
+
+    try:
+        spec = registry.resolve(spec_text)
+        if spec.search != "alphabeta":
+            raise SeatError(f"{spec.name}: an alpha-beta seat needs the alphabeta search, not {spec.search}")
+        from search.alphabeta import AlphaBeta
+
+        search = AlphaBeta(registry.evaluator_for(spec, BUGHOUSE.name), spec.config)
+    except Exception as e:  # noqa: BLE001 - told to the seat as one line
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+        return
+    conn.send(("ready", ""))
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        n, fen, board_id, movetime, nodes, depth = job
+        t0 = time.monotonic()
+        pos = lone_board(fen, board_id)
+        r = search.run(pos, Limits(nodes=nodes, depth=depth, movetime=movetime))
+        conn.send((n, move_to_uci(r.best_move), r.nodes, r.evals, r.depth, r.cp, time.monotonic() - t0))
+
+
+class AlphaBetaSeat(Seat):
+    """Our alpha-beta on the seat's board alone (``bughouse-ab``): the board and its pockets as
+    they are when the seat is to move, captures feeding a stand-in partner
+    (:func:`evaluators.bughouse_classical.lone_board`), scored by the board evaluator (crazyhouse
+    material, PST, pockets, king safety, material sent to the partners). The search runs in a
+    process of its own, as an external program would, so it neither holds up the server loop (the
+    other seats' moves keep their times) nor shares a core with the partner seat. Time: as
+    :class:`OurSeat` (:func:`allocate`), with the spec's ``nodes`` and ``depth``. The position does
+    not change while the seat is to move (only its pocket can grow), so a search is not restarted by
+    moves on the other board; the seat never sits, and with no legal move it waits for a piece."""
+
+    kind = "alphabeta"
+
+    def __init__(self, name: str, spec_text: str, nodes: int | None = None, movetime: float | None = None,
+                 depth: int | None = None, options: dict[str, str] | None = None, startup_s: float = 60.0) -> None:
+        import multiprocessing
+
+        self.name = name
+        self.spec_text = spec_text
+        self.nodes = nodes
+        self.movetime = movetime
+        self.depth = depth
+        self.options = dict(options or {})
+        self.seat = -1
+        self.job = 0
+        self.thinking = False
+        self.turn_started = -1
+        mp = multiprocessing.get_context("spawn")  # no fork of a process with reader threads
+        self.conn, child = mp.Pipe()
+        self.proc = mp.Process(target=_alphabeta_worker, args=(child, spec_text), daemon=True)
+        self.proc.start()
+        child.close()
+        if not self.conn.poll(startup_s):
+            self.close()
+            raise SeatError(f"{name}: the alpha-beta process did not start within {startup_s:g} s")
+        kind, msg = self.conn.recv()
+        if kind != "ready":
+            self.close()
+            raise SeatError(f"{name}: {msg}")
+
+    def settings(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "evaluator": "bughouse-board", "search": "alphabeta",
+                "options": self.options}
+
+    def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
+        self.seat = seat
+        self.thinking = False  # an answer still coming from the last game is dropped (its job number)
+        self.turn_started = -1
+
+    def tick(self, ctx: GameContext) -> bool:
+        if not ctx.to_move(self.seat):
+            return False
+        b = ctx.game.boards[self.seat >> 1]
+        now = ctx.now_ms()
+        if not self.thinking:
+            if not b.has_legal_moves():
+                return False
+            self.job += 1
+            self.turn_started = now
+            alloc = allocate(ctx, self.seat, self.movetime)
+            try:
+                self.conn.send((self.job, b.fen(), self.seat >> 1, None if alloc == float("inf") else alloc,
+                                self.nodes, self.depth))
+            except (OSError, ValueError):
+                ctx.forfeit(self.seat, f"crash: {self.name}: the alpha-beta process is gone")
+                return False
+            self.thinking = True
+            return False
+        try:
+            if not self.conn.poll():
+                return False
+            n, uci, nodes, evals, depth, cp, _ = self.conn.recv()
+        except (EOFError, OSError):
+            ctx.forfeit(self.seat, f"crash: {self.name}: the alpha-beta process is gone")
+            self.thinking = False
+            return False
+        if n != self.job:
+            return False
+        self.thinking = False
+        ctx.submit(self.seat, uci, MoveStat(nodes=nodes, time=(now - self.turn_started) / 1000.0, cp=cp,
+                                            depth=depth, evals=evals))
+        return False
+
+    def close(self) -> None:
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=2)
+        self.conn.close()
 
 
 # ---------------------------------------------------------------------------------------- xboard
@@ -449,14 +588,36 @@ class XBoardSeat(Seat):
                     break
             except queue.Empty:
                 break
+        b = ctx.game.boards[self.board_id]
+        if b.fen() != BughouseGame().boards[self.board_id].fen():
+            self._custom_start(ctx)
+            return
         for line in self._level(ctx):
             self.send(line)
         self._ping()
-        if ctx.to_move(seat) and ctx.game.boards[self.board_id].has_legal_moves():
+        if ctx.to_move(seat) and b.has_legal_moves():
             self._send_clocks(ctx)
             self.send("go")
             self.gone = True
             self.thinking = True
+
+    def _custom_start(self, ctx: GameContext) -> None:
+        """A game from an opening position (White to move, as found with Sjeng): the White seat
+        starts as after a claimed result (:meth:`_restart_sequence`); the Black seat gets ``new``
+        (it plays Black) and ``setboard``, and answers White's first move."""
+        b = ctx.game.boards[self.board_id]
+        if b.turn != 0:
+            raise SeatError(f"{self.name}: an XBoard seat starts from a position with White to move, "
+                            f"not {b.fen()!r}")
+        if self.color == 0:
+            self._restart_sequence(ctx)
+            self.restarts = 0
+            return
+        for line in self._level(ctx):
+            self.send(line)
+        self._ping()
+        self.send("setboard " + fen_without_pockets(b.fen()))
+        self._sync_holding(ctx)
 
     def _ping(self) -> None:
         """Output before the answering ``pong`` is stale (a move of the previous game or position
@@ -640,5 +801,7 @@ def make_seat(text: str, seed: int, evaluators: EvaluatorPool) -> Seat:
             raise SeatError(f"{spec.name}: a bughouse XBoard seat takes depth and startup only, not {', '.join(unknown)}")
         startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
         return XBoardSeat(text, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
+    if spec.search == "alphabeta":
+        return AlphaBetaSeat(text, text, st["nodes"], st["movetime"], st["depth"], dict(spec.options))
     return OurSeat(text, evaluators.get(spec, BUGHOUSE.name), spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options))

@@ -36,13 +36,14 @@ from __future__ import annotations
 from typing import Final, Sequence
 
 from board.bitboards import BB_SQUARES
-from board.bughouse import RAW_LEN, SIT, SIT_PRIOR, STATE_LEN, split_move
+from board.bughouse import RAW_LEN, SIT, SIT_PRIOR, STATE_LEN, BughouseBoard, split_move
+from board.position import Position
 from board.variants import BUGHOUSE
 from evaluators.scale import cp_to_value
-from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.classical import (
     PRIOR_TEMPERATURE, VALUE_SCALE, ZH_POCKET_VALUES, ZH_VALUES, least_attacker, move_scores,
-    softmax, white_score_raw,
+    softmax, stm_score, white_score_raw,
 )
 
 FLOW_WEIGHT: Final = 0.5
@@ -149,3 +150,55 @@ class BughouseClassicalEvaluator(Evaluator):
                 priors.append(board_priors[b][idx[b]])
                 idx[b] += 1
         return Evaluation(value, priors)
+
+
+# ---------------------------------------------------------------------------- one board alone
+
+def lone_board(fen: str, board_id: int) -> BughouseBoard:
+    """One board of a bughouse game to search alone (the alpha-beta bughouse seats): the board at
+    ``fen`` (its pockets included), linked to a stand-in partner board whose pockets collect what
+    each side captures from here on. A capture on this board feeds the capturer's partner, who plays
+    the other colour on the other board, so the stand-in's pocket of colour ``c`` holds what the
+    side of colour ``1 - c`` has sent its partner; it is undone with the capture (push/pop)."""
+    pos = BughouseBoard(fen, board_id)
+    pos.link(BughouseBoard(fen, 1 - board_id))
+    partner = pos.partner
+    assert partner is not None
+    partner.pockets = 0
+    return pos
+
+
+def sent_to_partners(pos: Position) -> int:
+    """Centipawns the side to move has sent its partner since the root of :func:`lone_board`, less
+    what the opponent has sent theirs (the pocket values of the stand-in partner board); 0 for a
+    board without one."""
+    partner = getattr(pos, "partner", None)
+    if partner is None:
+        return 0
+    us = pos.turn
+    s = 0
+    for pt in range(1, 6):
+        s += int(ZH_POCKET_VALUES[pt]) * (partner.pocket_count(us ^ 1, pt) - partner.pocket_count(us, pt))
+    return s
+
+
+class BoardScoreEvaluator(Evaluator):
+    """One bughouse board scored alone for alpha-beta (``SCORE``, side to move): the classical
+    crazyhouse score of the board and its pockets (:func:`evaluators.classical.stm_score`: pockets
+    worth 20% more than the board, king safety with drop danger from the opponent's pocket) plus
+    ``flow_weight`` times the material sent to the partners since the search's root
+    (:func:`sent_to_partners`): a capture takes the piece off the opponent's board *and* hands it to
+    our partner, as the two-board evaluator counts it (``FLOW_WEIGHT``)."""
+
+    def __init__(self, flow_weight: float = FLOW_WEIGHT) -> None:
+        if flow_weight < 0:
+            raise EvaluatorError("bughouse board evaluator: flow_weight must be >= 0")
+        self.name = "bughouse-board"
+        self.variants = frozenset({BUGHOUSE.name})
+        self.flow_weight = flow_weight
+
+    def serves(self) -> frozenset[str]:
+        return frozenset({SCORE})
+
+    def score(self, pos: Position) -> int:
+        return stm_score(pos) + int(self.flow_weight * sent_to_partners(pos))

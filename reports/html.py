@@ -35,7 +35,7 @@ from typing import Any, Iterable, Sequence
 PAGE = "index.html"
 #: games embedded in one page at most (about 1.4 kB each; the rest are counted, and stay in the database)
 MAX_GAMES = 1500
-MARKDOWN_FILES = ("elo_vs_nodes.md", "ablation.md", "README.md")
+MARKDOWN_FILES = ("elo_vs_nodes.md", "ablation.md", "teams.md", "README.md")
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:0 auto;padding:0 18px 60px;color:#222}
@@ -300,6 +300,28 @@ def ablation_chart(rows: list[dict[str, str]], title: str) -> dict[str, Any]:
             "series": [{"name": k, "points": v} for k, v in series.items()], "hlines": [{"y": 0.0, "label": "baseline"}]}
 
 
+def teams_chart(rows: list[dict[str, str]], title: str) -> dict[str, Any]:
+    """``teams.csv`` (``searchbench bughouse-report``): each row's Elo against the reference team
+    at its cost a move, one series a team family (network or classical MCTS)."""
+    series: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if _num(r.get("elo")) is None:
+            continue
+        series.setdefault(r["team"].split(":")[0], []).append({
+            "player": r["row"], "y": float(r["elo"]), "lo": float(r["elo_low"]), "hi": float(r["elo_high"]),
+            "x": {"evals_per_move": _num(r.get("evals_per_move")), "nodes_per_move": _num(r.get("nodes_per_move")),
+                  "ms_per_move": _ms(r.get("seconds_per_move"))},
+            "info": {"team": r["team"], "opponent": r["opponent"], "clock": r["tc"], "games": r["games"],
+                     "+/=/-": f"+{r['wins']} ={r['draws']} -{r['losses']}",
+                     "pentanomial LL LD DD+WL WD WW": " ".join(r.get(k, "") for k in
+                                                              ("ptnml_LL", "ptnml_LD", "ptnml_DD_WL", "ptnml_WD", "ptnml_WW"))}})
+    return {"title": title, "ylabel": "Elo against the reference team (95% interval)", "replaces": ["teams"],
+            "axes": [{"key": "evals_per_move", "label": "evaluator calls a move", "log": True},
+                     {"key": "nodes_per_move", "label": "nodes a move", "log": True},
+                     {"key": "ms_per_move", "label": "ms a move", "log": True}],
+            "series": [{"name": k, "points": v} for k, v in series.items()], "hlines": [{"y": 0.0, "label": "reference"}]}
+
+
 def rl_charts(rows: list[dict[str, str]], title: str) -> list[dict[str, Any]]:
     """An rl loop's ``ratings.csv``: one chart a rating search, one series an arm."""
     out = []
@@ -448,7 +470,8 @@ def _script() -> str:
 
 
 def _kind(folder: Path) -> tuple[str, Path] | None:
-    for name, kind in (("elo_vs_nodes.md", "scale"), ("ablation.md", "ablate"), ("README.md", "rl")):
+    for name, kind in (("elo_vs_nodes.md", "scale"), ("ablation.md", "ablate"), ("teams.md", "teams"),
+                       ("README.md", "rl")):
         if (folder / name).is_file():
             return kind, folder / name
     return None
@@ -460,7 +483,7 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
     folder = Path(folder)
     found = _kind(folder)
     if found is None:
-        raise ValueError(f"{folder} holds no report (elo_vs_nodes.md, ablation.md or README.md)")
+        raise ValueError(f"{folder} holds no report ({', '.join(MARKDOWN_FILES[:-1])} or README.md)")
     kind, md_path = found
     md = md_path.read_text()
     title = md.splitlines()[0].lstrip("# ").strip() if md.strip() else folder.name
@@ -469,6 +492,8 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
         charts = [scale_chart(_read_csv(folder / "elo_vs_nodes.csv"), title)]
     elif kind == "ablate" and (folder / "ablation.csv").is_file():
         charts = [ablation_chart(_read_csv(folder / "ablation.csv"), title)]
+    elif kind == "teams" and (folder / "teams.csv").is_file():
+        charts = [teams_chart(_read_csv(folder / "teams.csv"), title)]
     elif kind == "rl" and (folder / "ratings.csv").is_file():
         charts = rl_charts(_read_csv(folder / "ratings.csv"), title)
     v = variant or _variant_of(md)
@@ -540,4 +565,4 @@ Regenerate this list with <code>searchbench report --index {html.escape(str(repo
 
 
 __all__ = ["GameView", "MAX_GAMES", "PAGE", "ablation_chart", "finding", "folder_page", "game_json", "index_page",
-           "markdown_html", "ratings_chart", "render", "rl_charts", "scale_chart"]
+           "markdown_html", "ratings_chart", "render", "rl_charts", "scale_chart", "teams_chart"]

@@ -355,3 +355,50 @@ def test_match_command_with_bughouse_variant_plays_a_sjeng_team(tmp_path: Path, 
                      "--db", str(tmp_path / "n.sqlite")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "team specs" in err[0]
+
+
+# ------------------------------------------------------------------------------------ alpha-beta seats
+
+def test_lone_board_counts_what_goes_to_the_partner():
+    from evaluators.bughouse_classical import BoardScoreEvaluator, lone_board, sent_to_partners
+
+    pos = lone_board("rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR[Q] w KQkq - 0 2", 0)
+    ev = BoardScoreEvaluator()
+    before = ev.score(pos)
+    pos.push(pos.parse_uci("e4d5"))
+    assert sent_to_partners(pos) < 0  # Black to move: White has sent a pawn to its partner
+    assert pos.pocket_count(0, 5) == 1 and pos.pocket_count(1, 1) == 0  # not into a pocket of this board
+    assert ev.score(pos) < -before
+    pos.pop()
+    assert sent_to_partners(pos) == 0 and ev.score(pos) == before
+    assert sent_to_partners(BughouseGame().boards[0].copy()) == 0  # a board without a stand-in
+
+
+def test_alpha_beta_finds_a_drop_mate_on_a_lone_board():
+    from evaluators.bughouse_classical import BoardScoreEvaluator, lone_board
+    from search.alphabeta import AlphaBeta
+    from search.base import Limits
+
+    # White holds a queen: Q@f7 is mate (the king's escapes are covered, the queen defended by the bishop)
+    pos = lone_board("r1bqkbnr/pppp2pp/2n5/4pp2/2B1P3/8/PPPP1PPP/RNB1K1NR[Q] w KQkq - 0 4", 0)
+    r = AlphaBeta(BoardScoreEvaluator()).run(pos, Limits(depth=3))
+    assert move_to_uci(r.best_move) == "Q@f7" and r.mate == 1
+
+
+def test_alpha_beta_seats_play_a_game_in_their_own_processes():
+    seats = [make_seat("bughouse-ab:nodes=300", 1, EvaluatorPool()), ShuffleSeat("s1", 1),
+             ShuffleSeat("s2", 1), make_seat("bughouse-ab:depth=2", 1, EvaluatorPool())]
+    try:
+        res = play_game(seats, 60000, 0, max_plies=24)
+        ours = [p for p in res.moves if p.seat in (0, 3)]
+        assert len(ours) >= 10 and all(p.stat.nodes > 0 and p.stat.evals > 0 for p in ours)
+        assert all(p.stat.depth == 2 for p in res.moves if p.seat == 3)
+        assert seats[0].settings()["search"] == "alphabeta"
+        # a search process that dies forfeits the game for its team
+        seats[0].proc.kill()
+        seats[0].proc.join()
+        res = play_game(seats, 60000, 0, max_plies=24)
+        assert res.reason.startswith("forfeit: A-white") and "process is gone" in res.reason and res.result == "0-1"
+    finally:
+        for s in seats:
+            s.close()

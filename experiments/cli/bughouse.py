@@ -71,7 +71,47 @@ def cmd_bughouse_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bughouse_heldout(args: argparse.Namespace) -> int:
+    import json
+
+    from experiments.training import bughouse_train as bt
+
+    r = bt.heldout(args.db, args.weights, val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)
+    if args.json:
+        print(json.dumps(r, indent=1, sort_keys=True))
+        return 0
+    print(f"held out: {r['val_games']} of {r['games']} games, {r['val_positions']} positions (both views); "
+          f"split of bughouse-train --val-fraction {args.val_fraction:g} --seed {args.seed}")
+    print(f"{'weights':<48} {'policy top-1':>12} {'partner top-1':>13} {'value sign':>10} {'value MSE':>9} "
+          f"{'policy CE':>9}")
+    for path, m in r["nets"].items():
+        print(f"{path:<48} {100 * m['val_policy_acc']:>11.1f}% {100 * m['val_partner_policy_acc']:>12.1f}% "
+              f"{100 * m['val_value_sign_acc']:>9.1f}% {m['val_value_mse']:>9.3f} {m['val_policy_ce']:>9.3f}")
+    return 0
+
+
+def cmd_bughouse_report(args: argparse.Namespace) -> int:
+    from experiments.harness import bughouse_report as br
+
+    cfg = br.load(args.config)
+    if not args.report_only:
+        br.play(cfg, progress=not args.quiet)
+    rs, games = br.rows(cfg)
+    paths = br.write_report(cfg, rs, games, br.cli_command(args.config))
+    for f in br.findings(rs):
+        print(f)
+    print("report: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def register(sub: Any) -> None:
+    r = sub.add_parser("bughouse-report", help="our bughouse teams against Sjeng (or another reference team) from a "
+                                               "TOML config: resumable games, then the report with intervals")
+    r.add_argument("config", help="TOML config (experiments/configs/bughouse-vs-sjeng.toml)")
+    r.add_argument("--report-only", action="store_true", help="write the report from the stored games, play none")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_bughouse_report)
+
     d = sub.add_parser("bughouse-datagen", help="bughouse training games through the four-seat server "
                                                 "(default Sjeng teams; resumable SQLite + BPGN)")
     d.add_argument("--db", default="data/bughouse-sjeng.sqlite", help="game database (resumes)")
@@ -85,6 +125,16 @@ def register(sub: Any) -> None:
     d.add_argument("--seed", type=seed, default=1)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_bughouse_datagen)
+
+    h = sub.add_parser("bughouse-heldout", help="bughouse networks side by side on the same held-out games "
+                                               "(bughouse-train's validation split of --db)")
+    h.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"], help="game database(s)")
+    h.add_argument("--weights", nargs="+", required=True, help="model.pt files (e.g. evaluators/weights/bughouse_lazybug.pt)")
+    h.add_argument("--val-fraction", type=fraction, default=0.1, help="as bughouse-train: share of games held out")
+    h.add_argument("--seed", type=seed, default=1, help="as bughouse-train: the split's seed")
+    h.add_argument("--threads", type=count(1, 256), default=1, help="torch threads")
+    h.add_argument("--json", action="store_true", help="print the figures as JSON")
+    h.set_defaults(func=cmd_bughouse_heldout)
 
     t = sub.add_parser("bughouse-train", help="train the LazyBug-style two-board network on stored games")
     t.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"], help="game database(s)")

@@ -60,6 +60,7 @@ from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match i
     GameContext, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
 )
 from engines.registry import EvaluatorPool
+from experiments.harness.openings import Opening
 from experiments.harness.pgn import append_text, game_id, ids_in
 from experiments.harness.pgn import check as pgn_check
 from experiments.harness.store import GameRecord, MoveStat, Store, StoreError, versions
@@ -106,11 +107,15 @@ class GameResult:
 
 
 def play_game(seats: Sequence[Seat], base_ms: int, inc_ms: int, max_plies: int = 600,
-              max_seconds: float | None = None) -> GameResult:
-    """One game between four seats (index = seat number) under real clocks (see module doc)."""
+              max_seconds: float | None = None, fen: str | None = None) -> GameResult:
+    """One game between four seats (index = seat number) under real clocks (see module doc), from
+    the initial position or ``fen`` (both boards, ``A | B``)."""
     if len(seats) != 4:
         raise BughouseMatchError("a bughouse game needs four seats")
-    game = BughouseGame(base_ms=base_ms, inc_ms=inc_ms)
+    try:
+        game = BughouseGame(fen, base_ms=base_ms, inc_ms=inc_ms)
+    except BughouseError as e:
+        raise BughouseMatchError(f"bad start position {fen!r}: {e}") from None
     t0 = time.monotonic()
     ctx = GameContext(game, seats, t0)
     for s in range(4):
@@ -196,6 +201,8 @@ def bpgn_text(key: str, run: str, rnd: int, names: Sequence[str], res: GameResul
     tags = [("Event", run), ("Site", "searchbench"), ("Date", date), ("Round", str(rnd)),
             ("WhiteA", names[0]), ("BlackA", names[1]), ("WhiteB", names[2]), ("BlackB", names[3]),
             ("TimeControl", tc), ("Result", res.result), ("Termination", res.reason), ("GameId", game_id(source, key))]
+    if game.root_fen != BughouseGame().root_fen:
+        tags[1:1] = [("SetUp", "1"), ("FEN", game.root_fen)]
     head = "".join(f'[{k} "{str(v).replace(chr(34), chr(39))}"]\n' for k, v in tags)
     movetext = bpgn_movetext(game)
     return head + "\n" + (movetext + " " if movetext else "") + res.result + "\n\n"
@@ -273,15 +280,20 @@ class MatchSummary:
                 f"played {self.played}, resumed past {self.skipped}")
 
 
-def match_key(a: TeamSpec, b: TeamSpec, base_ms: int, inc_ms: int, seed: int) -> str:
-    return f"bughouse:{a.name}|{b.name}|{base_ms}+{inc_ms}|s{seed}"
+def match_key(a: TeamSpec, b: TeamSpec, base_ms: int, inc_ms: int, seed: int, suite: str = "") -> str:
+    """The match's key; ``suite``: the opening suite's id when game pairs start from openings."""
+    key = f"bughouse:{a.name}|{b.name}|{base_ms}+{inc_ms}|s{seed}"
+    return key + (f"|o:{suite}" if suite else "")
 
 
 def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, db: str | Path,
               bpgn: str | Path | None = None, seed: int = 1, run: str = "bughouse-match",
               max_plies: int = 600, progress: bool = True,
-              seat_factory: Callable[[str, int, EvaluatorPool], Seat] = make_seat) -> MatchSummary:
-    """Play ``games`` games of team A vs team B (colours alternating per pair), storing each."""
+              seat_factory: Callable[[str, int, EvaluatorPool], Seat] = make_seat,
+              openings: str | Path | None = None) -> MatchSummary:
+    """Play ``games`` games of team A vs team B (colours alternating per pair), storing each.
+    ``openings``: a crazyhouse EPD suite; each game pair then starts from its own bughouse opening
+    (:func:`experiments.harness.openings.bughouse_openings`), else every game from the initial position."""
     if games < 1:
         raise BughouseMatchError(f"--games must be >= 1, got {games}")
     if base_ms <= 0 or inc_ms < 0:
@@ -289,8 +301,19 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     a, b = parse_team(team_a), parse_team(team_b)
     bpgn_path = Path(bpgn) if bpgn else Path(str(db)).with_suffix(".bpgn")
     pgn_check(bpgn_path, "BPGN file")
+    suite = ""
+    starts: list[Opening | None] = [None] * ((games + 1) // 2)
+    if openings is not None:
+        from experiments.harness import openings as op_mod
+
+        try:
+            suite = op_mod.suite_id(openings)
+            starts = list(op_mod.bughouse_openings((games + 1) // 2, seed, match_key(a, b, base_ms, inc_ms, seed, suite),
+                                                   openings))
+        except op_mod.OpeningError as e:
+            raise BughouseMatchError(str(e)) from None
+    match = match_key(a, b, base_ms, inc_ms, seed, suite)
     store = BughouseStore(db, lock=True)
-    match = match_key(a, b, base_ms, inc_ms, seed)
     keys = [f"{match}:{i}" for i in range(games)]
     done = store.done_keys()
     summary = MatchSummary()
@@ -321,7 +344,8 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
             # team 0 = A-white + B-black; a team's first spec sits on board A
             seats = [s0[0], s1[0], s1[1], s0[1]]
             started = time.time()
-            res = play_game(seats, base_ms, inc_ms, max_plies)
+            start = starts[i // 2]
+            res = play_game(seats, base_ms, inc_ms, max_plies, fen=None if start is None else start.fen)
             names = [s.name for s in seats]
             seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=base_ms, inc_ms=inc_ms)
                              for n, s in enumerate(seats)]
@@ -330,7 +354,7 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
                 black=t1_team.name,
                 white_settings={"team": t0_team.name, "seats": [seat_settings[0], seat_settings[3]]},
                 black_settings={"team": t1_team.name, "seats": [seat_settings[1], seat_settings[2]]},
-                opening="startpos", opening_fen=res.game.root_fen, opening_moves=[],
+                opening="startpos" if start is None else start.name, opening_fen=res.game.root_fen, opening_moves=[],
                 moves=[p.text for p in res.moves], result=res.result, reason=res.reason,
                 move_stats=[p.stat for p in res.moves], seed=seed, versions=versions(), started=started,
                 finished=time.time())

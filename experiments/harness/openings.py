@@ -180,6 +180,45 @@ def order(openings: Sequence[Opening], count: int, seed: int | None) -> list[Ope
     return [ops[i % len(ops)] for i in range(count)]
 
 
+def bughouse_openings(pairs: int, seed: int, key: str, suite: str | Path | None = None) -> list[Opening]:
+    """``pairs`` distinct bughouse start positions: board A from one crazyhouse opening and board B
+    from another, drawn (as :func:`draw`, seeded by ``seed`` and ``key``) from the lines of the
+    crazyhouse suite whose moves capture nothing and leave White to move. Without captures no piece
+    crosses to the partner board, so each board keeps its line's balance (Fairy-Stockfish's score),
+    the pockets stay empty and every seat, Sjeng's included, can be set up by ``setboard``; White to
+    move on both boards is what Sjeng's custom start needs (:class:`engines.seats.XBoardSeat`).
+    The opening's FEN is the two boards' (``A | B``); its name ``bughouse:<id A>+<id B>``."""
+    from board.bughouse import BughouseGame
+    from board.variants import CRAZYHOUSE
+
+    path = Path(suite) if suite is not None else default_suite(CRAZYHOUSE.name)
+    lines = []
+    for op in load_suite(path, CRAZYHOUSE.name):
+        pos = new_position(CRAZYHOUSE.name)
+        quiet = len(op.moves) % 2 == 0 and len(op.moves) > 0
+        for uci in op.moves:
+            if not quiet:
+                break
+            quiet = not pos.is_capture(pos.parse_uci(uci))
+            pos.push_uci(uci)
+        if quiet:
+            lines.append(op)
+    combos = [(a, b) for a in range(len(lines)) for b in range(len(lines)) if a != b]
+    if pairs > len(combos):
+        raise OpeningError(f"{pairs} game pairs need {pairs} distinct bughouse openings, {path.name} gives "
+                           f"{len(combos)} (from {len(lines)} capture-free lines): give a larger suite or fewer games")
+    rng = random.Random(f"{seed}:{key}:bughouse")
+    out = []
+    for i in rng.sample(range(len(combos)), pairs):
+        a, b = lines[combos[i][0]], lines[combos[i][1]]
+        game = BughouseGame()
+        for bid, op in enumerate((a, b)):
+            for uci in op.moves:
+                game.push(*game.parse(f"{'AB'[bid]}:{uci}"))
+        out.append(Opening(f"bughouse:{a.name}+{b.name}", game.fen(), ()))
+    return out
+
+
 def format_epd(op: Opening, pos: Position, depth: int) -> str:
     epd = " ".join(pos.fen().split()[:4])
     parts = [f'id "{op.name}"']

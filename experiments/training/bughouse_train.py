@@ -115,6 +115,31 @@ def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[st
     }
 
 
+def heldout(dbs: Sequence[str], weights: Sequence[str], val_fraction: float = 0.1, seed: int = 1,
+            threads: int = 1) -> dict[str, Any]:
+    """Every network of ``weights`` on the same held-out games: ``bughouse-train``'s validation split
+    of ``dbs`` (same ``val_fraction`` and ``seed``; a game is held out by its number, so a database
+    that grew keeps its earlier games on the same side), every held-out position of both views (no
+    subsample). Returns the split's size and, per weights file, :func:`evaluate`'s metrics and the
+    seconds it took. Held-out means unseen only for networks trained on these databases with this split."""
+    torch.set_num_threads(threads)
+    samples = samples_from_db(list(dbs))
+    _, val_s = split_by_game(samples, val_fraction, seed)
+    if len(val_s) == 0:
+        raise BughouseDataError(f"no held-out games: {samples.games} games, val_fraction {val_fraction}")
+    out: dict[str, Any] = {"games": samples.games, "val_games": val_s.games, "val_positions": len(val_s), "nets": {}}
+    for path in weights:
+        try:
+            net, _ = bn.load(path)
+        except (OSError, ValueError, RuntimeError, KeyError) as e:
+            raise BughouseDataError(f"cannot load bughouse network {path!r}: {e}") from None
+        t0 = time.time()
+        m = evaluate(net, val_s)
+        m["seconds"] = time.time() - t0
+        out["nets"][path] = m
+    return out
+
+
 def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
           command: str | None = None) -> dict[str, Any]:
     """Train, write ``out/model.pt`` (+ metrics.csv, checkpoint.pt, command.txt); returns the metadata."""
