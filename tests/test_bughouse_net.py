@@ -330,6 +330,27 @@ def test_generate_sjeng_games_resumes_and_gives_samples(tmp_path: Path):
     assert len(s) > 0 and s.games <= 4 and set(np.unique(s.value).tolist()) <= {-1.0, 1.0}
 
 
+@pytest.mark.skipif(__import__("tests.engines_path", fromlist=["find_engine"]).find_engine("sjeng") is None,
+                    reason="sjeng not installed")
+def test_parallel_generation_writes_shards_that_training_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from experiments.cli import main as cli
+    from experiments.cli.bughouse import _with_shards
+    from experiments.training.bughouse_data import count_all, count_games, shard, shard_paths
+
+    db = tmp_path / "g.sqlite"
+    args = ["bughouse-datagen", "--db", str(db), "--pair", "sjeng:depth=1", "sjeng:depth=1", "--tc", "20+0",
+            "--chunk", "2", "--quiet"]
+    assert cli.main(args + ["--games", "4", "--workers", "2"]) == 0
+    assert "games an hour with 2 workers" in capsys.readouterr().out
+    assert shard_paths(db) == [db, shard(db, 1)] and shard(db, 1).name == "g.w1.sqlite"
+    assert count_games(db) == count_games(shard(db, 1)) == 2 and count_all(db) == 4
+    # resumed: a larger total is shared out again (each worker plays whole game pairs), the stored games stay
+    assert cli.main(args + ["--games", "5", "--workers", "2"]) == 0
+    assert count_games(shard(db, 1)) == 2 and count_all(db) == 6
+    assert _with_shards([str(db)]) == [str(db), str(shard(db, 1))]
+    assert _with_shards([str(tmp_path / "none.sqlite")]) == [str(tmp_path / "none.sqlite")]
+
+
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     from experiments.cli import main as cli
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import time
 from pathlib import Path
 from typing import Any
 from experiments.cli.main import count, fraction, number, positive_float, seed
@@ -44,15 +45,30 @@ def _pairs(items: list[list[str]] | None) -> list[tuple[str, str]]:
     return [(a, b) for a, b in items] if items else list(DEFAULT_PAIRS)
 
 
+def _with_shards(dbs: list[str]) -> list[str]:
+    """Each database with the shards that ``bughouse-datagen --workers`` wrote beside it."""
+    from experiments.training.bughouse_data import shard_paths
+
+    return [str(p) for d in dbs for p in (shard_paths(d) or [Path(d)])]
+
+
 def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
     from experiments.training import bughouse_data as bd
     from experiments.harness.match import parse_tc
 
     base_s, inc_s = parse_tc(args.tc)
     pairs = _pairs(args.pair)
+    t0 = time.monotonic()
+    before = bd.count_all(args.db)
     n = bd.generate(args.db, pairs, args.games, int(round(base_s * 1000)), int(round(inc_s * 1000)),
-                    minutes=args.minutes, chunk=args.chunk, seed=args.seed, progress=not args.quiet)
-    print(f"{n} games in {args.db} (pairs: {'; '.join(a + ' vs ' + b for a, b in pairs)}, tc {args.tc})")
+                    minutes=args.minutes, chunk=args.chunk, seed=args.seed, progress=not args.quiet,
+                    workers=args.workers)
+    hours = (time.monotonic() - t0) / 3600.0
+    shards = len(bd.shard_paths(args.db))
+    print(f"{n} games in {args.db}" + (f" and its {shards - 1} shards" if shards > 1 else "")
+          + f" (pairs: {'; '.join(a + ' vs ' + b for a, b in pairs)}, tc {args.tc}); "
+          f"{n - before} new in {hours * 60:.1f} min: {(n - before) / hours if hours > 0 else 0:.0f} games an hour "
+          f"with {args.workers} worker{'s' if args.workers > 1 else ''}")
     return 0
 
 
@@ -64,7 +80,7 @@ def cmd_bughouse_train(args: argparse.Namespace) -> int:
     cfg = bt.TrainConfig(size=args.size, epochs=args.epochs, minutes=args.minutes, batch=args.batch, lr=args.lr,
                          value_weight=args.value_weight, policy_weight=args.policy_weight,
                          val_fraction=args.val_fraction, seed=args.seed, threads=args.threads, device=args.device)
-    meta = bt.train(args.db, args.out, cfg, progress=not args.quiet)
+    meta = bt.train(_with_shards(args.db), args.out, cfg, progress=not args.quiet)
     print(f"model: {args.out}/model.pt  val policy acc {meta['val_policy_acc']:.3f}  "
           f"value sign acc {meta['val_value_sign_acc']:.3f}  ({meta['train_positions']} training samples, "
           f"{meta['training_seconds']:.0f} s)")
@@ -76,7 +92,7 @@ def cmd_bughouse_heldout(args: argparse.Namespace) -> int:
 
     from experiments.training import bughouse_train as bt
 
-    r = bt.heldout(args.db, args.weights, val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)
+    r = bt.heldout(_with_shards(args.db), args.weights, val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)
     if args.json:
         print(json.dumps(r, indent=1, sort_keys=True))
         return 0
@@ -122,13 +138,16 @@ def register(sub: Any) -> None:
                         "sjeng:depth=4 vs sjeng:depth=4)")
     d.add_argument("--tc", default="30+0", help="time control BASE+INC seconds per seat (default 30+0)")
     d.add_argument("--chunk", type=count(1), default=4, help="games per pairing before switching to the next")
+    d.add_argument("--workers", type=count(1, 64), default=1,
+                   help="games at once, each process into its own shard beside --db (NAME.wK.sqlite)")
     d.add_argument("--seed", type=seed, default=1)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_bughouse_datagen)
 
     h = sub.add_parser("bughouse-heldout", help="bughouse networks side by side on the same held-out games "
                                                "(bughouse-train's validation split of --db)")
-    h.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"], help="game database(s)")
+    h.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"],
+                   help="game database(s), each with its datagen shards (NAME.wK.sqlite)")
     h.add_argument("--weights", nargs="+", required=True, help="model.pt files (e.g. evaluators/weights/bughouse_lazybug.pt)")
     h.add_argument("--val-fraction", type=fraction, default=0.1, help="as bughouse-train: share of games held out")
     h.add_argument("--seed", type=seed, default=1, help="as bughouse-train: the split's seed")
@@ -137,7 +156,8 @@ def register(sub: Any) -> None:
     h.set_defaults(func=cmd_bughouse_heldout)
 
     t = sub.add_parser("bughouse-train", help="train the LazyBug-style two-board network on stored games")
-    t.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"], help="game database(s)")
+    t.add_argument("--db", nargs="+", default=["data/bughouse-sjeng.sqlite"],
+                   help="game database(s), each with its datagen shards (NAME.wK.sqlite)")
     t.add_argument("--out", default="runs/bughouse-net", help="run directory (model.pt, metrics.csv)")
     t.add_argument("--size", default="small", help="network size (tiny, small, lazybug)")
     t.add_argument("--epochs", type=count(1, 100_000), default=20)

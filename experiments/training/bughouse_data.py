@@ -6,7 +6,10 @@ Generation (:func:`generate`, ``searchbench bughouse-datagen``)
     games at a time, until ``games`` are stored or ``minutes`` have passed. Because games are keyed
     ``<match>:<index>``, running the command again resumes (finished games are never replayed).
     Sjeng (``sjeng:depth=N``) is the default player: its opening book and the asynchronous timing
-    of the two boards make every game different.
+    of the two boards make every game different. With ``workers`` > 1 that many processes play at
+    once, each into a shard of its own beside the database (``NAME.wK.sqlite``, seed ``seed + K``:
+    one writer per SQLite file, as every run here), until the database and its shards hold
+    ``games``; :func:`shard_paths` lists them for training, which reads a database with its shards.
 
 Samples (:func:`samples_from_db`)
     Every stored game is replayed ply by ply. Before each ply (board ``b``, move ``m`` by seat
@@ -24,6 +27,7 @@ Samples (:func:`samples_from_db`)
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,20 +45,91 @@ class BughouseDataError(ValueError):
     """Bad generation settings, or a database without usable games (one line)."""
 
 
+def shard(db: str | Path, k: int) -> Path:
+    """Worker ``k``'s database: ``db`` itself for worker 0, ``NAME.wK.sqlite`` beside it for the others."""
+    p = Path(db)
+    return p if k == 0 else p.with_name(f"{p.stem}.w{k}{p.suffix}")
+
+
+def shard_paths(db: str | Path) -> list[Path]:
+    """``db`` (where it exists) and the shards that parallel generation wrote beside it."""
+    p = Path(db)
+    out = [p] if p.exists() else []
+    found = [(int(m.group(1)), q) for q in p.parent.glob(f"{p.stem}.w*{p.suffix}")
+             if (m := re.fullmatch(re.escape(p.stem) + r"\.w(\d+)" + re.escape(p.suffix), q.name))]
+    return out + [q for _, q in sorted(found)]
+
+
+def count_all(db: str | Path) -> int:
+    """Games stored in ``db`` and its shards."""
+    return sum(count_games(p) for p in shard_paths(db))
+
+
 def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_ms: int, inc_ms: int,
              minutes: float | None = None, chunk: int = 4, seed: int = 1, progress: bool = True,
-             max_plies: int = 600) -> int:
-    """Play up to ``games`` games in ``db`` (resumable); returns the number of games stored there."""
+             max_plies: int = 600, workers: int = 1) -> int:
+    """Play until ``db`` and its shards hold ``games`` games (resumable; whole chunks, so up to
+    ``chunk - 1`` more per worker); ``workers`` processes at once, worker ``k`` into :func:`shard`
+    ``(db, k)``, the games still missing shared out equally. Returns the games stored in all of them."""
+    if games < 1 or chunk < 1 or not pairs or workers < 1:
+        raise BughouseDataError("need games >= 1, chunk >= 1, workers >= 1 and at least one pair of teams")
+    from engines.seats import parse_team
+
+    for a, b in pairs:  # a bad team is one line here, not one per worker
+        parse_team(a), parse_team(b)
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    if workers == 1:
+        _generate(db, pairs, games - (count_all(db) - count_games(db)), base_ms, inc_ms, minutes, chunk, seed,
+                  progress, max_plies)
+        return count_all(db)
+    import multiprocessing
+
+    from tqdm import tqdm
+
+    left = max(0, games - count_all(db))
+    mp = multiprocessing.get_context("spawn")
+    procs = []
+    for k in range(workers):
+        quota = count_games(shard(db, k)) + left // workers + (1 if k < left % workers else 0)
+        procs.append(mp.Process(target=_worker, args=(str(shard(db, k)), list(pairs), quota, base_ms, inc_ms,
+                                                      minutes, chunk, seed + k, max_plies), daemon=True))
+    bar = tqdm(total=games, initial=min(games, count_all(db)), desc=f"bughouse datagen ({workers} workers)",
+               disable=not progress, dynamic_ncols=True)
+    try:
+        for p in procs:
+            p.start()
+        while any(p.is_alive() for p in procs):
+            time.sleep(2.0)
+            bar.n = min(games, count_all(db))
+            bar.refresh()
+    finally:
+        for p in procs:
+            if p.is_alive():  # interrupted: each worker keeps the games it finished
+                p.terminate()
+            p.join()
+        bar.close()
+    failed = [p.exitcode for p in procs if p.exitcode]
+    if failed:
+        raise BughouseDataError(f"{len(failed)} of {workers} datagen workers failed (exit codes {failed}); "
+                                "their finished games are kept: run the command again to resume")
+    return count_all(db)
+
+
+def _worker(db: str, pairs: list[tuple[str, str]], games: int, base_ms: int, inc_ms: int, minutes: float | None,
+            chunk: int, seed: int, max_plies: int) -> None:
+    _generate(db, pairs, games, base_ms, inc_ms, minutes, chunk, seed, False, max_plies)
+
+
+def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_ms: int, inc_ms: int,
+              minutes: float | None, chunk: int, seed: int, progress: bool, max_plies: int) -> int:
+    """One process: play until ``db`` holds ``games`` games; returns the games stored there."""
     from tqdm import tqdm
 
     from engines.seats import parse_team
     from experiments.harness import bughouse as bm
 
-    if games < 1 or chunk < 1 or not pairs:
-        raise BughouseDataError("need games >= 1, chunk >= 1 and at least one pair of teams")
     if chunk % 2:
         chunk += 1  # colours alternate per pair of games
-    Path(db).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     stored = count_games(db)
     # resume each pairing after its stored games (its games are keyed "<match>:<index>")
