@@ -60,6 +60,21 @@ class MoveResult:
     time: float = 0.0
 
 
+#: the per-move limits an engine spec, a match flag or a caller can set
+LIMIT_KEYS: tuple[str, ...] = ("nodes", "evals", "playouts", "depth", "movetime", "tc")
+
+
+def layered_limits(*layers: dict[str, Any]) -> dict[str, Any]:
+    """The one rule of limit precedence: each limit from the first layer that sets it (None and 0
+    are unset), layers given strongest first. The match command layers an engine's own flag
+    (``--nodes-a``), its spec (``material-mcts:nodes=32``), the match-wide flag (``--nodes``);
+    an engine layers the caller's limits over its spec's defaults (:func:`engines.ours.merge_limits`)."""
+    out: dict[str, Any] = {}
+    for k in LIMIT_KEYS:
+        out[k] = next((layer[k] for layer in layers if layer.get(k)), None)
+    return out
+
+
 @dataclass
 class EngineSpec:
     """A resolved engine: name, evaluator, search and the options as given (canonical text, for the

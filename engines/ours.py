@@ -25,7 +25,7 @@ import time
 from typing import Callable, Sequence
 
 from board import Position, move_to_uci
-from engines.base import EngineError, EngineSpec, InProcessEngine, MoveResult
+from engines.base import EngineError, EngineSpec, InProcessEngine, MoveResult, layered_limits
 from evaluators.base import Evaluation, Evaluator, Leaf
 from search.base import Limits, Search, SearchResult
 
@@ -40,15 +40,12 @@ CLOCK_MARGIN = 0.05
 def merge_limits(limits: Limits, nodes: int | None, depth: int | None, movetime: float | None,
                  evals: int | None = None, playouts: int | None = None) -> Limits:
     """``limits`` with its unset node, evaluator-call, playout, depth and movetime fields filled from
-    the spec's defaults."""
-    return dataclasses.replace(
-        limits,
-        nodes=limits.nodes if limits.nodes is not None else (nodes or None),
-        playouts=limits.playouts if limits.playouts is not None else (playouts or None),
-        evals=limits.evals if limits.evals is not None else (evals or None),
-        depth=limits.depth if limits.depth is not None else (depth or None),
-        movetime=limits.movetime if limits.movetime is not None else (movetime or None),
-    )
+    the spec's defaults (:func:`engines.base.layered_limits`: the caller's limits first)."""
+    caller = {k: getattr(limits, k) for k in ("nodes", "evals", "playouts", "depth", "movetime")}
+    merged = layered_limits(caller, {"nodes": nodes, "evals": evals, "playouts": playouts, "depth": depth,
+                                     "movetime": movetime})
+    merged.pop("tc")
+    return dataclasses.replace(limits, **merged)
 
 
 def hard_stop_after(limits: Limits, turn: int) -> float | None:

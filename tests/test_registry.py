@@ -197,6 +197,15 @@ def test_a_failing_evaluator_is_a_forfeit_not_an_exception() -> None:
     assert e.play(board.new_position("chess"), Limits(nodes=50)).forfeit is None
 
 
+def test_one_rule_of_limit_precedence() -> None:
+    from engines.base import layered_limits
+
+    own, spec, shared = {"nodes": 800}, {"nodes": 32, "depth": 3, "movetime": None}, {"depth": 9, "tc": "60+0", "evals": 0}
+    assert layered_limits(own, spec, shared) == {"nodes": 800, "evals": None, "playouts": None, "depth": 3,
+                                                 "movetime": None, "tc": "60+0"}
+    assert layered_limits({}, {}) == dict.fromkeys(("nodes", "evals", "playouts", "depth", "movetime", "tc"))
+
+
 def test_limits_merge_and_hard_stop() -> None:
     caller = Limits(nodes=400)
     assert merge_limits(caller, 800, 5, None) == Limits(nodes=400, depth=5)

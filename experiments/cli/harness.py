@@ -65,15 +65,15 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
 
 def _side_limits(args: argparse.Namespace, side: str, engine: str) -> dict[str, Any]:
     """The limits of one side: its own flag (``--nodes-a``), else a limit in its engine spec
-    (``material-mcts:nodes=32``), else the match-wide flag (``--nodes``)."""
+    (``material-mcts:nodes=32``), else the match-wide flag (``--nodes``): :func:`engines.base.layered_limits`."""
     from engines import registry
+    from engines.base import LIMIT_KEYS, layered_limits
 
-    spec = registry.spec_limits(engine)
-    out: dict[str, Any] = {}
-    for k in ("nodes", "evals", "playouts", "depth", "movetime", "tc"):
-        own = getattr(args, f"{k}_{side}")
-        v = own if own is not None else spec.get(k) if spec.get(k) is not None else getattr(args, k)
-        out[k] = match_mod.parse_tc(v) if k == "tc" and isinstance(v, str) else v
+    own = {k: getattr(args, f"{k}_{side}") for k in LIMIT_KEYS}
+    shared = {k: getattr(args, k) for k in LIMIT_KEYS}
+    out = layered_limits(own, registry.spec_limits(engine), shared)
+    if isinstance(out["tc"], str):
+        out["tc"] = match_mod.parse_tc(out["tc"])
     return out
 
 
