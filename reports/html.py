@@ -307,11 +307,15 @@ def teams_chart(rows: list[dict[str, str]], title: str) -> dict[str, Any]:
     for r in rows:
         if _num(r.get("elo")) is None:
             continue
+        y, lo, hi, score = float(r["elo"]), float(r["elo_low"]), float(r["elo_high"]), _num(r.get("score"))
+        if score in (0.0, 1.0):  # a sweep: no finite Elo, only the bound of its interval
+            y = lo = hi = hi if score == 0.0 else lo
         series.setdefault(r["team"].split(":")[0], []).append({
-            "player": r["row"], "y": float(r["elo"]), "lo": float(r["elo_low"]), "hi": float(r["elo_high"]),
+            "player": r["row"], "y": y, "lo": lo, "hi": hi,
             "x": {"evals_per_move": _num(r.get("evals_per_move")), "nodes_per_move": _num(r.get("nodes_per_move")),
                   "ms_per_move": _ms(r.get("seconds_per_move"))},
             "info": {"team": r["team"], "opponent": r["opponent"], "clock": r["tc"], "games": r["games"],
+                     "Elo": ("sweep: below " if score == 0.0 else "sweep: above " if score == 1.0 else "") + f"{y:+.0f}",
                      "+/=/-": f"+{r['wins']} ={r['draws']} -{r['losses']}",
                      "pentanomial LL LD DD+WL WD WW": " ".join(r.get(k, "") for k in
                                                               ("ptnml_LL", "ptnml_LD", "ptnml_DD_WL", "ptnml_WD", "ptnml_WW"))}})

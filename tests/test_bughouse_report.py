@@ -130,6 +130,13 @@ def test_a_rows_figures():
     # seat times a game: A-white 1.0 s, A-black 2.0, B-white 2.0, B-black 3.0; ours alternate
     assert r.used == {"ours A": 1.5, "ours B": 2.5, "reference A": 1.5, "reference B": 2.5}
     assert r.minutes == pytest.approx(2.0) and r.plies == 4.0
+    assert br.elo_text(r)[0] == f"{r.elo:+.0f}"
+    # a sweep has no finite Elo: the table gives the bound of its interval
+    lost = br.summarize(spec, [record(str(i), i // 2, "ours" if i % 2 == 0 else "sjeng", "sjeng" if i % 2 == 0 else "ours",
+                                      "0-1" if i % 2 == 0 else "1-0", "checkmate on board A", moves, as0) for i in range(4)],
+                        details)
+    assert lost.score == 0.0 and br.elo_text(lost) == (f"< {lost.hi:+.0f}", f"[-inf, {lost.hi:+.0f}]")
+    assert br.elo_text(br.summarize(spec, [], {})) == ("-", "-")
 
 
 def test_config_errors(tmp_path: Path):

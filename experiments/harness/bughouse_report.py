@@ -296,6 +296,17 @@ def _fmt(x: float) -> str:
     return "-" if math.isnan(x) else f"{x:+.0f}"
 
 
+def elo_text(r: Row) -> tuple[str, str]:
+    """(Elo, 95% interval) as the table shows them: a sweep has no finite Elo, only a bound."""
+    if not r.games or math.isnan(r.elo):
+        return "-", "-"
+    if r.score == 0.0:
+        return f"< {_fmt(r.hi)}", f"[-inf, {_fmt(r.hi)}]"
+    if r.score == 1.0:
+        return f"> {_fmt(r.lo)}", f"[{_fmt(r.lo)}, +inf]"
+    return _fmt(r.elo), f"[{_fmt(r.lo)}, {_fmt(r.hi)}]"
+
+
 def _ends_text(r: Row) -> str:
     return "; ".join(f"{k} {v}" for k, v in sorted(r.ends.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
 
@@ -309,8 +320,9 @@ def findings(rs: Sequence[Row]) -> list[str]:
         taken = sum(v for k, v in r.ends.items() if k.startswith(("mated", "flag lost", "forfeit lost", "lost")))
         where = ", ".join(f"{k} {v}" for k, v in sorted(r.ends.items(), key=lambda kv: -kv[1])
                           if k.startswith(("mated", "flag lost", "forfeit lost", "lost")))
+        elo, interval = elo_text(r)
         out.append(f"`{r.spec.name}` scores {100 * r.score:.1f}% ({r.wins}-{r.draws}-{r.losses}) against "
-                   f"`{r.spec.opponent}` at {r.spec.tc}: Elo {_fmt(r.elo)} [{_fmt(r.lo)}, {_fmt(r.hi)}] "
+                   f"`{r.spec.opponent}` at {r.spec.tc}: Elo {elo} {interval} "
                    f"over {r.games} games on {r.openings} openings; its {taken} lost games: {where or 'none'}.")
     return out
 
@@ -336,7 +348,7 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
             ew.writerow([r.spec.name, k, v])
     ends_path = out / "ends.csv"
     write_atomic(ends_path, ends.getvalue(), "report CSV")
-    figs = plot_forest(csv_path, f"Bughouse: our teams against {rs[0].spec.opponent if rs else 'the reference'}")
+    figs = plot_forest(csv_path, "Bughouse: our teams against the reference team")
     total = sum(r.games for r in rs)
     lines = [f"# Bughouse against Sjeng: {cfg.name}", "",
              f"Variant bughouse; each row is one of our teams against the reference team on the other two "
@@ -345,18 +357,20 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
              f"each pair from its own bughouse opening: two capture-free lines of "
              f"`{cfg.openings.as_posix() if not cfg.openings.is_absolute() else cfg.openings.name}`, one a board, "
              f"White to move on both. Elo is our team's against the reference (the anchor, 0), with the 95% "
-             f"interval of the pentanomial pair statistics (fishtest/fastchess; a sweep: the Wilson interval "
-             f"of the pair scores). {total} games in all.", "",
+             f"interval of the pentanomial pair statistics (fishtest/fastchess; a sweep, every pair lost or "
+             f"every pair won, has no finite Elo: the table gives the bound of the Wilson interval of the pair "
+             f"scores). {total} games in all.", "",
              "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
              "![forest plot](teams.png)", "",
              "| row | team | opponent | clock | games (openings) | W-D-L | score | Elo | 95% interval | pentanomial "
              "| nodes/move | evals/move | s/move | plies/game |",
              "|---|---|---|---|---:|---|---:|---:|---|---|---:|---:|---:|---:|"]
     for r in rs:
+        elo, interval = elo_text(r)
+        score = f"{100 * r.score:.1f}%" if r.games else "-"
         lines.append(f"| {r.spec.name} | `{r.spec.team}` | `{r.spec.opponent}` | {r.spec.tc} | {r.games} ({r.openings}) "
-                     f"| {r.wins}-{r.draws}-{r.losses} | {100 * r.score:.1f}% | {_fmt(r.elo)} | "
-                     f"[{_fmt(r.lo)}, {_fmt(r.hi)}] | {' '.join(map(str, r.ptnml))} | {r.nodes:.0f} | "
-                     f"{r.evals:.0f} | {r.seconds:.2f} | {r.plies:.0f} |")
+                     f"| {r.wins}-{r.draws}-{r.losses} | {score} | {elo} | {interval} | "
+                     f"{' '.join(map(str, r.ptnml))} | {r.nodes:.0f} | {r.evals:.0f} | {r.seconds:.2f} | {r.plies:.0f} |")
     lines += ["", "Findings:", ""] + [f"- {f}" for f in findings(rs)]
     lines += ["", "How games end, from our team's side (mates given and taken on each board; flags, "
                   "marked *after sitting* where our flagged seat had sat that game; forfeits; draws):", "",
@@ -392,16 +406,21 @@ def plot_forest(csv_path: Path, title: str) -> list[Path]:
         data = list(csv.DictReader(f))
     fig, ax = plt.subplots(figsize=(7.5, 0.6 * max(2, len(data)) + 1.2))
     for i, d in enumerate(reversed(data)):
-        e, lo, hi = float(d["elo"]), float(d["elo_low"]), float(d["elo_high"])
+        e, lo, hi, score = float(d["elo"]), float(d["elo_low"]), float(d["elo_high"]), float(d["score"])
         if math.isnan(e):
             continue
-        ax.errorbar([e], [i], xerr=[[e - lo], [hi - e]], fmt="o", color="C0", capsize=4)
+        if score in (0.0, 1.0):  # a sweep: only a bound, drawn as an arrow from it
+            e = hi if score == 0.0 else lo
+            ax.errorbar([e], [i], xerr=[[60.0], [0.0]] if score == 0.0 else [[0.0], [60.0]], fmt="|", color="C3",
+                        xuplims=score == 0.0, xlolims=score == 1.0, capsize=4)
+        else:
+            ax.errorbar([e], [i], xerr=[[e - lo], [hi - e]], fmt="o", color="C0", capsize=4)
         ax.annotate(f"{d['wins']}-{d['draws']}-{d['losses']} ({d['games']} games)", (e, i), xytext=(0, 7),
                     textcoords="offset points", ha="center", fontsize=8)
     ax.axvline(0.0, color="grey", ls="--", lw=1)
     ax.set_yticks(range(len(data)))
     ax.set_yticklabels([f"{d['row']} ({d['tc']})" for d in reversed(data)])
-    ax.set_xlabel("Elo against the reference team (95% interval, pentanomial pairs)")
+    ax.set_xlabel("Elo against the reference (95%, pentanomial pairs; arrow: a sweep's bound)")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     paths = [csv_path.with_name("teams.png"), csv_path.with_name("teams.svg")]
