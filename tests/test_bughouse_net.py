@@ -279,6 +279,30 @@ def test_train_tiny_and_load(tmp_path: Path):
     assert again["epochs_done"] == 2 and again["val_policy_acc"] == pytest.approx(meta["val_policy_acc"])
 
 
+def test_heldout_compares_networks_on_the_same_games(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from experiments.cli import main as cli
+    from experiments.training.bughouse_train import _plies, heldout
+
+    db = tmp_path / "g.sqlite"
+    for i in range(6):
+        store_game(db, f"m:{i}", ["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"][: 3 + i % 3],
+                   "1-0" if i % 2 else "0-1", "checkmate on board A")
+    w = tmp_path / "w.pt"
+    bn.save(str(w), bn.build("tiny"))
+    r = heldout([str(db)], [str(w), str(w)], val_fraction=0.5, seed=3)
+    assert r["games"] == 6 and 1 <= r["val_games"] < 6
+    assert list(r["nets"]) == [str(w)]  # the same weights twice: one entry
+    m = r["nets"][str(w)]
+    assert sum(st["val_samples"] for st in m["stages"].values()) == m["val_samples"] == r["val_positions"]
+    assert list(m["stages"]) == ["0-19"]
+    s = samples_from_db([db])
+    assert _plies(s).tolist()[:6] == [0, 0, 1, 1, 2, 2] and _plies(s).max() <= 4
+    assert cli.main(["bughouse-heldout", "--db", str(db), "--weights", str(w), "--val-fraction", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "held out:" in out and "along the game" in out
+    assert cli.main(["bughouse-heldout", "--db", str(db), "--weights", str(tmp_path / "no.pt")]) == 2
+
+
 # ------------------------------------------------------------------------------------ engine specs
 
 def test_network_seats_and_team_specs_with_paths(tmp_path: Path):

@@ -103,6 +103,14 @@ def cmd_bughouse_heldout(args: argparse.Namespace) -> int:
     for path, m in r["nets"].items():
         print(f"{path:<48} {100 * m['val_policy_acc']:>11.1f}% {100 * m['val_partner_policy_acc']:>12.1f}% "
               f"{100 * m['val_value_sign_acc']:>9.1f}% {m['val_value_mse']:>9.3f} {m['val_policy_ce']:>9.3f}")
+    stages = list(next(iter(r["nets"].values()))["stages"])
+    print("\nalong the game (plies on both boards before the position): policy top-1 (own view) / "
+          "winner predicted (value sign)")
+    print(f"{'weights':<48} " + " ".join(f"{s:>15}" for s in stages))
+    for path, m in r["nets"].items():
+        cells = [m["stages"].get(s) for s in stages]
+        print(f"{path:<48} " + " ".join(f"{100 * c['val_policy_acc']:>6.1f}% /{100 * c['val_value_sign_acc']:>5.1f}%"
+                                         if c else f"{'-':>15}" for c in cells))
     return 0
 
 

@@ -85,6 +85,24 @@ def _batch(samples: Samples, rows: np.ndarray, device: torch.device | str = "cpu
 
 def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[str, float]:
     """Validation metrics (module docstring) over all of ``samples``."""
+    return _metrics(*_predict(net, samples, batch), samples)
+
+
+#: game stages of :func:`heldout`'s breakdown: plies played on both boards before the sample
+STAGES: tuple[tuple[int, int], ...] = ((0, 20), (20, 40), (40, 60), (60, 80), (80, 1 << 30))
+
+
+def _plies(samples: Samples) -> np.ndarray:
+    """Plies played (both boards) before each sample: samples come in play order, two a ply."""
+    n = len(samples)
+    first = np.ones(n, dtype=bool)
+    first[1:] = samples.game[1:] != samples.game[:-1]
+    starts = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    return (np.arange(n) - starts) // 2
+
+
+def _predict(net: bn.BughouseNet, samples: Samples, batch: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per sample: top-1 hit among the legal moves and the value; the summed policy cross-entropy."""
     net.eval()
     device = next(net.parameters()).device
     n = len(samples)
@@ -102,6 +120,11 @@ def evaluate(net: bn.BughouseNet, samples: Samples, batch: int = 512) -> dict[st
             for j, r in enumerate(rows):
                 legal = samples.legal[samples.legal_start[r]:samples.legal_start[r + 1]]
                 hit[r] = legal[int(np.argmax(lg[j, legal]))] == samples.policy[r]
+    return hit, vals, ce_sum
+
+
+def _metrics(hit: np.ndarray, vals: np.ndarray, ce_sum: float, samples: Samples) -> dict[str, float]:
+    n = len(samples)
     own = samples.own
     z = samples.value
     decisive = z != 0
@@ -134,8 +157,18 @@ def heldout(dbs: Sequence[str], weights: Sequence[str], val_fraction: float = 0.
         except (OSError, ValueError, RuntimeError, KeyError) as e:
             raise BughouseDataError(f"cannot load bughouse network {path!r}: {e}") from None
         t0 = time.time()
-        m = evaluate(net, val_s)
+        hit, vals, ce_sum = _predict(net, val_s, 512)
+        m: dict[str, Any] = dict(_metrics(hit, vals, ce_sum, val_s))
         m["seconds"] = time.time() - t0
+        plies = _plies(val_s)
+        m["stages"] = {}
+        for lo, hi in STAGES:  # LazyBug's figures 2-4: accuracy along the game
+            mask = (plies >= lo) & (plies < hi)
+            if mask.any():
+                sub = val_s.subset(mask)
+                st = _metrics(hit[mask], vals[mask], 0.0, sub)
+                m["stages"][f"{lo}-{hi - 1}" if hi < 1 << 30 else f"{lo}+"] = {
+                    k: st[k] for k in ("val_policy_acc", "val_value_sign_acc", "val_samples")}
         out["nets"][path] = m
     return out
 
