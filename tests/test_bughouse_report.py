@@ -106,6 +106,17 @@ def test_how_a_game_ends_from_our_side():
     assert br.end_of(forfeit, True, [0] * 4) == "forfeit won"
 
 
+def test_what_our_last_move_did_before_a_mate():
+    mate = ["A:e2e4", "A:e7e5", "A:f1c4", "A:b8c6", "A:d1h5", "A:g8f6", "A:h5f7"]
+    g = record("k", 0, "sjeng", "ours", "1-0", "checkmate on board A", mate)
+    start = BughouseGame().fen()
+    assert br.mate_cause(g, start) == "allowed mate in one"  # ...Nf6?? let Qxf7 mate; ...g6 would not have
+    assert br.mate_cause(record("k", 0, "a", "b", "1-0", "flag on board A", mate), start) is None
+    # the summary counts our mates by cause
+    r = br.summarize(br.RowSpec("r", "ours", "sjeng", "60+0", 60000, 0, 2), [g], {})
+    assert r.ends == {"mated on A": 1} and r.mates == {"allowed mate in one": 1}
+
+
 def test_seat_time_from_move_times():
     # A-white 100 ms, B-white 300, A-black 150 (250 - 100), B-black 400 (700 - 300)
     assert br._seat_used_ms(["A:e2e4", "B:d2d4", "A:e7e5", "B:d7d5"], [100, 300, 250, 700]) == [100, 150, 300, 400]

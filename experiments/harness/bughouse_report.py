@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from board.bughouse import BOARD_LETTERS, team_of
+from board.bughouse import BOARD_LETTERS, BughouseBoard, BughouseGame, team_of
 from board.variants import BUGHOUSE
 from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord
@@ -157,6 +157,7 @@ class Row:
     lo: float = math.nan
     hi: float = math.nan
     ends: dict[str, int] = field(default_factory=dict)
+    mates: dict[str, int] = field(default_factory=dict)  # our mates by what our last move there did
     moves: int = 0
     nodes: float = 0.0        # per move of our seats
     evals: float = 0.0
@@ -204,6 +205,59 @@ def end_of(rec: GameRecord, ours_team0: bool, sits: Sequence[int]) -> str:
     return ("won: " if won else "lost: ") + reason
 
 
+def _mate_in_one(b: BughouseBoard) -> bool:
+    """The side to move on ``b`` (alone, with its pockets) can mate at once (a real bughouse mate)."""
+    for m in b.legal_moves():
+        b.push(m)
+        mate = b.is_checkmate()
+        b.pop()
+        if mate:
+            return True
+    return False
+
+
+def mate_cause(rec: GameRecord, fen: str) -> str | None:
+    """For a game lost by checkmate: what our mated seat's last move on that board did, with the
+    pockets as they were when it was made. ``allowed mate in one`` (a blunder: the opponent could
+    mate at once and another move would not have allowed it), ``no move avoided mate in one``, or
+    ``mate not in one`` (the mate came later or needed material that arrived afterwards); None for
+    another end or a mate without a move of ours on that board."""
+    if not rec.reason.startswith("checkmate on board "):
+        return None
+    bid = BOARD_LETTERS.index(rec.reason[-1])
+    game = BughouseGame(fen)
+    mated = _mated_color(rec, bid)
+    before: str | None = None
+    played = ""
+    for text in rec.moves[:-1]:
+        b = BOARD_LETTERS.index(text[0])
+        if b == bid and game.boards[b].turn == mated:
+            before, played = game.boards[b].fen(), text[2:]
+        game.push(*game.parse(text))
+    if before is None:
+        return None
+    pos = BughouseBoard(before, bid)
+    m = pos.parse_uci(played)
+    pos.push(m)
+    allowed = _mate_in_one(pos)
+    pos.pop()
+    if not allowed:
+        return "mate not in one"
+    for alt in pos.legal_moves():
+        pos.push(alt)
+        safe = not _mate_in_one(pos)
+        pos.pop()
+        if safe:
+            return "allowed mate in one"
+    return "no move avoided mate in one"
+
+
+def _mated_color(rec: GameRecord, bid: int) -> int:
+    """The colour mated on board ``bid``: the losing team's seat there (team = board ^ colour)."""
+    losing_team = 1 if rec.result == "1-0" else 0
+    return losing_team ^ bid
+
+
 def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict[str, Any]]) -> Row:
     r = Row(row)
     r.games = len(games)
@@ -225,6 +279,10 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
         sits = [int(x.get("sits", 0)) for x in seats]
         end = end_of(g, ours_team0, sits)
         r.ends[end] = r.ends.get(end, 0) + 1
+        if end.startswith("mated"):
+            cause = mate_cause(g, g.opening_fen or BughouseGame().fen())
+            if cause is not None:
+                r.mates[cause] = r.mates.get(cause, 0) + 1
         ours = {0, 3} if ours_team0 else {1, 2}
         # per move: which seat moved (board letter + that board's turn)
         turn = [0, 0]
@@ -377,6 +435,16 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
               "| row | ends |", "|---|---|"]
     for r in rs:
         lines.append(f"| {r.spec.name} | {_ends_text(r)} |")
+    lines += ["", "Our mates, by what our mated seat's last move on that board did (replayed with the pockets "
+                  "as they were when it was made): *allowed mate in one*, a blunder (the opponent could mate at "
+                  "once, and another move would not have let it); *no move avoided mate in one*; *mate not in "
+                  "one* (a longer mate, or one with material that reached the pocket afterwards):", "",
+              "| row | mates | allowed mate in one | no move avoided mate in one | mate not in one |",
+              "|---|---:|---:|---:|---:|"]
+    for r in rs:
+        total_m = sum(r.mates.values())
+        lines.append(f"| {r.spec.name} | {total_m} | {r.mates.get('allowed mate in one', 0)} | "
+                     f"{r.mates.get('no move avoided mate in one', 0)} | {r.mates.get('mate not in one', 0)} |")
     seat_keys = ["ours A", "ours B", "reference A", "reference B"]
     lines += ["", "Seconds each seat used a game, by board (from the stored move times; a seat's move takes "
                   "from the previous move on its board to its own):", "",
