@@ -34,7 +34,10 @@ is a move ``a`` on board ``b`` (a legal move, or ``sit``: board b's side to move
 The final-move rule is :meth:`BughouseMCTS.choose_move` (the only place it is decided): sit when the
 other board got more than ``sit_ratio`` (1.4) times our board's visits (the visits through our
 sit edge count for the other board) and sitting is allowed, or when our board has no legal move;
-else our board's most visited move (ties: higher prior).
+else our board's most visited move (ties: higher prior); with ``mate_guard`` the most visited of
+those moves after which the opponent on our board cannot mate at once (with the pockets of the root),
+if there is one (the guard the bughouse report's mate table asks for: a mate in one allowed where
+another move avoided it).
 
 Node accounting as :mod:`search.base`: ``nodes`` = simulations (leaves backed up, terminals
 included), ``evals`` = leaves sent to the evaluator. No transposition table (a two-board key with
@@ -95,6 +98,7 @@ class BughouseMCTSConfig:
     default_move_ms: int = 1000
     default_nodes: int = 800
     reuse_tree: bool = True
+    mate_guard: bool = False
 
     def validate(self) -> None:
         bad = range_error(self, SPIN_RANGES)
@@ -560,7 +564,29 @@ class BughouseMCTS:
             return SIT, own_visits, other_visits
         if SIT in root.moves[b] and other_visits > self.config.sit_ratio * own_visits:
             return SIT, own_visits, other_visits
+        if self.config.mate_guard and self._allows_mate(root.moves[b][best]):
+            order = sorted((i for i, m in enumerate(root.moves[b]) if m != SIT),
+                           key=lambda i: (root.n[b][i], root.priors[b][i]), reverse=True)
+            for i in order:
+                if not self._allows_mate(root.moves[b][i]):
+                    return root.moves[b][i], own_visits, other_visits
         return root.moves[b][best], own_visits, other_visits
+
+    def _allows_mate(self, m: int) -> bool:
+        """``mate_guard``: after ``m`` on our board the opponent there mates at once (a real
+        bughouse mate), with the pockets of the root: the board alone, what reaches a pocket later
+        is not known."""
+        game = self.game
+        assert game is not None
+        pos = game.boards[self.own_board].copy()
+        pos.push(m)
+        for reply in pos.legal_moves():
+            pos.push(reply)
+            mate = pos.is_checkmate()
+            pos.pop()
+            if mate:
+                return True
+        return False
 
     def root_evaluated(self) -> bool:
         return self.root is not None and self.root.state in (EXPANDED, TERMINAL)

@@ -258,3 +258,27 @@ def test_tree_reuse_enters_the_partner_sit_edge():
     assert s.reused_visits == child.board_visits(1) and child.board_visits(0) == 0  # only board B moves
     r = s.run(g, 1, BughouseLimits(nodes=30), partner_sitting=True)
     assert r.move in g.legal_moves(1) and s.root.sit_board == 0
+
+
+def test_mate_guard_keeps_the_most_visited_move_that_allows_no_mate_in_one():
+    import random as _random
+
+    from board import move_to_uci
+    from board.bughouse import BughouseGame
+    from evaluators.bughouse_classical import BughouseClassicalEvaluator
+    from search.bughouse_mcts import BughouseLimits, BughouseMCTS, BughouseMCTSConfig
+
+    game = BughouseGame()
+    for text in ("A:e2e4", "A:e7e5", "A:f1c4", "A:b8c6", "A:d1h5"):
+        game.push(*game.parse(text))
+    for guard in (False, True):
+        s = BughouseMCTS(BughouseClassicalEvaluator(), BughouseMCTSConfig(mate_guard=guard, root_own_p=1.0),
+                         _random.Random(1))
+        s.run(game, 0, BughouseLimits(nodes=60))
+        root = s.root
+        moves = [move_to_uci(m) for m in root.moves[0]]
+        root.n[0][moves.index("g8f6")] = 10**6  # the search's favourite: ...Nf6?? allows Qxf7 mate
+        root.n[0][moves.index("g7g6")] = 10**5
+        move, _, _ = s.choose_move()
+        assert move_to_uci(move) == ("g7g6" if guard else "g8f6")
+        assert s._allows_mate(root.moves[0][moves.index("g8f6")]) and not s._allows_mate(root.moves[0][moves.index("g7g6")])
