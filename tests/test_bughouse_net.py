@@ -383,3 +383,42 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert cli.main(["bughouse-datagen", "--games", "0", "--db", str(tmp_path / "g.sqlite")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and "no such game database" in err[0] and "unknown size" in err[1]
+
+
+def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    import json
+
+    from experiments.cli import main as cli
+
+    sup = tmp_path / "sup.sqlite"
+    lines = [["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"], ["A:d2d4", "B:e2e4", "B:e7e5", "A:g8f6"],
+             ["B:g1f3", "A:b1c3", "B:b8c6"], ["A:c2c4", "B:c2c4", "A:c7c5", "B:c7c5"]] * 2
+    for i, ms in enumerate(lines):
+        store_game(sup, f"m:{i}", ms, "1-0" if i % 2 else "0-1", "checkmate on board A")
+    w = tmp_path / "w.pt"
+    bn.save(str(w), bn.build("tiny"))
+    out = tmp_path / "loop"
+    cfg = tmp_path / "rl.toml"
+    cfg.write_text(f'name = "t"\ninitial = "{w}"\nrounds = 2\nout = "{out}"\n'
+                   f'[selfplay]\ngames = 2\nnodes = 4\ntc = "60+0"\nmax_plies = 40\n'
+                   f'[train]\nsupervised = ["{sup}"]\nepochs = 1\nminutes = 0.5\nval_fraction = 0.3\nbatch = 16\n'
+                   f'[gate]\ngames = 2\nnodes = 4\nthreshold = 0.0\n')
+    assert cli.main(["bughouse-rl", str(cfg), "--quiet"]) == 0
+    state = json.loads((out / "state.json").read_text())
+    assert [r["round"] for r in state["rounds"]] == [1, 2] and all(r["done"] and r["accepted"] for r in state["rounds"])
+    assert state["rounds"][0]["player"] == str(w)
+    assert state["rounds"][1]["player"] == state["current"].replace("round-002", "round-001")
+    assert state["current"] == str(out / "round-002" / "train" / "model.pt")
+    assert state["rounds"][0]["selfplay_games"] == 2 and state["rounds"][0]["gate"]["score"] >= 0.0
+    assert bn.load(state["current"])[1]["meta"]["init"] == state["rounds"][1]["player"]
+    md = (out / "rounds.md").read_text()
+    assert md.count("| True |") == 2
+    # a finished loop resumes to nothing; more rounds go on from the current network
+    before = (out / "round-001" / "selfplay.sqlite").stat().st_mtime
+    assert cli.main(["bughouse-rl", str(cfg), "--quiet"]) == 0
+    assert (out / "round-001" / "selfplay.sqlite").stat().st_mtime == before
+    cfg.write_text(cfg.read_text().replace("initial", "seed = 2\ninitial").replace('[gate]\ngames = 2', '[gate]\ngames = 0'))
+    bad = tmp_path / "bad.toml"
+    bad.write_text(cfg.read_text().replace(str(sup), str(tmp_path / "none.sqlite")))
+    assert cli.main(["bughouse-rl", str(bad)]) == 2
+    assert "no such game database" in capsys.readouterr().err

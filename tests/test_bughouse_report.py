@@ -30,6 +30,8 @@ def test_bughouse_openings_are_distinct_quiet_and_reproducible():
         for board in g.boards:
             assert board.turn == 0 and "[]" in board.fen()  # White to move, empty pockets
         assert g.material(0) == g.material(1) == [0, 16, 4, 4, 4, 2, 2]  # nothing was captured
+    # a match that grows keeps the openings of its first pairs (datagen extends matches chunk by chunk)
+    assert bughouse_openings(3, 1, "k") == ops[:3] and bughouse_openings(300, 1, "k")[:30] == ops
     with pytest.raises(OpeningError, match="distinct bughouse openings"):
         bughouse_openings(10**6, 1, "k")
 

@@ -207,7 +207,7 @@ def bughouse_openings(pairs: int, seed: int, key: str, suite: str | Path | None 
     if pairs > len(combos):
         raise OpeningError(f"{pairs} game pairs need {pairs} distinct bughouse openings, {path.name} gives "
                            f"{len(combos)} (from {len(lines)} capture-free lines): give a larger suite or fewer games")
-    rng = random.Random(f"{seed}:{key}:bughouse")
+    rng = random.Random(f"{seed}:{key}:bughouse")  # sample's draws for k pairs begin with those for fewer
     out = []
     for i in rng.sample(range(len(combos)), pairs):
         a, b = lines[combos[i][0]], lines[combos[i][1]]

@@ -67,10 +67,12 @@ def count_all(db: str | Path) -> int:
 
 def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_ms: int, inc_ms: int,
              minutes: float | None = None, chunk: int = 4, seed: int = 1, progress: bool = True,
-             max_plies: int = 600, workers: int = 1) -> int:
+             max_plies: int = 600, workers: int = 1, openings: str | Path | None = None) -> int:
     """Play until ``db`` and its shards hold ``games`` games (resumable; whole chunks, so up to
     ``chunk - 1`` more per worker); ``workers`` processes at once, worker ``k`` into :func:`shard`
-    ``(db, k)``, the games still missing shared out equally. Returns the games stored in all of them."""
+    ``(db, k)``, the games still missing shared out equally; ``openings``: a crazyhouse suite, each game
+    pair from its own bughouse opening (:func:`experiments.harness.openings.bughouse_openings`).
+    Returns the games stored in all of them."""
     if games < 1 or chunk < 1 or not pairs or workers < 1:
         raise BughouseDataError("need games >= 1, chunk >= 1, workers >= 1 and at least one pair of teams")
     from engines.seats import parse_team
@@ -80,7 +82,7 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     Path(db).parent.mkdir(parents=True, exist_ok=True)
     if workers == 1:
         _generate(db, pairs, games - (count_all(db) - count_games(db)), base_ms, inc_ms, minutes, chunk, seed,
-                  progress, max_plies)
+                  progress, max_plies, openings)
         return count_all(db)
     import multiprocessing
 
@@ -92,7 +94,8 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     for k in range(workers):
         quota = count_games(shard(db, k)) + left // workers + (1 if k < left % workers else 0)
         procs.append(mp.Process(target=_worker, args=(str(shard(db, k)), list(pairs), quota, base_ms, inc_ms,
-                                                      minutes, chunk, seed + k, max_plies), daemon=True))
+                                                      minutes, chunk, seed + k, max_plies,
+                                                      None if openings is None else str(openings)), daemon=True))
     bar = tqdm(total=games, initial=min(games, count_all(db)), desc=f"bughouse datagen ({workers} workers)",
                disable=not progress, dynamic_ncols=True)
     try:
@@ -116,17 +119,19 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
 
 
 def _worker(db: str, pairs: list[tuple[str, str]], games: int, base_ms: int, inc_ms: int, minutes: float | None,
-            chunk: int, seed: int, max_plies: int) -> None:
-    _generate(db, pairs, games, base_ms, inc_ms, minutes, chunk, seed, False, max_plies)
+            chunk: int, seed: int, max_plies: int, openings: str | None) -> None:
+    _generate(db, pairs, games, base_ms, inc_ms, minutes, chunk, seed, False, max_plies, openings)
 
 
 def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_ms: int, inc_ms: int,
-              minutes: float | None, chunk: int, seed: int, progress: bool, max_plies: int) -> int:
+              minutes: float | None, chunk: int, seed: int, progress: bool, max_plies: int,
+              openings: str | Path | None = None) -> int:
     """One process: play until ``db`` holds ``games`` games; returns the games stored there."""
     from tqdm import tqdm
 
     from engines.seats import parse_team
     from experiments.harness import bughouse as bm
+    from experiments.harness.openings import suite_id
 
     if chunk % 2:
         chunk += 1  # colours alternate per pair of games
@@ -136,7 +141,8 @@ def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base
     done = _done_keys(db)
     per_pair = []
     for a, b in pairs:
-        prefix = bm.match_key(parse_team(a), parse_team(b), base_ms, inc_ms, seed) + ":"
+        suite = "" if openings is None else suite_id(openings)
+        prefix = bm.match_key(parse_team(a), parse_team(b), base_ms, inc_ms, seed, suite) + ":"
         n = sum(1 for k in done if k.startswith(prefix))
         per_pair.append(n + n % 2)
     bar = tqdm(total=games, initial=min(stored, games), desc="bughouse datagen", disable=not progress,
@@ -149,7 +155,7 @@ def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base
         per_pair[k] += chunk
         a, b = pairs[k]
         bm.run_match(a, b, per_pair[k], base_ms, inc_ms, db, None, seed=seed, run="bughouse-datagen",
-                     max_plies=max_plies, progress=False)
+                     max_plies=max_plies, progress=False, openings=openings)
         now = count_games(db)
         bar.update(max(0, min(now, games) - min(stored, games)))
         stored = now

@@ -53,6 +53,7 @@ class TrainConfig:
     threads: int = 1
     half: bool = True
     device: str = "auto"  # auto (CUDA when there is one), cpu, cuda, cuda:N
+    init: str | None = None  # start from these weights (their size), not from a fresh network
 
     def validate(self) -> None:
         if self.size not in bn.SIZES:
@@ -205,7 +206,16 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
         keep = np.zeros(len(val_s), dtype=bool)
         keep[rng.choice(len(val_s), cfg.val_max, replace=False)] = True
         val_s = val_s.subset(keep)
-    net = bn.build(cfg.size).to(device)
+    size = cfg.size
+    if cfg.init is not None:
+        try:
+            loaded, saved = bn.load(cfg.init)
+        except ValueError as e:
+            raise BughouseDataError(str(e)) from None
+        net = loaded.to(device)
+        size = str(saved.get("meta", {}).get("size", size))
+    else:
+        net = bn.build(cfg.size).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0,
                           weight_decay=cfg.weight_decay)
     ckpt_path = os.path.join(out, "checkpoint.pt")
@@ -266,7 +276,8 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
     if not last:  # resumed after the last epoch
         last = evaluate(net, val_s)
     meta: dict[str, Any] = {
-        "variant": BUGHOUSE.name, "size": cfg.size, "data": [str(d) for d in dbs], "games": samples.games,
+        "variant": BUGHOUSE.name, "size": size, "init": cfg.init, "data": [str(d) for d in dbs],
+        "games": samples.games,
         "train_positions": len(train_s), "val_positions": len(val_s), "val_games": val_s.games,
         "recipe": recipe, "training_seconds": round(time.monotonic() - t0, 1), "epochs_done": epoch,
         "device": str(device), **last}
