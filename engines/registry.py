@@ -62,6 +62,7 @@ EVALUATORS: dict[str, EvaluatorEntry] = {
     "classical": EvaluatorEntry("evaluators.classical", "ClassicalEvaluator", False),
     "bughouse-classical": EvaluatorEntry("evaluators.bughouse_classical", "BughouseClassicalEvaluator", False),
     "bughouse-board": EvaluatorEntry("evaluators.bughouse_classical", "BoardScoreEvaluator", False),
+    "bughouse-board-phantoms": EvaluatorEntry("evaluators.bughouse_classical", "PhantomBoardScoreEvaluator", False),
     **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
        for f in FAMILIES.values()},
 }

@@ -316,7 +316,6 @@ def _alphabeta_worker(conn: Any, spec_text: str) -> None:
     """The process of an :class:`AlphaBetaSeat`: jobs ``(job, fen, board_id, movetime, nodes,
     depth)`` in, ``(job, uci, nodes, evals, depth, cp, seconds)`` out; ``None`` ends it."""
     from engines import registry
-    from evaluators.bughouse_classical import lone_board
     from search.base import Limits
 
     try:
@@ -325,7 +324,12 @@ def _alphabeta_worker(conn: Any, spec_text: str) -> None:
             raise SeatError(f"{spec.name}: an alpha-beta seat needs the alphabeta search, not {spec.search}")
         from search.alphabeta import AlphaBeta
 
-        search = AlphaBeta(registry.evaluator_for(spec, BUGHOUSE.name), spec.config)
+        evaluator = registry.evaluator_for(spec, BUGHOUSE.name)
+        board_of = getattr(evaluator, "board", None)
+        if board_of is None:
+            raise SeatError(f"{spec.name}: an alpha-beta seat needs a bughouse board evaluator "
+                            f"(bughouse-board or bughouse-board-phantoms), not {spec.evaluator}")
+        search = AlphaBeta(evaluator, spec.config)
     except Exception as e:  # noqa: BLE001 - told to the seat as one line
         conn.send(("error", f"{type(e).__name__}: {e}"))
         return
@@ -339,7 +343,7 @@ def _alphabeta_worker(conn: Any, spec_text: str) -> None:
             return
         n, fen, board_id, movetime, nodes, depth = job
         t0 = time.monotonic()
-        pos = lone_board(fen, board_id)
+        pos = board_of(fen, board_id)
         r = search.run(pos, Limits(nodes=nodes, depth=depth, movetime=movetime))
         conn.send((n, move_to_uci(r.best_move), r.nodes, r.evals, r.depth, r.cp, time.monotonic() - t0))
 
@@ -385,8 +389,7 @@ class AlphaBetaSeat(Seat):
             raise SeatError(f"{name}: {msg}")
 
     def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "evaluator": "bughouse-board", "search": "alphabeta",
-                "options": self.options}
+        return {"name": self.name, "kind": self.kind, "search": "alphabeta", "options": self.options}
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
         self.seat = seat

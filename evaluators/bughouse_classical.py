@@ -154,17 +154,25 @@ class BughouseClassicalEvaluator(Evaluator):
 
 # ---------------------------------------------------------------------------- one board alone
 
-def lone_board(fen: str, board_id: int) -> BughouseBoard:
+def lone_board(fen: str, board_id: int, phantoms: bool = False) -> BughouseBoard:
     """One board of a bughouse game to search alone (the alpha-beta bughouse seats): the board at
     ``fen`` (its pockets included), linked to a stand-in partner board whose pockets collect what
     each side captures from here on. A capture on this board feeds the capturer's partner, who plays
     the other colour on the other board, so the stand-in's pocket of colour ``c`` holds what the
-    side of colour ``1 - c`` has sent its partner; it is undone with the capture (push/pop)."""
+    side of colour ``1 - c`` has sent its partner; it is undone with the capture (push/pop).
+    ``phantoms`` (Sjeng's bughouse rule): the opponent of the side to move also holds one piece of
+    each type missing from its pocket, since its partner may hand it any piece at any moment; the
+    search then sees the drops that could come, and the moves it returns are legal all the same."""
     pos = BughouseBoard(fen, board_id)
     pos.link(BughouseBoard(fen, 1 - board_id))
     partner = pos.partner
     assert partner is not None
     partner.pockets = 0
+    if phantoms:
+        them = pos.turn ^ 1
+        for pt in range(1, 6):
+            if pos.pocket_count(them, pt) == 0:
+                pos._pocket_add(them, pt, 1)
     return pos
 
 
@@ -190,15 +198,29 @@ class BoardScoreEvaluator(Evaluator):
     (:func:`sent_to_partners`): a capture takes the piece off the opponent's board *and* hands it to
     our partner, as the two-board evaluator counts it (``FLOW_WEIGHT``)."""
 
+    #: the opponent's phantom pieces in the searched board (:func:`lone_board`)
+    phantoms = False
+
     def __init__(self, flow_weight: float = FLOW_WEIGHT) -> None:
         if flow_weight < 0:
             raise EvaluatorError("bughouse board evaluator: flow_weight must be >= 0")
-        self.name = "bughouse-board"
+        self.name = "bughouse-board-phantoms" if self.phantoms else "bughouse-board"
         self.variants = frozenset({BUGHOUSE.name})
         self.flow_weight = flow_weight
+
+    def board(self, fen: str, board_id: int) -> BughouseBoard:
+        """The board as this evaluator's searches see it: :func:`lone_board`."""
+        return lone_board(fen, board_id, self.phantoms)
 
     def serves(self) -> frozenset[str]:
         return frozenset({SCORE})
 
     def score(self, pos: Position) -> int:
         return stm_score(pos) + int(self.flow_weight * sent_to_partners(pos))
+
+
+class PhantomBoardScoreEvaluator(BoardScoreEvaluator):
+    """:class:`BoardScoreEvaluator` on a board where the opponent also holds one piece of each type
+    it lacks (Sjeng's phantom pieces: :func:`lone_board` with ``phantoms``)."""
+
+    phantoms = True

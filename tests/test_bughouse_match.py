@@ -374,6 +374,17 @@ def test_lone_board_counts_what_goes_to_the_partner():
     assert sent_to_partners(BughouseGame().boards[0].copy()) == 0  # a board without a stand-in
 
 
+def test_phantom_pieces_for_the_opponent():
+    from evaluators.bughouse_classical import PhantomBoardScoreEvaluator, lone_board
+
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR[Pn] b KQkq - 0 1"
+    assert lone_board(fen, 1).fen().startswith("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR[Pn] b")
+    pos = PhantomBoardScoreEvaluator().board(fen, 1)
+    assert [pos.pocket_count(0, pt) for pt in range(1, 6)] == [1, 1, 1, 1, 1]  # White, not to move: one of each
+    assert [pos.pocket_count(1, pt) for pt in range(1, 6)] == [0, 1, 0, 0, 0]  # Black's own pocket as it is
+    assert pos.board_id == 1 and pos.partner is not None and pos.partner.pockets == 0
+
+
 def test_alpha_beta_finds_a_drop_mate_on_a_lone_board():
     from evaluators.bughouse_classical import BoardScoreEvaluator, lone_board
     from search.alphabeta import AlphaBeta
@@ -387,13 +398,17 @@ def test_alpha_beta_finds_a_drop_mate_on_a_lone_board():
 
 def test_alpha_beta_seats_play_a_game_in_their_own_processes():
     seats = [make_seat("bughouse-ab:nodes=300", 1, EvaluatorPool()), ShuffleSeat("s1", 1),
-             ShuffleSeat("s2", 1), make_seat("bughouse-ab:depth=2", 1, EvaluatorPool())]
+             ShuffleSeat("s2", 1), make_seat("bughouse-ab-phantoms:depth=2", 1, EvaluatorPool())]
     try:
         res = play_game(seats, 60000, 0, max_plies=24)
         ours = [p for p in res.moves if p.seat in (0, 3)]
         assert len(ours) >= 10 and all(p.stat.nodes > 0 and p.stat.evals > 0 for p in ours)
         assert all(p.stat.depth == 2 for p in res.moves if p.seat == 3)
         assert seats[0].settings()["search"] == "alphabeta"
+        with pytest.raises(SeatError, match="alpha-beta seat needs"):
+            from engines.seats import AlphaBetaSeat
+
+            AlphaBetaSeat("x", "bughouse-mcts", depth=1)
         # a search process that dies forfeits the game for its team
         seats[0].proc.kill()
         seats[0].proc.join()
