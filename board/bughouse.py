@@ -168,6 +168,17 @@ class BughouseBoard(CrazyhousePosition):
     def is_stalemate(self) -> bool:
         return False
 
+    def can_mate_at_once(self) -> bool:
+        """The side to move has a move that mates at once (:meth:`is_checkmate`), with its pockets
+        as they are now."""
+        for m in self.legal_moves():
+            self.push(m)
+            mate = self.is_checkmate()
+            self.pop()
+            if mate:
+                return True
+        return False
+
     def has_insufficient_material(self, color: int) -> bool:
         return False
 
@@ -186,6 +197,22 @@ class BughouseBoard(CrazyhousePosition):
 
     def _new(self) -> Position:
         return BughouseBoard(None, self.board_id)
+
+
+def recent_move_ms(game: BughouseGame, n: int = 5) -> list[list[int]]:
+    """Per seat, the thinking times (ms) of its last ``n`` moves in a timed game ([] if untimed)."""
+    out: list[list[int]] = [[], [], [], []]
+    if not game.timed:
+        return out
+    last = [0, 0]
+    replay = BughouseGame(game.root_fen)
+    for (bid, m), t in zip(game.move_stack, game._times):
+        seat = seat_of(bid, replay.boards[bid].turn)
+        if t >= 0:
+            out[seat].append(t - last[bid])
+            last[bid] = t
+        replay.push(bid, m)
+    return [v[-n:] for v in out]
 
 
 def split_fen(fen: str) -> tuple[str, str]:

@@ -34,10 +34,8 @@ is a move ``a`` on board ``b`` (a legal move, or ``sit``: board b's side to move
 The final-move rule is :meth:`BughouseMCTS.choose_move` (the only place it is decided): sit when the
 other board got more than ``sit_ratio`` (1.4) times our board's visits (the visits through our
 sit edge count for the other board) and sitting is allowed, or when our board has no legal move;
-else our board's most visited move (ties: higher prior); with ``mate_guard`` the most visited of
-those moves after which the opponent on our board cannot mate at once (with the pockets of the root),
-if there is one (the guard the bughouse report's mate table asks for: a mate in one allowed where
-another move avoided it).
+else our board's most visited move (ties: higher prior); with ``mate_guard`` the most visited one
+after which our board's opponent cannot mate at once (root pockets), if any (the report's mate table).
 
 Node accounting as :mod:`search.base`: ``nodes`` = simulations (leaves backed up, terminals
 included), ``evals`` = leaves sent to the evaluator. No transposition table (a two-board key with
@@ -62,7 +60,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Final, Sequence
 
-from board.bughouse import SIT, BughouseGame, leaf_state, seat_of, sit_move, split_move, team_of, two_board_move
+from board.bughouse import (
+    SIT, BughouseBoard, BughouseGame, leaf_state, recent_move_ms, seat_of, sit_move, split_move, team_of, two_board_move,
+)
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import range_error
@@ -141,22 +141,6 @@ class BughouseResult:
 
 def cpuct(cfg: BughouseMCTSConfig, n: float) -> float:
     return cfg.cpuct_factor * math.log((1.0 + n + cfg.cpuct_base) / cfg.cpuct_base) + cfg.cpuct_init
-
-
-def recent_move_ms(game: BughouseGame, n: int = 5) -> list[list[int]]:
-    """Per seat, the thinking times (ms) of its last ``n`` moves in a timed game ([] if untimed)."""
-    out: list[list[int]] = [[], [], [], []]
-    if not game.timed:
-        return out
-    last = [0, 0]
-    replay = BughouseGame(game.root_fen)
-    for (bid, m), t in zip(game.move_stack, game._times):
-        seat = seat_of(bid, replay.boards[bid].turn)
-        if t >= 0:
-            out[seat].append(t - last[bid])
-            last[bid] = t
-        replay.push(bid, m)
-    return [v[-n:] for v in out]
 
 
 class _Node:
@@ -573,20 +557,12 @@ class BughouseMCTS:
         return root.moves[b][best], own_visits, other_visits
 
     def _allows_mate(self, m: int) -> bool:
-        """``mate_guard``: after ``m`` on our board the opponent there mates at once (a real
-        bughouse mate), with the pockets of the root: the board alone, what reaches a pocket later
-        is not known."""
+        """``mate_guard``: after ``m`` our board's opponent mates at once, with the root's pockets."""
         game = self.game
         assert game is not None
-        pos = game.boards[self.own_board].copy()
+        pos = BughouseBoard(game.boards[self.own_board].fen(), self.own_board)
         pos.push(m)
-        for reply in pos.legal_moves():
-            pos.push(reply)
-            mate = pos.is_checkmate()
-            pos.pop()
-            if mate:
-                return True
-        return False
+        return pos.can_mate_at_once()
 
     def root_evaluated(self) -> bool:
         return self.root is not None and self.root.state in (EXPANDED, TERMINAL)

@@ -205,17 +205,6 @@ def end_of(rec: GameRecord, ours_team0: bool, sits: Sequence[int]) -> str:
     return ("won: " if won else "lost: ") + reason
 
 
-def _mate_in_one(b: BughouseBoard) -> bool:
-    """The side to move on ``b`` (alone, with its pockets) can mate at once (a real bughouse mate)."""
-    for m in b.legal_moves():
-        b.push(m)
-        mate = b.is_checkmate()
-        b.pop()
-        if mate:
-            return True
-    return False
-
-
 def mate_cause(rec: GameRecord, fen: str) -> str | None:
     """For a game lost by checkmate: what our mated seat's last move on that board did, with the
     pockets as they were when it was made. ``allowed mate in one`` (a blunder: the opponent could
@@ -239,13 +228,13 @@ def mate_cause(rec: GameRecord, fen: str) -> str | None:
     pos = BughouseBoard(before, bid)
     m = pos.parse_uci(played)
     pos.push(m)
-    allowed = _mate_in_one(pos)
+    allowed = pos.can_mate_at_once()
     pos.pop()
     if not allowed:
         return "mate not in one"
     for alt in pos.legal_moves():
         pos.push(alt)
-        safe = not _mate_in_one(pos)
+        safe = not pos.can_mate_at_once()
         pos.pop()
         if safe:
             return "allowed mate in one"
