@@ -167,17 +167,26 @@ class Row:
     minutes: float = 0.0      # wall time of the row's games
 
 
+def _movers(moves: Sequence[str]) -> list[int]:
+    """The seat (index as :data:`SEATS`) that made each move (``A:e2e4``): White moves first on
+    both boards, so a board's moves alternate from its White seat."""
+    turn = [0, 0]
+    out = []
+    for text in moves:
+        b = BOARD_LETTERS.index(text[0])
+        out.append(2 * b + turn[b])
+        turn[b] ^= 1
+    return out
+
+
 def _seat_used_ms(moves: Sequence[str], times: Sequence[int]) -> list[int]:
     """Milliseconds each seat (index as :data:`SEATS`) spent on its moves: a move's time runs from
     the previous move on its board (or the start)."""
     used = [0, 0, 0, 0]
     last = [0, 0]
-    turn = [0, 0]
-    for text, t in zip(moves, times):
-        b = BOARD_LETTERS.index(text[0])
-        used[2 * b + turn[b]] += max(0, t - last[b])
-        last[b] = t
-        turn[b] ^= 1
+    for seat, t in zip(_movers(moves), times):
+        used[seat] += max(0, t - last[seat >> 1])
+        last[seat >> 1] = t
     return used
 
 
@@ -273,12 +282,7 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
             if cause is not None:
                 r.mates[cause] = r.mates.get(cause, 0) + 1
         ours = {0, 3} if ours_team0 else {1, 2}
-        # per move: which seat moved (board letter + that board's turn)
-        turn = [0, 0]
-        for text, st in zip(g.moves, g.move_stats):
-            b = BOARD_LETTERS.index(text[0])
-            seat = 2 * b + turn[b]
-            turn[b] ^= 1
+        for seat, st in zip(_movers(g.moves), g.move_stats):
             if seat in ours:
                 moves += 1
                 nodes += st.nodes
