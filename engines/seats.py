@@ -206,12 +206,14 @@ class OurSeat(Seat):
     kind = "ours"
 
     def __init__(self, name: str, evaluator: Evaluator, config: Any = None, nodes: int | None = None,
-                 movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None) -> None:
+                 movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None,
+                 playouts: int | None = None, evals: int | None = None) -> None:
         from search.bughouse_mcts import BughouseMCTS
 
         self.name = name
         self.evaluator = evaluator
-        self.nodes = nodes
+        #: limits a move, in :mod:`search.base`'s units (:class:`search.bughouse_mcts.BughouseLimits`)
+        self.nodes, self.playouts, self.evals = nodes, playouts, evals
         self.movetime = movetime
         self.options = dict(options or {})
         self.search = BughouseMCTS(evaluator, config, random.Random(seed))
@@ -223,6 +225,7 @@ class OurSeat(Seat):
         self._sit_since = -1
         self._sit_version = -1
         self._turn_nodes = 0
+        self._turn_evals = 0
         self.sits = 0  # sit decisions (all games)
         self.game_sits = 0  # sit decisions in the current (or last) game
 
@@ -259,7 +262,7 @@ class OurSeat(Seat):
         now = ctx.now_ms()
         if self._turn_started < 0:
             self._turn_started = now
-            self._turn_nodes = 0
+            self._turn_nodes = self._turn_evals = 0
             self._alloc_s = self._allocate(ctx)
         if ctx.sitting[self.seat]:
             if ctx.version == self._sit_version and now - self._sit_since < SIT_RECHECK_MS:
@@ -271,14 +274,18 @@ class OurSeat(Seat):
         try:
             if not self._searching or self._searched_version != ctx.version:
                 # a move on either board changed the position: search again with what is left of
-                # this turn's time and nodes (at least a quarter of the node budget)
-                if self._searching:
-                    self._turn_nodes += self.search.result().nodes if self.search.root_evaluated() else 0
+                # this turn's time, playouts and evals (at least a quarter of each budget); a root
+                # visit target (nodes) stands, the visits the tree keeps counting towards it
+                if self._searching and self.search.root_evaluated():
+                    done = self.search.result()
+                    self._turn_nodes += done.nodes
+                    self._turn_evals += done.evals
                 spent = (now - self._turn_started) / 1000.0
                 left = max(0.01, self._alloc_s - spent)
                 movetime = None if left == float("inf") else left
-                nodes = None if self.nodes is None else max(self.nodes // 4, self.nodes - self._turn_nodes, 1)
-                self.search.start(game, b, BughouseLimits(nodes, movetime), at_ms=now,
+                playouts = None if self.playouts is None else max(self.playouts // 4, self.playouts - self._turn_nodes, 1)
+                evals = None if self.evals is None else max(self.evals // 4, self.evals - self._turn_evals, 1)
+                self.search.start(game, b, BughouseLimits(self.nodes, movetime, playouts, evals), at_ms=now,
                                   partner_sitting=ctx.sitting[partner_seat(self.seat)])
                 self._searching = True
                 self._searched_version = ctx.version
@@ -306,7 +313,7 @@ class OurSeat(Seat):
         # the turn's totals (searches restarted by moves on the other board included)
         ctx.submit(self.seat, move_to_uci(r.move),
                    MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
-                            cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=r.evals))
+                            cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=self._turn_evals + r.evals))
         return False
 
 
@@ -807,4 +814,4 @@ def make_seat(text: str, seed: int, evaluators: EvaluatorPool) -> Seat:
     if spec.search == "alphabeta":
         return AlphaBetaSeat(text, text, st["nodes"], st["movetime"], st["depth"], dict(spec.options))
     return OurSeat(text, evaluators.get(spec, BUGHOUSE.name), spec.config, st["nodes"], st["movetime"],
-                   int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options))
+                   int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"])

@@ -37,8 +37,10 @@ sit edge count for the other board) and sitting is allowed, or when our board ha
 else our board's most visited move (ties: higher prior); with ``mate_guard`` the most visited one
 after which our board's opponent cannot mate at once (root pockets), if any (the report's mate table).
 
-Node accounting as :mod:`search.base`: ``nodes`` = simulations (leaves backed up, terminals
-included), ``evals`` = leaves sent to the evaluator. No transposition table (a two-board key with
+Limits in :mod:`search.base`'s units: ``nodes`` = the root's visits, reused ones included (lc0's
+visits), ``playouts`` = new simulations (leaves backed up, terminals included), ``evals`` = leaves sent
+to the evaluator (in flight included); nothing set: ``default_nodes`` root visits. The result's
+``nodes`` are the new simulations (the move's cost). No transposition table (a two-board key with
 clocks and sit state rarely repeats within one search).
 
 Tree reuse (``reuse_tree``, on by default): :meth:`BughouseMCTS.start` keeps the subtree of the
@@ -47,7 +49,7 @@ are a prefix of the new ones, same board searched, no leaves in flight): it foll
 the moves made since (on either board, in play order) and, if they all lead to expanded nodes,
 that node becomes the root (through the partner board's sit edge when the partner now sits).
 Its visits and values are kept; the new root gets the real clocks, the nodes below keep the
-clocks simulated when they were made. The node limit counts the new simulations only.
+clocks simulated when they were made.
 
 This module is compiled with mypyc (``MYPYC_MODULES`` in setup.py, one group with the rules core);
 ``SEARCHBENCH_PURE=1`` runs the same source uncompiled.
@@ -114,10 +116,12 @@ class BughouseMCTSConfig:
 
 @dataclass
 class BughouseLimits:
-    """When to stop: simulations and/or seconds (the server derives seconds from the clock)."""
+    """When to stop (module docstring's units), and/or seconds (the server derives them from the clock)."""
 
     nodes: int | None = None
     movetime: float | None = None
+    playouts: int | None = None
+    evals: int | None = None
 
 
 @dataclass
@@ -326,16 +330,14 @@ class BughouseMCTS:
 
     def _limit_reached(self) -> bool:
         """A limit is reached (leaves in flight count as simulations)."""
-        if self._stopped:
-            return True
-        nodes = self.limits.nodes
-        if nodes is None and self.limits.movetime is None:
+        lim = self.limits
+        nodes = lim.nodes
+        if nodes is None and lim.playouts is None and lim.evals is None and lim.movetime is None:
             nodes = self.config.default_nodes
-        if nodes is not None and self._nodes >= nodes:
-            return True
-        if self.limits.movetime is not None and time.perf_counter() - self._t0 >= self.limits.movetime:
-            return True
-        return False
+        return (self._stopped or (nodes is not None and self.reused_visits + self._nodes >= nodes)
+                or (lim.playouts is not None and self._nodes >= lim.playouts)
+                or (lim.evals is not None and self._evals + len(self._pending) >= lim.evals)
+                or (lim.movetime is not None and time.perf_counter() - self._t0 >= lim.movetime))
 
     # ------------------------------------------------------------------ tree walk
 

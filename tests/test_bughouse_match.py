@@ -287,6 +287,8 @@ def test_fen_without_pockets():
 def test_team_specs_and_errors():
     assert parse_team("bughouse-mcts:nodes=5/sjeng").seat_specs == ("bughouse-mcts:nodes=5", "sjeng")
     assert parse_team("sjeng").seat_specs == ("sjeng", "sjeng")
+    seat = make_seat("bughouse-mcts:nodes=90,playouts=30,evals=20", 1, EvaluatorPool())  # search.base's units
+    assert (seat.nodes, seat.playouts, seat.evals) == (90, 30, 20)  # type: ignore[attr-defined]
     with pytest.raises(SeatError, match="does not play bughouse"):
         parse_team("stockfish")
     with pytest.raises(EngineError, match="unknown engine"):

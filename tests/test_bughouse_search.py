@@ -224,7 +224,7 @@ def test_tree_reuse_follows_moves_on_both_boards():
     assert s.root is old_root.children[0][a_moves.index(a_best)]
     kept = s.reused_visits
     assert kept > 0 and kept == s.root.board_visits(0) + s.root.board_visits(1)
-    r2 = s.run(g, 1, BughouseLimits(nodes=50))
+    r2 = s.run(g, 1, BughouseLimits(playouts=50))      # playouts: new simulations
     assert r2.nodes >= 50 and r2.move in g.legal_moves(1)
     assert r2.own_visits + r2.other_visits >= kept        # the kept visits still count for the decision
     # an unrelated game (a move the tree never saw as a prefix): a fresh root
@@ -239,6 +239,36 @@ def test_tree_reuse_follows_moves_on_both_boards():
     g2.push(0, t.root.moves[0][0])
     t.start(g2, 1, BughouseLimits(nodes=10))
     assert t.reused_visits == 0
+
+
+def test_limits_count_root_visits_playouts_and_evals_as_the_one_board_searches():
+    # search.base's units: nodes = the root's visits (reused ones included), playouts = new
+    # simulations, evals = evaluator calls (leaves in flight included)
+    def reused_search(seed: int) -> tuple[BughouseMCTS, BughouseGame]:
+        g = BughouseGame()
+        s = BughouseMCTS(BughouseClassicalEvaluator(), BughouseMCTSConfig(), random.Random(seed))
+        s.run(g, 1, BughouseLimits(nodes=300))
+        a_n = s.root.n[0]
+        g.push(0, s.root.moves[0][max(range(len(a_n)), key=a_n.__getitem__)])
+        return s, g
+
+    s, g = reused_search(2)
+    s.start(g, 1, BughouseLimits(nodes=10))
+    kept = s.reused_visits
+    assert kept > 10
+    r = s.run(g, 1, BughouseLimits(nodes=kept + 40))
+    assert 40 <= r.nodes < 40 + s.config.batch_size      # only the visits the root still lacked
+    s, g = reused_search(2)
+    r = s.run(g, 1, BughouseLimits(nodes=10))
+    assert r.nodes == 0 and r.move in g.legal_moves(1)   # the kept tree already holds them
+    s, g = reused_search(2)
+    r = s.run(g, 1, BughouseLimits(playouts=40))
+    assert 40 <= r.nodes < 40 + s.config.batch_size
+    s, g = reused_search(2)
+    r = s.run(g, 1, BughouseLimits(evals=25))
+    assert r.evals == 25 and r.nodes >= 25
+    fresh = BughouseMCTS(BughouseClassicalEvaluator(), BughouseMCTSConfig(default_nodes=60), random.Random(1))
+    assert fresh.run(BughouseGame(), 0).nodes >= 60           # nothing set: default_nodes root visits
 
 
 def test_tree_reuse_enters_the_partner_sit_edge():
