@@ -43,14 +43,17 @@ CAPABILITIES: Final = (POLICY_VALUE, SCORE, COMPARE)
 #: how a network evaluator runs (evaluators.neural): "auto" (the default: ONNX Runtime int8 where the
 #: network's int8 model passed its SPRT against float32, float32 ONNX Runtime where it did not),
 #: ONNX Runtime float32, TorchScript ("frozen"), eager torch, ONNX Runtime with static int8
-#: quantisation (policy-value networks)
-INFERENCE_MODES: Final = ("auto", "onnxruntime", "frozen", "eager", "onnxruntime-int8")
+#: quantisation (policy-value networks), and the same quantised from the network's quantisation-tuned
+#: copy (``NAME.qat.pt`` beside its weights; ``searchbench qat``)
+INFERENCE_MODES: Final = ("auto", "onnxruntime", "frozen", "eager", "onnxruntime-int8", "onnxruntime-int8-qat")
 #: the mode a network runs in unless told
 DEFAULT_INFERENCE: Final = INFERENCE_MODES[0]
 #: the backends themselves (what ``auto`` resolves to, and what a game records as played)
 BACKENDS: Final = INFERENCE_MODES[1:]
 #: the modes that run ONNX Runtime on a CPU
-ONNX_MODES: Final = ("auto", "onnxruntime", "onnxruntime-int8")
+ONNX_MODES: Final = ("auto", "onnxruntime", "onnxruntime-int8", "onnxruntime-int8-qat")
+#: the int8 modes: quantised from the network itself, and from its quantisation-tuned copy
+INT8_MODES: Final = ("onnxruntime-int8", "onnxruntime-int8-qat")
 
 
 class EvaluatorError(ValueError):

@@ -62,7 +62,7 @@ from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
 from board.variants import BUGHOUSE
-from evaluators.base import DEFAULT_INFERENCE, ONNX_MODES, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.base import DEFAULT_INFERENCE, INT8_MODES, ONNX_MODES, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.families import FAMILIES
 from evaluators.nets import load_model, save_model
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
@@ -372,7 +372,7 @@ class BughouseNetEvaluator(Evaluator):
         from evaluators.neural import FROZEN_ATOL
         from evaluators.onnx_runtime import checked_session
 
-        if self.inference_requested == "onnxruntime-int8":
+        if self.inference_requested in INT8_MODES:
             self.inference_error = "int8 quantisation is offered for the one-board policy-value networks"
             log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
         planes, scal = (torch.from_numpy(a) for a in encode(sample_states(12)))

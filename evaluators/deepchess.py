@@ -29,7 +29,7 @@ from torch import nn
 from board import Position, new_position
 from board.position import RAW_TURN
 from evaluators import encodings as enc
-from evaluators.base import COMPARE, ONNX_MODES, SCORE, value_to_cp
+from evaluators.base import COMPARE, INT8_MODES, ONNX_MODES, SCORE, value_to_cp
 from evaluators.nets import DeepChessNet
 from evaluators.neural import FROZEN_ATOL, NeuralEvaluator, log
 
@@ -107,7 +107,7 @@ class DeepChessEvaluator(NeuralEvaluator):
     def _build_ort(self, eager: tuple[nn.Module, nn.Module]) -> tuple[Tower, Head]:
         from evaluators.onnx_runtime import checked_session
 
-        if self.inference_requested == "onnxruntime-int8":
+        if self.inference_requested in INT8_MODES:
             self._build_int8()  # refused, with its warning: int8 is for the policy-value networks
         x = self._bits([p.raw_state() for p in self.sample_positions(16)])
         with torch.inference_mode():

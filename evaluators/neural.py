@@ -68,7 +68,7 @@ from evaluators import leafbatch
 from evaluators.onnx_runtime import OrtForward
 from evaluators import nets
 from evaluators.base import (
-    DEFAULT_INFERENCE, INFERENCE_MODES, POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp,
+    DEFAULT_INFERENCE, INFERENCE_MODES, INT8_MODES, POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp,
 )
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ CPU_BATCH_MULTIPLE: Final = 8
 #: policy-value network in batches of 1, 2, 3, 5, 7, 8, 9, 16 and 33 give bit-identical outputs;
 #: tests/test_onnx_runtime.py checks it), which saves TorchScript's padding (a batch of one padded to
 #: eight costs 2.3x)
-BATCH_INVARIANT: Final = ("onnxruntime", "onnxruntime-int8")
+BATCH_INVARIANT: Final = ("onnxruntime", *INT8_MODES)
 #: batch sizes a GPU batch is padded to (the largest batch is split by max_batch first)
 BATCH_BUCKETS: Final = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 #: the share of sample positions whose top move bfloat16 must keep for ``half=auto`` to use it
@@ -128,6 +128,17 @@ def weights_path(path: str) -> str:
     if not os.path.exists(path) and os.path.basename(path) == path:
         return os.path.join(WEIGHTS_DIR, path)
     return path
+
+
+def _accepted(verdict: dict[str, Any] | None) -> bool:
+    return verdict is not None and verdict.get("verdict") == "accepted"
+
+
+def qat_path(weights: str) -> str:
+    """Where the quantisation-tuned copy of the weights file ``weights`` (``NAME.pt``) lives:
+    ``NAME.qat.pt`` beside it (:mod:`experiments.training.qat` writes it)."""
+    root, ext = os.path.splitext(weights)
+    return f"{root}.qat{ext or '.pt'}"
 
 
 def load_net(path: str | None, default_name: str, family: str, threads: int) -> tuple[nn.Module, dict[str, Any], str]:
@@ -309,6 +320,7 @@ class NeuralEvaluator(Evaluator):
         self.inference: str | None = None
         self.inference_error: str | None = None
         self._forward: Callable[..., Any] | None = None
+        self._int8_source: nn.Module | None = None
         torch.set_num_threads(threads)
 
     @classmethod
@@ -393,7 +405,7 @@ class NeuralEvaluator(Evaluator):
         if self.half:
             with torch.autocast(self.device.type, dtype=torch.bfloat16):
                 return f(*inputs)
-        if self.inference not in ("frozen", "onnxruntime", "onnxruntime-int8"):
+        if self.inference not in ("frozen", "onnxruntime", *INT8_MODES):
             return f(*inputs)
         try:
             return f(*inputs)
@@ -419,10 +431,10 @@ class NeuralEvaluator(Evaluator):
             return eager
         mode = self.inference_requested
         if mode == "auto":  # int8 where its SPRT against float32 accepted it (module docstring)
-            verdict = self.int8_verdict()
-            mode = "onnxruntime-int8" if verdict is not None and verdict.get("verdict") == "accepted" else "onnxruntime"
-        if mode == "onnxruntime-int8":
-            session = self._build_int8()
+            mode = next((m for m in reversed(INT8_MODES) if _accepted(self.int8_verdict(tuned=m == INT8_MODES[1]))),
+                        "onnxruntime")
+        if mode in INT8_MODES:
+            session = self._build_int8(tuned=mode == INT8_MODES[1])
             if session is not None:
                 return session
             mode = "onnxruntime"  # the warning names why; float32 instead
@@ -469,12 +481,12 @@ class NeuralEvaluator(Evaluator):
         """Measure bfloat16 against float32 on sample positions; True if the top move agrees often enough."""
         return False
 
-    def int8_verdict(self) -> dict[str, Any] | None:
-        """The recorded SPRT verdict of this network's int8 model (None: never played; int8 is for
-        policy-value networks)."""
+    def int8_verdict(self, tuned: bool = False) -> dict[str, Any] | None:
+        """The recorded SPRT verdict of this network's int8 model (``tuned``: the one quantised from
+        its quantisation-tuned copy; None: never played; int8 is for policy-value networks)."""
         return None
 
-    def _build_int8(self) -> Callable[..., Any] | None:
+    def _build_int8(self, tuned: bool = False) -> Callable[..., Any] | None:
         """An int8 ONNX Runtime session calibrated on sample positions, or None and a warning
         (policy-value networks only)."""
         self.inference_error = "int8 quantisation is offered for policy-value networks (rise, sixtyfour)"
@@ -635,27 +647,63 @@ class PolicyValueEvaluator(NeuralEvaluator):
         """The input planes of :data:`INT8_SAMPLE` seeded sample positions that int8 is calibrated on."""
         return self._planes(enc.raw_array([p.raw_state() for p in self.sample_positions(INT8_SAMPLE, seed=1)]))
 
-    def int8_key(self) -> str:
+    def int8_source(self, tuned: bool = False) -> nn.Module:
+        """The network the int8 model is quantised from: the network itself, or (``tuned``) its
+        quantisation-tuned copy beside the weights (``NAME.qat.pt``, :mod:`experiments.training.qat`)
+        when there is one made from these very weights (else the network itself, and a warning).
+        Float32 play always runs the network itself."""
+        net: nn.Module = self.net
+        if not tuned:
+            return net
+        if self._int8_source is None:
+            from evaluators.onnx_runtime import weights_key
+
+            self._int8_source = net
+            qat = qat_path(self.path) if self.path else None
+            if qat is not None and os.path.isfile(qat):
+                try:
+                    copy, d = nets.load_model(qat, self.family)
+                except ValueError as e:
+                    log.warning("evaluator %s ignores %s: %s", self.name, qat, e)
+                else:
+                    made_from = (d.get("meta") or {}).get("qat", {}).get("source_key")
+                    if made_from == weights_key(net):
+                        self._int8_source = copy.eval()
+                    else:
+                        log.warning("evaluator %s ignores %s: it was tuned from other weights", self.name, qat)
+        return self._int8_source
+
+    def has_tuned_copy(self) -> bool:
+        """Whether a quantisation-tuned copy of these weights exists (``inference=onnxruntime-int8-qat``)."""
+        return self.int8_source(tuned=True) is not self.net
+
+    def int8_key(self, tuned: bool = False) -> str:
         """The int8 model's key: the weights' SHA-1 and the calibration's (its cache name and its
-        verdict's key)."""
+        verdict's key), and (``tuned``, where the copy exists) the tuned copy's SHA-1
+        (``-qat-<16 hex digits>``)."""
         from evaluators.onnx_runtime import calibration_key, weights_key
 
-        return f"{weights_key(self.net)}-int8-{calibration_key(self.int8_calibration())}"
+        key = f"{weights_key(self.net)}-int8-{calibration_key(self.int8_calibration())}"
+        src = self.int8_source(tuned)
+        return key if src is self.net else f"{key}-qat-{weights_key(src)[:16]}"
 
-    def int8_verdict(self) -> dict[str, Any] | None:
+    def int8_verdict(self, tuned: bool = False) -> dict[str, Any] | None:
         from evaluators.onnx_runtime import int8_verdicts, weights_key
 
         verdicts = int8_verdicts()
         prefix = weights_key(self.net) + "-int8-"
-        if not any(k.startswith(prefix) for k in verdicts):  # the common case costs no calibration
+        if not any(k.startswith(prefix) and ("-qat-" in k) == tuned for k in verdicts):  # no calibration then
             return None
-        return verdicts.get(self.int8_key())
+        if tuned and not self.has_tuned_copy():
+            return None
+        return verdicts.get(self.int8_key(tuned))
 
-    def int8_session(self) -> Callable[..., Any]:
-        """The int8 ONNX Runtime session, calibrated on :data:`INT8_SAMPLE` sample positions."""
+    def int8_session(self, tuned: bool = False) -> Callable[..., Any]:
+        """The int8 ONNX Runtime session, calibrated on :data:`INT8_SAMPLE` sample positions
+        (``tuned``: quantised from the quantisation-tuned copy)."""
         examples = self.example_inputs()
         assert examples is not None
-        return OrtForward(self.net, examples[0], self.threads, self.int8_calibration())
+        return OrtForward(self.int8_source(tuned), examples[0], self.threads, self.int8_calibration())
 
     def int8_agreement_of(self, session: Callable[..., Any] | None = None, count: int = INT8_SAMPLE) -> tuple[float, float]:
         """(share of ``count`` other sample positions on which int8 (``session``, None: this network's
@@ -665,10 +713,13 @@ class PolicyValueEvaluator(NeuralEvaluator):
             tops, values = self._top_moves([self.net, session or self.int8_session()], self.sample_positions(count, seed=0))
         return float((tops[0] == tops[1]).mean()), float(np.abs(values[0] - values[1]).max())
 
-    def _build_int8(self) -> Callable[..., Any] | None:
+    def _build_int8(self, tuned: bool = False) -> Callable[..., Any] | None:
         try:
-            session = self.int8_session()
-            self.inference = "onnxruntime-int8"
+            if tuned and not self.has_tuned_copy():
+                raise EvaluatorError(f"no quantisation-tuned copy of {os.path.basename(self.path or self.name)} "
+                                     f"(searchbench qat makes {os.path.basename(qat_path(self.path or 'NAME.pt'))})")
+            session = self.int8_session(tuned)
+            self.inference = INT8_MODES[1] if tuned else INT8_MODES[0]
             return session
         except Exception as e:  # noqa: BLE001 - a quantisation or session failure: float32 instead
             self.inference_error = f"cannot quantise: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

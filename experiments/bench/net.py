@@ -158,27 +158,30 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
 def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] = BATCHES,
         seconds: float = 0.3, graphs: Sequence[str] = GRAPHS) -> dict[str, Any]:
     from engines import registry
-    from evaluators.base import BACKENDS
+    from evaluators.base import BACKENDS, INT8_MODES
     from evaluators.neural import PolicyValueEvaluator
     from evaluators.onnx_runtime import available
 
     backends = [m for m in BACKENDS if not m.startswith("onnxruntime") or available() is None]
     peak = sgemm_gflops()
-    peak8 = int8_gemm_gops() if "onnxruntime-int8" in backends else None
+    peak8 = int8_gemm_gops() if INT8_MODES[0] in backends else None
     rows: list[dict[str, Any]] = []
     for family, variant in networks:
         for mode in backends:
             ev = registry.load_evaluator(family, None, 1, mode, device="cpu", variant=variant)
             assert isinstance(ev, PolicyValueEvaluator)
+            if mode == INT8_MODES[1] and not ev.has_tuned_copy():
+                continue  # no quantisation-tuned copy: the plain int8 row says it all
             ev.warm_up()
             rates = {b: ev.network_throughput(b, threads=1, seconds=seconds) for b in batches}
             x = torch.from_numpy(ev.example_planes(1))
             row = {"network": f"{family}_{variant}", "backend": mode, "running": ev.inference,
                    "fallback": ev.inference_error, "flops": flops_per_eval(ev.net, x),
                    "evals_per_s": {str(b): r for b, r in rates.items()}}
-            if mode == "onnxruntime-int8" and ev.inference == mode:  # information; strength decides (accept-int8)
-                row["int8_agreement"], row["int8_value_diff"] = ev.int8_agreement_of()
-                verdict = ev.int8_verdict()
+            if mode in INT8_MODES and ev.inference == mode:  # information; strength decides (accept-int8)
+                tuned = mode == INT8_MODES[1]
+                row["int8_agreement"], row["int8_value_diff"] = ev.int8_agreement_of(ev.int8_session(tuned) if tuned else None)
+                verdict = ev.int8_verdict(tuned)
                 row["int8_verdict"] = verdict.get("verdict", "") if verdict else "not played"
             rows.append(row)
     for name in graphs:
@@ -186,7 +189,7 @@ def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] =
     for r in rows:
         base = next(x for x in rows if x["network"] == r["network"] and x["backend"] == "frozen")
         r["ratio_to_torchscript"] = {b: v / base["evals_per_s"][b] for b, v in r["evals_per_s"].items()}
-        p = peak8 if r["backend"] == "onnxruntime-int8" and peak8 else peak
+        p = peak8 if r["backend"] in INT8_MODES and peak8 else peak
         r["share_of_peak"] = {b: v * r["flops"] / (p * 1e9) for b, v in r["evals_per_s"].items()}
     return {"sgemm_gflops_1_thread": peak, "int8_gemm_gops_1_thread": peak8, "isa": cpu_isa(),
             "batches": list(batches), "rows": rows,

@@ -55,6 +55,17 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_qat(args: argparse.Namespace) -> int:
+    from experiments.training import qat
+
+    cfg = qat.QATConfig(weights=args.weights, data=args.data, out=args.out, steps=args.steps, batch=args.batch,
+                        lr=args.lr, value_weight=args.value_weight, seed=args.seed, threads=args.threads)
+    summary = qat.run_qat(cfg, progress=not args.quiet)
+    summary.update(qat.agreement(args.weights, summary["out"], args.positions, args.threads))
+    print(json.dumps(summary) if args.json else qat.format_summary(summary))
+    return 0
+
+
 def _cmd_heldout(args: argparse.Namespace) -> int:
     from experiments.training.policy_value import heldout
 
@@ -180,6 +191,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "measured even where its load check refuses it: what quantisation costs")
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=_cmd_heldout)
+
+    q = sub.add_parser("qat", help="quantisation-aware fine-tuning: a copy of a network tuned so that its int8 "
+                                   "model plays like float32 (NAME.qat.pt beside it; int8 is quantised from it)")
+    q.add_argument("--weights", required=True, help="the float32 network (a path or a shipped name: rise_chess.pt)")
+    q.add_argument("--data", required=True, nargs="+", help="data directories whose training games' positions it is tuned on")
+    q.add_argument("--out", default=None, help="default: NAME.qat.pt beside the weights")
+    q.add_argument("--steps", type=count(1, 10**7), default=3000, help="optimiser steps (resumes from OUT.partial)")
+    q.add_argument("--batch", type=count(1, 1 << 16), default=256, help="positions a step")
+    q.add_argument("--lr", type=number(0, 1, lo_open=True), default=2e-4, help="peak learning rate (cosine decay)")
+    q.add_argument("--value-weight", type=number(0, 1e6), default=1.0, help="weight of the value's squared difference")
+    q.add_argument("--positions", type=count(16, 10**6), default=2000,
+                   help="sample positions on which int8's top-move agreement with float32 is measured after")
+    q.add_argument("--threads", type=count(1, 256), default=2)
+    q.add_argument("--seed", type=seed, default=1)
+    q.add_argument("--json", action="store_true")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(func=_cmd_qat)
 
     t = sub.add_parser("train", help="train a network on data shards (paper recipes, SPEC.md section 3)")
     t.add_argument("model", choices=MODELS)

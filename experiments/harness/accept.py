@@ -3,7 +3,8 @@
 
 CONFIG is an ablation (:mod:`experiments.harness.ablate`) whose baseline runs a network in float32
 (``inference=onnxruntime``) and one of whose variants runs the same network in int8
-(``inference=onnxruntime-int8``), with an ``sprt`` table: a pentanomial SPRT of non-regression on
+(``inference=onnxruntime-int8``, or ``onnxruntime-int8-qat``: quantised from the network's
+quantisation-tuned copy, :mod:`experiments.training.qat`), with an ``sprt`` table: a pentanomial SPRT of non-regression on
 normalised Elo (e.g. ``elo0 = -30, elo1 = 0``) at equal nodes, played on distinct openings.  Other
 budgets (equal ``movetime``, where int8's speed counts) are reported beside it and do not decide.
 
@@ -24,7 +25,9 @@ from typing import Any
 from experiments.harness import ablate
 from experiments.harness.tomlconfig import ConfigError
 
-INT8 = "onnxruntime-int8"
+from evaluators.base import INT8_MODES
+
+INT8 = INT8_MODES[0]
 VERDICTS = {"H1": "accepted", "H0": "rejected", "continue": "undecided"}
 
 
@@ -55,12 +58,12 @@ def int8_variant(ab: ablate.Ablation) -> ablate.Variant:
     if not any(axis == "nodes" for axis, _ in ab.budgets):
         raise ConfigError(f"{where}: nodes: missing: the SPRT that decides is played at equal nodes")
     ev, weights, inference = _inference(ab.baseline)
-    if inference == INT8:
+    if inference in INT8_MODES:
         raise ConfigError(f"{where}: baseline: must run float32 (inference=onnxruntime), not int8")
-    found = [v for v in ab.variants if _inference(v.engine) == (ev, weights, INT8)]
+    found = [v for v in ab.variants if _inference(v.engine) in [(ev, weights, m) for m in INT8_MODES]]
     if len(found) != 1:
         raise ConfigError(f"{where}: variants: need exactly one variant that is the baseline's network with "
-                          f"inference=onnxruntime-int8 (found {len(found)})")
+                          f"inference=onnxruntime-int8 or onnxruntime-int8-qat (found {len(found)})")
     return found[0]
 
 
@@ -73,10 +76,15 @@ def record(ab: ablate.Ablation, rows: list[ablate.Row]) -> Verdict:
     v = int8_variant(ab)
     ev_name, weights, _ = _inference(ab.baseline)
     variant = ab.settings.variant
-    ev = registry.load_evaluator(ev_name, weights, 1, INT8, device="cpu", variant=variant)
+    mode = _inference(v.engine)[2]
+    ev = registry.load_evaluator(ev_name, weights, 1, mode, device="cpu", variant=variant)
     if not isinstance(ev, PolicyValueEvaluator):
         raise ConfigError(f"{ab.config_path}: baseline: int8 is offered for policy-value networks (rise, sixtyfour)")
-    key = ev.int8_key()
+    tuned = mode == INT8_MODES[1]
+    if tuned and not ev.has_tuned_copy():
+        raise ConfigError(f"{ab.config_path}: variants: {v.name} runs onnxruntime-int8-qat, but the network has no "
+                          f"quantisation-tuned copy (searchbench qat makes it)")
+    key = ev.int8_key(tuned)
     mine = [r for r in rows if r.variant == v.name and r.axis == "nodes"]
     decided = [r for r in mine if r.verdict in ("H1", "H0")]
     row = (decided or mine)[0]
@@ -84,7 +92,7 @@ def record(ab: ablate.Ablation, rows: list[ablate.Row]) -> Verdict:
     path = Path(ev.path or "")
     shipped = path.resolve().parent == SHIPPED_VERDICTS.parent
     entry: dict[str, Any] = {
-        "verdict": VERDICTS[row.verdict], "network": path.name, "variant": variant, "nodes": int(row.budget),
+        "verdict": VERDICTS[row.verdict], "network": path.name, "variant": variant, "inference": mode, "nodes": int(row.budget),
         "elo0": ab.sprt["elo0"], "elo1": ab.sprt["elo1"], "alpha": ab.sprt["alpha"], "beta": ab.sprt["beta"],
         "llr": round(row.llr or 0.0, 3), "games": row.games, "openings": row.openings, "ptnml": row.ptnml,
         "elo": [round(row.elo, 1), round(row.lo, 1), round(row.hi, 1)],

@@ -21,6 +21,7 @@ from board.position import RAW_CASTLING
 from board.variants import variant_of
 from evaluators import encodings as enc
 from evaluators import nets
+from evaluators.base import INT8_MODES
 from evaluators.neural import PolicyValueEvaluator, weights_path
 from experiments.training.datagen import DataSet
 from evaluators.families import FAMILIES, policy_value_families, resolve
@@ -407,8 +408,8 @@ class _EngineForward(nn.Module):
 
         super().__init__()
         self.ev = registry.load_evaluator(family, path, threads, "eager", device="cpu", variant=variant)
-        if inference == "onnxruntime-int8":
-            self.f = self.ev.int8_session()  # type: ignore[attr-defined]
+        if inference in INT8_MODES:
+            self.f = self.ev.int8_session(tuned=inference == INT8_MODES[1])  # type: ignore[attr-defined]
         else:
             self.ev.set_inference(inference)  # type: ignore[attr-defined]
             self.f = self.ev.forward  # type: ignore[attr-defined]
