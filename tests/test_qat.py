@@ -120,3 +120,18 @@ def test_qat_writes_a_tuned_copy_that_int8_is_quantised_from_and_resumes(tmp_pat
     assert other.inference == "onnxruntime" and "no quantisation-tuned copy" in (other.inference_error or "")
     summary.update(qat.agreement(weights, qat_path(weights), 32, 1))
     assert 0.0 <= summary["tuned_top_move"] <= 1.0 and "quantised from the tuned copy" in qat.format_summary(summary)
+
+
+def test_the_shipped_tuned_copy_is_used_and_bench_net_shows_its_int8_row(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from engines import registry
+    from experiments.bench import net as bench_net
+
+    monkeypatch.setenv("SEARCHBENCH_CACHE", str(tmp_path / "cache"))
+    ev = registry.load_evaluator("rise", None, 1, "onnxruntime-int8-qat", device="cpu", variant="chess")
+    assert ev.has_tuned_copy() and "-qat-" in ev.int8_key(tuned=True)  # type: ignore[attr-defined]
+    r = bench_net.run([("rise", "chess")], batches=[1], seconds=0.01, graphs=[])
+    rows = {row["backend"]: row for row in r["rows"]}
+    assert rows["onnxruntime-int8-qat"]["running"] == "onnxruntime-int8-qat"
+    assert 0.5 < rows["onnxruntime-int8-qat"]["int8_agreement"] <= 1.0
+    assert "onnxruntime-int8-qat" in bench_net.format_table(r)
