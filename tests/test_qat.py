@@ -63,7 +63,7 @@ def test_folding_and_writing_back_keep_the_networks_function(make) -> None:
     assert len(layers) == convs_and_linears
     with torch.no_grad():
         v0, p0 = net(x)
-        v1, p1 = qat.restored(student, layers, net)(x)
+        v1, p1 = qat.restored(layers, net)(x)
         vs, ps = student(x)  # fake-quantised: near, not equal
     assert torch.allclose(v0, v1, atol=1e-5) and torch.allclose(p0, p1, atol=1e-4)
     assert float((p0 - ps).abs().max()) < 0.5 and not torch.equal(p0, ps)

@@ -102,7 +102,8 @@ def _bn_tensors(bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor, torch.T
 class QuantLayer(nn.Module):
     """A Conv2d (with its folded batch norm) or a Linear whose weights and input are fake-quantised."""
 
-    def __init__(self, layer: nn.Conv2d | nn.Linear, bn: nn.BatchNorm2d | None, ema: float) -> None:
+    def __init__(self, layer: nn.Conv2d | nn.Linear, bn: nn.BatchNorm2d | None, ema: float,
+                 paths: tuple[str, str | None] = ("", None)) -> None:
         super().__init__()
         w = layer.weight.detach().clone()
         b = layer.bias.detach().clone() if layer.bias is not None else torch.zeros(w.shape[0])
@@ -112,20 +113,18 @@ class QuantLayer(nn.Module):
             w = w * k.reshape(-1, *([1] * (w.dim() - 1)))
             b = beta.detach() + (b - mean) * k
         self.layer, self.bn, self.ema = layer, bn, ema
+        #: where the layer and its batch norm sit in the network (``get_submodule`` names)
+        self.paths = paths
         self.weight = nn.Parameter(w)
         self.bias = nn.Parameter(b)
         #: the input's and the output's ranges ([lo, hi]; None until the first batch)
         self.ranges: list[list[float] | None] = [None, None]
-        self.frozen = False
 
     def _observed(self, i: int, t: torch.Tensor) -> tuple[float, float]:
-        if not self.frozen:
-            lo, hi = float(t.detach().min()), float(t.detach().max())
-            r = self.ranges[i]
-            self.ranges[i] = [lo, hi] if r is None else [self.ema * r[0] + (1 - self.ema) * lo,
-                                                         self.ema * r[1] + (1 - self.ema) * hi]
+        lo, hi = float(t.detach().min()), float(t.detach().max())
         r = self.ranges[i]
-        assert r is not None
+        r = self.ranges[i] = [lo, hi] if r is None else [self.ema * r[0] + (1 - self.ema) * lo,
+                                                          self.ema * r[1] + (1 - self.ema) * hi]
         return r[0], r[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,67 +160,45 @@ def quantised_copy(net: nn.Module, ema: float = 0.99) -> tuple[nn.Module, list[Q
     student = copy.deepcopy(net).eval()
     layers: list[QuantLayer] = []
 
-    def visit(module: nn.Module) -> None:
+    def visit(module: nn.Module, prefix: str) -> None:
         for name, child in list(module.named_children()):
             if isinstance(module, nn.Sequential) and isinstance(child, nn.BatchNorm2d):
                 continue  # folded into the convolution before it
             if isinstance(child, (nn.Conv2d, nn.Linear)):
-                bn = None
+                bn, bn_name = None, None
                 if isinstance(module, nn.Sequential) and isinstance(child, nn.Conv2d):
                     names = list(module._modules)
                     nxt = names.index(name) + 1
                     if nxt < len(names) and isinstance(module._modules[names[nxt]], nn.BatchNorm2d):
-                        bn = module._modules[names[nxt]]
-                        module._modules[names[nxt]] = _Folded(bn)  # type: ignore[arg-type]
-                q = QuantLayer(child, bn, ema)  # type: ignore[arg-type]
+                        bn_name = names[nxt]
+                        bn = module._modules[bn_name]
+                        module._modules[bn_name] = nn.Identity()  # its affine map lives in the QuantLayer
+                q = QuantLayer(child, bn, ema, (prefix + name, None if bn_name is None else prefix + bn_name))  # type: ignore[arg-type]
                 module._modules[name] = q
                 layers.append(q)
             else:
-                visit(child)
+                visit(child, f"{prefix}{name}.")
 
-    visit(student)
+    visit(student, "")
     return student, layers
 
 
-class _Folded(nn.Module):
-    """Where a folded batch norm stood: the identity (its affine map lives in the QuantLayer)."""
-
-    def __init__(self, bn: nn.BatchNorm2d) -> None:
-        super().__init__()
-        self.folded = [bn]  # kept out of the module tree: not a parameter of the student
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
-
-def restored(student: nn.Module, layers: list[QuantLayer], original: nn.Module) -> nn.Module:
-    """A network of ``original``'s architecture carrying the tuned weights."""
+def restored(layers: list[QuantLayer], original: nn.Module) -> nn.Module:
+    """A network of ``original``'s architecture carrying the tuned weights of ``layers``."""
     out = copy.deepcopy(original).eval()
     for q in layers:
         q.write_back()
-    # the student's original modules (now tuned) sit inside its QuantLayers; rebuild by name
-    tuned = {}
-    for name, module in student.named_modules():
-        if isinstance(module, QuantLayer):
-            tuned[name] = module
-    state = out.state_dict()
-    for name, q in tuned.items():
-        prefix = name + "."
-        for k, v in q.layer.state_dict().items():
-            state[prefix + k] = v
-        if q.bn is not None:
-            parent, _, idx = name.rpartition(".")
-            bn_name = f"{parent}.{int(idx) + 1}." if parent else f"{int(idx) + 1}."
-            for k, v in q.bn.state_dict().items():
-                state[bn_name + k] = v
-    out.load_state_dict(state)
+        layer_path, bn_path = q.paths
+        out.get_submodule(layer_path).load_state_dict(q.layer.state_dict())
+        if q.bn is not None and bn_path is not None:
+            out.get_submodule(bn_path).load_state_dict(q.bn.state_dict())
     return out
 
 
 # ---- the run ---------------------------------------------------------------------------------------
 
 def _planes_of(ev: Any, raw: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(ev._planes(raw), dtype=np.float32))
+    return torch.from_numpy(np.ascontiguousarray(ev.planes(raw, ev.variant), dtype=np.float32))
 
 
 def _batches(raw: np.ndarray, batch: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -250,31 +227,34 @@ def _lr_factor(s: int, steps: int, warm: int) -> float:
     return float(0.5 * (1 + np.cos(np.pi * min(s, steps) / steps)))
 
 
+def _evaluator(weights: str, threads: int) -> Any:
+    """The policy-value evaluator of the weights file ``weights`` (a path or a shipped name), eager:
+    its family read from the file; one line of EvaluatorError for a file that is not one."""
+    from evaluators.neural import weights_path
+    from experiments.training.policy_value import evaluator_class
+
+    src = weights_path(weights)
+    try:
+        head = torch.load(src, map_location="cpu", weights_only=True) if os.path.isfile(src) else None
+        family = str(head.get("family")) if isinstance(head, dict) else "rise"
+        return evaluator_class(family).load(path=src, inference="eager", threads=threads)
+    except ValueError as e:  # EvaluatorError or EngineError: a missing, foreign or damaged file
+        raise EvaluatorError(f"qat: {e}") from None
+    except Exception:  # noqa: BLE001 - a torn or foreign file
+        raise EvaluatorError(f"qat: {src} is not a searchbench weights file") from None
+
+
 def run_qat(cfg: QATConfig, progress: bool = True) -> dict[str, Any]:
     """Tune the int8 copy of ``cfg.weights`` (module docstring); returns a summary."""
     from tqdm import tqdm
 
-    from engines.base import EngineError
-    from evaluators.neural import qat_path, weights_path
+    from evaluators.neural import qat_path
     from evaluators.onnx_runtime import weights_key
     from experiments.training import datagen
-    from experiments.training.policy_value import evaluator_class
 
     cfg.check()
-    torch.set_num_threads(cfg.threads)
-    src = weights_path(cfg.weights)
-    try:
-        head = torch.load(src, map_location="cpu", weights_only=True) if os.path.isfile(src) else None
-        family = str(head.get("family")) if isinstance(head, dict) else "rise"
-        original, saved = nets.load_model(src, family)
-    except ValueError as e:
-        raise EvaluatorError(str(e)) from None
-    except Exception:  # noqa: BLE001 - a torn or foreign file
-        raise EvaluatorError(f"{src} is not a searchbench weights file") from None
-    try:
-        ev = evaluator_class(family).load(path=src, inference="eager")
-    except (EngineError, ValueError) as e:
-        raise EvaluatorError(f"qat: {e}") from None
+    ev = _evaluator(cfg.weights, cfg.threads)
+    src, family, original = ev.path, ev.family, ev.net
     ds = datagen.load_dataset(cfg.data)
     if ds.variant != ev.variant:
         raise EvaluatorError(f"qat: the network plays {ev.variant}, the data are {ds.variant}")
@@ -321,8 +301,8 @@ def run_qat(cfg: QATConfig, progress: bool = True) -> dict[str, Any]:
             bar.set_postfix(kl=f"{kl:.4f}", mse=f"{mse:.5f}")
             if step % cfg.save_every == 0 and step < cfg.steps:
                 checkpoint()
-    tuned = restored(student, layers, original)
-    meta = dict(saved.get("meta") or {})
+    tuned = restored(layers, original)
+    meta = dict(ev.meta)
     meta["qat"] = {**asdict(cfg), "source": os.path.basename(src), "source_key": weights_key(original), "final_kl": kl, "final_value_mse": mse,
                    "minutes": round((time.perf_counter() - t0) / 60, 1)}
     nets.save_model(out, family, tuned, meta, half=True)  # as the shipped weights
@@ -335,19 +315,15 @@ def agreement(weights: str, tuned: str, positions: int, threads: int) -> dict[st
     """int8's top-move agreement with float32 (and the largest value difference) on ``positions``
     sample positions (not the calibration's), quantised from the network itself and from the tuned
     copy ``tuned``: what the fine-tuning bought, before any game is played."""
-    from evaluators.neural import weights_path
     from evaluators.onnx_runtime import OrtForward
-    from experiments.training.policy_value import evaluator_class
 
-    src = weights_path(weights)
-    head = torch.load(src, map_location="cpu", weights_only=True)
-    ev = evaluator_class(str(head["family"])).load(path=src, inference="eager", threads=threads)
+    ev = _evaluator(weights, threads)
     examples = ev.example_inputs()
     assert examples is not None
     calibration = ev.int8_calibration()
     out: dict[str, Any] = {"positions": positions}
     for name, path in (("plain", None), ("tuned", tuned)):
-        net = ev.net if path is None else nets.load_model(path, str(head["family"]))[0]
+        net = ev.net if path is None else nets.load_model(path, ev.family)[0]
         session = OrtForward(net, examples[0], threads, calibration)
         top, value = ev.int8_agreement_of(session, positions)
         out[f"{name}_top_move"], out[f"{name}_value_diff"] = top, value
