@@ -24,10 +24,10 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import board
-from board.variants import BUGHOUSE, CHESS
+from board.variants import ALL as ALL_VARIANTS, BUGHOUSE, CHESS, variant_of
 from evaluators.families import FAMILIES
 from engines.base import Engine, EngineError, EngineSpec
 from evaluators.base import Evaluator
@@ -431,17 +431,52 @@ def variants_of(spec: EngineSpec) -> tuple[str, ...]:
 
 # ---- creating ---------------------------------------------------------------------------------------
 
-def create(spec: str | EngineSpec, variant: str, *, evaluator: Evaluator | None = None) -> Engine:
-    """A ready engine for ``variant``.  ``evaluator`` (in-process engines only) shares an evaluator
-    already loaded (the caller then owns it: closing the engine closes it too)."""
+EngineT = TypeVar("EngineT")
+
+
+@overload
+def create(spec: str | EngineSpec, variant: str, *, evaluator: Evaluator | None = None) -> Engine: ...
+
+
+@overload
+def create(spec: str | EngineSpec, variant: str, *, kind: type[EngineT], evaluator: Evaluator | None = None,
+           seed: int = 1, pool: EvaluatorPool | None = None) -> EngineT: ...
+
+
+def create(spec: str | EngineSpec, variant: str, *, kind: type[Any] = Engine, evaluator: Evaluator | None = None,
+           seed: int = 1, pool: EvaluatorPool | None = None) -> Any:
+    """A ready engine for ``variant`` (the one factory of engines, one-board and bughouse).
+
+    One-board variants give an :class:`Engine`; ``evaluator`` (in-process engines only) shares an
+    evaluator already loaded (the caller then owns it: closing the engine closes it too).
+    A multi-board variant (bughouse) gives a seat, one player of the four
+    (:class:`engines.seats.Seat`: ask for it with ``kind=Seat``): ours stepped by the four-seat server
+    with the spec's nodes/playouts/evals/movetime, our alpha-beta in a process of its own, or an
+    XBoard program; ``seed`` unless the spec sets one; seats of one ``pool`` with the same evaluator
+    settings share one evaluator, so their leaves go into one batch. ``kind``: the class the caller
+    expects (:class:`EngineError` if the variant makes another)."""
     spec = resolve(spec) if isinstance(spec, str) else _parsed(spec)
-    if variant not in board.VARIANTS:
-        raise EngineError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
-    if is_external(spec):
+    try:
+        record = variant_of(variant)
+    except ValueError:
+        record = None
+    if record is None or record.name != variant:
+        raise EngineError(f"unknown variant {variant!r}; known: {', '.join(v.name for v in ALL_VARIANTS)}")
+    engine: Any
+    if record.boards > 1:
+        from engines.seats import seat_for
+
+        engine = seat_for(spec, seed, pool if pool is not None else EvaluatorPool(), evaluator)
+    elif is_external(spec):
         from engines.external import ExternalEngine
 
-        return ExternalEngine(spec, variant)
-    return _create_ours(spec, variant, evaluator)
+        engine = ExternalEngine(spec, variant)
+    else:
+        engine = _create_ours(spec, variant, evaluator)
+    if not isinstance(engine, kind):
+        engine.close()
+        raise EngineError(f"{spec.name} in {variant} is a {type(engine).__name__}, not an engine of kind {kind.__name__}")
+    return engine
 
 
 def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) -> Engine:

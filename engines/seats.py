@@ -3,8 +3,9 @@ server of :mod:`experiments.harness.bughouse` drives them.
 
 A seat sees the running game through a :class:`GameContext` (the game, the clocks in real time, the
 other seats) and acts on it: it submits a move with a :class:`MoveStat`, a forfeit, or a
-partner message.  Seats are made from engine specs by :func:`make_seat`, through the registry's
-one spec parser (:func:`engines.registry.resolve`): ``bughouse-mcts`` (classical evaluator),
+partner message.  Seats are engines of the registry: ``registry.create(spec, "bughouse", kind=Seat)``
+(:func:`make_seat` for a spec text) makes one, through the registry's one spec parser
+(:func:`engines.registry.resolve`) and its evaluator pool: ``bughouse-mcts`` (classical evaluator),
 ``rise-bughouse-mcts`` (the LazyBug-style network; ``weights=FILE``), ``sjeng`` or
 ``PROGRAM+xboard``; a team is one spec for both seats or two joined by ``/`` (:func:`parse_team`).
 
@@ -93,7 +94,7 @@ from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
 from board.bughouse import BughouseGame, partner_seat, seat_of
 from board.position import Position
 from board.variants import BUGHOUSE
-from engines.base import EngineError, MoveStat
+from engines.base import EngineError, EngineSpec, MoveStat
 from evaluators.base import Evaluator, value_to_cp
 
 if TYPE_CHECKING:
@@ -759,7 +760,12 @@ def _bughouse_spec(text: str) -> Any:
     """The resolved spec of a seat (:func:`engines.registry.resolve`), refused unless it plays bughouse."""
     from engines import registry
 
-    spec = registry.resolve(text)
+    return _plays_bughouse(registry.resolve(text))
+
+
+def _plays_bughouse(spec: EngineSpec) -> EngineSpec:
+    from engines import registry
+
     if BUGHOUSE.name not in registry.variants_of(spec) and not (registry.is_external(spec) and spec.search == "xboard"):
         raise SeatError(f"{spec.name} does not play bughouse: use bughouse-mcts[:opts], rise-bughouse-mcts[:opts], "
                         f"sjeng[:opts] or PROGRAM+xboard")
@@ -798,20 +804,33 @@ def parse_team(text: str) -> TeamSpec:
 
 
 def make_seat(text: str, seed: int, evaluators: EvaluatorPool) -> Seat:
-    """A seat for an engine spec: ours (seats with the same evaluator settings share one evaluator
-    of ``evaluators``) or an XBoard program; ``seed`` unless the spec sets one."""
+    """A seat for an engine spec text, refused unless it plays bughouse (:func:`registry.create
+    <engines.registry.create>` makes it; the seat is named by ``text``)."""
+    from engines import registry
+
+    spec = dataclasses.replace(_bughouse_spec(text), name=text)  # the name games store: the text as given
+    return registry.create(spec, BUGHOUSE.name, kind=Seat, seed=seed, pool=evaluators)
+
+
+def seat_for(spec: EngineSpec, seed: int, evaluators: EvaluatorPool, evaluator: Evaluator | None = None) -> Seat:
+    """The seat of a resolved spec (called by :func:`engines.registry.create` for bughouse): ours
+    (``evaluator``, else the one of ``evaluators`` with its settings) or an XBoard program; ``seed``
+    unless the spec sets one."""
     from engines import registry
     from engines.external import find_program
 
-    spec = _bughouse_spec(text)
-    st = spec.settings
+    st = _plays_bughouse(spec).settings
     if registry.is_external(spec):
         unknown = [k for k in spec.options if k not in ("depth", "startup", "timeout")]
         if unknown:
             raise SeatError(f"{spec.name}: a bughouse XBoard seat takes depth and startup only, not {', '.join(unknown)}")
         startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
-        return XBoardSeat(text, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
+        return XBoardSeat(spec.name, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
     if spec.search == "alphabeta":
-        return AlphaBetaSeat(text, text, st["nodes"], st["movetime"], st["depth"], dict(spec.options))
-    return OurSeat(text, evaluators.get(spec, BUGHOUSE.name), spec.config, st["nodes"], st["movetime"],
+        return AlphaBetaSeat(spec.name, spec.name, st["nodes"], st["movetime"], st["depth"], dict(spec.options))
+    if spec.search != "bughouse-mcts":
+        raise SeatError(f"{spec.name}: a bughouse seat of ours runs bughouse-mcts or alphabeta, not {spec.search}")
+    if evaluator is None:
+        evaluator = evaluators.get(spec, BUGHOUSE.name)
+    return OurSeat(spec.name, evaluator, spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"])

@@ -303,6 +303,36 @@ def test_team_specs_and_errors():
         make_seat("material-mcts", 1, EvaluatorPool())  # a chess engine cannot take a bughouse seat
 
 
+def test_registry_create_builds_bughouse_seats():
+    """The one factory of engines makes bughouse seats too, with the one-board limit units."""
+    from board.variants import BUGHOUSE
+    from engines import registry
+    from engines.base import Engine
+    from engines.seats import OurSeat, Seat
+
+    pool = EvaluatorPool()
+    seats = [registry.create(f"{name}:nodes=90,playouts=30,evals=20", BUGHOUSE.name, kind=Seat, seed=5, pool=pool)
+             for name in ("rise-bughouse-mcts", "rise-bughouse-mcts", "bughouse-mcts")]
+    try:
+        assert all(isinstance(s, OurSeat) for s in seats)
+        ours = [s for s in seats if isinstance(s, OurSeat)]
+        assert [(s.nodes, s.playouts, s.evals) for s in ours] == [(90, 30, 20)] * 3
+        assert ours[0].evaluator is ours[1].evaluator  # one pool, one network: the leaves share its batch
+        assert ours[2].evaluator.name == "bughouse-classical"
+        assert ours[0].name == "rise-bughouse-mcts:nodes=90,playouts=30,evals=20"
+    finally:
+        for s in seats:
+            s.close()
+        pool.close()
+    with pytest.raises(EngineError, match="not an engine of kind Engine"):
+        registry.create("bughouse-mcts", BUGHOUSE.name)  # a seat is not a one-board engine
+    with pytest.raises(EngineError, match="not an engine of kind Seat"):
+        registry.create("material-ab", "chess", kind=Seat)
+    assert isinstance(registry.create("material-ab", "chess", kind=Engine), Engine)
+    with pytest.raises(SeatError, match="does not play bughouse"):
+        registry.create("material-mcts", BUGHOUSE.name, kind=Seat)
+
+
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert cli.main(["bughouse-match", "stockfish", "sjeng", "--db", str(tmp_path / "x.sqlite")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
