@@ -17,7 +17,7 @@ bughouse evaluator (``bughouse-mcts``) or the LazyBug-style network (``rise-bugh
 it is to move it searches with ``movetime = min(spec movetime, left / 30 + 0.7 · increment)`` (and
 the spec's node cap); any move on either board restarts the search from the new position (pockets
 changed) within the same time allocation. A "sit" decision makes it wait: it searches again after
-the next move on either board or after ``SIT_RECHECK_MS``. With no legal move it waits too.
+the next move on either board or after ``SIT_RECHECK_MS`` (untimed: ``SIT_RECHECK_PASSES`` server passes). With no legal move it waits too.
 
 :class:`XBoardSeat`: a program speaking CECP (Sjeng 11.2) through our own small driver (python-chess's
 XBoard engine has no ``holding``/``ptell``), following the conventions found by hand (below): ``new``, ``variant bughouse``, ``partner <name>``, ``easy``
@@ -103,6 +103,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: partner messages relayed between seats (Sjeng's partner commands, see the module docstring)
+#: an untimed game's sit recheck, in server passes (each seat one tick a pass), not milliseconds: so a
+#: game without clocks does not depend on the machine's speed, and replays
+SIT_RECHECK_PASSES = 200
 PTELL_COMMAND = re.compile(r"^(sit|go|move|fast|slow|dead|abort|flag|x|=|[+-]{1,3}([pnbrqdh]|trades))(\s|$)",
                            re.IGNORECASE)
 SIT_RECHECK_MS = 1000
@@ -129,10 +132,12 @@ def xboard_holding(b: Position) -> str:
 class GameContext:
     """What a seat sees of the running game and how it acts on it."""
 
-    def __init__(self, game: BughouseGame, seats: Sequence["Seat"], t0: float) -> None:
+    def __init__(self, game: BughouseGame, seats: Sequence["Seat"], t0: float, seed: int = 0) -> None:
         self.game = game
         self.seats = seats
         self.t0 = t0
+        self.seed = seed                       # the game's seed: our seats' random state starts from it
+        self.passes = 0                        # server loop passes so far (the untimed game's clock)
         self.version = 0                       # moves made so far (changes on every move)
         self.sitting = [False, False, False, False]
         self.actions: list[tuple[str, int, Any]] = []
@@ -217,6 +222,8 @@ class OurSeat(Seat):
         self.nodes, self.playouts, self.evals = nodes, playouts, evals
         self.movetime = movetime
         self.options = dict(options or {})
+        self.seed = seed
+        self.config = config
         self.search = BughouseMCTS(evaluator, config, random.Random(seed))
         self.seat = -1
         self._searching = False
@@ -233,10 +240,15 @@ class OurSeat(Seat):
     def settings(self) -> dict[str, Any]:
         """Spec and search settings; for the game just played, its sit decisions."""
         return {"name": self.name, "kind": self.kind, "evaluator": self.evaluator.name,
-                "search": "bughouse-mcts", "options": self.options,
+                "search": "bughouse-mcts", "options": self.options, "seed": self.seed,
                 "config": dataclasses.asdict(self.search.config), "sits": self.game_sits}
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
+        from search.bughouse_mcts import BughouseMCTS
+
+        # a fresh search whose random state comes from the seat's seed and the game's: a game does
+        # not depend on the games this seat played before it (workers, resumes, replays)
+        self.search = BughouseMCTS(self.evaluator, self.config, random.Random(f"{self.seed}:{ctx.seed}"))
         self.seat = seat
         self.game_sits = 0
         self._searching = False
@@ -266,7 +278,8 @@ class OurSeat(Seat):
             self._turn_nodes = self._turn_evals = 0
             self._alloc_s = self._allocate(ctx)
         if ctx.sitting[self.seat]:
-            if ctx.version == self._sit_version and now - self._sit_since < SIT_RECHECK_MS:
+            waited = now - self._sit_since < SIT_RECHECK_MS if game.timed else ctx.passes - self._sit_since < SIT_RECHECK_PASSES
+            if ctx.version == self._sit_version and waited:
                 return False
             ctx.sitting[self.seat] = False
         if not game.boards[b].has_legal_moves():
@@ -308,7 +321,7 @@ class OurSeat(Seat):
             self.game_sits += 1
             ctx.sitting[self.seat] = True
             self._turn_started = -1  # a new allocation when it searches again
-            self._sit_since = now
+            self._sit_since = now if game.timed else ctx.passes
             self._sit_version = ctx.version
             return False
         # the turn's totals (searches restarted by moves on the other board included)

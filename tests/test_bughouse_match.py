@@ -16,7 +16,7 @@ from experiments.harness.ratings import from_games, rate
 from engines.base import EngineError
 from engines.registry import EvaluatorPool
 from engines.seats import GameContext, OurSeat, Seat, SeatError, XBoardSeat, fen_without_pockets, make_seat, parse_team
-from experiments.harness.bughouse import BughouseStore, play_game, rebuild_game, run_match
+from experiments.harness.bughouse import BughouseMatchError, BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
 from tests.engines_path import find_engine
 
@@ -133,6 +133,52 @@ def test_ours_against_ours_stored_with_bpgn_and_resumed(tmp_path: Path):
     assert again.played == 0 and again.skipped == 2
     assert (again.wins, again.draws, again.losses) == (s.wins, s.draws, s.losses)
     assert db.with_suffix(".bpgn").read_text() == bpgn
+
+
+def test_untimed_games_are_the_same_with_one_and_two_workers_and_replay(tmp_path: Path):
+    """No clocks: our MCTS seats stop at their node limits, a game's seats start from its own seed,
+    so the games do not depend on the worker that plays them, and `searchbench replay` plays them again."""
+    import sqlite3
+
+    from experiments.harness.replay import replay
+
+    a, b = "bughouse-mcts:nodes=30", "bughouse-mcts:nodes=40"
+    rows = []
+    for workers in (1, 2):
+        db = tmp_path / f"w{workers}.sqlite"
+        s = run_match(a, b, 4, -1, 0, db, seed=7, max_plies=50, progress=False, workers=workers)
+        assert s.played == 4
+        store = BughouseStore(db)
+        try:
+            rows.append(sorted((g.key, g.moves, g.result, g.reason, g.seed) for g in store.store.games()))
+        finally:
+            store.close()
+    assert rows[0] == rows[1]
+    assert len({r[4] for r in rows[0]}) == 4  # a seed per game, stored with it
+    assert all(r[0].split("|")[2] == "untimed" for r in rows[0])
+    outs = replay(tmp_path / "w2.sqlite", progress=False)
+    assert [o.agrees for o in outs] == [True] * 4
+    # a changed stored move is found, at its ply
+    key, moves = rows[0][1][0], list(rows[0][1][1])
+    g = BughouseGame()
+    for text in moves[:5]:
+        g.push(*g.parse(text))
+    board_id = 0 if moves[5].startswith("A:") else 1
+    other = next(m for m in g.boards[board_id].legal_moves() if f"{'AB'[board_id]}:{move_to_uci(m)}" != moves[5])
+    moves[5] = f"{'AB'[board_id]}:{move_to_uci(other)}"
+    db = sqlite3.connect(tmp_path / "w2.sqlite")
+    db.execute("UPDATE games SET moves = ? WHERE key = ?", (" ".join(moves), key))
+    db.commit()
+    db.close()
+    out = replay(tmp_path / "w2.sqlite", key=key, progress=False)[0]
+    assert (out.ply, out.stored) == (5, moves[5])
+
+
+def test_untimed_games_take_our_mcts_seats_only(tmp_path: Path):
+    with pytest.raises(BughouseMatchError, match="without clocks"):
+        run_match("bughouse-mcts:nodes=30", "sjeng", 2, -1, 0, tmp_path / "x.sqlite", progress=False)
+    with pytest.raises(BughouseMatchError, match="without clocks"):
+        run_match("bughouse-mcts:movetime=0.1", "bughouse-mcts", 2, -1, 0, tmp_path / "x.sqlite", progress=False)
 
 
 def test_max_plies_holds_when_both_boards_move_in_one_pass():
@@ -347,6 +393,18 @@ def test_cli_plays_and_stores(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                      "--max-plies", "40", "--db", str(db), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "played 1" in out and db.exists() and db.with_suffix(".bpgn").exists()
+    untimed = tmp_path / "u.sqlite"
+    args = ["match", "bughouse-mcts:nodes=10", "bughouse-mcts:nodes=12", "--variant", "bughouse", "--games", "2",
+            "--tc", "none", "--max-plies", "30", "--db", str(untimed), "--workers", "2", "--quiet"]
+    assert cli.main(args) == 0
+    assert "played 2" in capsys.readouterr().out
+    assert cli.main(["replay", str(untimed), "--quiet"]) == 0
+    assert "2 games replayed, every move agrees" in capsys.readouterr().out
+    assert cli.main(["replay", str(db), "--quiet"]) == 0
+    assert "skipped: 1 time-limited" in capsys.readouterr().out
+    refused = ["bughouse-match", "bughouse-mcts", "sjeng", "--tc", "none", "--db", str(tmp_path / "s.sqlite"), "--quiet"]
+    assert cli.main(refused) == 2
+    assert "without clocks" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------ Sjeng

@@ -5,7 +5,8 @@ experiments/bughouse_data.py and experiments/bughouse_train.py).
 A team is an engine spec for both of its seats (``bughouse-mcts:nodes=400`` with the classical
 evaluator, ``rise-bughouse-mcts:nodes=400`` with the two-board network, ``sjeng``,
 ``sjeng:depth=4``, ``PROGRAM+xboard``) or two specs ``SPEC_A/SPEC_B`` (first on board A). Games are
-played under real clocks (``--tc BASE+INC`` seconds), stored in SQLite (``--db``) and BPGN
+played under real clocks (``--tc BASE+INC`` seconds; ``--tc none``: no clocks, our MCTS seats at their
+node limits, games that replay), ``--workers`` at once, stored in SQLite (``--db``) and BPGN
 (``--bpgn``, default beside the database); running the command again resumes the match.
 """
 from __future__ import annotations
@@ -28,11 +29,13 @@ def cmd_bughouse_match(args: argparse.Namespace) -> int:
     from experiments.harness import bughouse as bm
     from experiments.harness.match import parse_tc
 
-    base_s, inc_s = parse_tc(args.tc)
+    base_s, inc_s = (-1.0, 0.0) if args.tc.strip().lower() == "none" else parse_tc(args.tc)  # -1: no clocks
     db = Path(args.db) if args.db else RUNS / f"{_safe(args.a)}-vs-{_safe(args.b)}-bughouse.sqlite"
     bpgn = Path(args.bpgn) if args.bpgn else db.with_suffix(".bpgn")
-    summary = bm.run_match(args.a, args.b, args.games, int(round(base_s * 1000)), int(round(inc_s * 1000)),
-                           db, bpgn, seed=args.seed, max_plies=args.max_plies, progress=not args.quiet)
+    base_ms = int(round(base_s * 1000)) if base_s > 0 else -1
+    summary = bm.run_match(args.a, args.b, args.games, base_ms, int(round(inc_s * 1000)),
+                           db, bpgn, seed=args.seed, max_plies=args.max_plies, progress=not args.quiet,
+                           workers=args.workers)
     print(summary.line(args.a, args.b))
     print("terminations: " + ", ".join(f"{k} {v}" for k, v in sorted(summary.reasons.items())))
     print(f"games: {db}  bpgn: {bpgn}")
@@ -205,7 +208,10 @@ def register(sub: Any) -> None:
                              "sjeng[:depth=N], PROGRAM+xboard)")
     p.add_argument("b", help="team B")
     p.add_argument("--games", type=count(1), default=2, help="games (team colours alternate per game)")
-    p.add_argument("--tc", default="60+0", help="time control BASE+INC in seconds per seat (default 60+0)")
+    p.add_argument("--tc", default="60+0", help="time control BASE+INC in seconds per seat (default 60+0), or "
+                                               "none: no clocks, our MCTS seats at their node limits (games replay)")
+    p.add_argument("--workers", type=count(1, 64), default=1,
+                   help="processes playing games at once, four seats each (untimed games are the same with any number)")
     p.add_argument("--seed", type=seed, default=1)
     p.add_argument("--db", help="SQLite results (default runs/<a>-vs-<b>-bughouse.sqlite)")
     p.add_argument("--bpgn", help="BPGN output (default: beside the database)")

@@ -143,7 +143,8 @@ def _bughouse_match(args: argparse.Namespace) -> int:
         raise match_mod.MatchError(f"bughouse matches take no {' '.join(unsupported) or 'such option'}: put limits in the "
                                    "team specs (e.g. bughouse-mcts:nodes=400) and give --tc BASE+INC")
     bug = argparse.Namespace(a=args.a, b=args.b, games=args.games, tc=args.tc or "60+0", seed=args.seed,
-                             db=args.db, bpgn=args.pgn, max_plies=args.max_plies or 600, quiet=args.quiet)
+                             db=args.db, bpgn=args.pgn, max_plies=args.max_plies or 600, quiet=args.quiet,
+                             workers=args.workers)
     return cmd_bughouse_match(bug)
 
 
@@ -317,8 +318,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     outs = replay(args.db, args.game, args.run, progress=not args.quiet, every=args.every)
     done = [o for o in outs if not o.skipped]
     bad = [o for o in done if o.ply is not None]
-    skipped = len(outs) - len(done)
-    note = f" ({skipped} time-limited games skipped)" if skipped else ""
+    reasons: dict[str, int] = {}
+    for o in outs:
+        if o.skipped:
+            reasons[o.skipped] = reasons.get(o.skipped, 0) + 1
+    note = f" (skipped: {', '.join(f'{n} {r}' for r, n in sorted(reasons.items()))})" if reasons else ""
     if bad:
         o = bad[0]
         print(f"game {o.key}: diverges at ply {o.ply + 1 if o.ply is not None else 0} of {o.plies}: stored {o.stored}, "

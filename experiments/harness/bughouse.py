@@ -6,7 +6,9 @@ the first game of a pair X holds the team-0 seats (A-white, B-black), in the sec
 
 Server loop (one game, :func:`play_game`)
 -----------------------------------------
-Game time is real time (ms since the game started, ``time.monotonic``). The loop, until
+Game time is real time (ms since the game started, ``time.monotonic``); a game without clocks
+(``base_ms`` < 0, our MCTS seats only) is decided by node limits and counts its loop passes instead,
+so it does not depend on the machine's speed. The loop, until
 :meth:`BughouseGame.outcome` at the current time gives a result:
 
 1. every seat gets a :meth:`Seat.tick`: an XBoard seat reads what its program wrote; one of our
@@ -27,9 +29,6 @@ longer than ``max_plies`` is drawn (``max_plies``).
 Known limit: writes to a program's stdin block; a program that stops reading its input would
 stall the server only after filling the pipe (64 KiB, thousands of moves).
 
-Known limit: writes to a program's stdin block; a program that stops reading its input would
-stall the server only after filling the pipe (64 KiB, thousands of moves).
-
 Storage
 -------
 Each game is one row of :class:`experiments.harness.store.Store` (variant ``bughouse``; ``white`` and
@@ -40,7 +39,10 @@ game time in ms; the partner messages; the BPGN text), written
 before the store row so that a stored game always has its details. A BPGN file (``[WhiteA]``,
 ``[BlackA]``, ``[WhiteB]``, ``[BlackB]`` tags, :func:`board.bughouse.bpgn_movetext` move text with
 clock comments) is rebuilt from the database when a match starts and appended after each game.
-Games are keyed ``<match>:<index>``, so a match run again skips the stored games (resume).
+Games are keyed ``<match>:<index>``, so a match run again skips the stored games (resume). Game
+``index`` has its own seed (:func:`game_seed`, stored with it), where our seats' random state
+starts, so ``workers`` processes (each with its own four seats) store the games one would, and a
+game without clocks replays (:mod:`experiments.harness.replay`).
 """
 from __future__ import annotations
 
@@ -107,9 +109,10 @@ class GameResult:
 
 
 def play_game(seats: Sequence[Seat], base_ms: int, inc_ms: int, max_plies: int = 600,
-              max_seconds: float | None = None, fen: str | None = None) -> GameResult:
-    """One game between four seats (index = seat number) under real clocks (see module doc), from
-    the initial position or ``fen`` (both boards, ``A | B``)."""
+              max_seconds: float | None = None, fen: str | None = None, seed: int = 0) -> GameResult:
+    """One game between four seats (index = seat number) under real clocks (see module doc; no
+    clocks if ``base_ms`` < 0), from the initial position or ``fen`` (both boards, ``A | B``);
+    ``seed``: the game's seed, where our seats' random state starts."""
     if len(seats) != 4:
         raise BughouseMatchError("a bughouse game needs four seats")
     try:
@@ -117,7 +120,7 @@ def play_game(seats: Sequence[Seat], base_ms: int, inc_ms: int, max_plies: int =
     except BughouseError as e:
         raise BughouseMatchError(f"bad start position {fen!r}: {e}") from None
     t0 = time.monotonic()
-    ctx = GameContext(game, seats, t0)
+    ctx = GameContext(game, seats, t0, seed)
     for s in range(4):
         seats[s].start_game(ctx, s, seats[partner_seat(s)].name)
     played: list[PlayedMove] = []
@@ -126,6 +129,7 @@ def play_game(seats: Sequence[Seat], base_ms: int, inc_ms: int, max_plies: int =
         max_seconds = (4 * base_ms + max_plies * inc_ms) / 1000.0 + 30.0 if base_ms >= 0 else 3600.0
     while outcome is None:
         busy = False
+        ctx.passes += 1
         for s in range(4):
             busy = seats[s].tick(ctx) or busy
             outcome = _apply_actions(ctx, played, max_plies)
@@ -282,23 +286,174 @@ class MatchSummary:
 
 def match_key(a: TeamSpec, b: TeamSpec, base_ms: int, inc_ms: int, seed: int, suite: str = "") -> str:
     """The match's key; ``suite``: the opening suite's id when game pairs start from openings."""
-    key = f"bughouse:{a.name}|{b.name}|{base_ms}+{inc_ms}|s{seed}"
+    clock = f"{base_ms}+{inc_ms}" if base_ms >= 0 else "untimed"
+    key = f"bughouse:{a.name}|{b.name}|{clock}|s{seed}"
     return key + (f"|o:{suite}" if suite else "")
+
+
+def game_seed(seed: int, index: int) -> int:
+    """The seed of game ``index`` of a match played with ``seed`` (stored with the game): where our
+    seats' random state starts in it, so a game does not depend on the games played before it."""
+    return seed * 1_000_003 + index
+
+
+def check_untimed(team: TeamSpec) -> None:
+    """A game without clocks (``--tc none``) is for our MCTS seats, whose searches stop at their
+    node, playout or evaluator-call limits and whose games then replay move for move: an XBoard
+    program needs a clock, and our alpha-beta seat answers from a process of its own, when it
+    answers, so its games depend on the machine's speed."""
+    from engines import registry
+
+    for text in team.seat_specs:
+        spec = registry.resolve(text)
+        if spec.search != "bughouse-mcts" or spec.settings.get("movetime"):
+            raise BughouseMatchError(f"{text}: a game without clocks takes our MCTS seats (bughouse-mcts, "
+                                     f"rise-bughouse-mcts) with node, playout or eval limits and no movetime")
+
+
+@dataclass
+class _Job:
+    """What every game of a match needs (sent to worker processes)."""
+
+    a: TeamSpec
+    b: TeamSpec
+    base_ms: int
+    inc_ms: int
+    max_plies: int
+    seed: int
+    run: str
+    match: str
+    uid: str
+    starts: list[Opening | None]
+    seat_factory: Callable[[str, int, EvaluatorPool], Seat]
+
+
+@dataclass
+class _Played:
+    """One finished game, ready to store."""
+
+    index: int
+    record: GameRecord
+    seat_settings: list[dict[str, Any]]
+    times: list[int]
+    ptells: list[tuple[int, int, str]]
+    fen: str
+    bpgn: str
+
+
+def _make_seats(job: _Job, cache: EvaluatorPool) -> dict[str, list[Seat]]:
+    """Two seats per team, created once for the whole match (or worker)."""
+    f, sd = job.seat_factory, job.seed
+    return {"a": [f(job.a.seat_specs[0], sd, cache), f(job.a.seat_specs[1], sd + 1, cache)],
+            "b": [f(job.b.seat_specs[0], sd + 2, cache), f(job.b.seat_specs[1], sd + 3, cache)]}
+
+
+def _play_index(job: _Job, i: int, seats_of: dict[str, list[Seat]]) -> _Played:
+    """Game ``i`` of the match: team A holds the team-0 seats in even games."""
+    a, b = job.a, job.b
+    t0_team, t1_team = (a, b) if i % 2 == 0 else (b, a)
+    s0, s1 = (seats_of["a"], seats_of["b"]) if i % 2 == 0 else (seats_of["b"], seats_of["a"])
+    # team 0 = A-white + B-black; a team's first spec sits on board A
+    seats = [s0[0], s1[0], s1[1], s0[1]]
+    started = time.time()
+    start = job.starts[i // 2]
+    seed = game_seed(job.seed, i)
+    res = play_game(seats, job.base_ms, job.inc_ms, job.max_plies, fen=None if start is None else start.fen, seed=seed)
+    names = [s.name for s in seats]
+    seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=job.base_ms, inc_ms=job.inc_ms)
+                     for n, s in enumerate(seats)]
+    key = f"{job.match}:{i}"
+    rec = GameRecord(
+        key=key, run=job.run, match=job.match, pair=i // 2, variant=BUGHOUSE.name, white=t0_team.name,
+        black=t1_team.name,
+        white_settings={"team": t0_team.name, "seats": [seat_settings[0], seat_settings[3]]},
+        black_settings={"team": t1_team.name, "seats": [seat_settings[1], seat_settings[2]]},
+        opening="startpos" if start is None else start.name, opening_fen=res.game.root_fen, opening_moves=[],
+        moves=[p.text for p in res.moves], result=res.result, reason=res.reason,
+        move_stats=[p.stat for p in res.moves], seed=seed, versions=versions(), started=started,
+        finished=time.time())
+    text = bpgn_text(key, job.run, i + 1, names, res, started, job.uid)
+    return _Played(i, rec, seat_settings, [p.at_ms for p in res.moves], res.ptells, res.game.root_fen, text)
+
+
+def _worker(job: _Job, tasks: Any, results: Any) -> None:
+    """A worker process of :func:`run_match`: its own seats (and evaluators), games from ``tasks``
+    until ``None``; each finished game, or the error that stopped it, to ``results``."""
+    cache = EvaluatorPool()
+    seats_of: dict[str, list[Seat]] = {}
+    try:
+        seats_of = _make_seats(job, cache)
+        while True:
+            i = tasks.get()
+            if i is None:
+                break
+            results.put(("game", i, _play_index(job, i, seats_of)))
+    except KeyboardInterrupt:
+        pass
+    except Exception as e:  # noqa: BLE001 - told to the parent as one line
+        results.put(("error", -1, f"{type(e).__name__}: {e}"))
+    finally:
+        for lst in seats_of.values():
+            for seat in lst:
+                seat.close()
+        cache.close()
+
+
+def _in_workers(job: _Job, todo: list[int], workers: int) -> Any:
+    """Games ``todo`` played by ``workers`` processes, yielded as they finish."""
+    import multiprocessing
+    import queue as queue_mod
+
+    mp = multiprocessing.get_context("spawn")  # no fork of a process with reader threads
+    tasks, results = mp.Queue(), mp.Queue()
+    for i in todo:
+        tasks.put(i)
+    procs = [mp.Process(target=_worker, args=(job, tasks, results)) for _ in range(workers)]
+    for p in procs:
+        tasks.put(None)
+        p.start()
+    try:
+        left = len(todo)
+        while left:
+            try:
+                kind, _, payload = results.get(timeout=1.0)
+            except queue_mod.Empty:
+                if not any(p.is_alive() for p in procs):
+                    raise BughouseMatchError("the match's worker processes stopped before the match was played")
+                continue
+            if kind == "error":
+                raise BughouseMatchError(f"a match worker failed: {payload}")
+            left -= 1
+            yield payload
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=5)
 
 
 def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, db: str | Path,
               bpgn: str | Path | None = None, seed: int = 1, run: str = "bughouse-match",
               max_plies: int = 600, progress: bool = True,
               seat_factory: Callable[[str, int, EvaluatorPool], Seat] = make_seat,
-              openings: str | Path | None = None) -> MatchSummary:
+              openings: str | Path | None = None, workers: int = 1) -> MatchSummary:
     """Play ``games`` games of team A vs team B (colours alternating per pair), storing each.
+    ``base_ms`` < 0: no clocks (our MCTS seats only, :func:`check_untimed`).
     ``openings``: a crazyhouse EPD suite; each game pair then starts from its own bughouse opening
-    (:func:`experiments.harness.openings.bughouse_openings`), else every game from the initial position."""
+    (:func:`experiments.harness.openings.bughouse_openings`), else every game from the initial position.
+    ``workers``: processes playing games at once, each with its own four seats; a game's moves do
+    not depend on the worker that plays it (untimed games: the same games with any number)."""
     if games < 1:
         raise BughouseMatchError(f"--games must be >= 1, got {games}")
-    if base_ms <= 0 or inc_ms < 0:
+    if base_ms == 0 or inc_ms < 0 or (base_ms < 0 and inc_ms):
         raise BughouseMatchError("the time control needs a positive base time and a non-negative increment")
+    if workers < 1:
+        raise BughouseMatchError(f"--workers must be >= 1, got {workers}")
     a, b = parse_team(team_a), parse_team(team_b)
+    if base_ms < 0:
+        check_untimed(a)
+        check_untimed(b)
     bpgn_path = Path(bpgn) if bpgn else Path(str(db)).with_suffix(".bpgn")
     pgn_check(bpgn_path, "BPGN file")
     suite = ""
@@ -319,6 +474,7 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     summary = MatchSummary()
     seats_of: dict[str, list[Seat]] = {}
     cache = EvaluatorPool()
+    job = _Job(a, b, base_ms, inc_ms, max_plies, seed, run, match, store.store.uid, starts, seat_factory)
     try:
         stored_keys = [k for k in keys if k in done]
         have = ids_in(bpgn_path)  # the BPGN is appended to, never rewritten (see experiments/pgn.py)
@@ -331,38 +487,19 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
             _count(summary, rec.result, rec.white == a.name, rec.reason)
         summary.skipped = len(stored_keys)
         todo = [i for i in range(games) if keys[i] not in done]
-        if todo:
-            # two seats per team, created once for the whole match
-            seats_of["a"] = [seat_factory(a.seat_specs[0], seed, cache), seat_factory(a.seat_specs[1], seed + 1, cache)]
-            seats_of["b"] = [seat_factory(b.seat_specs[0], seed + 2, cache), seat_factory(b.seat_specs[1], seed + 3, cache)]
+        if todo and workers == 1:
+            seats_of = _make_seats(job, cache)
+            played: Any = (_play_index(job, i, seats_of) for i in todo)
+        else:
+            played = _in_workers(job, todo, min(workers, len(todo))) if todo else iter(())
         from tqdm import tqdm
 
         bar = tqdm(total=games, initial=summary.skipped, desc=BUGHOUSE.name, disable=not progress, dynamic_ncols=True)
-        for i in todo:
-            t0_team, t1_team = (a, b) if i % 2 == 0 else (b, a)
-            s0, s1 = (seats_of["a"], seats_of["b"]) if i % 2 == 0 else (seats_of["b"], seats_of["a"])
-            # team 0 = A-white + B-black; a team's first spec sits on board A
-            seats = [s0[0], s1[0], s1[1], s0[1]]
-            started = time.time()
-            start = starts[i // 2]
-            res = play_game(seats, base_ms, inc_ms, max_plies, fen=None if start is None else start.fen)
-            names = [s.name for s in seats]
-            seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=base_ms, inc_ms=inc_ms)
-                             for n, s in enumerate(seats)]
-            rec = GameRecord(
-                key=keys[i], run=run, match=match, pair=i // 2, variant=BUGHOUSE.name, white=t0_team.name,
-                black=t1_team.name,
-                white_settings={"team": t0_team.name, "seats": [seat_settings[0], seat_settings[3]]},
-                black_settings={"team": t1_team.name, "seats": [seat_settings[1], seat_settings[2]]},
-                opening="startpos" if start is None else start.name, opening_fen=res.game.root_fen, opening_moves=[],
-                moves=[p.text for p in res.moves], result=res.result, reason=res.reason,
-                move_stats=[p.stat for p in res.moves], seed=seed, versions=versions(), started=started,
-                finished=time.time())
-            text = bpgn_text(keys[i], run, i + 1, names, res, started, store.store.uid)
-            store.add(rec, seat_settings, [p.at_ms for p in res.moves], res.ptells, res.game.root_fen, text)
-            append_text(bpgn_path, text)
+        for g in played:
+            store.add(g.record, g.seat_settings, g.times, g.ptells, g.fen, g.bpgn)
+            append_text(bpgn_path, g.bpgn)
             summary.played += 1
-            _count(summary, res.result, t0_team is a, res.reason)
+            _count(summary, g.record.result, g.index % 2 == 0, g.record.reason)
             bar.update(1)
             bar.set_postfix_str(f"+{summary.wins}={summary.draws}-{summary.losses}")
         bar.close()

@@ -13,6 +13,12 @@ skipped, with a count.  A replay plays one game at a time, so a neural evaluator
 batches of one search's own (the run may have pooled the leaves of several games into one batch):
 where the network's outputs depend on the batch they came in, a game can diverge (reported, not
 hidden).
+
+Bughouse games replay when they were played without clocks (``--tc none``) by four of our MCTS seats:
+each seat is made again from the options and seed it recorded, the game is played again by the
+four-seat server from its stored start with its stored seed (:func:`replay_bughouse_game`), and the
+moves of both boards, in the order they were played, are compared.  Games with clocks or with a seat
+that is not ours (Sjeng, our alpha-beta in its own process) are skipped, with a count.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from board.variants import variant_of
 from experiments.harness.openings import Opening
 from experiments.harness.store import GameRecord, Store
 from experiments.harness.tasks import Player, parse_limits
@@ -100,6 +107,44 @@ def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome
     return out
 
 
+def bughouse_seat_spec(settings: dict[str, Any]) -> str:
+    """The engine spec a stored bughouse seat of ours plays again: its evaluator and search with
+    exactly the options it recorded (a built-in's defaults changed since do not reach the replay)."""
+    from engines import registry
+
+    options = {str(k): str(v) for k, v in dict(settings.get("options") or {}).items()}
+    return registry.join_spec(f"{settings['evaluator']}+{settings['search']}", options)
+
+
+def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> Outcome:
+    """Play the bughouse game ``g`` again (module doc); ``details``: its ``bughouse_games`` row;
+    ``pool``: the :class:`engines.registry.EvaluatorPool` its seats' evaluators come from."""
+    from engines.seats import make_seat
+    from experiments.harness.bughouse import play_game
+
+    out = Outcome(g.key, len(g.moves))
+    seats = details["seats"]
+    if any(int(s.get("base_ms", -1)) >= 0 for s in seats):
+        out.skipped = "time-limited"
+        return out
+    if any(s.get("kind") != "ours" or "seed" not in s for s in seats):
+        out.skipped = "a seat that is not our MCTS"
+        return out
+    made = [make_seat(bughouse_seat_spec(s), int(s["seed"]), pool) for s in seats]
+    try:
+        res = play_game(made, -1, 0, max_plies=len(g.moves), fen=details["fen"], seed=g.seed)
+    finally:
+        for seat in made:
+            seat.close()
+    got = [p.text for p in res.moves]
+    for ply, stored in enumerate(g.moves):
+        mine = got[ply] if ply < len(got) else f"the end ({res.reason})"
+        if mine != stored:
+            out.ply, out.stored, out.replayed = ply, stored, mine
+            return out
+    return out
+
+
 def replay(db: str | Path, key: str | None = None, run: str | None = None,
            progress: bool = True, every: int = 1) -> list[Outcome]:
     """Replay the games of ``db`` (one ``key``, or those of ``run``, or all; ``every`` k-th of them
@@ -119,12 +164,43 @@ def replay(db: str | Path, key: str | None = None, run: str | None = None,
         if not games:
             raise KeyError(f"no game {key!r} in {str(db)!r}")
     games = games[::max(1, every)]
+    two_board = [g for g in games if variant_of(g.variant).boards > 1]
+    one_board = [g for g in games if variant_of(g.variant).boards == 1]
     # A database names programs as a config does: every stored spec is resolved before the first
     # game (under --no-external-programs one that runs another program is refused here, not mid-way).
-    for spec in sorted({str(s.get("engine", "")) for g in games for s in (g.white_settings, g.black_settings)}):
+    for spec in sorted({str(s.get("engine", "")) for g in one_board for s in (g.white_settings, g.black_settings)}):
         registry.resolve(spec)
-    factory = RegistryFactory()
+    outs = {o.key: o for o in (_replay_bughouse(db, two_board, progress) if two_board else [])}
+    if one_board:
+        factory = RegistryFactory()
+        try:
+            for g in tqdm(one_board, desc="replay", disable=not progress, dynamic_ncols=True):
+                outs[g.key] = replay_game(g, factory)
+        finally:
+            factory.close()
+    return [outs[g.key] for g in games]
+
+
+def _replay_bughouse(db: str | Path, games: list[GameRecord], progress: bool) -> list[Outcome]:
+    from tqdm import tqdm
+
+    from engines.registry import EvaluatorPool
+    from experiments.harness.bughouse import BughouseStore
+
+    bstore = BughouseStore(db, readonly=True)
     try:
-        return [replay_game(g, factory) for g in tqdm(games, desc="replay", disable=not progress, dynamic_ncols=True)]
+        details = {g.key: bstore.details(g.key) for g in games}
     finally:
-        factory.close()
+        bstore.close()
+    pool = EvaluatorPool()
+    outs = []
+    try:
+        for g in tqdm(games, desc="replay", disable=not progress, dynamic_ncols=True):
+            d = details[g.key]
+            if d is None:
+                outs.append(Outcome(g.key, len(g.moves), skipped="no bughouse details stored"))
+                continue
+            outs.append(replay_bughouse_game(g, d, pool))
+    finally:
+        pool.close()
+    return outs
