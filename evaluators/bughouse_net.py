@@ -62,9 +62,9 @@ from board.bughouse import (
     BOARD_SHIFT, MOVE_MASK, RAW_LEN, SIT_PRIOR, STATE_LEN, BughouseGame, leaf_state, two_board_move,
 )
 from board.variants import BUGHOUSE
-from evaluators.base import DEFAULT_INFERENCE, INT8_MODES, ONNX_MODES, POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf
+from evaluators.base import DEFAULT_INFERENCE, POLICY_VALUE, Evaluation, EvaluatorError, Leaf
 from evaluators.families import FAMILIES
-from evaluators.nets import load_model, save_model
+from evaluators.neural import NeuralEvaluator
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 log = logging.getLogger(__name__)
@@ -277,22 +277,6 @@ def build(size: str | dict[str, Any]) -> BughouseNet:
     return BughouseNet(BughouseNetConfig(**size))
 
 
-def save(path: str, net: BughouseNet, meta: dict[str, Any] | None = None, half: bool = False) -> None:
-    """The shared saved form of :func:`evaluators.nets.save_model` (family ``bughouse``)."""
-    save_model(path, FAMILY, net, meta, half)
-
-
-def load(path: str) -> tuple[BughouseNet, dict[str, Any]]:
-    """A saved bughouse network in eval mode (:func:`evaluators.nets.load_model`);
-    :class:`BughouseNetError` naming the file otherwise."""
-    try:
-        net, d = load_model(path, FAMILY)
-    except ValueError as e:
-        raise BughouseNetError(str(e)) from None
-    assert isinstance(net, BughouseNet)
-    return net, d
-
-
 def sample_states(count: int) -> np.ndarray:
     """``int64 [count, STATE_LEN]`` leaf states along one game, each board in turn to move and in focus
     for its first 40 plies (the load check's and the benchmark's positions)."""
@@ -307,82 +291,48 @@ def sample_states(count: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- evaluator
 
-class BughouseNetEvaluator(Evaluator):
-    """The two-board network behind the bughouse MCTS's evaluator interface (batched)."""
+class BughouseNetEvaluator(NeuralEvaluator):
+    """The two-board network behind the bughouse MCTS's evaluator interface (batched), on the
+    plumbing every network evaluator shares (:class:`evaluators.neural.NeuralEvaluator`: weights
+    saved and loaded by :mod:`evaluators.nets`, threads, device, the inference modes: ONNX Runtime
+    runs the two-input graph on the CPU, checked against eager torch when it is built; a two-input
+    graph has no frozen copy, so ``frozen`` runs eager; int8 is for the one-board policy-value
+    networks, so ``onnxruntime-int8`` runs float32 with a warning)."""
 
     name = "bughouse-net"
+    family = FAMILY
+    net_type = BughouseNet
+    default_weights = DEFAULT_WEIGHTS
 
     def __init__(self, net: BughouseNet, threads: int = 1, meta: dict[str, Any] | None = None,
-                 path: str | None = None, max_batch: int = 256, sit_prior: float = SIT_PRIOR,
-                 device: str | torch.device = "cpu") -> None:
+                 path: str | None = None, max_batch: int | None = None, device: str | torch.device = "cpu",
+                 half: str = "auto", sit_prior: float = SIT_PRIOR) -> None:
         if threads < 1:
             raise BughouseNetError(f"threads must be >= 1, got {threads}")
         if not 0.0 < sit_prior < 1.0:
             raise BughouseNetError(f"the sit prior must be in (0, 1), got {sit_prior}")
-        from evaluators.devices import resolve_device
-
-        self.device = resolve_device(device) if isinstance(device, str) else device
-        net = net.to(self.device)
-        net.eval()
-        self.net = net
-        self.variants = frozenset({BUGHOUSE.name})
-        self.threads = threads
-        self.meta = dict(meta or {})
-        self.path = path
-        self.max_batch = max_batch
+        super().__init__(net, threads, meta, path, max_batch, device, half)
         self.sit_prior = sit_prior
-        #: the inference mode asked for, the one in use once the network has run, and why not another
-        self.inference_requested: str = DEFAULT_INFERENCE
-        self.inference: str | None = None
-        self.inference_error: str | None = None
-        self._forward: Any = None
-        torch.set_num_threads(threads)
 
     @classmethod
-    def load(cls, path: str | None = None, threads: int = 1, inference: str | None = None,
+    def load(cls, path: str | None = None, threads: int = 1, inference: str = DEFAULT_INFERENCE,
              variant: str | None = None, device: str = "auto", half: str = "auto") -> Self:
-        """Load weights (None: the shipped ``bughouse_lazybug.pt``); ``variant`` is bughouse.
-        ``inference``: ``onnxruntime`` (None: the default) runs the two-input graph in ONNX Runtime on
-        the CPU, checked against eager torch when it is built (every output within
-        ``FROZEN_ATOL``, else a warning and eager); ``frozen`` and ``eager`` run eager torch (a
-        two-input graph has no frozen copy here), as does a GPU; ``onnxruntime-int8`` is float32
-        ONNX Runtime with a warning (int8 is for the one-board policy-value networks)."""
-        from evaluators.neural import check_inference
-
+        """Load weights (None: the shipped ``bughouse_lazybug.pt``); ``variant`` is bughouse."""
         if variant not in (None, BUGHOUSE.name):
             raise BughouseNetError(f"the bughouse network plays bughouse, not {variant}")
-        p = path if path is not None else os.path.join(WEIGHTS_DIR, DEFAULT_WEIGHTS)
-        net, d = load(p)
-        ev = cls(net, threads, d.get("meta"), p, device=device)
-        ev.inference_requested = check_inference(inference or DEFAULT_INFERENCE)
-        return ev
+        try:
+            return super().load(path, threads, inference, None, device, half)
+        except BughouseNetError:
+            raise
+        except EvaluatorError as e:
+            raise BughouseNetError(str(e)) from None
+
+    def onnx_examples(self) -> list[tuple[torch.Tensor, ...]]:
+        planes, scal = (torch.from_numpy(a) for a in encode(sample_states(12)))
+        return [(planes[:2], scal[:2]), (planes, scal)]
 
     def warm_up(self) -> None:
-        self._backend()
-
-    def _backend(self) -> Any:
-        """The forward of (planes, scalars) in the chosen inference mode, built at the first call."""
-        if self._forward is None:
-            self._forward, self.inference = self.net, "eager"
-            if self.device.type == "cpu" and self.inference_requested in ONNX_MODES:
-                self._forward = self._build_ort()
-        return self._forward
-
-    def _build_ort(self) -> Any:
-        from evaluators.neural import FROZEN_ATOL
-        from evaluators.onnx_runtime import checked_session
-
-        if self.inference_requested in INT8_MODES:
-            self.inference_error = "int8 quantisation is offered for the one-board policy-value networks"
-            log.warning("evaluator %s runs float32: %s", self.name, self.inference_error)
-        planes, scal = (torch.from_numpy(a) for a in encode(sample_states(12)))
-        session, why = checked_session(self.net, (planes[:2], scal[:2]), [(planes, scal)], self.threads, FROZEN_ATOL)
-        if session is not None:  # (an int8 refusal's reason stays in inference_error)
-            self.inference = "onnxruntime"
-            return session
-        self.inference_error = why
-        log.warning("evaluator %s runs eager: %s", self.name, self.inference_error)
-        return self.net
+        self._built()
 
     def serves(self) -> frozenset[str]:
         return frozenset({POLICY_VALUE})
@@ -393,12 +343,11 @@ class BughouseNetEvaluator(Evaluator):
             out += self._evaluate(list(leaves[s:s + self.max_batch]))
         return out
 
-    def forward(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(values ``[B]``, policy logits ``[B, 11136]``) of leaf states."""
         planes, scal = encode(states)
-        f = self._backend()
         with torch.inference_mode():
-            v, logits = f(torch.from_numpy(planes).to(self.device), torch.from_numpy(scal).to(self.device))
+            v, logits = self.forward(torch.from_numpy(planes).to(self.device), torch.from_numpy(scal).to(self.device))
         return v.float().cpu().numpy(), logits.float().cpu().numpy()
 
     def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
@@ -409,7 +358,7 @@ class BughouseNetEvaluator(Evaluator):
                 raise BughouseNetError(f"{self.name} evaluates two-board bughouse leaves (state of {STATE_LEN} "
                                        f"ints), got a {lf.variant} leaf of {len(lf.state)}")
         states = np.array([lf.state for lf in leaves], dtype=np.int64)
-        values, logits = self.forward(states)
+        values, logits = self.predict(states)
         counts = np.fromiter((len(lf.moves) for lf in leaves), dtype=np.int64, count=len(leaves))
         moves = np.fromiter((m for lf in leaves for m in lf.moves), dtype=np.int64, count=int(counts.sum()))
         seg = np.repeat(np.arange(len(leaves)), counts)

@@ -389,6 +389,12 @@ class NeuralEvaluator(Evaluator):
         network has no single-input forward, and runs eager)."""
         return None
 
+    def onnx_examples(self) -> list[tuple[torch.Tensor, ...]] | None:
+        """Input tuples of two batch sizes to export an ONNX graph on and check it against eager
+        torch (default: :meth:`example_inputs`, one input each; a multi-input network gives its own)."""
+        examples = self.example_inputs()
+        return None if examples is None else [(x,) for x in examples]
+
     def warm_up(self) -> None:
         """Build the forward now (tracing and freezing, a few hundred ms) and run it once, so the
         first real evaluation does not pay it (the UCI front end calls this before ``readyok``)."""
@@ -465,11 +471,11 @@ class NeuralEvaluator(Evaluator):
         torch within :data:`FROZEN_ATOL` on two batch sizes; else None and a warning."""
         from evaluators.onnx_runtime import checked_session
 
-        examples = self.example_inputs()
+        examples = self.onnx_examples()
         if examples is None:
-            self.inference_error = "the network has no single-input forward to export"
+            self.inference_error = "the network has no forward to export"
         else:
-            session, why = checked_session(self.net, examples[0], [(x,) for x in examples], self.threads, FROZEN_ATOL)
+            session, why = checked_session(self.net, examples[0], examples, self.threads, FROZEN_ATOL)
             if session is not None:  # (an int8 refusal's reason stays in inference_error)
                 self.inference = "onnxruntime"
                 return session

@@ -13,6 +13,7 @@ from board.bughouse import BughouseGame, format_move
 from evaluators.base import Leaf
 from board.bughouse import leaf_state, sit_move, two_board_move
 from evaluators import bughouse_net as bn
+from evaluators.nets import load_model, save_model
 from experiments.training.bughouse_data import BughouseDataError, samples_from_db
 from experiments.harness.bughouse import BughouseStore
 from experiments.harness.store import GameRecord, MoveStat
@@ -177,7 +178,7 @@ def test_weights_errors_name_the_file(tmp_path: Path):
         bn.BughouseNetEvaluator.load(str(other))
     mismatch = tmp_path / "mismatch.pt"
     net = bn.build("tiny")
-    bn.save(str(mismatch), net)
+    save_model(str(mismatch), bn.FAMILY, net)
     d = torch.load(mismatch, weights_only=True)
     d["config"]["channels"] = 32
     torch.save(d, mismatch)
@@ -188,7 +189,7 @@ def test_weights_errors_name_the_file(tmp_path: Path):
 def test_save_load_round_trip_and_search(tmp_path: Path):
     ev = tiny_eval(1)
     path = tmp_path / "w.pt"
-    bn.save(str(path), ev.net, {"note": "x"})
+    save_model(str(path), bn.FAMILY, ev.net, {"note": "x"})
     again = bn.BughouseNetEvaluator.load(str(path))
     g = BughouseGame()
     leaf = Leaf(leaf_state(g, 0), [two_board_move(0, m) for m in g.legal_moves(0)], "bughouse")
@@ -288,7 +289,7 @@ def test_heldout_compares_networks_on_the_same_games(tmp_path: Path, capsys: pyt
         store_game(db, f"m:{i}", ["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"][: 3 + i % 3],
                    "1-0" if i % 2 else "0-1", "checkmate on board A")
     w = tmp_path / "w.pt"
-    bn.save(str(w), bn.build("tiny"))
+    save_model(str(w), bn.FAMILY, bn.build("tiny"))
     r = heldout([str(db)], [str(w), str(w)], val_fraction=0.5, seed=3)
     assert r["games"] == 6 and 1 <= r["val_games"] < 6
     assert list(r["nets"]) == [str(w)]  # the same weights twice: one entry
@@ -312,7 +313,7 @@ def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
 
     w = tmp_path / "sub" / "w.pt"
     w.parent.mkdir()
-    bn.save(str(w), bn.build("tiny"))
+    save_model(str(w), bn.FAMILY, bn.build("tiny"))
     team = parse_team(f"rise-bughouse-mcts:weights={w},nodes=20/bughouse-mcts:nodes=10")
     assert team.seat_specs == (f"rise-bughouse-mcts:weights={w},nodes=20", "bughouse-mcts:nodes=10")
     cache = EvaluatorPool()
@@ -396,7 +397,7 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     for i, ms in enumerate(lines):
         store_game(sup, f"m:{i}", ms, "1-0" if i % 2 else "0-1", "checkmate on board A")
     w = tmp_path / "w.pt"
-    bn.save(str(w), bn.build("tiny"))
+    save_model(str(w), bn.FAMILY, bn.build("tiny"))
     out = tmp_path / "loop"
     cfg = tmp_path / "rl.toml"
     cfg.write_text(f'name = "t"\ninitial = "{w}"\nrounds = 2\nout = "{out}"\n'
@@ -410,7 +411,7 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     assert state["rounds"][1]["player"] == state["current"].replace("round-002", "round-001")
     assert state["current"] == str(out / "round-002" / "train" / "model.pt")
     assert state["rounds"][0]["selfplay_games"] == 2 and state["rounds"][0]["gate"]["score"] >= 0.0
-    assert bn.load(state["current"])[1]["meta"]["init"] == state["rounds"][1]["player"]
+    assert load_model(state["current"], bn.FAMILY)[1]["meta"]["init"] == state["rounds"][1]["player"]
     md = (out / "rounds.md").read_text()
     assert md.count("| True |") == 2
     # a finished loop resumes to nothing; more rounds go on from the current network

@@ -143,7 +143,7 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
             from evaluators import bughouse_net as bn
 
             ev = bn.BughouseNetEvaluator.load(inference=mode)
-            fwd = ev._backend()
+            fwd = ev._built()
             planes, scal = (torch.from_numpy(a) for a in bn.encode(bn.sample_states(max(batches))))
             module, inputs = ev.net, (planes, scal)
             run_b = lambda b: (lambda: fwd(planes[:b], scal[:b]))  # noqa: E731

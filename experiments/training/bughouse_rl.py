@@ -91,9 +91,10 @@ def parse(cfg: Section, text: str = "") -> LoopConfig:
                    else "letters, digits, - and _ only")
     initial = cfg.get("initial", str, DEFAULT_INITIAL)
     from evaluators import bughouse_net as bn
+    from evaluators.nets import load_model
 
     try:
-        bn.load(initial)
+        load_model(initial, bn.FAMILY)
     except ValueError as e:
         raise cfg.error("initial", str(e)) from None
     rounds = cfg.positive("rounds", 3)

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from board.variants import BUGHOUSE
 from evaluators import bughouse_net as bn
+from evaluators.nets import load_model, save_model
 from experiments.training.bughouse_data import BughouseDataError, Samples, samples_from_db
 
 
@@ -154,7 +155,8 @@ def heldout(dbs: Sequence[str], weights: Sequence[str], val_fraction: float = 0.
     out: dict[str, Any] = {"games": samples.games, "val_games": val_s.games, "val_positions": len(val_s), "nets": {}}
     for path in weights:
         try:
-            net, _ = bn.load(path)
+            net, _ = load_model(path, bn.FAMILY)
+            assert isinstance(net, bn.BughouseNet)  # the family's network class (load_model checks the family)
         except (OSError, ValueError, RuntimeError, KeyError) as e:
             raise BughouseDataError(f"cannot load bughouse network {path!r}: {e}") from None
         t0 = time.time()
@@ -209,7 +211,8 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
     size = cfg.size
     if cfg.init is not None:
         try:
-            loaded, saved = bn.load(cfg.init)
+            loaded, saved = load_model(cfg.init, bn.FAMILY)
+            assert isinstance(loaded, bn.BughouseNet)
         except ValueError as e:
             raise BughouseDataError(str(e)) from None
         net = loaded.to(device)
@@ -281,5 +284,5 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
         "train_positions": len(train_s), "val_positions": len(val_s), "val_games": val_s.games,
         "recipe": recipe, "training_seconds": round(time.monotonic() - t0, 1), "epochs_done": epoch,
         "device": str(device), **last}
-    bn.save(os.path.join(out, "model.pt"), net.to("cpu"), meta, half=cfg.half)
+    save_model(os.path.join(out, "model.pt"), bn.FAMILY, net.to("cpu"), meta, half=cfg.half)
     return meta
