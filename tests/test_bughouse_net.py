@@ -258,7 +258,8 @@ def test_samples_from_stored_games(tmp_path: Path):
 
 
 def test_train_tiny_and_load(tmp_path: Path):
-    from experiments.training.bughouse_train import TrainConfig, train
+    from experiments.training.bughouse_train import train
+    from experiments.training.recipe import TrainConfig
 
     db = tmp_path / "g.sqlite"
     lines = [["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"], ["A:d2d4", "B:e2e4", "B:e7e5", "A:g8f6"],
@@ -266,7 +267,7 @@ def test_train_tiny_and_load(tmp_path: Path):
     for i, ms in enumerate(lines):
         store_game(db, f"m:{i}", ms, "1-0" if i % 2 else "0-1", "checkmate on board A")
     out = tmp_path / "run"
-    meta = train([str(db)], str(out), TrainConfig(size="tiny", epochs=2, minutes=None, batch=8, val_fraction=0.3),
+    meta = train(TrainConfig(model="bughouse", data=[str(db)], out=str(out), size="tiny", epochs=2, minutes=None, batch=8, val_fraction=0.3),
                  progress=False, command="test")
     assert meta["epochs_done"] == 2 and meta["train_positions"] + meta["val_positions"] == 32
     for k in ("val_policy_acc", "val_value_sign_acc", "val_value_mse", "val_partner_policy_acc"):
@@ -275,7 +276,7 @@ def test_train_tiny_and_load(tmp_path: Path):
     ev = bn.BughouseNetEvaluator.load(str(out / "model.pt"))
     assert ev.meta["size"] == "tiny"
     # resumed after the last epoch: nothing more to train, same model metadata
-    again = train([str(db)], str(out), TrainConfig(size="tiny", epochs=2, minutes=None, batch=8, val_fraction=0.3),
+    again = train(TrainConfig(model="bughouse", data=[str(db)], out=str(out), size="tiny", epochs=2, minutes=None, batch=8, val_fraction=0.3),
                   progress=False, command="test")
     assert again["epochs_done"] == 2 and again["val_policy_acc"] == pytest.approx(meta["val_policy_acc"])
 

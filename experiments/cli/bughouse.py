@@ -77,13 +77,16 @@ def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
 
 def cmd_bughouse_train(args: argparse.Namespace) -> int:
     from experiments.training import bughouse_train as bt
+    from board.variants import BUGHOUSE
+    from experiments.training.recipe import TrainConfig
     from experiments.paths import check_dir
 
     check_dir(args.out, "run directory")
-    cfg = bt.TrainConfig(size=args.size, epochs=args.epochs, minutes=args.minutes, batch=args.batch, lr=args.lr,
-                         value_weight=args.value_weight, policy_weight=args.policy_weight,
-                         val_fraction=args.val_fraction, seed=args.seed, threads=args.threads, device=args.device)
-    meta = bt.train(_with_shards(args.db), args.out, cfg, progress=not args.quiet)
+    cfg = TrainConfig(model=BUGHOUSE.name, data=_with_shards(args.db), out=args.out, size=args.size, epochs=args.epochs,
+                      minutes=args.minutes, batch=args.batch, lr=args.lr, value_weight=args.value_weight,
+                      policy_weight=args.policy_weight, val_fraction=args.val_fraction, seed=args.seed,
+                      threads=args.threads, device=args.device, half=True)
+    meta = bt.train(cfg, progress=not args.quiet)
     print(f"model: {args.out}/model.pt  val policy acc {meta['val_policy_acc']:.3f}  "
           f"value sign acc {meta['val_value_sign_acc']:.3f}  ({meta['train_positions']} training samples, "
           f"{meta['training_seconds']:.0f} s)")

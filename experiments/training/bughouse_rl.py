@@ -175,6 +175,8 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
     from experiments.harness import bughouse as bm
     from experiments.training import bughouse_data as bd
     from experiments.training import bughouse_train as bt
+    from experiments.training.recipe import TrainConfig
+    from board.variants import BUGHOUSE
 
     cfg.out.mkdir(parents=True, exist_ok=True)
     state = _read_state(cfg.out)
@@ -205,8 +207,9 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
             dbs = [str(p) for k in range(max(1, r - cfg.window + 1), r + 1)
                    for p in bd.shard_paths(cfg.out / f"round-{k:03d}" / "selfplay.sqlite")]
             dbs += [str(p) for d in cfg.supervised for p in bd.shard_paths(d)]
-            tcfg = bt.TrainConfig(init=player, seed=cfg.seed * 1000 + r, device="cpu", **cfg.train)
-            meta = bt.train(dbs, str(rdir / "train"), tcfg, progress=progress, command=f"bughouse-rl {cfg.name} round {r}")
+            tcfg = TrainConfig(model=BUGHOUSE.name, data=[str(d) for d in dbs], out=str(rdir / "train"), init=player,
+                               seed=cfg.seed * 1000 + r, device="cpu", half=True, **cfg.train)
+            meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} round {r}")
             rec["train_s"] = round(time.monotonic() - t0, 1)
             rec["train"] = {k: meta[k] for k in ("games", "train_positions", "val_positions", "val_policy_acc",
                                                  "val_partner_policy_acc", "val_value_sign_acc", "epochs_done")}

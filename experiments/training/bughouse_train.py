@@ -35,36 +35,7 @@ from board.variants import BUGHOUSE
 from evaluators import bughouse_net as bn
 from evaluators.nets import load_model, save_model
 from experiments.training.bughouse_data import BughouseDataError, Samples, samples_from_db
-
-
-@dataclass
-class TrainConfig:
-    size: str = "small"
-    epochs: int = 20
-    minutes: float | None = 15.0
-    batch: int = 256
-    lr: float = 0.02
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
-    value_weight: float = 1.0
-    policy_weight: float = 0.01
-    val_fraction: float = 0.1
-    val_max: int = 4000
-    seed: int = 1
-    threads: int = 1
-    half: bool = True
-    device: str = "auto"  # auto (CUDA when there is one), cpu, cuda, cuda:N
-    init: str | None = None  # start from these weights (their size), not from a fresh network
-
-    def validate(self) -> None:
-        if self.size not in bn.SIZES:
-            raise BughouseDataError(f"unknown size {self.size!r}; known: {', '.join(bn.SIZES)}")
-        if self.epochs < 1 or self.batch < 1 or not 0 < self.lr < float("inf") or self.threads < 1:
-            raise BughouseDataError("epochs, batch, threads must be >= 1 and lr > 0")
-        if not 0.0 < self.val_fraction < 1.0:
-            raise BughouseDataError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
-        if self.value_weight < 0 or self.policy_weight < 0 or self.value_weight + self.policy_weight == 0:
-            raise BughouseDataError("loss weights must be >= 0 and not both 0")
+from experiments.training.recipe import TrainConfig, TrainError
 
 
 def split_by_game(samples: Samples, fraction: float, seed: int) -> tuple[Samples, Samples]:
@@ -176,18 +147,25 @@ def heldout(dbs: Sequence[str], weights: Sequence[str], val_fraction: float = 0.
     return out
 
 
-def train(dbs: Sequence[str], out: str, cfg: TrainConfig, progress: bool = True,
-          command: str | None = None) -> dict[str, Any]:
-    """Train, write ``out/model.pt`` (+ metrics.csv, checkpoint.pt, command.txt); returns the metadata."""
+def train(cfg: TrainConfig, progress: bool = True, command: str | None = None) -> dict[str, Any]:
+    """Train the two-board network on the bughouse game databases ``cfg.data`` with the one trainer
+    config (:class:`experiments.training.recipe.TrainConfig`, ``model`` bughouse: the family's
+    defaults fill what it leaves None), write ``cfg.out/model.pt`` (+ metrics.csv, checkpoint.pt,
+    command.txt); returns the metadata."""
     from evaluators.devices import resolve_device
     from experiments.paths import run_dir
 
-    cfg.validate()
+    if cfg.model != bn.FAMILY:
+        raise BughouseDataError(f"the two-board trainer trains {bn.FAMILY}, not {cfg.model}")
+    try:
+        cfg = cfg.resolved()
+    except TrainError as e:
+        raise BughouseDataError(str(e)) from None
     device = resolve_device(cfg.device)
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    with run_dir(out):  # a refused run (no bughouse games, a bad split) leaves no folder behind
-        return _train(dbs, out, cfg, device, progress, command)
+    with run_dir(cfg.out):  # a refused run (no bughouse games, a bad split) leaves no folder behind
+        return _train(cfg.data, cfg.out, cfg, device, progress, command)
 
 
 def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device, progress: bool,
@@ -199,6 +177,9 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
     from experiments.paths import write_atomic
 
     write_atomic(os.path.join(out, "command.txt"), (command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")
+    # the resolved config (TrainConfig.resolved) has filled every None with the family's default
+    epochs, batch, lr = int(cfg.epochs or 1), int(cfg.batch or 1), float(cfg.lr or 0.0)
+    value_weight, policy_weight = float(cfg.value_weight or 0.0), float(cfg.policy_weight or 0.0)
     samples = samples_from_db(list(dbs))
     train_s, val_s = split_by_game(samples, cfg.val_fraction, cfg.seed)
     if len(train_s) == 0 or len(val_s) == 0:
@@ -219,12 +200,12 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
         size = str(saved.get("meta", {}).get("size", size))
     else:
         net = bn.build(cfg.size).to(device)
-    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0,
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=cfg.momentum, nesterov=cfg.momentum > 0,
                           weight_decay=cfg.weight_decay)
     ckpt_path = os.path.join(out, "checkpoint.pt")
     metrics_path = os.path.join(out, "metrics.csv")
     epoch0, elapsed0 = 0, 0.0
-    recipe = {k: v for k, v in asdict(cfg).items() if k != "device"}  # a run may resume on another device
+    recipe = {k: v for k, v in asdict(cfg).items() if k not in ("device", "out", "extra")}  # a run may resume on another device
     if os.path.exists(ckpt_path):
         try:
             ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
@@ -239,24 +220,24 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
     t0 = time.monotonic() - elapsed0
     budget = None if cfg.minutes is None else cfg.minutes * 60.0
     n = len(train_s)
-    steps = (n + cfg.batch - 1) // cfg.batch
-    bar = tqdm(total=cfg.epochs * steps, initial=epoch0 * steps, desc="bughouse train", disable=not progress,
+    steps = (n + batch - 1) // batch
+    bar = tqdm(total=epochs * steps, initial=epoch0 * steps, desc="bughouse train", disable=not progress,
                dynamic_ncols=True)
     last: dict[str, float] = {}
     epoch = epoch0
     out_of_time = False
-    while epoch < cfg.epochs and not out_of_time:
+    while epoch < epochs and not out_of_time:
         net.train()
         order = np.random.default_rng(cfg.seed * 1000 + epoch).permutation(n)
         tot_v = tot_p = 0.0
         seen = 0
-        for s in range(0, n, cfg.batch):
-            rows = order[s:s + cfg.batch]
+        for s in range(0, n, batch):
+            rows = order[s:s + batch]
             planes, scal, pol, z = _batch(train_s, rows, device)
             v, logits = net(planes, scal)
             lv = F.mse_loss(v, z)
             lp = F.cross_entropy(logits, pol)
-            loss = cfg.value_weight * lv + cfg.policy_weight * lp
+            loss = value_weight * lv + policy_weight * lp
             opt.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
             opt.step()

@@ -128,12 +128,16 @@ class TrainConfig:
     #: rise/sixtyfour: a checkpoint whose optimizer state a fresh run starts from (the loop's previous round:
     #: one network trained continuously, its momentum kept across rounds)
     optimizer_from: str | None = None
+    #: two-board (bughouse, ``searchbench bughouse-train``): SGD momentum (Nesterov), the policy loss's
+    #: weight (None: the family's) and the held-out positions scored at most
+    momentum: float = 0.9
+    policy_weight: float | None = None
+    val_max: int = 4000
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved(self) -> "TrainConfig":
-        if self.model not in FAMILIES or not FAMILIES[self.model].trains_with_train:
-            known = ", ".join(f.name for f in FAMILIES.values() if f.trains_with_train)
-            raise TrainError(f"unknown model {self.model!r}; known: {known}")
+        if self.model not in FAMILIES:
+            raise TrainError(f"unknown model {self.model!r}; known: {', '.join(FAMILIES)}")
         fam = FAMILIES[self.model]
         if self.size not in fam.sizes:
             raise TrainError(f"unknown size {self.size!r} for {self.model}; known: {', '.join(fam.sizes)}")
@@ -149,8 +153,9 @@ class TrainConfig:
             raise TrainError("--score-weight must be in [0, 1]")
         if not 0.0 <= self.q_weight <= 1.0:
             raise TrainError("--q-weight must be in [0, 1]")
-        if self.init is not None and fam.kind != "policy_value":
-            raise TrainError(f"--init (start from saved weights) is for {', '.join(f for f in FAMILIES if FAMILIES[f].kind == 'policy_value')}")
+        if self.init is not None and fam.kind == "comparator":
+            raise TrainError(f"--init (start from saved weights) is for "
+                             f"{', '.join(f for f in FAMILIES if FAMILIES[f].kind != 'comparator')}")
         if self.schedule not in ("family", "constant"):
             raise TrainError(f"unknown schedule {self.schedule!r}; known: family, constant")
         if (self.schedule != "family" or self.optimizer_from) and fam.kind != "policy_value":
@@ -164,6 +169,11 @@ class TrainConfig:
         c.lr = float(d["lr"]) if self.lr is None else self.lr
         c.value_weight = float(d["value_weight"]) if self.value_weight is None else self.value_weight
         c.ae_epochs = int(d.get("ae_epochs", 0)) if self.ae_epochs is None else self.ae_epochs
+        c.policy_weight = float(d.get("policy_weight", 1.0)) if self.policy_weight is None else self.policy_weight
+        if c.value_weight < 0 or c.policy_weight < 0 or c.value_weight + c.policy_weight == 0:
+            raise TrainError("loss weights must be >= 0 and not both 0")
+        if not 0.0 <= self.momentum < 1.0 or self.val_max < 1 or c.threads < 1:
+            raise TrainError("momentum must be in [0, 1), val_max and threads >= 1")
         if c.epochs < 1 or c.batch < 1 or not 0 < c.lr < math.inf:  # NaN fails the comparison too
             raise TrainError("epochs, batch and lr must be positive (lr finite)")
         if c.minutes is not None and not 0 < c.minutes < math.inf:

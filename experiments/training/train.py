@@ -21,6 +21,10 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict[str, Any]:
     from evaluators.devices import resolve_device
 
     cfg = cfg.resolved()
+    if not FAMILIES[cfg.model].trains_with_train:
+        known = ", ".join(f.name for f in FAMILIES.values() if f.trains_with_train)
+        raise TrainError(f"{cfg.model} trains on its own game databases (searchbench {cfg.model}-train); "
+                         f"searchbench train trains {known}")
     device = resolve_device(cfg.device)
     torch.set_num_threads(max(1, cfg.threads))
     torch.manual_seed(cfg.seed)
