@@ -19,7 +19,8 @@ the spec's node cap); any move on either board restarts the search from the new 
 changed) within the same time allocation. A "sit" decision makes it wait: it searches again after
 the next move on either board or after ``SIT_RECHECK_MS`` (untimed: ``SIT_RECHECK_PASSES`` server passes). With no legal move it waits too.
 
-:class:`XBoardSeat`: a program speaking CECP (Sjeng 11.2) through our own small driver (python-chess's
+:class:`XBoardSeat`: a program speaking CECP (Sjeng 11.2) through our own small dialogue on the one
+line driver of :mod:`engines.process` (python-chess's
 XBoard engine has no ``holding``/``ptell``), following the conventions found by hand (below): ``new``, ``variant bughouse``, ``partner <name>``, ``easy``
 (no pondering: two shared cores), ``nopost``, ``level 0 M:SS INC``, ``ping N`` (everything the
 program prints before ``pong N`` is stale, e.g. a move of the previous game printed after ``force``,
@@ -77,13 +78,9 @@ Sjeng 11.2 (``/usr/games/sjeng``) over XBoard, as tried by hand (and read in its
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import random
 import re
-import signal
-import subprocess
-import threading
 import time
 import dataclasses
 from dataclasses import dataclass
@@ -98,6 +95,7 @@ from engines.base import EngineError, EngineSpec, MoveStat
 from evaluators.base import Evaluator, value_to_cp
 
 if TYPE_CHECKING:
+    from engines.process import LineProcess
     from engines.registry import EvaluatorPool
 
 log = logging.getLogger(__name__)
@@ -492,7 +490,7 @@ class XBoardSeat(Seat):
         self.depth = depth
         self.options = dict(options or {})
         self.seat = -1
-        self.proc: subprocess.Popen[str] | None = None
+        self.process: LineProcess | None = None
         self.pings = 0
         self.awaiting_pong = ""
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -504,23 +502,21 @@ class XBoardSeat(Seat):
         return {"name": self.name, "kind": self.kind, "command": self.command, "options": self.options,
                 "restarts": getattr(self, "restarts", 0)}
 
-    # -- process
+    # -- process (the one line driver, engines/process.py)
     def _start_process(self) -> None:
+        from engines.process import LineProcess
+
         try:
-            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                         start_new_session=True)  # its own group: see kill()
-        except OSError as e:
-            raise SeatError(f"cannot start {self.command[0]!r}: {e.strerror}") from None
-        self.lines = queue.Queue()
-        threading.Thread(target=self._reader, args=(self.proc, self.lines), daemon=True).start()
+            self.process = LineProcess(self.command, merge_stderr=True)
+        except EngineError as e:
+            raise SeatError(str(e)) from None
+        self.lines = self.process.lines
         self.send("xboard")
         self.send("protover 2")
         deadline = time.monotonic() + self.startup_s
         while True:
-            left = deadline - time.monotonic()
             try:
-                line = self.lines.get(timeout=max(0.0, left)) if left > 0 else None
+                line = self.process.read(deadline - time.monotonic())
             except queue.Empty:
                 line = None
             if line is None:
@@ -530,51 +526,16 @@ class XBoardSeat(Seat):
             if line.startswith("feature") and "done=1" in line:
                 break
 
-    @staticmethod
-    def _reader(proc: subprocess.Popen[str], q: queue.Queue[str | None]) -> None:
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                q.put(line.rstrip("\r\n"))
-        except (OSError, ValueError):
-            pass
-        q.put(None)
-
     def send(self, line: str) -> bool:
-        proc = self.proc
-        if proc is None or proc.stdin is None:
+        if self.process is None:
             return False
         self.transcript.append("> " + line)
-        try:
-            proc.stdin.write(line + "\n")
-            proc.stdin.flush()
-            return True
-        except (OSError, ValueError):
-            return False
+        return self.process.send(line)
 
     def kill(self) -> None:
-        proc = self.proc
-        self.proc = None
-        if proc is None:
-            return
-        try:
-            if proc.poll() is None:
-                try:
-                    proc.stdin.write("quit\n")  # type: ignore[union-attr]
-                    proc.stdin.flush()  # type: ignore[union-attr]
-                except (OSError, ValueError):
-                    pass
-                try:
-                    proc.wait(timeout=0.5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
-        except (OSError, subprocess.SubprocessError):
-            pass
-        try:  # whatever it started (a wrapper script's engine) goes with it
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
 
     def close(self) -> None:
         self.kill()
@@ -603,7 +564,7 @@ class XBoardSeat(Seat):
         self.gone = False          # a White seat has had its first go (holding is safe)
         self.thinking = False
         self.sent_holding = ""
-        if self.proc is None or self.proc.poll() is not None:
+        if self.process is None or not self.process.running:
             self.restart_process()
         while True:  # drop what is left from the previous game
             try:
@@ -709,9 +670,9 @@ class XBoardSeat(Seat):
             except queue.Empty:
                 break
             if line is None:
-                code = self.proc.poll() if self.proc is not None else None
+                code = self.process.exit_code() if self.process is not None else None
                 ctx.forfeit(self.seat, f"crash: {self.name} exited" + (f" with code {code}" if code is not None else ""))
-                self.proc = None
+                self.kill()
                 return False
             if self.awaiting_pong:
                 self.transcript.append("< (stale) " + line)
@@ -749,7 +710,7 @@ class XBoardSeat(Seat):
             log.info("%s: %s", self.name, s)
 
     def end_game(self, ctx: GameContext, result: str, reason: str) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        if self.process is not None and self.process.running:
             self.send("force")
             self.send(f"result {result} {{{reason}}}")
 

@@ -269,7 +269,7 @@ class RecordingSeat(XBoardSeat):
         import queue
 
         self.lines = queue.Queue()
-        self.proc = None
+        self.process = None
 
     def restart_process(self) -> None:
         pass

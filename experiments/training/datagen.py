@@ -49,8 +49,6 @@ import os
 import queue
 import random
 import signal
-import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -89,17 +87,20 @@ def find_engine(name: str) -> str:
 
 
 class UciProcess:
-    """A minimal UCI driver with a watchdog on every read (python-chess never times out on node
-    limits, see SPEC.md section 6).  One process per worker; ``ucinewgame`` per game."""
+    """A minimal UCI dialogue with a watchdog on every read (python-chess never times out on node
+    limits, see SPEC.md section 6), on the one line driver (:class:`engines.process.LineProcess`).
+    One process per worker; ``ucinewgame`` per game."""
 
     def __init__(self, path: str, variant: str, options: dict[str, str] | None = None,
                  timeout: float = 30.0) -> None:
+        from engines.base import EngineError
+        from engines.process import LineProcess
+
         self.timeout = timeout
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        try:
+            self.process = LineProcess([path])
+        except EngineError as e:
+            raise DataError(str(e)) from None
         try:
             self.send("uci")
             self.wait_for("uciok")
@@ -113,27 +114,16 @@ class UciProcess:
             self.send("isready")
             self.wait_for("readyok")
         except DataError:
-            self.proc.kill()  # a hung or broken engine is not left running
-            self.proc.wait()
+            self.process.kill()  # a hung or broken engine is not left running
             raise
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
     def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            raise DataError(f"engine exited unexpectedly ({e})") from None
+        if not self.process.send(line):
+            raise DataError("engine exited unexpectedly")
 
     def readline(self) -> str:
         try:
-            line = self._lines.get(timeout=self.timeout)
+            line = self.process.read(self.timeout)
         except queue.Empty:
             raise DataError(f"engine did not answer within {self.timeout:.0f} s") from None
         if line is None:
@@ -169,12 +159,7 @@ class UciProcess:
                     score = MATE_SCORE - abs(m) if m > 0 else -(MATE_SCORE - abs(m))
 
     def close(self) -> None:
-        try:
-            self.send("quit")
-            self.proc.wait(timeout=5)
-        except (DataError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
+        self.process.kill()
 
 
 # --------------------------------------------------------------------------- games
