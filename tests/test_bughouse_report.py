@@ -165,9 +165,13 @@ def test_config_errors(tmp_path: Path):
                         (ok.replace("bughouse-mcts", "stockfish"), "does not play bughouse"),
                         (ok + "games = 3\n", "even"), ('name = "x"\n', "rows"),
                         (ok + "colour = 1\n", "unknown key"), (ok.replace('"x"', '"a b"'), "letters"),
-                        (ok + '[[rows]]\nname = "a"\nteam = "sjeng"\n', "another row")]:
+                        (ok + '[[rows]]\nname = "a"\nteam = "sjeng"\n', "another row"),
+                        (ok + 'tc = "none"\n', "without clocks"),  # Sjeng, the default opponent, needs a clock
+                        (ok + 'workers = 0\n', "workers")]:
         with pytest.raises(ConfigError, match=words):
             br.load(cfg(text))
+    untimed = br.load(cfg(ok.replace("[[rows]]", 'opponent = "bughouse-mcts:nodes=20"\ntc = "none"\nworkers = 2\n[[rows]]')))
+    assert (untimed.rows[0].base_ms, untimed.rows[0].inc_ms, untimed.workers) == (-1, 0, 2)
     assert cli.main(["bughouse-report", str(cfg(ok + "games = 3\n"))]) == 2
     assert cli.main(["bughouse-report", str(tmp_path / "missing.toml")]) == 2
 

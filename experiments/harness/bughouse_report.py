@@ -60,6 +60,7 @@ class Config:
     report_dir: Path
     path: Path
     text: str
+    workers: int = 1
 
 
 def _even(n: int) -> str | None:
@@ -86,6 +87,7 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
         raise cfg.error("openings", str(e)) from None
     db = Path(cfg.get("db", str, f"runs/{name}.sqlite"))
     report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
+    workers = cfg.get("workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be in 1..64")
     rows: list[RowSpec] = []
     for sec in cfg.tables("rows", required=True):
         sec.only("name", "team", "opponent", "tc", "games")
@@ -100,17 +102,27 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
             except SeatError as e:
                 raise sec.error(key if sec.has(key) else None, str(e)) from None
         rtc = sec.get("tc", str, tc)
-        try:
-            base_s, inc_s = parse_tc(rtc)
-        except MatchError as e:
-            raise sec.error("tc", str(e)) from None
-        rows.append(RowSpec(rname, team, opp, rtc, int(round(base_s * 1000)), int(round(inc_s * 1000)),
-                            sec.get("games", int, games, _even)))
+        if rtc.strip().lower() == "none":  # no clocks: our MCTS seats at their node limits (games replay)
+            from experiments.harness.bughouse import BughouseMatchError, check_untimed
+
+            try:
+                check_untimed(parse_team(team))
+                check_untimed(parse_team(opp))
+            except BughouseMatchError as e:
+                raise sec.error("tc" if sec.has("tc") else None, str(e)) from None
+            base_ms, inc_ms = -1, 0
+        else:
+            try:
+                base_s, inc_s = parse_tc(rtc)
+            except MatchError as e:
+                raise sec.error("tc", str(e)) from None
+            base_ms, inc_ms = int(round(base_s * 1000)), int(round(inc_s * 1000))
+        rows.append(RowSpec(rname, team, opp, rtc, base_ms, inc_ms, sec.get("games", int, games, _even)))
         sec.done()
     if not rows:
         raise cfg.error("rows", "give at least one [[rows]] table")
     cfg.done()
-    return Config(name, rows, seed, openings, max_plies, db, report_dir, path, text)
+    return Config(name, rows, seed, openings, max_plies, db, report_dir, path, text, workers)
 
 
 def load(path: str | Path) -> Config:
@@ -136,7 +148,7 @@ def play(cfg: Config, progress: bool = True) -> None:
     for row in cfg.rows:
         s = bm.run_match(row.team, row.opponent, row.games, row.base_ms, row.inc_ms, cfg.db,
                          cfg.db.with_suffix(".bpgn"), seed=cfg.seed, run=cfg.name, max_plies=cfg.max_plies,
-                         progress=progress, openings=cfg.openings)
+                         progress=progress, openings=cfg.openings, workers=cfg.workers)
         if progress:
             print(f"{row.name}: {s.line(row.team, row.opponent)}", flush=True)
 
@@ -373,7 +385,7 @@ def findings(rs: Sequence[Row]) -> list[str]:
                           if k.startswith(("mated", "flag lost", "forfeit lost", "lost")))
         elo, interval = elo_text(r)
         out.append(f"`{r.spec.name}` scores {100 * r.score:.1f}% ({r.wins}-{r.draws}-{r.losses}) against "
-                   f"`{r.spec.opponent}` at {r.spec.tc}: Elo {elo} {interval} "
+                   f"`{r.spec.opponent}` {'without clocks' if r.spec.base_ms < 0 else 'at ' + r.spec.tc}: Elo {elo} {interval} "
                    f"over {r.games} games on {r.openings} openings; its {taken} lost games: {where or 'none'}.")
     return out
 
@@ -401,9 +413,15 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
     write_atomic(ends_path, ends.getvalue(), "report CSV")
     figs = plot_forest(csv_path, "Bughouse: our teams against the reference team")
     total = sum(r.games for r in rs)
-    lines = [f"# Bughouse against Sjeng: {cfg.name}", "",
+    opponents = ", ".join(dict.fromkeys(f"`{r.spec.opponent}`" for r in rs))
+    untimed = all(r.spec.base_ms < 0 for r in rs)
+    clocks = ("without clocks (`none`: our MCTS seats search to their node limits, so the games replay: "
+              f"`searchbench replay {cfg.db.as_posix()}`)" if untimed else
+              "under real clocks (`BASE+INC` seconds a seat" +
+              ("; `none`: no clocks, node limits)" if any(r.spec.base_ms < 0 for r in rs) else ")"))
+    lines = [f"# Bughouse against {'Sjeng' if opponents == '`sjeng`' else opponents}: {cfg.name}", "",
              f"Variant bughouse; each row is one of our teams against the reference team on the other two "
-             f"seats, played by the four-seat server under real clocks (`BASE+INC` seconds a seat). Games come "
+             f"seats, played by the four-seat server {clocks}. Games come "
              f"in colour- and board-reversed pairs (the team on A-white and B-black takes A-black and B-white), "
              f"each pair from its own bughouse opening: two capture-free lines of "
              f"`{cfg.openings.as_posix() if not cfg.openings.is_absolute() else cfg.openings.name}`, one a board, "
@@ -446,7 +464,7 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
         lines.append(f"| {r.spec.name} | " + " | ".join(f"{r.used.get(k, 0.0):.1f}" for k in seat_keys) + " |")
     lines += ["", "Nodes: simulations of the bughouse MCTS for the move (those of searches restarted by a move "
                   "on the other board included); evaluator calls: leaves sent to the evaluator (classical or "
-                  "network); the reference program reports neither. Games, with clocks, in "
+                  "network); a reference program reports neither. Games, with their move times, in "
                   f"`{cfg.db.with_suffix('.bpgn').as_posix()}` (BPGN) and `{cfg.db.as_posix()}`; "
                   f"{sum(r.minutes for r in rs):.0f} minutes of play on this machine (2 cores; "
                   "the four seats share them).", "",
