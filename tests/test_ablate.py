@@ -125,8 +125,10 @@ def test_toy_run_writes_the_report_and_resumes(tmp_path: Path, capsys: pytest.Ca
         assert len(st) == 24 and len({g.key for g in st.games()}) == 24
 
 
-def test_sprt_stops_a_decided_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A variant far weaker than the baseline is decided (H0) long before its game budget."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sprt_stops_a_decided_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: int) -> None:
+    """A variant far weaker than the baseline is decided (H0) long before its game budget, in one
+    process or in worker processes (which get their tasks as games finish)."""
     cfg = tmp_path / "sprt.toml"
     cfg.write_text(f"""name = "sprt"
 variant = "chess"
@@ -134,7 +136,7 @@ baseline = "material-ab"
 nodes = [300]
 games = 200
 concurrency = 2
-workers = 1
+workers = {workers}
 report_dir = "{tmp_path / 'reports'}"
 db = "{tmp_path / 'sprt.sqlite'}"
 pgn = false

@@ -202,16 +202,32 @@ def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, va
 def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
                     adjudication: Adjudication, settings: dict[str, dict[str, Any]],
                     commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats,
-                    targets: bool = False) -> None:
+                    targets: bool = False, skip: Callable[[GameTask], bool] | None = None) -> None:
+    """Play ``todo`` in ``workers`` processes.  Tasks are handed out as games finish, a few more than
+    the workers play at once, and ``skip`` is asked before each is handed out (an SPRT that has
+    decided stops its match here too); a game does not depend on the worker that plays it."""
     ctx = mp.get_context("spawn")
     task_q = ctx.Queue()
     result_q = ctx.Queue()
     stop_ev = ctx.Event()
-    for t in todo:
-        task_q.put(t)
-    for _ in range(workers):
-        task_q.put(None)  # the end, one for each worker
     per = max(1, concurrency // workers)
+    pending = iter(todo)
+    handed = 0  # tasks handed out whose game has not come back
+    ended = False
+
+    def hand_out() -> None:
+        nonlocal handed, ended
+        while not ended and handed < workers * (per + 1):
+            t = next(pending, None)
+            if t is None:
+                for _ in range(workers):
+                    task_q.put(None)  # the end, one for each worker
+                ended = True
+            elif skip is None or not skip(t):
+                task_q.put(t)
+                handed += 1
+
+    hand_out()
     procs = [ctx.Process(target=_worker, args=(task_q, result_q, stop_ev, factory, variant, per, adjudication,
                                                settings, targets), daemon=True) for _ in range(workers)]
     for p in procs:
@@ -227,9 +243,12 @@ def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: st
                     break
                 continue
             if isinstance(msg, GameRecord):
+                handed -= 1
                 commit(msg)
                 if stop():
                     stop_ev.set()
+                else:
+                    hand_out()
             elif msg[0] == "done":
                 running -= 1
                 stats.eval_calls += msg[1]
@@ -254,7 +273,7 @@ def play_on(backend: str, todo: Sequence[GameTask], factory: EngineFactory, vari
             address: str | None = None, targets: bool = False, skip: Callable[[GameTask], bool] | None = None) -> None:
     """Play ``todo`` where ``backend`` and ``workers`` say: Ray actors, worker processes (both load
     their own engines: the factory's evaluators here are closed first), or a pooled
-    :class:`Runner` in this process, the only place ``skip`` is asked before a task starts."""
+    :class:`Runner` in this process; ``skip`` is asked before a task starts (not on Ray)."""
     if backend == "ray" or workers > 1:
         close = getattr(factory, "close", None)
         if callable(close):
@@ -269,4 +288,4 @@ def play_on(backend: str, todo: Sequence[GameTask], factory: EngineFactory, vari
         stats.eval_calls, stats.eval_leaves = runner.eval_calls, runner.eval_leaves
     else:
         play_processes(todo, factory, variant, concurrency, workers, adjudication, settings, commit, stop, stats,
-                       targets=targets)
+                       targets=targets, skip=skip)

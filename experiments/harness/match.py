@@ -52,8 +52,9 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     """Play every task not yet in ``store``; commit each game (and append it to the PGN) at once.
 
     With ``check`` every engine is created once before any game (see :func:`check_players`).
-    ``skip`` is asked before a task starts and drops it if True (an SPRT that decided); only in this
-    process (``workers`` 1, local backend): worker processes get their tasks at the start.
+    ``skip`` is asked before a task starts and drops it if True (an SPRT that decided), with local
+    workers (in this process or worker processes, which get their tasks as games finish); Ray
+    actors get their tasks at the start.
     """
     from tqdm import tqdm
 
