@@ -281,7 +281,7 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("threads", "spin", 1, parse_int, help="evaluator threads (neural evaluators)", minimum=1, maximum=256),
     OptionInfo("weights", "string", None, optional(parse_str), help="weights file for the evaluator"),
     OptionInfo("inference", "combo", INFERENCE_MODES[0], _choice(INFERENCE_MODES), choices=INFERENCE_MODES,
-               help="how a network runs: onnxruntime (default), frozen TorchScript, eager torch, onnxruntime-int8 (evaluators.neural)"),
+               help="how a network runs: auto (int8 where its SPRT accepted it, else onnxruntime float32), onnxruntime, frozen TorchScript, eager torch, onnxruntime-int8, onnxruntime-int8-qat (evaluators.neural)"),
     OptionInfo("device", "string", "auto", parse_device,
                help="where a network runs: auto (CUDA when there is one), cpu, cuda, cuda:N"),
     OptionInfo("seed", "spin", 0, parse_int, help="seed of the search's random state", minimum=0, maximum=2**31 - 1),
