@@ -174,6 +174,26 @@ def test_untimed_games_are_the_same_with_one_and_two_workers_and_replay(tmp_path
     assert (out.ply, out.stored) == (5, moves[5])
 
 
+def test_network_seats_record_their_weights_and_replay_only_with_them(tmp_path: Path):
+    import json
+    import sqlite3
+
+    from experiments.harness.replay import replay
+
+    db = tmp_path / "n.sqlite"
+    run_match("rise-bughouse-mcts:nodes=12", "bughouse-mcts:nodes=12", 2, -1, 0, db, max_plies=20, progress=False)
+    con = sqlite3.connect(db)
+    key, seats = con.execute("SELECT key, seats FROM bughouse_games ORDER BY key").fetchone()
+    net = [s for s in json.loads(seats) if s["evaluator"] == "bughouse-net"]
+    assert len(net) == 2 and all(s["weights"].startswith("bughouse_lazybug.pt:") and s["inference"] for s in net)
+    assert [o.agrees for o in replay(db, progress=False)] == [True, True]
+    other = [dict(s, weights="other.pt:0123456789") if s["evaluator"] == "bughouse-net" else s for s in json.loads(seats)]
+    con.execute("UPDATE bughouse_games SET seats = ? WHERE key = ?", (json.dumps(other), key))
+    con.commit()
+    con.close()
+    assert replay(db, key=key, progress=False)[0].skipped == "played with other weights"
+
+
 def test_untimed_games_take_our_mcts_seats_only(tmp_path: Path):
     with pytest.raises(BughouseMatchError, match="without clocks"):
         run_match("bughouse-mcts:nodes=30", "sjeng", 2, -1, 0, tmp_path / "x.sqlite", progress=False)

@@ -360,7 +360,7 @@ def _play_index(job: _Job, i: int, seats_of: dict[str, list[Seat]]) -> _Played:
     seed = game_seed(job.seed, i)
     res = play_game(seats, job.base_ms, job.inc_ms, job.max_plies, fen=None if start is None else start.fen, seed=seed)
     names = [s.name for s in seats]
-    seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=job.base_ms, inc_ms=job.inc_ms)
+    seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=job.base_ms, inc_ms=job.inc_ms, **network_of(s))
                      for n, s in enumerate(seats)]
     key = f"{job.match}:{i}"
     rec = GameRecord(
@@ -374,6 +374,24 @@ def _play_index(job: _Job, i: int, seats_of: dict[str, list[Seat]]) -> _Played:
         finished=time.time())
     text = bpgn_text(key, job.run, i + 1, names, res, started, job.uid)
     return _Played(i, rec, seat_settings, [p.at_ms for p in res.moves], res.ptells, res.game.root_fen, text)
+
+
+def network_of(seat: Seat) -> dict[str, str]:
+    """Which network a seat of ours played with, as one-board games record it: ``weights`` (the
+    file's name and SHA-1 prefix, :func:`experiments.harness.store.file_id`) and ``inference`` (the
+    backend it ran in); nothing for a seat without a network."""
+    import os
+
+    from experiments.harness.store import file_id
+
+    ev = getattr(seat, "evaluator", None)
+    path, inference = getattr(ev, "path", None), getattr(ev, "inference", None)
+    out: dict[str, str] = {}
+    if isinstance(path, str) and os.path.isfile(path):
+        out["weights"] = file_id(path)
+    if isinstance(inference, str):
+        out["inference"] = inference
+    return out
 
 
 def _worker(job: _Job, tasks: Any, results: Any) -> None:

@@ -109,10 +109,13 @@ def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome
 
 def bughouse_seat_spec(settings: dict[str, Any]) -> str:
     """The engine spec a stored bughouse seat of ours plays again: its evaluator and search with
-    exactly the options it recorded (a built-in's defaults changed since do not reach the replay)."""
+    exactly the options it recorded (a built-in's defaults changed since do not reach the replay),
+    its network in the backend it ran in."""
     from engines import registry
 
     options = {str(k): str(v) for k, v in dict(settings.get("options") or {}).items()}
+    if isinstance(settings.get("inference"), str) and "inference" not in options:
+        options["inference"] = settings["inference"]  # the backend its network ran in
     return registry.join_spec(f"{settings['evaluator']}+{settings['search']}", options)
 
 
@@ -130,7 +133,16 @@ def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> O
     if any(s.get("kind") != "ours" or "seed" not in s for s in seats):
         out.skipped = "a seat that is not our MCTS"
         return out
+    from experiments.harness.bughouse import network_of
+
     made = [make_seat(bughouse_seat_spec(s), int(s["seed"]), pool) for s in seats]
+    changed = [s["weights"] for s, seat in zip(seats, made)
+               if "weights" in s and network_of(seat).get("weights") != s["weights"]]
+    if changed:
+        for seat in made:
+            seat.close()
+        out.skipped = "played with other weights"
+        return out
     try:
         res = play_game(made, -1, 0, max_plies=len(g.moves), fen=details["fen"], seed=g.seed)
     finally:
