@@ -27,13 +27,11 @@ def _safe(s: str) -> str:
 
 def cmd_bughouse_match(args: argparse.Namespace) -> int:
     from experiments.harness import bughouse as bm
-    from experiments.harness.match import parse_tc
 
-    base_s, inc_s = (-1.0, 0.0) if args.tc.strip().lower() == "none" else parse_tc(args.tc)  # -1: no clocks
+    base_ms, inc_ms = bm.parse_clock(args.tc)
     db = Path(args.db) if args.db else RUNS / f"{_safe(args.a)}-vs-{_safe(args.b)}-bughouse.sqlite"
     bpgn = Path(args.bpgn) if args.bpgn else db.with_suffix(".bpgn")
-    base_ms = int(round(base_s * 1000)) if base_s > 0 else -1
-    summary = bm.run_match(args.a, args.b, args.games, base_ms, int(round(inc_s * 1000)),
+    summary = bm.run_match(args.a, args.b, args.games, base_ms, inc_ms,
                            db, bpgn, seed=args.seed, max_plies=args.max_plies, progress=not args.quiet,
                            workers=args.workers)
     print(summary.line(args.a, args.b))

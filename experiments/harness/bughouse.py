@@ -291,6 +291,18 @@ def match_key(a: TeamSpec, b: TeamSpec, base_ms: int, inc_ms: int, seed: int, su
     return key + (f"|o:{suite}" if suite else "")
 
 
+def parse_clock(text: str) -> tuple[int, int]:
+    """A bughouse time control in ms a seat, ``(base, increment)``: ``BASE+INC`` seconds
+    (:func:`experiments.harness.match.parse_tc`), or ``none``, no clocks ``(-1, 0)``
+    (:func:`check_untimed` says which seats may play so)."""
+    from experiments.harness.match import parse_tc
+
+    if text.strip().lower() == "none":
+        return -1, 0
+    base_s, inc_s = parse_tc(text)
+    return int(round(base_s * 1000)), int(round(inc_s * 1000))
+
+
 def game_seed(seed: int, index: int) -> int:
     """The seed of game ``index`` of a match played with ``seed`` (stored with the game): where our
     seats' random state starts in it, so a game does not depend on the games played before it."""

@@ -69,7 +69,8 @@ def _even(n: int) -> str | None:
 
 def parse(cfg: Section, path: Path, text: str) -> Config:
     from engines.seats import SeatError, parse_team
-    from experiments.harness.match import MatchError, parse_tc
+    from experiments.harness.bughouse import BughouseMatchError, check_untimed, parse_clock
+    from experiments.harness.match import MatchError
     from experiments.harness.openings import OpeningError, default_suite, load_suite
     from board.variants import CRAZYHOUSE
 
@@ -102,21 +103,16 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
             except SeatError as e:
                 raise sec.error(key if sec.has(key) else None, str(e)) from None
         rtc = sec.get("tc", str, tc)
-        if rtc.strip().lower() == "none":  # no clocks: our MCTS seats at their node limits (games replay)
-            from experiments.harness.bughouse import BughouseMatchError, check_untimed
-
+        try:
+            base_ms, inc_ms = parse_clock(rtc)
+        except MatchError as e:
+            raise sec.error("tc", str(e)) from None
+        if base_ms < 0:  # no clocks: our MCTS seats at their node limits (games replay)
             try:
                 check_untimed(parse_team(team))
                 check_untimed(parse_team(opp))
             except BughouseMatchError as e:
                 raise sec.error("tc" if sec.has("tc") else None, str(e)) from None
-            base_ms, inc_ms = -1, 0
-        else:
-            try:
-                base_s, inc_s = parse_tc(rtc)
-            except MatchError as e:
-                raise sec.error("tc", str(e)) from None
-            base_ms, inc_ms = int(round(base_s * 1000)), int(round(inc_s * 1000))
         rows.append(RowSpec(rname, team, opp, rtc, base_ms, inc_ms, sec.get("games", int, games, _even)))
         sec.done()
     if not rows:
