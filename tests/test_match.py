@@ -208,7 +208,8 @@ def test_a_worker_that_reads_an_empty_queue_waits_for_the_end_marker() -> None:
     took that for the end of the run left every remaining game to the other workers."""
     import queue as queue_mod
 
-    from experiments.harness.backends import _worker
+    from experiments.harness.backends import _serve
+    from experiments.harness.workers import _main
 
     todo = tasks("stepped", "random", 4)
 
@@ -232,8 +233,8 @@ def test_a_worker_that_reads_an_empty_queue_waits_for_the_end_marker() -> None:
             return False
 
     out = Results()
-    _worker(LaggingQueue(), out, Never(), Factory(), "chess", 2, quick_adj(), {})
-    assert sum(isinstance(x, M.GameRecord) for x in out) == 4 and out[-1][0] == "done"
+    _main(_serve, (Factory(), "chess", 2, quick_adj(), {}, False), LaggingQueue(), out, Never())
+    assert sum(x[0] == "result" and isinstance(x[1], M.GameRecord) for x in out) == 4 and out[-1][0] == "done"
 
 
 def test_killed_run_keeps_finished_games_and_resumes(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ Both take the tasks still to play, an engine factory and a ``commit`` callback, 
 their policy targets); every finished game comes back to the caller, the one process that writes the store, so resume and "never a game twice" work as in one
 process.
 
-Processes (``workers > 1``): spawned processes pull tasks from a common queue that ends with one
-end marker per worker; a worker stops at its marker, when told, or when the main process is gone
-(killed).
+Processes (``workers > 1``): the shared pool of :mod:`experiments.harness.workers` (spawned
+processes, tasks handed out as games finish; a worker stops at its end marker, when told, or when
+the main process is gone), a pooled runner in each.
 
 Ray (``--backend ray [--ray-address ADDR]``): each worker is a Ray actor holding one engine set,
 requesting real CPUs (``num_cpus=1`` each, or ``cpus_per_worker``).  Tasks are pulled from a Ray
@@ -17,9 +17,7 @@ stopped at the end; an address is probed first (:func:`check_address`).
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import queue
 import socket
 import sys
 import time
@@ -28,8 +26,7 @@ from typing import Any, Callable, Iterator, Sequence
 from experiments.harness.runner import EngineFactory, Runner, RunStats
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import Adjudication, GameTask, MatchError
-
-STOP_POLL_SECONDS = 0.5
+from experiments.harness.workers import STOP_POLL_SECONDS, PoolError, run_pool
 #: seconds to reach a Ray cluster's address before giving up (ray.init itself waits far longer)
 CONNECT_TIMEOUT = 10.0
 
@@ -167,104 +164,37 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
             ray.shutdown()
 
 
-def _worker(task_q: Any, result_q: Any, stop_ev: Any, factory: EngineFactory, variant: str, concurrency: int,
-            adjudication: Adjudication, settings: dict[str, dict[str, Any]], targets: bool = False) -> None:
-    parent = os.getppid()
-
-    def stop() -> bool:  # told to stop, or the main process is gone (killed): stop too
-        return bool(stop_ev.is_set()) or os.getppid() != parent
-
-    def tasks() -> Iterator[GameTask]:
-        # the queue ends with one None per worker: an empty read is never the end (a multiprocessing
-        # queue's feeder thread writes behind put(), so get_nowait() can miss tasks that are there;
-        # a worker that took that for the end left the rest of the run to the other workers)
-        while not stop():
-            try:
-                t = task_q.get(timeout=STOP_POLL_SECONDS)
-            except queue.Empty:
-                continue
-            if t is None:
-                return
-            yield t
-
-    try:
-        runner = Runner(factory, variant, concurrency, adjudication, on_game=result_q.put, stop=stop,
-                        settings=settings, targets=targets)
-        runner.run(tasks())
-        result_q.put(("done", runner.eval_calls, runner.eval_leaves))
-    except KeyboardInterrupt:
-        result_q.put(("done", 0, 0))
-    except Exception as e:  # noqa: BLE001 - reported to the main process as one line
-        result_q.put(("error", f"{type(e).__name__}: {e}"))
-
+def _serve(arg: tuple[EngineFactory, str, int, Adjudication, dict[str, dict[str, Any]], bool],
+           tasks: Iterator[GameTask], put: Callable[[GameRecord], None], stop: Callable[[], bool]) -> tuple[int, int]:
+    """A worker of :func:`play_processes` (:mod:`experiments.harness.workers`): one pooled runner
+    over the tasks handed to it; its evaluator calls and leaves as its closing figure."""
+    factory, variant, concurrency, adjudication, settings, targets = arg
+    runner = Runner(factory, variant, concurrency, adjudication, on_game=put, stop=stop, settings=settings,
+                    targets=targets)
+    runner.run(tasks)
+    return runner.eval_calls, runner.eval_leaves
 
 
 def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int, workers: int,
-                    adjudication: Adjudication, settings: dict[str, dict[str, Any]],
-                    commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats,
-                    targets: bool = False, skip: Callable[[GameTask], bool] | None = None) -> None:
-    """Play ``todo`` in ``workers`` processes.  Tasks are handed out as games finish, a few more than
-    the workers play at once, and ``skip`` is asked before each is handed out (an SPRT that has
-    decided stops its match here too); a game does not depend on the worker that plays it."""
-    ctx = mp.get_context("spawn")
-    task_q = ctx.Queue()
-    result_q = ctx.Queue()
-    stop_ev = ctx.Event()
+                   adjudication: Adjudication, settings: dict[str, dict[str, Any]],
+                   commit: Callable[[GameRecord], None], stop: Callable[[], bool], stats: RunStats,
+                   targets: bool = False, skip: Callable[[GameTask], bool] | None = None) -> None:
+    """Play ``todo`` in ``workers`` processes (:func:`experiments.harness.workers.run_pool`).  Tasks
+    are handed out as games finish, a few more than the workers play at once, and ``skip`` is asked
+    before each is handed out (an SPRT that has decided stops its match here too); a game does not
+    depend on the worker that plays it."""
     per = max(1, concurrency // workers)
-    pending = iter(todo)
-    handed = 0  # tasks handed out whose game has not come back
-    ended = False
 
-    def hand_out() -> None:
-        nonlocal handed, ended
-        while not ended and handed < workers * (per + 1):
-            t = next(pending, None)
-            if t is None:
-                for _ in range(workers):
-                    task_q.put(None)  # the end, one for each worker
-                ended = True
-            elif skip is None or not skip(t):
-                task_q.put(t)
-                handed += 1
+    def done(figures: tuple[int, int] | None) -> None:
+        if figures is not None:
+            stats.eval_calls += figures[0]
+            stats.eval_leaves += figures[1]
 
-    hand_out()
-    procs = [ctx.Process(target=_worker, args=(task_q, result_q, stop_ev, factory, variant, per, adjudication,
-                                               settings, targets), daemon=True) for _ in range(workers)]
-    for p in procs:
-        p.start()
-    running = len(procs)
-    error: str | None = None
     try:
-        while running:
-            try:
-                msg = result_q.get(timeout=0.5)
-            except queue.Empty:
-                if not any(p.is_alive() for p in procs):
-                    break
-                continue
-            if isinstance(msg, GameRecord):
-                handed -= 1
-                commit(msg)
-                if stop():
-                    stop_ev.set()
-                else:
-                    hand_out()
-            elif msg[0] == "done":
-                running -= 1
-                stats.eval_calls += msg[1]
-                stats.eval_leaves += msg[2]
-            elif msg[0] == "error":
-                running -= 1
-                error = error or msg[1]
-                stop_ev.set()
-    finally:
-        stop_ev.set()
-        for p in procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
-    if error is not None:
-        raise MatchError(f"a worker failed: {error}")
+        run_pool(_serve, (factory, variant, per, adjudication, settings, targets), todo, workers, ahead=per,
+                 on_result=commit, on_done=done, skip=skip, stop=stop)
+    except PoolError as e:
+        raise MatchError(f"a worker failed: {e}") from None
 
 
 def play_on(backend: str, todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int,

@@ -406,61 +406,20 @@ def network_of(seat: Seat) -> dict[str, str]:
     return out
 
 
-def _worker(job: _Job, tasks: Any, results: Any) -> None:
-    """A worker process of :func:`run_match`: its own seats (and evaluators), games from ``tasks``
-    until ``None``; each finished game, or the error that stopped it, to ``results``."""
+def _serve(job: _Job, tasks: Any, put: Callable[[_Played], None], stop: Callable[[], bool]) -> None:
+    """A worker of :func:`run_match` (:mod:`experiments.harness.workers`): its own four seats (and
+    evaluators), each game index handed to it played and sent back."""
     cache = EvaluatorPool()
     seats_of: dict[str, list[Seat]] = {}
     try:
         seats_of = _make_seats(job, cache)
-        while True:
-            i = tasks.get()
-            if i is None:
-                break
-            results.put(("game", i, _play_index(job, i, seats_of)))
-    except KeyboardInterrupt:
-        pass
-    except Exception as e:  # noqa: BLE001 - told to the parent as one line
-        results.put(("error", -1, f"{type(e).__name__}: {e}"))
+        for i in tasks:
+            put(_play_index(job, i, seats_of))
     finally:
         for lst in seats_of.values():
             for seat in lst:
                 seat.close()
         cache.close()
-
-
-def _in_workers(job: _Job, todo: list[int], workers: int) -> Any:
-    """Games ``todo`` played by ``workers`` processes, yielded as they finish."""
-    import multiprocessing
-    import queue as queue_mod
-
-    mp = multiprocessing.get_context("spawn")  # no fork of a process with reader threads
-    tasks, results = mp.Queue(), mp.Queue()
-    for i in todo:
-        tasks.put(i)
-    procs = [mp.Process(target=_worker, args=(job, tasks, results)) for _ in range(workers)]
-    for p in procs:
-        tasks.put(None)
-        p.start()
-    try:
-        left = len(todo)
-        while left:
-            try:
-                kind, _, payload = results.get(timeout=1.0)
-            except queue_mod.Empty:
-                if not any(p.is_alive() for p in procs):
-                    raise BughouseMatchError("the match's worker processes stopped before the match was played")
-                continue
-            if kind == "error":
-                raise BughouseMatchError(f"a match worker failed: {payload}")
-            left -= 1
-            yield payload
-    finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
 
 
 def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, db: str | Path,
@@ -517,21 +476,29 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
             _count(summary, rec.result, rec.white == a.name, rec.reason)
         summary.skipped = len(stored_keys)
         todo = [i for i in range(games) if keys[i] not in done]
-        if todo and workers == 1:
-            seats_of = _make_seats(job, cache)
-            played: Any = (_play_index(job, i, seats_of) for i in todo)
-        else:
-            played = _in_workers(job, todo, min(workers, len(todo))) if todo else iter(())
         from tqdm import tqdm
 
         bar = tqdm(total=games, initial=summary.skipped, desc=BUGHOUSE.name, disable=not progress, dynamic_ncols=True)
-        for g in played:
+
+        def commit(g: _Played) -> None:
             store.add(g.record, g.seat_settings, g.times, g.ptells, g.fen, g.bpgn)
             append_text(bpgn_path, g.bpgn)
             summary.played += 1
             _count(summary, g.record.result, g.index % 2 == 0, g.record.reason)
             bar.update(1)
             bar.set_postfix_str(f"+{summary.wins}={summary.draws}-{summary.losses}")
+
+        if todo and workers == 1:
+            seats_of = _make_seats(job, cache)
+            for i in todo:
+                commit(_play_index(job, i, seats_of))
+        elif todo:
+            from experiments.harness.workers import PoolError, run_pool
+
+            try:
+                run_pool(_serve, job, todo, min(workers, len(todo)), on_result=commit)
+            except PoolError as e:
+                raise BughouseMatchError(f"a match worker failed: {e}") from None
         bar.close()
     finally:
         for lst in seats_of.values():
