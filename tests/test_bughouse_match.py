@@ -135,6 +135,13 @@ def test_ours_against_ours_stored_with_bpgn_and_resumed(tmp_path: Path):
     assert db.with_suffix(".bpgn").read_text() == bpgn
 
 
+def test_alphabeta_seats_play_in_worker_processes(tmp_path: Path):
+    """A worker process may start processes of its own: each alpha-beta seat searches in one."""
+    s = run_match("bughouse-ab:nodes=200", "bughouse-mcts:nodes=20", 2, 20000, 0, tmp_path / "ab.sqlite",
+                  max_plies=24, progress=False, workers=2)
+    assert s.played == 2 and s.wins + s.draws + s.losses == 2
+
+
 def test_untimed_games_are_the_same_with_one_and_two_workers_and_replay(tmp_path: Path):
     """No clocks: our MCTS seats stop at their node limits, a game's seats start from its own seed,
     so the games do not depend on the worker that plays them, and `searchbench replay` plays them again."""

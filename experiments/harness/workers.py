@@ -83,8 +83,9 @@ def run_pool(serve: Serve, arg: Any, todo: Iterable[Any], workers: int, *, ahead
                 handed += 1
 
     hand_out()
-    procs = [ctx.Process(target=_main, args=(serve, arg, task_q, result_q, stop_ev), daemon=True)
-             for _ in range(workers)]
+    # not daemonic: a worker may start processes of its own (a bughouse alpha-beta seat does); one
+    # whose main process is gone stops at its next task (stop())
+    procs = [ctx.Process(target=_main, args=(serve, arg, task_q, result_q, stop_ev)) for _ in range(workers)]
     for p in procs:
         p.start()
     running = len(procs)
