@@ -65,6 +65,8 @@ EVALUATORS: dict[str, EvaluatorEntry] = {
     "bughouse-board-phantoms": EvaluatorEntry("evaluators.bughouse_classical", "PhantomBoardScoreEvaluator", False),
     **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
        for f in FAMILIES.values()},
+    # the two-board network's priors, the classical two-board value
+    "bughouse-net-classical": EvaluatorEntry("evaluators.bughouse_net", "BughouseNetClassicalEvaluator", True),
 }
 SEARCHES: dict[str, SearchEntry] = {
     "mcts": SearchEntry("search.mcts", "MCTS", "MCTSConfig", True),

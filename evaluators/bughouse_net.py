@@ -389,3 +389,23 @@ class BughouseNetEvaluator(NeuralEvaluator):
             out.append(Evaluation(float(values[i]), p[start:start + k].tolist()))
             start += k
         return out
+
+
+class BughouseNetClassicalEvaluator(BughouseNetEvaluator):
+    """The two-board network's priors with the classical two-board evaluator's value
+    (``bughouse-net-classical``; :class:`evaluators.bughouse_classical.BughouseClassicalEvaluator`).
+    In the same MCTS the classical evaluator beats the network by some 600 Elo and the network's
+    value does not see a two-queen edge (``reports/bughouse-net-vs-classical/``), while its move
+    prediction on held-out Sjeng games is 53-54%: this keeps what the network learnt (where to
+    look) and takes the value from material, flows and king safety."""
+
+    name = "bughouse-net-classical"
+
+    def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
+        from evaluators.bughouse_classical import BughouseClassicalEvaluator
+
+        classical = getattr(self, "_classical", None)
+        if classical is None:
+            classical = self._classical = BughouseClassicalEvaluator()
+        return [Evaluation(c.value, n.priors)
+                for n, c in zip(super()._evaluate(leaves), classical.evaluate(leaves))]

@@ -158,6 +158,26 @@ def test_priors_per_board_with_sit_and_batching():
     assert np.allclose(ev.evaluate([leaf, only_sit])[1].priors, out[1].priors, atol=1e-6)
 
 
+def test_mixed_evaluator_takes_the_networks_priors_and_the_classical_value(tmp_path: Path):
+    from engines import registry
+    from evaluators.bughouse_classical import BughouseClassicalEvaluator
+
+    ev = tiny_eval(2)
+    path = tmp_path / "w.pt"
+    save_model(str(path), bn.FAMILY, ev.net, {})
+    mixed = registry.load_evaluator("bughouse-net-classical", weights=str(path), inference="eager")
+    net = bn.BughouseNetEvaluator.load(str(path), inference="eager")
+    g = BughouseGame()
+    for text in ("A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5"):
+        g.push_str(text)
+    leaves = [Leaf(leaf_state(g, f), [two_board_move(b, m) for b in (0, 1) for m in g.legal_moves(b)] + [sit_move(1)],
+                   "bughouse") for f in (0, 1)]
+    got, n, c = mixed.evaluate(leaves), net.evaluate(leaves), BughouseClassicalEvaluator().evaluate(leaves)
+    assert [e.value for e in got] == [e.value for e in c] and got[0].value != 0.0
+    assert all(np.allclose(a.priors, b.priors) for a, b in zip(got, n))
+    assert mixed.path == str(path)  # games record which network played (bughouse.network_of)
+
+
 def test_evaluator_rejects_other_leaves():
     ev = tiny_eval()
     with pytest.raises(bn.BughouseNetError, match="two-board bughouse leaves"):
