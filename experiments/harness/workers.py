@@ -55,6 +55,8 @@ def _main(serve: Serve, arg: Any, task_q: Any, result_q: Any, stop_ev: Any) -> N
         result_q.put(("done", None))
     except Exception as e:  # noqa: BLE001 - reported to the main process as one line
         result_q.put(("error", f"{type(e).__name__}: {e}"))
+    if os.getppid() != parent:  # nobody reads the results any more: exit without flushing them
+        result_q.cancel_join_thread()
 
 
 def run_pool(serve: Serve, arg: Any, todo: Iterable[Any], workers: int, *, ahead: int = 1,
