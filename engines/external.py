@@ -56,6 +56,7 @@ from board import Position, move_from_uci
 from board.convert import to_python_chess
 from board.variants import CHESS, variant_of
 from engines.base import Engine, EngineError, EngineSpec, MoveResult
+from engines.process import die_with_parent
 from evaluators.scale import cp_to_value
 from engines.options import OptionInfo, find_option, optional, parse_float, parse_int, parse_str
 from search.base import Limits, SearchResult
@@ -242,9 +243,10 @@ class ExternalEngine(Engine):
         popen = (chess.engine.SimpleEngine.popen_uci if self.protocol == "uci"
                  else chess.engine.SimpleEngine.popen_xboard)
         try:
-            # its own process group: a wrapper script's children are killed with it (see _kill)
+            # its own process group: a wrapper script's children are killed with it (see _kill); and
+            # it dies with this process (a run killed outright runs no clean-up)
             eng = popen(self.command, timeout=self.startup_timeout, stderr=asyncio.subprocess.DEVNULL,
-                        start_new_session=True)
+                        start_new_session=True, preexec_fn=die_with_parent())
         except (asyncio.TimeoutError, concurrent.futures.TimeoutError):
             raise EngineError(f"engine {self.name} did not finish starting within {self.startup_timeout:g}s") from None
         except (OSError, chess.engine.EngineError) as e:

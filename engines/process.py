@@ -10,7 +10,8 @@ core busy (Sjeng, its input closed, spun at 100% for an hour after a killed matc
 sit on top of it: the data generator's UCI dialogue
 (:class:`experiments.training.datagen.UciProcess`) and the bughouse seats' CECP dialogue
 (:class:`engines.seats.XBoardSeat`); the engines played through python-chess
-(:class:`engines.external.ExternalEngine`) get the same group kill from their adapter.
+(:class:`engines.external.ExternalEngine`) get the same group kill and :func:`die_with_parent` from
+their adapter.
 """
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ from typing import Callable, Sequence
 from engines.base import EngineError
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that asks Linux to SIGKILL the child when its parent exits (None elsewhere)."""
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to SIGKILL the child when its parent exits (None elsewhere).
+    Linux sends the signal when the *thread* that started the child ends: start programs from a
+    thread that lives as long as they do (the main thread; python-chess's engine thread)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -49,7 +52,7 @@ class LineProcess:
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.DEVNULL, text=True, bufsize=1,
                 start_new_session=True,  # its own group: see kill()
-                preexec_fn=_die_with_parent())
+                preexec_fn=die_with_parent())
         except OSError as e:
             raise EngineError(f"cannot start {self.command[0]!r}: {e.strerror}") from None
         self.lines: queue.Queue[str | None] = queue.Queue()

@@ -401,11 +401,12 @@ class BughouseNetClassicalEvaluator(BughouseNetEvaluator):
 
     name = "bughouse-net-classical"
 
-    def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
+    def __init__(self, *args: Any, **kw: Any) -> None:
         from evaluators.bughouse_classical import BughouseClassicalEvaluator
 
-        classical = getattr(self, "_classical", None)
-        if classical is None:
-            classical = self._classical = BughouseClassicalEvaluator()
+        super().__init__(*args, **kw)
+        self.classical = BughouseClassicalEvaluator()
+
+    def _evaluate(self, leaves: list[Leaf]) -> list[Evaluation]:
         return [Evaluation(c.value, n.priors)
-                for n, c in zip(super()._evaluate(leaves), classical.evaluate(leaves))]
+                for n, c in zip(super()._evaluate(leaves), self.classical.evaluate(leaves))]
