@@ -18,10 +18,22 @@ Pieces of the search, each behind a switch of :class:`ABConfig`:
   ``qs_evasion_plies`` plies (mate is detected; deeper, the static score stands); in crazyhouse
   also drops that give check during its first ``qs_check_drop_plies`` plies (at most
   ``qs_max_drops`` per node), so drop mates are seen without letting the drop tree explode;
-- move ordering: TT move, captures by MVV-LVA, quiet checks (``order_checks``, off by default:
+- move ordering (:mod:`search.ab_order`): TT move, captures by MVV-LVA, quiet checks (``order_checks``, off by default:
   measured neutral on mates and 20-30% slower), killers (two per ply), history heuristic, and at the
   root optionally the evaluator's priors (``root_priors``, when it serves ``POLICY_VALUE``);
 - check extension (one ply when the side to move is in check, inside the nominal depth budget);
+- null-move pruning (``null_move``, off by default): at a node ``depth >= 3`` plies from the frontier,
+  not in check, whose static score is ``>= beta`` and whose side to move has a piece other than pawns
+  and king (on the board or in hand), the opponent moves twice: a null-window search ``1 + R`` plies
+  shallower (``R = null_move_r``, one more from depth 7) that still scores ``>= beta`` cuts the node;
+  never two null moves in a row;
+- late-move reductions (``lmr``, off by default): at ``depth >= 3``, not in check, the moves after the
+  first ``lmr_moves`` that capture, promote, give check or are killers are searched full depth, the
+  other (quiet) moves one ply shallower (two from ``depth >= 6`` after ``4 lmr_moves`` moves) with the
+  null window, and again at full depth when they beat alpha (both: Stockfish's and Sjeng's idea, the
+  search is no longer exactly minimax). Measured: not shown to help at equal nodes (crazyhouse,
+  ``reports/ab-pruning/``; bughouse, ``reports/bughouse-ab-deep/``), so off by default; the bughouse
+  team ``bughouse-ab-deep`` uses both (``reports/bughouse-vs-sjeng/``);
 - batched leaves (``batch_leaves``, for network evaluators): a node one ply above the frontier scores
   all its children in one evaluator call before searching them, and a quiescence node its captures
   that delta pruning lets through; :meth:`_Core.static_eval` then finds the score kept by raw state.
@@ -60,13 +72,12 @@ from board.bitboards import (
 from board.position import Position
 from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require
 from search.base import Limits, PVLine, SearchResult, range_error
-from search.checks import checking_moves
+from search.ab_order import MAX_PLY, MOVE_MASK, MoveOrder
 from search.iterative import Budget, IterativeDeepening
 
 MATE: Final = 30000
 MATE_BOUND: Final = MATE - 1000  # scores beyond this are mates
 INF: Final = 32000
-MAX_PLY: Final = 128
 EVAL_CLAMP: Final = 20000
 
 BOUND_EXACT: Final = 1
@@ -74,13 +85,6 @@ BOUND_LOWER: Final = 2
 BOUND_UPPER: Final = 3
 _SCORE_OFFSET: Final = 1 << 20
 
-# MVV-LVA values by piece type.
-_MVV: Final = vec[i64]([0, 1, 3, 3, 5, 9, 20])
-_ORDER_TT: Final = 1 << 30
-_ORDER_CAPTURE: Final = 1 << 26
-_ORDER_CHECK: Final = (1 << 25) + 1
-_ORDER_KILLER: Final = 1 << 25
-_MOVE_MASK: Final = (1 << 18) - 1
 # Capture gains for delta pruning (centipawns; en passant finds an empty square: a pawn).
 _DELTA_VALUES: Final = vec[i64]([100, 100, 320, 330, 500, 900, 0])
 
@@ -94,6 +98,7 @@ SPIN_RANGES: Final = {
     "max_depth": (1, MAX_PLY // 2), "default_nodes": (1, 10**9), "tt_size": (1, 1 << 30), "qs_max_ply": (0, 64),
     "qs_evasion_plies": (0, 64), "delta_margin": (0, EVAL_CLAMP), "qs_check_drop_plies": (0, 64),
     "qs_max_drops": (0, 256), "draw_score": (-1000, 1000), "time_check_interval": (1, 1 << 20), "multipv": (1, 500),
+    "null_move_r": (1, 6), "lmr_moves": (1, 256),
 }
 #: bytes of one transposition-table slot (a key word and a data word): UCI's Hash (MB) sets tt_size
 #: to the largest power of two slots that fit
@@ -119,6 +124,10 @@ class ABConfig:
     history: bool = True
     order_checks: bool = False
     check_extension: bool = True
+    null_move: bool = False
+    null_move_r: int = 2
+    lmr: bool = False
+    lmr_moves: int = 3
     root_priors: bool = False
     draw_score: int = 0
     time_check_interval: int = 512
@@ -155,8 +164,7 @@ class _Core(Budget):
         self.tt_mask: i64 = size - 1
         self.tt_keys = vec[i64]([0] * size)
         self.tt_data = vec[i64]([0] * size)
-        self.killers = vec[i64]([0] * (2 * MAX_PLY))
-        self.history = vec[i64]([0] * (2 * 8192))
+        self.ordering = MoveOrder(cfg.killers, cfg.history, cfg.order_checks)
         self.seldepth = 0
         self.pos: Position = Position()
         self.zh = False
@@ -215,52 +223,6 @@ class _Core(Budget):
             for i in range(len(keys)):
                 self.leaf_scores[keys[i]] = scores[i]
 
-    def history_index(self, m: int) -> int:
-        drop = m >> 15
-        if drop:
-            return self.pos.turn * 8192 + 4096 + drop * 64 + ((m >> 6) & 63)
-        return self.pos.turn * 8192 + (m & 4095)
-
-    def order(self, moves: list[int], tt_move: int, ply: int) -> list[int]:
-        pos = self.pos
-        mailbox = pos.mailbox
-        k1 = self.killers[2 * ply] if self.cfg.killers else -1
-        k2 = self.killers[2 * ply + 1] if self.cfg.killers else -1
-        use_hist = self.cfg.history
-        checks = checking_moves(pos, moves) if self.cfg.order_checks else []
-        keys: list[int] = []
-        for i in range(len(moves)):
-            m = moves[i]
-            if m == tt_move:
-                key = _ORDER_TT
-            else:
-                to = (m >> 6) & 63
-                victim = int(mailbox[to] & 7) if not m >> 15 else 0
-                promo = (m >> 12) & 7
-                if victim or promo:
-                    attacker = int(mailbox[m & 63] & 7)
-                    key = _ORDER_CAPTURE + int(_MVV[victim]) * 64 + int(_MVV[promo]) * 64 - int(_MVV[attacker])
-                elif checks and checks[i]:
-                    key = _ORDER_CHECK
-                elif m == k1 or m == k2:
-                    key = _ORDER_KILLER
-                elif use_hist:
-                    key = min(int(self.history[self.history_index(m)]), _ORDER_KILLER - 1)
-                else:
-                    key = 0
-            keys.append((key << 18) | m)
-        keys.sort(reverse=True)
-        return [k & _MOVE_MASK for k in keys]
-
-    def note_cutoff(self, m: int, depth: int, ply: int) -> None:
-        if (m >> 15) == 0 and (self.pos.mailbox[(m >> 6) & 63] or (m >> 12) & 7):
-            return  # captures and promotions are ordered by MVV-LVA already
-        if self.cfg.killers and self.killers[2 * ply] != m:
-            self.killers[2 * ply + 1] = self.killers[2 * ply]
-            self.killers[2 * ply] = m
-        if self.cfg.history:
-            self.history[self.history_index(m)] += depth * depth
-
     # ---------------------------------------------------------------- negamax
 
     def negamax(self, depth: int, alpha: int, beta: int, ply: int) -> int:
@@ -288,7 +250,7 @@ class _Core(Budget):
         if self.cfg.use_tt:
             data = self.tt_probe(key)
             if data:
-                tt_move = int(data & _MOVE_MASK)
+                tt_move = int(data & MOVE_MASK)
                 tdepth = int((data >> 18) & 255)
                 if tdepth >= depth and ply > 0:
                     bound = int((data >> 26) & 3)
@@ -300,19 +262,35 @@ class _Core(Budget):
                     if (bound == BOUND_EXACT or (bound == BOUND_LOWER and score >= beta)
                             or (bound == BOUND_UPPER and score <= alpha)):
                         return score
+        if (self.cfg.null_move and not in_check and depth >= 3 and -MATE_BOUND < beta < MATE_BOUND
+                and pos.peek() != 0 and self.has_pieces() and self.static_eval() >= beta):
+            pos.push(0)  # the null move
+            score = -self.negamax(depth - 1 - self.cfg.null_move_r - (depth >= 7), -beta, 1 - beta, ply + 1)
+            pos.pop()
+            if self.aborted:
+                return 0
+            if score >= beta:
+                return beta if score >= MATE_BOUND else score
         alpha0 = alpha
         best = -INF
         best_move = 0
         first = True
-        ordered = self.order(moves, tt_move, ply)
+        ordered = self.ordering.order(pos, moves, tt_move, ply)
         if depth == 1 and self.cfg.batch_leaves:
             self.score_children(ordered)  # each child's first act: its static score (stand pat)
-        for m in ordered:
+        late = self.cfg.lmr_moves if self.cfg.lmr and depth >= 3 and not in_check else len(ordered)
+        for i in range(len(ordered)):
+            m = ordered[i]
+            r = i >= late and self.ordering.quiet(pos, m, ply)
             pos.push(m)
+            r = r and not pos.is_check()
             if first or not self.cfg.pvs:
                 score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             else:
-                score = -self.negamax(depth - 1, -alpha - 1, -alpha, ply + 1)
+                if r:  # a reduced search first; the full one if it beats alpha
+                    score = -self.negamax(depth - 2 - (depth >= 6 and i >= 4 * late), -alpha - 1, -alpha, ply + 1)
+                if not r or score > alpha and not self.aborted:
+                    score = -self.negamax(depth - 1, -alpha - 1, -alpha, ply + 1)
                 if alpha < score < beta and not self.aborted:
                     score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             pos.pop()
@@ -325,12 +303,19 @@ class _Core(Budget):
                 if score > alpha:
                     alpha = score
                     if alpha >= beta:
-                        self.note_cutoff(m, depth, ply)
+                        self.ordering.note_cutoff(pos, m, depth, ply)
                         break
         if self.cfg.use_tt:
             bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if best > alpha0 else BOUND_UPPER)
             self.tt_store(key, best_move, depth, bound, best, ply)
         return best
+
+    def has_pieces(self) -> bool:
+        """Null-move guard: the side to move has a piece besides pawns and king, or one in hand."""
+        pos = self.pos
+        us = pos.colors[pos.turn]
+        return bool((pos.pieces[2] | pos.pieces[3] | pos.pieces[4] | pos.pieces[5]) & us) or (
+            self.zh and any(pos.pocket_count(pos.turn, pt) for pt in range(2, 6)))
 
     def quiesce(self, alpha: int, beta: int, ply: int, qply: int, moves: list[int], in_check: bool) -> int:
         """Quiescence search; ``moves`` are the legal moves of the node (already generated)."""
@@ -339,14 +324,14 @@ class _Core(Budget):
             self.seldepth = ply
         if in_check and qply < self.cfg.qs_evasion_plies and ply < MAX_PLY - 2:
             best = -INF
-            candidates = self.order(moves, 0, ply)
+            candidates = self.ordering.order(pos, moves, 0, ply)
         else:
             best = self.static_eval()
             if best >= beta or qply >= self.cfg.qs_max_ply or ply >= MAX_PLY - 2:
                 return best
             if best > alpha:
                 alpha = best
-            candidates = self.order(self.noisy_moves(moves, qply), 0, ply)
+            candidates = self.ordering.order(pos, self.noisy_moves(moves, qply), 0, ply)
         if self.cfg.batch_leaves and best > -INF:  # the captures delta pruning lets through (alpha only rises)
             self.score_children([m for m in candidates if not self.delta_pruned(m, best, alpha)])
         for m in candidates:
@@ -440,8 +425,7 @@ class AlphaBeta(IterativeDeepening):
         core.zh = pos.has_pockets
         core.seldepth = 0
         core.leaf_scores = {}
-        for i in range(len(core.killers)):
-            core.killers[i] = 0
+        core.ordering.clear_killers()
         self._pos = pos
         self._t0 = time.perf_counter()
         self._elapsed = 0.0
@@ -543,7 +527,7 @@ class AlphaBeta(IterativeDeepening):
         seen = {pos.zobrist}
         while len(pv) < depth + 8 and self.config.use_tt:
             data = self._core.tt_probe(pos.zobrist)
-            m = int(data & _MOVE_MASK)
+            m = int(data & MOVE_MASK)
             if not data or not m or m not in pos.legal_moves():
                 break
             pos.push(m)

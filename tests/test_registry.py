@@ -129,6 +129,8 @@ def test_options_reach_the_search_config() -> None:
     assert ab.search.config.quiescence is False and ab.search.config.tt_size == 1024  # type: ignore[attr-defined]
     with pytest.raises(EngineError, match="tt_size"):
         registry.create("material-ab:tt_size=1000", "chess")  # the config's own validate()
+    deep = registry.resolve("bughouse-ab-deep")  # the bughouse team's null-move pruning and reductions
+    assert deep.config.null_move and deep.config.lmr and not registry.resolve("bughouse-ab").config.null_move
 
 
 @pytest.mark.parametrize("name, variant", [("material-ab", "chess"), ("material-ab", "crazyhouse"),
