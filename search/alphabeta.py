@@ -27,11 +27,11 @@ Pieces of the search, each behind a switch of :class:`ABConfig`:
   and king (on the board or in hand), the opponent moves twice: a null-window search ``1 + R`` plies
   shallower (``R = null_move_r``, one more from depth 7) that still scores ``>= beta`` cuts the node;
   never two null moves in a row;
-- late-move reductions (``lmr``, off by default): at ``depth >= 3``, not in check, the moves after the
-  first ``lmr_moves`` that capture, promote, give check or are killers are searched full depth, the
-  other (quiet) moves one ply shallower (two from ``depth >= 6`` after ``4 lmr_moves`` moves) with the
-  null window, and again at full depth when they beat alpha (both: Stockfish's and Sjeng's idea, the
-  search is no longer exactly minimax). Measured: not shown to help at equal nodes (crazyhouse,
+- late-move reductions (``lmr``, off by default): at ``depth >= 3``, not in check, each move after the
+  first ``lmr_moves`` that is quiet (no capture, promotion, check or killer) is searched one ply
+  shallower (two from ``depth >= 6`` after ``4 lmr_moves`` moves) with the null window, and again at
+  full depth when it beats alpha; the others keep their full depth (both: Stockfish's and Sjeng's
+  idea; the search is no longer exactly minimax). Measured: not shown to help at equal nodes (crazyhouse,
   ``reports/ab-pruning/``; bughouse, ``reports/bughouse-ab-deep/``), so off by default; the bughouse
   team ``bughouse-ab-deep`` uses both (``reports/bughouse-vs-sjeng/``);
 - batched leaves (``batch_leaves``, for network evaluators): a node one ply above the frontier scores
