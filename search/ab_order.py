@@ -87,6 +87,6 @@ class MoveOrder:
 
     def quiet(self, pos: Position, m: int, ply: int) -> bool:
         """A late-move-reduction candidate (before it is made): no capture, promotion or killer."""
-        if not (m >> 15) and (pos.mailbox[(m >> 6) & 63] or (m >> 12) & 7 or pos.is_capture(m)):
+        if (m >> 12) & 7 or pos.is_capture(m):  # a drop is neither
             return False
         return m != self.killers[2 * ply] and m != self.killers[2 * ply + 1]
