@@ -248,3 +248,34 @@ def test_no_null_move_with_only_pawns() -> None:
     a = AlphaBeta(EV).run(pos, Limits(depth=5))
     b = AlphaBeta(EV, ABConfig(null_move=True)).run(pos, Limits(depth=5))
     assert b.nodes < a.nodes
+
+
+def test_gil_handed_over_only_where_another_thread_waits(monkeypatch):
+    """The compiled search releases the GIL (``time.sleep(0)``) every ``YIELD_PERIOD`` while another
+    Python thread is alive (UCI input, a watchdog), and never when it runs alone: a sleep(0) costs
+    tens of microseconds."""
+    import threading
+    import time
+
+    from board.variants import CRAZYHOUSE
+
+    if threading.active_count() != 1:
+        pytest.skip("another thread is alive in this test process")
+    calls: list[float] = []
+    monkeypatch.setattr(time, "sleep", lambda s: calls.append(s))
+    pos = board.new_position(CRAZYHOUSE.name, CRAZYHOUSE.start_fen)
+
+    def search_for(seconds: float) -> None:
+        AlphaBeta(ClassicalEvaluator(), ABConfig()).run(pos.copy(), Limits(movetime=seconds))
+
+    search_for(0.1)
+    assert calls == []
+    done = threading.Event()
+    other = threading.Thread(target=done.wait)
+    other.start()
+    try:
+        search_for(0.1)
+    finally:
+        done.set()
+        other.join()
+    assert 5 <= len(calls) <= 30 and set(calls) == {0}  # every 5 ms of a 0.1 s search
