@@ -63,6 +63,9 @@ EVALUATORS: dict[str, EvaluatorEntry] = {
     "bughouse-classical": EvaluatorEntry("evaluators.bughouse_classical", "BughouseClassicalEvaluator", False),
     "bughouse-board": EvaluatorEntry("evaluators.bughouse_classical", "BoardScoreEvaluator", False),
     "bughouse-board-phantoms": EvaluatorEntry("evaluators.bughouse_classical", "PhantomBoardScoreEvaluator", False),
+    "bughouse-board-kd": EvaluatorEntry("evaluators.bughouse_classical", "KingDangerBoardScoreEvaluator", False),
+    "bughouse-board-kd-fit": EvaluatorEntry("evaluators.bughouse_classical", "FittedKingDangerBoardScoreEvaluator", False),
+    "bughouse-board-kd-quarter": EvaluatorEntry("evaluators.bughouse_classical", "QuarterKingDangerBoardScoreEvaluator", False),
     **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
        for f in FAMILIES.values()},
     # the two-board network's priors, the classical two-board value

@@ -346,8 +346,9 @@ def _alphabeta_worker(conn: Any, spec_text: str) -> None:
         evaluator = registry.evaluator_for(spec, BUGHOUSE.name)
         board_of = getattr(evaluator, "board", None)
         if board_of is None:
+            boards = ", ".join(n for n in registry.EVALUATORS if n.startswith("bughouse-board"))
             raise SeatError(f"{spec.name}: an alpha-beta seat needs a bughouse board evaluator "
-                            f"(bughouse-board or bughouse-board-phantoms), not {spec.evaluator}")
+                            f"({boards}), not {spec.evaluator}")
         search = AlphaBeta(evaluator, spec.config)
     except Exception as e:  # noqa: BLE001 - told to the seat as one line
         conn.send(("error", f"{type(e).__name__}: {e}"))

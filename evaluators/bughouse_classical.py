@@ -42,8 +42,8 @@ from board.variants import BUGHOUSE
 from evaluators.scale import cp_to_value
 from evaluators.base import POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf
 from evaluators.classical import (
-    PRIOR_TEMPERATURE, VALUE_SCALE, ZH_POCKET_VALUES, ZH_VALUES, least_attacker, move_scores,
-    softmax, stm_score, white_score_raw,
+    KD_WEIGHT, PRIOR_TEMPERATURE, VALUE_SCALE, ZH_POCKET_VALUES, ZH_VALUES, king_danger_score, least_attacker,
+    move_scores, softmax, stm_score, white_score_raw,
 )
 
 FLOW_WEIGHT: Final = 0.5
@@ -198,13 +198,17 @@ class BoardScoreEvaluator(Evaluator):
     (:func:`sent_to_partners`): a capture takes the piece off the opponent's board *and* hands it to
     our partner, as the two-board evaluator counts it (``FLOW_WEIGHT``)."""
 
+    #: the name the registry knows this evaluator by
+    registry_name = "bughouse-board"
     #: the opponent's phantom pieces in the searched board (:func:`lone_board`)
     phantoms = False
+    #: centipawns per unit of :func:`evaluators.classical.king_danger` (0: none)
+    king_danger = 0
 
     def __init__(self, flow_weight: float = FLOW_WEIGHT) -> None:
         if flow_weight < 0:
             raise EvaluatorError("bughouse board evaluator: flow_weight must be >= 0")
-        self.name = "bughouse-board-phantoms" if self.phantoms else "bughouse-board"
+        self.name = self.registry_name
         self.variants = frozenset({BUGHOUSE.name})
         self.flow_weight = flow_weight
 
@@ -216,11 +220,39 @@ class BoardScoreEvaluator(Evaluator):
         return frozenset({SCORE})
 
     def score(self, pos: Position) -> int:
-        return stm_score(pos) + int(self.flow_weight * sent_to_partners(pos))
+        s = stm_score(pos) + int(self.flow_weight * sent_to_partners(pos))
+        return s + king_danger_score(pos, self.king_danger) if self.king_danger else s
 
 
 class PhantomBoardScoreEvaluator(BoardScoreEvaluator):
     """:class:`BoardScoreEvaluator` on a board where the opponent also holds one piece of each type
     it lacks (Sjeng's phantom pieces: :func:`lone_board` with ``phantoms``)."""
 
+    registry_name = "bughouse-board-phantoms"
     phantoms = True
+
+
+class KingDangerBoardScoreEvaluator(BoardScoreEvaluator):
+    """:class:`BoardScoreEvaluator` plus the king danger of both kings
+    (:func:`evaluators.classical.king_danger_score`: attacked squares next to the king, holes where
+    a drop lands next to it, unguarded knight-check squares) at half the weight fitted to
+    Fairy-Stockfish's crazyhouse scores (``KD_WEIGHT``, ``searchbench fit-king-danger``): in
+    ``reports/bughouse-ab-kd/`` half the fitted weight won and the full weight lost against the
+    team without king danger, at equal nodes."""
+
+    registry_name = "bughouse-board-kd"
+    king_danger = KD_WEIGHT // 2
+
+
+class FittedKingDangerBoardScoreEvaluator(KingDangerBoardScoreEvaluator):
+    """The king danger at the fitted weight ``KD_WEIGHT`` (the ablation's other point)."""
+
+    registry_name = "bughouse-board-kd-fit"
+    king_danger = KD_WEIGHT
+
+
+class QuarterKingDangerBoardScoreEvaluator(KingDangerBoardScoreEvaluator):
+    """The king danger at a quarter of the fitted weight (the ablation's other point)."""
+
+    registry_name = "bughouse-board-kd-quarter"
+    king_danger = KD_WEIGHT // 4

@@ -17,6 +17,15 @@ bare-kings position scores exactly 0 (the comparator search uses it as the canon
   attacking the zone a penalty of 10 (minor), 15 (rook), 30 (queen); in crazyhouse also
   ``-(8 + enemy pocket material / 50)`` per empty square in the zone (drops land there).
 
+King danger (:func:`king_features`, :func:`king_danger`, :func:`king_danger_score`) is not part of
+``S``: the alpha-beta bughouse seats add it (``bughouse-board-kd``). Per king, in units: each zone
+square the opponent attacks 1, each *hole* (an empty zone square no own piece but the king guards)
+0.10 x min(pieces in the opponent's pocket, 3), each unguarded knight-check square 0.49 (0.78 with a
+knight in the opponent's pocket), each piece in the opponent's pocket 0.03; ``KD_WEIGHT`` = 278
+centipawns of ``S`` a unit. The weights were fitted to Fairy-Stockfish's scores of 124,753 crazyhouse
+positions (``searchbench fit-king-danger --data ../shared/data/zh-fsf3000-b``: validation MSE of
+the logistic 0.0606 with ``S`` scaled alone, 0.0502 with the king danger).
+
 ``score(pos)`` is ``S`` from the side to move; ``evaluate`` gives value ``v = 2/(1+e^(-s/400)) - 1``
 (a logistic of the side-to-move score, = tanh(s/800)) and priors = softmax of cheap move scores
 (capture gain MVV-LVA, promotion, PST gain, direct checks) at temperature 100 cp; ``compare(a, b)``
@@ -338,3 +347,94 @@ class ClassicalEvaluator(Evaluator):
             else:
                 out.append(1.0 / (1.0 + math.exp(-d)))
         return out
+
+
+# ------------------------------------------------------------------------- king danger (drops)
+
+def attacked_by(color: int, own: i64, occ: i64, p: i64, n: i64, b: i64, r: i64, q: i64, k: i64,
+                with_king: bool) -> i64:
+    """Squares attacked by the pieces of ``color`` (``own``: its occupancy), its king's included
+    only ``with_king``."""
+    out: i64 = 0
+    for pt in range(1, 7):
+        if pt == 1:
+            bb = p & own
+        elif pt == 2:
+            bb = n & own
+        elif pt == 3:
+            bb = b & own
+        elif pt == 4:
+            bb = r & own
+        elif pt == 5:
+            bb = q & own
+        else:
+            if not with_king:
+                break
+            bb = k & own
+        while bb:
+            sq = lsb(bb)
+            bb ^= BB_SQUARES[sq]
+            out |= _piece_attacks(pt, color, sq, occ)
+    return out
+
+
+def king_features(color: int, white: i64, black: i64, p: i64, n: i64, b: i64, r: i64, q: i64,
+                  k: i64, pockets: int) -> tuple[int, int, int, int, int]:
+    """The drop-danger facts about the king of ``color`` (the defender; ``e`` its opponent), from
+    raw bitboards: ``(attacked, holes, knight_checks, pocket, pocket_knights)``.
+
+    - ``attacked``: squares of the king's zone (its 8 neighbours) that ``e`` attacks;
+    - ``holes``: empty squares of the zone no piece of the defender but its king guards, where
+      ``e`` can drop a piece next to the king;
+    - ``knight_checks``: empty squares a knight's jump from the king that no defender's piece
+      guards, where a dropped knight gives an unblockable check;
+    - ``pocket``, ``pocket_knights``: pieces (all, knights) in ``e``'s pocket."""
+    own = white if color == 0 else black
+    opp = black if color == 0 else white
+    kbb = k & own
+    if not kbb:
+        return (0, 0, 0, 0, 0)
+    ksq = lsb(kbb)
+    occ = own | opp
+    zone = BB_KING_ATTACKS[ksq]
+    e = color ^ 1
+    e_att = attacked_by(e, opp, occ, p, n, b, r, q, k, True)
+    guard = attacked_by(color, own, occ, p, n, b, r, q, k, False)
+    free = ~occ & ~guard
+    pocket = 0
+    for pt in range(1, 6):
+        pocket += (pockets >> ((e * 5 + pt - 1) * 6)) & 63
+    knights = (pockets >> ((e * 5 + 1) * 6)) & 63
+    return (_bits(zone & e_att), _bits(zone & free), _bits(BB_KNIGHT_ATTACKS[ksq] & free), pocket, knights)
+
+
+#: king danger units (x100) per fact of :func:`king_features`, fitted to Fairy-Stockfish's scores of
+#: crazyhouse positions (``searchbench fit-king-danger``): an attacked zone square 100, a hole
+#: times min(pieces in the opponent's pocket, 3) 10, an unguarded knight-check square 49 (78 with a
+#: knight in the opponent's pocket), a piece in the opponent's pocket 3
+KD_ATTACKED: Final = 100
+KD_HOLE: Final = 10
+KD_KNIGHT_CHECK: Final = 49
+KD_KNIGHT_IN_HAND: Final = 29
+KD_POCKET: Final = 3
+#: centipawns of ``S`` per king danger unit (the same fit)
+KD_WEIGHT: Final = 278
+
+
+def king_danger(color: int, white: i64, black: i64, p: i64, n: i64, b: i64, r: i64, q: i64, k: i64,
+                pockets: int) -> int:
+    """King danger of ``color``'s king in units x 100: the weighted sum of :func:`king_features`."""
+    att, holes, checks, pocket, knights = king_features(color, white, black, p, n, b, r, q, k, pockets)
+    return (KD_ATTACKED * att + KD_HOLE * holes * min(pocket, 3)
+            + (KD_KNIGHT_CHECK + (KD_KNIGHT_IN_HAND if knights else 0)) * checks + KD_POCKET * pocket)
+
+
+def king_danger_score(pos: Position, weight: int) -> int:
+    """``weight`` x (the opponent's king danger - the side to move's), in centipawns / 100 units."""
+    pc = pos.pieces
+    co = pos.colors
+    pk = int(pos.pockets)
+    us = pos.turn
+    d = (king_danger(us ^ 1, co[0], co[1], pc[1], pc[2], pc[3], pc[4], pc[5], pc[6], pk)
+         - king_danger(us, co[0], co[1], pc[1], pc[2], pc[3], pc[4], pc[5], pc[6], pk))
+    return weight * d // 100

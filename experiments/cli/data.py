@@ -83,6 +83,16 @@ def _cmd_heldout(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fit_king_danger(args: argparse.Namespace) -> int:
+    from experiments.training import king_danger
+
+    f = king_danger.fit(args.data, every=args.every, val_fraction=args.val_fraction)
+    print(json.dumps({**f.params, **f.constants(), "positions": f.positions, "val_positions": f.val_positions,
+                      "val_mse_scaled": f.val_mse_scaled, "val_mse_fit": f.val_mse_fit})
+          if args.json else king_danger.format_fit(f))
+    return 0
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from experiments.training import train
     from experiments.paths import check_dir
@@ -128,6 +138,16 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     b.add_argument("--seed", type=seed, default=1)
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_cmd_bench_encode)
+
+
+def _register_fit_king_danger(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    k = sub.add_parser("fit-king-danger", help="fit the classical king danger (bughouse-board-kd) to the engine "
+                                               "scores of crazyhouse data shards")
+    k.add_argument("--data", required=True, nargs="+", help="crazyhouse data directories or shard files")
+    k.add_argument("--every", type=count(1), default=2, help="use every N-th position")
+    k.add_argument("--val-fraction", type=fraction, default=0.1, help="share of games held out (split by game)")
+    k.add_argument("--json", action="store_true", help="print one JSON object")
+    k.set_defaults(func=_cmd_fit_king_danger)
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -192,6 +212,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     h.add_argument("--json", action="store_true")
     h.set_defaults(func=_cmd_heldout)
 
+    _register_fit_king_danger(sub)
     q = sub.add_parser("qat", help="quantisation-aware fine-tuning: a copy of a network tuned so that its int8 "
                                    "model plays like float32 (NAME.qat.pt beside it; int8 is quantised from it)")
     q.add_argument("--weights", required=True, help="the float32 network (a path or a shipped name: rise_chess.pt)")
