@@ -236,9 +236,10 @@ class KingDangerBoardScoreEvaluator(BoardScoreEvaluator):
     """:class:`BoardScoreEvaluator` plus the king danger of both kings
     (:func:`evaluators.classical.king_danger_score`: attacked squares next to the king, holes where
     a drop lands next to it, unguarded knight-check squares) at half the weight fitted to
-    Fairy-Stockfish's crazyhouse scores (``KD_WEIGHT``, ``searchbench fit-king-danger``): in
-    ``reports/bughouse-ab-kd/`` half the fitted weight won and the full weight lost against the
-    team without king danger, at equal nodes."""
+    Fairy-Stockfish's crazyhouse scores (``KD_WEIGHT``, ``searchbench fit-king-danger``). Against
+    the team without king danger at equal nodes (``reports/bughouse-ab-kd/``) the fitted weight
+    scored -35 [-150, +73], half of it +53 [-79, +202] and a quarter +168 [+82, +280]: the fit
+    predicts an engine's score, and a search wants less of it."""
 
     registry_name = "bughouse-board-kd"
     king_danger = KD_WEIGHT // 2
