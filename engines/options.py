@@ -2,8 +2,12 @@
 UCI ``setoption``, config keys), parsed, validated and announced the same way everywhere.
 
 *engine options* (:data:`ENGINE_OPTIONS`)
-    ``nodes``, ``evals``, ``playouts``, ``depth``, ``movetime`` (default limits), ``seed``, and the
-    evaluator's loader settings ``threads``, ``weights``, ``inference``, ``device``.
+    ``nodes``, ``evals``, ``playouts``, ``depth``, ``movetime`` (default limits), ``seed``, the
+    evaluator's loader settings ``threads``, ``weights``, ``inference``, ``device``, and the bughouse
+    seats' clock share ``clock_moves`` (a one-board engine refuses it).
+*evaluator options*
+    the constructor parameters an evaluator's registry entry declares
+    (:attr:`engines.registry.EvaluatorEntry.options`, e.g. ``king_danger``), with that entry's defaults.
 *config options*
     every field of a search's config dataclass (``MCTSConfig``, ``ABConfig``, ``ComparatorConfig``),
     found by :func:`config_options` from the field's name and type, with the integer bounds the
@@ -286,6 +290,9 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
                help="where a network runs: auto (CUDA when there is one), cpu, cuda, cuda:N"),
     OptionInfo("seed", "spin", 0, parse_int, help="seed of the search's random state", minimum=0, maximum=2**31 - 1),
     OptionInfo("preset", "string", None, optional(parse_str), help="a named config of the search (e.g. vanilla)"),
+    OptionInfo("clock_moves", "spin", None, optional(parse_int), minimum=2, maximum=1000,
+               help="bughouse seats only: a timed move takes the clock left / clock_moves + 0.7 increment "
+                    "(unset: 30; engines.seats.allocate)"),
 )
 
 

@@ -30,7 +30,9 @@ import board
 from board.variants import ALL as ALL_VARIANTS, BUGHOUSE, CHESS, variant_of
 from evaluators.families import FAMILIES
 from engines.base import Engine, EngineError, EngineSpec
+from engines.options import OptionInfo, parse_int
 from evaluators.base import Evaluator
+from evaluators.classical import KD_WEIGHT
 
 BUILTIN_FILE = Path(str(resources.files("engines") / "builtin.toml"))  # package data, installed or not
 PROTOCOLS = ("uci", "xboard")
@@ -38,11 +40,20 @@ PROTOCOLS = ("uci", "xboard")
 
 @dataclass(frozen=True)
 class EvaluatorEntry:
-    """How to make an evaluator: ``module.cls()`` or ``module.cls.load(path=..., threads=...)``."""
+    """How to make an evaluator: ``module.cls(**params)`` or ``module.cls.load(path=..., threads=...)``;
+    ``options``: the constructor parameters an engine spec may set (``bughouse-ab-kd:king_danger=69``),
+    with this entry's defaults (entries may share a class and differ only in them)."""
 
     module: str
     cls: str
     loads_weights: bool
+    options: tuple[OptionInfo, ...] = ()
+
+
+def _king_danger(weight: int) -> OptionInfo:
+    return OptionInfo("king_danger", "spin", weight, parse_int, minimum=0, maximum=10_000,
+                      help="centipawns per unit of king danger (evaluators.classical.king_danger; fitted: "
+                           f"{KD_WEIGHT}, searchbench fit-king-danger)")
 
 
 @dataclass(frozen=True)
@@ -63,9 +74,13 @@ EVALUATORS: dict[str, EvaluatorEntry] = {
     "bughouse-classical": EvaluatorEntry("evaluators.bughouse_classical", "BughouseClassicalEvaluator", False),
     "bughouse-board": EvaluatorEntry("evaluators.bughouse_classical", "BoardScoreEvaluator", False),
     "bughouse-board-phantoms": EvaluatorEntry("evaluators.bughouse_classical", "PhantomBoardScoreEvaluator", False),
-    "bughouse-board-kd": EvaluatorEntry("evaluators.bughouse_classical", "KingDangerBoardScoreEvaluator", False),
-    "bughouse-board-kd-fit": EvaluatorEntry("evaluators.bughouse_classical", "FittedKingDangerBoardScoreEvaluator", False),
-    "bughouse-board-kd-quarter": EvaluatorEntry("evaluators.bughouse_classical", "QuarterKingDangerBoardScoreEvaluator", False),
+    # one class at three weights: half the fitted one, the fitted one, a quarter (reports/bughouse-ab-kd/)
+    "bughouse-board-kd": EvaluatorEntry("evaluators.bughouse_classical", "KingDangerBoardScoreEvaluator", False,
+                                        (_king_danger(KD_WEIGHT // 2),)),
+    "bughouse-board-kd-fit": EvaluatorEntry("evaluators.bughouse_classical", "KingDangerBoardScoreEvaluator", False,
+                                            (_king_danger(KD_WEIGHT),)),
+    "bughouse-board-kd-quarter": EvaluatorEntry("evaluators.bughouse_classical", "KingDangerBoardScoreEvaluator",
+                                                False, (_king_danger(KD_WEIGHT // 4),)),
     **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
        for f in FAMILIES.values()},
     # the two-board network's priors, the classical two-board value
@@ -253,7 +268,8 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
             config_cls: type | None = search_config_class(base.search)
         except EngineError:
             config_cls = None  # reported by create()
-        infos = list(ENGINE_OPTIONS) + (config_options(config_cls) if config_cls is not None else [])
+        ev_options = evaluator_options(base.evaluator)
+        infos = [*ENGINE_OPTIONS, *ev_options] + (config_options(config_cls) if config_cls is not None else [])
         for k, v in overrides.items():
             try:
                 o = find_option(infos, k, prefix=config_cls is not None)
@@ -266,8 +282,8 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
         options.update(canonical)
         if "batch_size" in canonical and "single_leaf_nodes" not in canonical:
             options.pop("single_leaf_nodes", None)  # a batch the spec names is the batch at every budget
-        engine_names = {o.name for o in ENGINE_OPTIONS}
-        settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in ENGINE_OPTIONS}
+        engine_names = {o.name for o in (*ENGINE_OPTIONS, *ev_options)}
+        settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in (*ENGINE_OPTIONS, *ev_options)}
         if config_cls is not None:
             config_text = {find_option(infos, k).name: v for k, v in options.items() if k not in engine_names}
             preset = settings["preset"]
@@ -305,14 +321,19 @@ def search_config_class(search: str) -> type:
 
 
 def load_evaluator(name: str, weights: str | None = None, threads: int = 1, inference: str | None = None,
-                   device: str = "auto", variant: str | None = None) -> Evaluator:
+                   device: str = "auto", variant: str | None = None, params: dict[str, Any] | None = None) -> Evaluator:
     """A fresh evaluator by registry name (share one between engines to pool their leaves).
 
     ``weights`` None: the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``);
-    ``inference`` (``INFERENCE_MODES``, None: the evaluator's default) applies to networks only."""
-    entry = EVALUATORS.get(ALIASES.get(name, name))
+    ``inference`` (``INFERENCE_MODES``, None: the evaluator's default) applies to networks only;
+    ``params``: values of the entry's options (:attr:`EvaluatorEntry.options`; unset: its defaults)."""
+    name = ALIASES.get(name, name)
+    entry = EVALUATORS.get(name)
     if entry is None:
         raise EngineError(f"unknown evaluator {name!r}; known: {', '.join(EVALUATORS)}")
+    unknown = sorted(set(params or {}) - {o.name for o in entry.options})
+    if unknown:
+        raise EngineError(f"evaluator {name!r} takes no option {', '.join(unknown)}")
     cls = _import(entry.module, entry.cls, f"evaluator {name!r}")
     try:
         if entry.loads_weights:
@@ -325,7 +346,9 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
         else:
             if weights is not None:
                 raise EngineError(f"evaluator {name!r} takes no weights")
-            ev = cls()
+            ev = cls(**{**{o.name: o.default for o in entry.options}, **(params or {})}) if entry.options else cls()
+            if entry.options:
+                ev.name = name  # entries that share a class are told apart by name
     except EngineError:
         raise
     except (ValueError, OSError) as e:  # EvaluatorError, missing weights file
@@ -344,6 +367,18 @@ def pin_inference(text: str, mode: str) -> str:
     return join_spec(text, {"inference": mode}) if entry is not None and entry.loads_weights else text
 
 
+def evaluator_options(name: str) -> tuple[OptionInfo, ...]:
+    """The options an evaluator takes from an engine spec (none for an unknown name)."""
+    entry = EVALUATORS.get(ALIASES.get(name, name))
+    return entry.options if entry is not None else ()
+
+
+def evaluator_params(spec: EngineSpec) -> dict[str, Any]:
+    """The values of the evaluator's own options in an in-process spec (defaults filled in)."""
+    st = _parsed(spec).settings
+    return {o.name: st.get(o.name, o.default) for o in evaluator_options(spec.evaluator)}
+
+
 def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, str]:
     """(weights, threads, inference, device) of an in-process spec: what its evaluator is loaded with."""
     st = _parsed(spec).settings
@@ -352,29 +387,34 @@ def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, s
             str(st.get("device") or "auto"))
 
 
+#: what an evaluator is loaded with (:meth:`EvaluatorPool.key`)
+PoolKey = tuple[str, str | None, int, str | None, str, str | None, tuple[tuple[str, Any], ...]]
+
+
 class EvaluatorPool:
     """The one cache of loaded evaluators (the harness's pooled games, the bughouse seats): engines
     whose evaluator settings are the same share one evaluator, so their leaves go into one batch.
     The key is everything an evaluator is loaded with: (evaluator, weights, threads, inference,
-    device, variant).  ``threads`` and ``max_batch`` (None: as each spec says) and ``pad_single``
+    device, variant, its own options).  ``threads`` and ``max_batch`` (None: as each spec says) and ``pad_single``
     tune every network it loads (see :class:`experiments.harness.match.RegistryFactory`)."""
 
     def __init__(self, threads: int | None = None, max_batch: int | None = None, pad_single: bool = False) -> None:
         self.threads = threads
         self.max_batch = max_batch
         self.pad_single = pad_single
-        self.evaluators: dict[tuple[str, str | None, int, str | None, str, str | None], Evaluator] = {}
+        self.evaluators: dict[PoolKey, Evaluator] = {}
 
-    def key(self, spec: EngineSpec, variant: str | None) -> tuple[str, str | None, int, str | None, str, str | None]:
+    def key(self, spec: EngineSpec, variant: str | None) -> PoolKey:
         weights, threads, inference, device = evaluator_settings(spec)
-        return (spec.evaluator, weights, self.threads or threads, inference, device, variant)
+        params = tuple(sorted(evaluator_params(spec).items()))
+        return (spec.evaluator, weights, self.threads or threads, inference, device, variant, params)
 
     def get(self, spec: EngineSpec, variant: str | None) -> Evaluator:
         """The evaluator of ``spec`` in ``variant``, loaded at the first request."""
         key = self.key(spec, variant)
         ev = self.evaluators.get(key)
         if ev is None:
-            ev = self.evaluators[key] = load_evaluator(*key[:5], variant=variant)
+            ev = self.evaluators[key] = load_evaluator(*key[:5], variant=variant, params=dict(key[6]))
             if self.max_batch is not None and hasattr(ev, "max_batch"):
                 ev.max_batch = self.max_batch
             if hasattr(ev, "pad_single"):
@@ -393,16 +433,16 @@ class EvaluatorPool:
 def evaluator_for(spec: EngineSpec, variant: str | None = None) -> Evaluator:
     """A fresh evaluator for an in-process spec (its ``weights``, ``threads`` and ``inference``
     applied; without weights, the shipped ones of ``variant``)."""
-    return load_evaluator(spec.evaluator, *evaluator_settings(spec), variant=variant)
+    return load_evaluator(spec.evaluator, *evaluator_settings(spec), variant=variant, params=evaluator_params(spec))
 
 
 def option_infos(spec: EngineSpec) -> list[Any]:
-    """Every option an in-process engine takes (engine options, then config fields)."""
+    """Every option an in-process engine takes (engine options, the evaluator's, then config fields)."""
     from engines.options import ENGINE_OPTIONS, config_options
 
     if is_external(spec):
         raise EngineError(f"{spec.name} is an external engine")
-    return list(ENGINE_OPTIONS) + config_options(search_config_class(spec.search))
+    return [*ENGINE_OPTIONS, *evaluator_options(spec.evaluator)] + config_options(search_config_class(spec.search))
 
 
 def effective_values(spec: EngineSpec) -> dict[str, str]:
@@ -498,6 +538,9 @@ def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) ->
     if variant not in evaluator.variants:
         raise EngineError(f"evaluator {spec.evaluator!r} does not play {variant} "
                           f"(it plays {', '.join(sorted(evaluator.variants))})")
+    if spec.settings.get("clock_moves") is not None:
+        raise EngineError(f"{spec.name}: clock_moves is an option of bughouse seats; {variant} engines "
+                          "take their time from the search's time manager")
     seed = int(spec.settings["seed"])
     config = spec.config
     ev = evaluator

@@ -14,7 +14,8 @@ Seats
 :class:`OurSeat` (in-process): :class:`search.bughouse_mcts.BughouseMCTS` with the classical
 bughouse evaluator (``bughouse-mcts``) or the LazyBug-style network (``rise-bughouse-mcts``,
 ``weights=PATH``; seats with the same weights share one evaluator), stepped cooperatively by the loop (no threads: the two cores are shared). When
-it is to move it searches with ``movetime = min(spec movetime, left / 30 + 0.7 · increment)`` (and
+it is to move it searches with ``movetime = min(spec movetime, left / clock_moves + 0.7 · increment)``
+(``clock_moves`` a spec option, 30 unless set: :func:`allocate`; and
 the spec's node cap); any move on either board restarts the search from the new position (pockets
 changed) within the same time allocation. A "sit" decision makes it wait: it searches again after
 the next move on either board or after ``SIT_RECHECK_MS`` (untimed: ``SIT_RECHECK_PASSES`` server passes). With no legal move it waits too.
@@ -84,7 +85,7 @@ import re
 import time
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Final, Sequence
 
 from board import move_to_uci
 from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
@@ -193,14 +194,20 @@ class Seat:
 
 # ---------------------------------------------------------------------------------------- ours
 
-def allocate(ctx: GameContext, seat: int, movetime: float | None) -> float:
-    """Seconds for one of our seats' move: ``left / 30 + 0.7 · increment`` of its clock (at least
-    20 ms), capped by the spec's ``movetime``; untimed: ``movetime`` or no limit."""
+#: a timed move of our seats takes the clock left / CLOCK_MOVES (+ 0.7 increment) unless the spec's
+#: ``clock_moves`` says otherwise
+CLOCK_MOVES: Final = 30
+
+
+def allocate(ctx: GameContext, seat: int, movetime: float | None, clock_moves: int | None = None) -> float:
+    """Seconds for one of our seats' move: ``left / clock_moves + 0.7 · increment`` of its clock
+    (``clock_moves`` default :data:`CLOCK_MOVES`; at least 20 ms), capped by the spec's ``movetime``;
+    untimed: ``movetime`` or no limit."""
     game = ctx.game
     if not game.timed:
         return movetime if movetime is not None else float("inf")
     left = game.time_left(seat, ctx.now_ms()) / 1000.0
-    alloc = max(0.02, left / 30.0 + 0.7 * game.inc_ms / 1000.0)
+    alloc = max(0.02, left / (clock_moves or CLOCK_MOVES) + 0.7 * game.inc_ms / 1000.0)
     return min(alloc, movetime) if movetime is not None else alloc
 
 
@@ -211,7 +218,7 @@ class OurSeat(Seat):
 
     def __init__(self, name: str, evaluator: Evaluator, config: Any = None, nodes: int | None = None,
                  movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None,
-                 playouts: int | None = None, evals: int | None = None) -> None:
+                 playouts: int | None = None, evals: int | None = None, clock_moves: int | None = None) -> None:
         from search.bughouse_mcts import BughouseMCTS
 
         self.name = name
@@ -219,6 +226,7 @@ class OurSeat(Seat):
         #: limits a move, in :mod:`search.base`'s units (:class:`search.bughouse_mcts.BughouseLimits`)
         self.nodes, self.playouts, self.evals = nodes, playouts, evals
         self.movetime = movetime
+        self.clock_moves = clock_moves
         self.options = dict(options or {})
         self.seed = seed
         self.config = config
@@ -259,7 +267,7 @@ class OurSeat(Seat):
             self._turn_started = -1
 
     def _allocate(self, ctx: GameContext) -> float:
-        return allocate(ctx, self.seat, self.movetime)
+        return allocate(ctx, self.seat, self.movetime, self.clock_moves)
 
     def tick(self, ctx: GameContext) -> bool:
         from search.bughouse_mcts import BughouseLimits
@@ -382,7 +390,8 @@ class AlphaBetaSeat(Seat):
     kind = "alphabeta"
 
     def __init__(self, name: str, spec_text: str, nodes: int | None = None, movetime: float | None = None,
-                 depth: int | None = None, options: dict[str, str] | None = None, startup_s: float = 60.0) -> None:
+                 depth: int | None = None, options: dict[str, str] | None = None, startup_s: float = 60.0,
+                 clock_moves: int | None = None) -> None:
         import multiprocessing
 
         self.name = name
@@ -390,6 +399,7 @@ class AlphaBetaSeat(Seat):
         self.nodes = nodes
         self.movetime = movetime
         self.depth = depth
+        self.clock_moves = clock_moves
         self.options = dict(options or {})
         self.seat = -1
         self.job = 0
@@ -426,7 +436,7 @@ class AlphaBetaSeat(Seat):
                 return False
             self.job += 1
             self.turn_started = now
-            alloc = allocate(ctx, self.seat, self.movetime)
+            alloc = allocate(ctx, self.seat, self.movetime, self.clock_moves)
             try:
                 self.conn.send((self.job, b.fen(), self.seat >> 1, None if alloc == float("inf") else alloc,
                                 self.nodes, self.depth))
@@ -802,10 +812,12 @@ def seat_for(spec: EngineSpec, seed: int, evaluators: EvaluatorPool, evaluator: 
         startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
         return XBoardSeat(spec.name, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
     if spec.search == "alphabeta":
-        return AlphaBetaSeat(spec.name, spec.name, st["nodes"], st["movetime"], st["depth"], dict(spec.options))
+        return AlphaBetaSeat(spec.name, spec.name, st["nodes"], st["movetime"], st["depth"], dict(spec.options),
+                             clock_moves=st["clock_moves"])
     if spec.search != "bughouse-mcts":
         raise SeatError(f"{spec.name}: a bughouse seat of ours runs bughouse-mcts or alphabeta, not {spec.search}")
     if evaluator is None:
         evaluator = evaluators.get(spec, BUGHOUSE.name)
     return OurSeat(spec.name, evaluator, spec.config, st["nodes"], st["movetime"],
-                   int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"])
+                   int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"],
+                   st["clock_moves"])

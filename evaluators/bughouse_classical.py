@@ -235,25 +235,18 @@ class PhantomBoardScoreEvaluator(BoardScoreEvaluator):
 class KingDangerBoardScoreEvaluator(BoardScoreEvaluator):
     """:class:`BoardScoreEvaluator` plus the king danger of both kings
     (:func:`evaluators.classical.king_danger_score`: attacked squares next to the king, holes where
-    a drop lands next to it, unguarded knight-check squares) at half the weight fitted to
-    Fairy-Stockfish's crazyhouse scores (``KD_WEIGHT``, ``searchbench fit-king-danger``). Against
-    the team without king danger at equal nodes (``reports/bughouse-ab-kd/``) the fitted weight
-    scored -35 [-150, +73], half of it +53 [-79, +202] and a quarter +168 [+82, +280]: the fit
-    predicts an engine's score, and a search wants less of it."""
+    a drop lands next to it, unguarded knight-check squares), ``king_danger`` centipawns a unit: by
+    default half the weight fitted to Fairy-Stockfish's crazyhouse scores (``KD_WEIGHT``,
+    ``searchbench fit-king-danger``); an engine spec sets it (``bughouse-ab-kd:king_danger=69``; the
+    registry's ``bughouse-board-kd-fit`` and ``-kd-quarter`` are this class at the fitted weight and
+    a quarter of it). Against the team without king danger at equal nodes
+    (``reports/bughouse-ab-kd/``) the fitted weight scored -35 [-150, +73], half of it +53 [-79, +202]
+    and a quarter +168 [+82, +280]: the fit predicts an engine's score, and a search wants less of it."""
 
     registry_name = "bughouse-board-kd"
-    king_danger = KD_WEIGHT // 2
 
-
-class FittedKingDangerBoardScoreEvaluator(KingDangerBoardScoreEvaluator):
-    """The king danger at the fitted weight ``KD_WEIGHT`` (the ablation's other point)."""
-
-    registry_name = "bughouse-board-kd-fit"
-    king_danger = KD_WEIGHT
-
-
-class QuarterKingDangerBoardScoreEvaluator(KingDangerBoardScoreEvaluator):
-    """The king danger at a quarter of the fitted weight (the ablation's other point)."""
-
-    registry_name = "bughouse-board-kd-quarter"
-    king_danger = KD_WEIGHT // 4
+    def __init__(self, king_danger: int = KD_WEIGHT // 2, flow_weight: float = FLOW_WEIGHT) -> None:
+        if king_danger < 0:
+            raise EvaluatorError("bughouse board evaluator: king_danger must be >= 0")
+        super().__init__(flow_weight)
+        self.king_danger = king_danger

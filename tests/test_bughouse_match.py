@@ -4,6 +4,7 @@ XBoard driver's command sequences (holding, clocks, restarts, ptell relay), misb
 storage (SQLite rows + details, BPGN, resume), the CLI, and one short real game against Sjeng."""
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -404,6 +405,32 @@ def test_registry_create_builds_bughouse_seats():
     assert isinstance(registry.create("material-ab", "chess", kind=Engine), Engine)
     with pytest.raises(SeatError, match="does not play bughouse"):
         registry.create("material-mcts", BUGHOUSE.name, kind=Seat)
+
+
+def test_clock_moves_sets_the_share_of_the_clock_a_timed_move_takes():
+    """``clock_moves`` (a bughouse seat option): a move takes the clock left / clock_moves (30 unset),
+    capped by movetime; one-board engines refuse it."""
+    from board.variants import BUGHOUSE
+    from engines import registry
+    from engines.seats import CLOCK_MOVES, allocate
+
+    ctx = GameContext(BughouseGame(base_ms=60_000, inc_ms=0), [], t0=time.monotonic())
+    ctx.now_ms = lambda: 0  # type: ignore[method-assign]  # at the start: the full 60 s left
+    assert allocate(ctx, 0, None) == pytest.approx(60.0 / CLOCK_MOVES) and CLOCK_MOVES == 30
+    assert allocate(ctx, 0, None, 15) == pytest.approx(4.0)
+    assert allocate(ctx, 0, 1.5, 15) == pytest.approx(1.5)
+    untimed = GameContext(BughouseGame(), [], t0=time.monotonic())
+    assert allocate(untimed, 0, None, 15) == float("inf")
+    seat = registry.create("bughouse-mcts:clock_moves=12", BUGHOUSE.name, kind=Seat, pool=EvaluatorPool())
+    try:
+        assert isinstance(seat, OurSeat) and seat.clock_moves == 12
+        assert seat.settings()["options"]["clock_moves"] == "12"  # stored with the game
+    finally:
+        seat.close()
+    with pytest.raises(EngineError, match="clock_moves is an option of bughouse seats"):
+        registry.create("material-ab:clock_moves=15", "chess")
+    with pytest.raises(EngineError, match=r"must be in \[2, 1000\]"):
+        registry.resolve("bughouse-ab:clock_moves=1")
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

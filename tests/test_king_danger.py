@@ -158,3 +158,35 @@ def test_king_danger_engines_carry_their_weight():
         ev = registry.evaluator_for(spec, BUGHOUSE.name)
         assert isinstance(ev, BoardScoreEvaluator) and ev.king_danger == weight and ev.name == spec.evaluator
         assert spec.config.null_move and spec.config.lmr
+
+
+def test_king_danger_weight_is_an_evaluator_option_of_the_spec():
+    """One evaluator class at any weight: the registry's three entries differ in their default, and
+    an engine spec sets it (``king_danger``); engines with different weights get different evaluators
+    from one pool, and a bad value or an option the evaluator lacks is one clear error."""
+    from engines import registry
+    from engines.base import EngineError
+
+    pos = lone_board("r1b2rk1/ppp2ppp/2n2n2/4q3/8/8/PPP3PP/RNB1K1NR[Nn] w - - 0 12", 0)
+    weights = {}
+    for text in ("bughouse-ab-kd", "bughouse-ab-kd-fit", "bughouse-ab-kd-quarter", "bughouse-ab-kd:king_danger=35",
+                 "bughouse-board-kd-quarter+alphabeta:king_danger=0"):
+        spec = registry.resolve(text)
+        ev = registry.evaluator_for(spec, "bughouse")
+        assert isinstance(ev, KingDangerBoardScoreEvaluator) and ev.name == spec.evaluator
+        weights[text] = ev.king_danger
+        assert registry.evaluator_params(spec) == {"king_danger": ev.king_danger}
+        assert ev.score(pos) == BoardScoreEvaluator().score(pos) + king_danger_score(pos, ev.king_danger)
+    assert list(weights.values()) == [KD_WEIGHT // 2, KD_WEIGHT, KD_WEIGHT // 4, 35, 0]
+    assert "king_danger" in {o.name for o in registry.option_infos(registry.resolve("bughouse-ab-kd"))}
+    assert registry.effective_values(registry.resolve("bughouse-ab-kd:king_danger=35"))["king_danger"] == "35"
+    pool = registry.EvaluatorPool()
+    a, b, c = (pool.get(registry.resolve(t), "bughouse") for t in ("bughouse-ab-kd", "bughouse-ab-kd:king_danger=35",
+                                                                   "bughouse-ab-kd:king_danger=35,lmr=false"))
+    assert a is not b and b is c  # the weight is part of what an evaluator is loaded with; a search option is not
+    with pytest.raises(EngineError, match="must be in"):
+        registry.resolve("bughouse-ab-kd:king_danger=-1")
+    with pytest.raises(EngineError, match="king_danger"):
+        registry.resolve("bughouse-ab-deep:king_danger=35")  # the board evaluator without king danger has no such option
+    with pytest.raises(EngineError, match="takes no option"):
+        registry.load_evaluator("bughouse-board", params={"king_danger": 35})

@@ -421,7 +421,8 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
              f"in colour- and board-reversed pairs (the team on A-white and B-black takes A-black and B-white), "
              f"each pair from its own bughouse opening: two capture-free lines of "
              f"`{cfg.openings.as_posix() if not cfg.openings.is_absolute() else cfg.openings.name}`, one a board, "
-             f"White to move on both. Elo is our team's against the reference (the anchor, 0), with the 95% "
+             f"White to move on both; each row draws its own openings (the draw is keyed by the seed and the two teams). "
+             f"Elo is our team's against the reference (the anchor, 0), with the 95% "
              f"interval of the pentanomial pair statistics (fishtest/fastchess; a sweep, every pair lost or "
              f"every pair won, has no finite Elo: the table gives the bound of the Wilson interval of the pair "
              f"scores). {total} games in all.", "",
