@@ -179,6 +179,22 @@ class BughouseBoard(CrazyhousePosition):
                 return True
         return False
 
+    def allows_mate_in_one(self, move: int) -> bool:
+        """``move`` is a one-move blunder: after it the opponent can mate at once (pockets as they
+        are now), and another legal move would not have let it."""
+        self.push(move)
+        allowed = self.can_mate_at_once()
+        self.pop()
+        if not allowed:
+            return False
+        for alt in self.legal_moves():
+            self.push(alt)
+            safe = not self.can_mate_at_once()
+            self.pop()
+            if safe:
+                return True
+        return False
+
     def has_insufficient_material(self, color: int) -> bool:
         return False
 

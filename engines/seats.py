@@ -89,7 +89,7 @@ from typing import TYPE_CHECKING, Any, Final, Sequence
 
 from board import move_to_uci
 from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
-from board.bughouse import BughouseGame, partner_seat, seat_of
+from board.bughouse import BughouseBoard, BughouseGame, partner_seat, seat_of
 from board.position import Position
 from board.variants import BUGHOUSE
 from engines.base import EngineError, EngineSpec, MoveStat
@@ -383,9 +383,12 @@ class AlphaBetaSeat(Seat):
     material, PST, pockets, king safety, material sent to the partners). The search runs in a
     process of its own, as an external program would, so it neither holds up the server loop (the
     other seats' moves keep their times) nor shares a core with the partner seat. Time: as
-    :class:`OurSeat` (:func:`allocate`), with the spec's ``nodes`` and ``depth``. The position does
-    not change while the seat is to move (only its pocket can grow), so a search is not restarted by
-    moves on the other board; the seat never sits, and with no legal move it waits for a piece."""
+    :class:`OurSeat` (:func:`allocate`), with the spec's ``nodes`` and ``depth``. The board does
+    not change while the seat is to move, but both pockets can grow (captures on the other board):
+    a search is not restarted by them, but when the move it found lets the opponent mate at once with
+    the pockets as they are now (:meth:`board.bughouse.BughouseBoard.allows_mate_in_one`), the seat
+    searches the new position again (once a move, with half a move's allocation). The seat
+    never sits, and with no legal move it waits for a piece."""
 
     kind = "alphabeta"
 
@@ -405,6 +408,8 @@ class AlphaBetaSeat(Seat):
         self.job = 0
         self.thinking = False
         self.turn_started = -1
+        self.sent_fen, self.rechecked = "", False  # the board the running search saw; searched again this move
+        self.turn_cost, self.game_rechecks = (0, 0), 0  # nodes and evals of this move so far; moves searched again
         mp = multiprocessing.get_context("spawn")  # no fork of a process with reader threads
         self.conn, child = mp.Pipe()
         self.proc = mp.Process(target=_alphabeta_worker, args=(child, spec_text), daemon=True)
@@ -419,10 +424,12 @@ class AlphaBetaSeat(Seat):
             raise SeatError(f"{name}: {msg}")
 
     def settings(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "search": "alphabeta", "options": self.options}
+        return {"name": self.name, "kind": self.kind, "search": "alphabeta", "options": self.options,
+                "rechecks": self.game_rechecks}
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
         self.seat = seat
+        self.game_rechecks = 0
         self.thinking = False  # an answer still coming from the last game is dropped (its job number)
         self.turn_started = -1
 
@@ -434,17 +441,8 @@ class AlphaBetaSeat(Seat):
         if not self.thinking:
             if not b.has_legal_moves():
                 return False
-            self.job += 1
-            self.turn_started = now
-            alloc = allocate(ctx, self.seat, self.movetime, self.clock_moves)
-            try:
-                self.conn.send((self.job, b.fen(), self.seat >> 1, None if alloc == float("inf") else alloc,
-                                self.nodes, self.depth))
-            except (OSError, ValueError):
-                ctx.forfeit(self.seat, f"crash: {self.name}: the alpha-beta process is gone")
-                return False
-            self.thinking = True
-            return False
+            self.turn_started, self.rechecked, self.turn_cost = now, False, (0, 0)
+            return self._send(ctx, b.fen(), allocate(ctx, self.seat, self.movetime, self.clock_moves))
         try:
             if not self.conn.poll():
                 return False
@@ -456,8 +454,35 @@ class AlphaBetaSeat(Seat):
         if n != self.job:
             return False
         self.thinking = False
+        nodes, evals = self.turn_cost[0] + nodes, self.turn_cost[1] + evals
+        if self._stale_blunder(b, uci):  # the pockets changed under the search: search again
+            self.rechecked, self.turn_cost = True, (nodes, evals)
+            self.game_rechecks += 1
+            return self._send(ctx, b.fen(), allocate(ctx, self.seat, self.movetime, self.clock_moves) / 2)
         ctx.submit(self.seat, uci, MoveStat(nodes=nodes, time=(now - self.turn_started) / 1000.0, cp=cp,
                                             depth=depth, evals=evals))
+        return False
+
+    def _stale_blunder(self, b: BughouseBoard, uci: str) -> bool:
+        """The move lets the opponent mate at once with the pockets as they are now (changed since the search began)."""
+        if self.rechecked or b.fen() == self.sent_fen:
+            return False
+        try:
+            return b.allows_mate_in_one(b.parse_uci(uci))
+        except ValueError:  # no legal move found: the server forfeits it as it is
+            return False
+
+    def _send(self, ctx: GameContext, fen: str, alloc: float) -> bool:
+        """Start a search of ``fen`` in the seat's process (``alloc`` seconds, inf: none)."""
+        self.job += 1
+        self.sent_fen = fen
+        try:
+            self.conn.send((self.job, fen, self.seat >> 1, None if alloc == float("inf") else alloc,
+                            self.nodes, self.depth))
+        except (OSError, ValueError):
+            ctx.forfeit(self.seat, f"crash: {self.name}: the alpha-beta process is gone")
+            return False
+        self.thinking = True
         return False
 
     def close(self) -> None:

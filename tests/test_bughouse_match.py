@@ -5,6 +5,7 @@ storage (SQLite rows + details, BPGN, resume), the CLI, and one short real game 
 import sys
 import textwrap
 import time
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -561,3 +562,56 @@ def test_alpha_beta_seats_play_a_game_in_their_own_processes():
     finally:
         for s in seats:
             s.close()
+
+
+def test_alphabeta_seat_searches_again_when_a_new_pocket_piece_makes_its_move_a_blunder():
+    """The opponent's pocket grew while the seat searched (a capture on the other board): a move
+    that now lets it mate at once is searched again once, with the new pockets; otherwise the move
+    is played. ``allows_mate_in_one`` is the report's "allowed mate in one"."""
+    from engines.seats import AlphaBetaSeat
+
+    before = "6k1/1b3ppp/8/8/4N3/6P1/5P1P/R5K1[] w - - 0 20"  # the board when the search began
+    # Black got a queen: once the knight leaves the long diagonal, Q@g2 (guarded by the bishop) mates
+    now = "6k1/1b3ppp/8/8/4N3/6P1/5P1P/R5K1[q] w - - 0 20"
+    b = BughouseGame(f"{now} | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1").boards[0]
+    assert b.allows_mate_in_one(b.parse_uci("e4c3")) and not b.allows_mate_in_one(b.parse_uci("h2h3"))
+
+    class Conn:
+        def __init__(self) -> None:
+            self.sent: list[tuple[Any, ...]] = []
+            self.answers: list[tuple[Any, ...]] = []
+
+        def send(self, job: tuple[Any, ...]) -> None:
+            self.sent.append(job)
+
+        def poll(self) -> bool:
+            return bool(self.answers)
+
+        def recv(self) -> tuple[Any, ...]:
+            return self.answers.pop(0)
+
+    def seat_with(answer: str, sent_fen: str) -> tuple[AlphaBetaSeat, GameContext, Conn]:
+        seat = AlphaBetaSeat.__new__(AlphaBetaSeat)  # no worker process: the connection is faked
+        conn = Conn()
+        seat.name, seat.seat, seat.conn, seat.options = "ab", 0, conn, {}
+        seat.nodes, seat.movetime, seat.depth, seat.clock_moves = 1000, None, None, None
+        seat.thinking, seat.job, seat.turn_started, seat.rechecked, seat.turn_cost = True, 1, 0, False, (0, 0)
+        seat.sent_fen, seat.game_rechecks = sent_fen, 0
+        ctx = GameContext(BughouseGame(f"{now} | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"), [],
+                          t0=time.monotonic())
+        conn.answers.append((1, answer, 500, 400, 3, 20, 0.1))
+        return seat, ctx, conn
+
+    seat, ctx, conn = seat_with("e4c3", before)
+    seat.tick(ctx)
+    assert not ctx.actions and seat.thinking and seat.game_rechecks == 1
+    assert conn.sent == [(2, b.fen(), 0, None, 1000, None)]  # the board as it is now
+    conn.answers.append((2, "h2h3", 700, 600, 4, 10, 0.1))
+    seat.tick(ctx)
+    assert ctx.actions[0][:2] == ("move", 0) and ctx.actions[0][2][0] == "h2h3"
+    assert (ctx.actions[0][2][1].nodes, ctx.actions[0][2][1].evals) == (1200, 1000)  # both searches' cost
+    assert seat.settings()["rechecks"] == 1
+    for answer, sent_fen in (("e4c3", b.fen()), ("h2h3", before)):  # the search saw the pockets / no blunder
+        seat, ctx, conn = seat_with(answer, sent_fen)
+        seat.tick(ctx)
+        assert ctx.actions[0][2][0] == answer and not conn.sent and seat.game_rechecks == 0

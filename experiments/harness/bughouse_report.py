@@ -249,13 +249,7 @@ def mate_cause(rec: GameRecord, fen: str) -> str | None:
     pos.pop()
     if not allowed:
         return "mate not in one"
-    for alt in pos.legal_moves():
-        pos.push(alt)
-        safe = not pos.can_mate_at_once()
-        pos.pop()
-        if safe:
-            return "allowed mate in one"
-    return "no move avoided mate in one"
+    return "allowed mate in one" if pos.allows_mate_in_one(m) else "no move avoided mate in one"
 
 
 def _mated_color(rec: GameRecord, bid: int) -> int:
