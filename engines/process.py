@@ -9,7 +9,7 @@ a run killed outright (SIGKILL, SIGTERM) runs no clean-up, and a program left be
 core busy (Sjeng, its input closed, spun at 100% for an hour after a killed match). The protocols
 sit on top of it: the data generator's UCI dialogue
 (:class:`experiments.training.datagen.UciProcess`) and the bughouse seats' CECP dialogue
-(:class:`engines.seats.XBoardSeat`); the engines played through python-chess
+(:class:`engines.xboard_seat.XBoardSeat`); the engines played through python-chess
 (:class:`engines.external.ExternalEngine`) get the same group kill and :func:`die_with_parent` from
 their adapter.
 """

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from board import BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE, make_drop, move_from_uci, move_to_uci
-from engines.seats import xboard_holding
+from engines.xboard_seat import xboard_holding
 from board.bughouse import (
     AGREEMENT, BLOCKED, BUGHOUSE_STARTING_FEN, CHECKMATE, FLAG, RESIGNATION, STARTING_MATERIAL,
     BughouseBoard, BughouseError, BughouseGame, bpgn_movetext, bpgn_token, format_move,

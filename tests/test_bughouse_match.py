@@ -17,7 +17,8 @@ from experiments.cli import main as cli
 from experiments.harness.ratings import from_games, rate
 from engines.base import EngineError
 from engines.registry import EvaluatorPool
-from engines.seats import GameContext, OurSeat, Seat, SeatError, XBoardSeat, fen_without_pockets, make_seat, parse_team
+from engines.seats import GameContext, OurSeat, Seat, SeatError, make_seat, parse_team
+from engines.xboard_seat import XBoardSeat, fen_without_pockets
 from experiments.harness.bughouse import BughouseMatchError, BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
 from tests.engines_path import find_engine

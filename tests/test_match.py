@@ -326,10 +326,20 @@ def test_replay_runs_a_network_in_the_mode_its_game_was_played_in() -> None:
     from experiments.harness.replay import player_of
 
     old = {"engine": "rise-mcts", "limits": "nodes=8", "weights": "rise_crazyhouse.pt:abc"}  # before the record
-    assert player_of("a", old).engine == "rise-mcts:inference=frozen"  # TorchScript, the default then
-    assert player_of("a", dict(old, inference="onnxruntime")).engine == "rise-mcts:inference=onnxruntime"
-    assert player_of("a", dict(old, engine="rise-mcts:inference=eager")).engine == "rise-mcts:inference=eager"
-    assert player_of("a", {"engine": "material-ab", "limits": "nodes=8"}).engine == "material-ab"
+    assert player_of("a", old).spec.options["inference"] == "frozen"  # TorchScript, the default then
+    assert player_of("a", dict(old, inference="onnxruntime")).spec.options["inference"] == "onnxruntime"
+    assert player_of("a", dict(old, engine="rise-mcts:inference=eager")).spec.options["inference"] == "eager"
+    material = player_of("a", {"engine": "material-ab", "limits": "nodes=8"})
+    assert material.engine == "material-ab" and "inference" not in material.spec.options and material.nodes == 8
+    # a game that recorded its evaluator, search and options is read back as that value, the
+    # built-in's defaults of today not consulted (cpuct 9 is no built-in's default)
+    stored = {"engine": "material-mcts", "limits": "nodes=8", "evaluator": "material", "search": "mcts",
+              "options": {"cpuct_init": "9", "batch_size": "1"}}
+    p = player_of("a", stored)
+    assert p.engine == "material-mcts" and p.spec.config.cpuct_init == 9.0 and p.spec.config.batch_size == 1
+    assert p.spec.options == {"cpuct_init": "9.0", "batch_size": "1"}  # canonical text
+    with pytest.raises(EngineError, match="no_such_option"):  # one line, as when the engine is made
+        player_of("a", dict(stored, options={"no_such_option": "1"}))
 
 
 def test_a_config_pins_the_inference_mode_of_its_network_engines(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ from board.bughouse import (
 )
 from board.variants import BUGHOUSE
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
-    GameContext, OurSeat, Seat, SeatError, TeamSpec, XBoardSeat, make_seat, parse_team,
+    GameContext, OurSeat, Seat, SeatError, TeamSpec, make_seat, parse_team,
 )
 from engines.registry import EvaluatorPool
 from experiments.harness.openings import Opening

@@ -186,7 +186,7 @@ def bughouse_openings(pairs: int, seed: int, key: str, suite: str | Path | None 
     crazyhouse suite whose moves capture nothing and leave White to move. Without captures no piece
     crosses to the partner board, so each board keeps its line's balance (Fairy-Stockfish's score),
     the pockets stay empty and every seat, Sjeng's included, can be set up by ``setboard``; White to
-    move on both boards is what Sjeng's custom start needs (:class:`engines.seats.XBoardSeat`).
+    move on both boards is what Sjeng's custom start needs (:class:`engines.xboard_seat.XBoardSeat`).
     The opening's FEN is the two boards' (``A | B``); its name ``bughouse:<id A>+<id B>``."""
     from board.bughouse import BughouseGame
     from board.variants import CRAZYHOUSE

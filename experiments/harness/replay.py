@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from board.variants import variant_of
+from engines.base import EngineSpec
 from experiments.harness.openings import Opening
 from experiments.harness.store import GameRecord, Store
 from experiments.harness.tasks import Player, parse_limits
@@ -55,26 +56,33 @@ LEGACY_INFERENCE = "frozen"
 
 
 def player_of(name: str, settings: dict[str, Any]) -> Player:
-    """The :class:`Player` a stored game's settings describe (engine and limits text).  An in-process
-    engine plays with exactly the options the game recorded (``options``, over its search's own
-    defaults), so a built-in engine's defaults changed since do not reach the replay; a network runs
-    in the inference mode the game was played in (``inference``, recorded since ONNX Runtime became
-    the default; a network game without it ran TorchScript) unless its options name one."""
-    from engines import registry
-    from engines.base import EngineError
+    """The :class:`Player` a stored game's settings describe: its limits, and its engine as a value
+    (:attr:`Player.resolved`, :func:`spec_of`); ``engine`` stays the text the game stored."""
+    return Player(name, str(settings["engine"]), **parse_limits(str(settings.get("limits", ""))),
+                  resolved=spec_of(settings))
 
-    engine = str(settings["engine"])
+
+def spec_of(settings: dict[str, Any], legacy: str | None = LEGACY_INFERENCE) -> EngineSpec:
+    """The engine a stored game's (or bughouse seat's) settings describe, read back as a value
+    without a text round trip: an in-process engine is its evaluator and search with exactly the
+    options the game recorded (over its search's own defaults, so a built-in engine's defaults
+    changed since do not reach the replay); an older game without them, or an external program, is
+    its stored spec text resolved. A network runs in the inference mode the game was played in
+    (``inference``, recorded since ONNX Runtime became the default; a network game without it ran
+    TorchScript: ``legacy``; a bughouse seat always recorded its mode) unless its options name one.
+    :class:`engines.base.EngineError` (one line) when the stored engine no longer resolves."""
+    from engines import registry
+
     options, ev, se = settings.get("options"), settings.get("evaluator"), settings.get("search")
     if isinstance(options, dict) and isinstance(ev, str) and isinstance(se, str) and se not in registry.PROTOCOLS:
-        engine = registry.join_spec(f"{ev}+{se}", {str(k): str(v) for k, v in options.items()})
-    mode = settings.get("inference") or (LEGACY_INFERENCE if "weights" in settings else None)
-    if mode is not None:
-        try:
-            if "inference" not in registry.resolve(engine).options:
-                engine = registry.join_spec(engine, {"inference": str(mode)})
-        except EngineError:
-            pass  # the replay reports the engine's error when it makes it
-    return Player(name, engine, **parse_limits(str(settings.get("limits", ""))))
+        stored = {str(k): str(v) for k, v in options.items()}
+        spec = registry.with_options(EngineSpec(str(settings.get("engine", f"{ev}+{se}")), ev, se, {}), stored)
+    else:
+        spec = registry.resolve(str(settings["engine"]))
+    mode = settings.get("inference") or (legacy if "weights" in settings else None)
+    if mode is not None and not registry.is_external(spec) and "inference" not in spec.options:
+        spec = registry.with_options(spec, {**spec.options, "inference": str(mode)})
+    return spec
 
 
 def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome:
@@ -107,22 +115,12 @@ def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome
     return out
 
 
-def bughouse_seat_spec(settings: dict[str, Any]) -> str:
-    """The engine spec a stored bughouse seat of ours plays again: its evaluator and search with
-    exactly the options it recorded (a built-in's defaults changed since do not reach the replay),
-    its network in the backend it ran in."""
-    from engines import registry
-
-    options = {str(k): str(v) for k, v in dict(settings.get("options") or {}).items()}
-    if isinstance(settings.get("inference"), str) and "inference" not in options:
-        options["inference"] = settings["inference"]  # the backend its network ran in
-    return registry.join_spec(f"{settings['evaluator']}+{settings['search']}", options)
-
-
 def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> Outcome:
     """Play the bughouse game ``g`` again (module doc); ``details``: its ``bughouse_games`` row;
     ``pool``: the :class:`engines.registry.EvaluatorPool` its seats' evaluators come from."""
-    from engines.seats import make_seat
+    from board.variants import BUGHOUSE
+    from engines import registry
+    from engines.seats import Seat
     from experiments.harness.bughouse import play_game
 
     out = Outcome(g.key, len(g.moves))
@@ -135,7 +133,8 @@ def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> O
         return out
     from experiments.harness.bughouse import network_of
 
-    made = [make_seat(bughouse_seat_spec(s), int(s["seed"]), pool) for s in seats]
+    made = [registry.create(spec_of(s, legacy=None), BUGHOUSE.name, kind=Seat, seed=int(s["seed"]), pool=pool)
+            for s in seats]
     changed = [s["weights"] for s, seat in zip(seats, made)
                if "weights" in s and network_of(seat).get("weights") != s["weights"]]
     if changed:

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from engines.base import Engine, EngineSpec
@@ -64,6 +64,9 @@ class Player:
     #: search and a policy target, the node limit of the other moves, whose positions keep only a value
     #: target); drawn per move from the game's seed, so a replay draws the same
     playout_cap: tuple[float, int] | None = None
+    #: the engine as a value already resolved (a replay's, read back from the stored game's evaluator,
+    #: search and options: :func:`experiments.harness.replay.player_of`); None: ``engine`` resolved
+    resolved: EngineSpec | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         why = check_name(self.name)
@@ -96,7 +99,7 @@ class Player:
         player to worker processes; ``engine`` stays the text that games and keys store."""
         from engines import registry
 
-        return registry.resolve(self.engine)
+        return self.resolved if self.resolved is not None else registry.resolve(self.engine)
 
     @property
     def ident(self) -> str:
