@@ -50,10 +50,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: partner messages relayed between seats (Sjeng's partner commands, see the module docstring)
 #: an untimed game's sit recheck, in server passes (each seat one tick a pass), not milliseconds: so a
 #: game without clocks does not depend on the machine's speed, and replays
 SIT_RECHECK_PASSES = 200
+#: partner messages relayed between seats (Sjeng's partner commands: :mod:`engines.xboard_seat`)
 PTELL_COMMAND = re.compile(r"^(sit|go|move|fast|slow|dead|abort|flag|x|=|[+-]{1,3}([pnbrqdh]|trades))(\s|$)",
                            re.IGNORECASE)
 SIT_RECHECK_MS = 1000
