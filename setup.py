@@ -37,6 +37,9 @@ MYPYC_MODULES = [
     "search/mcts_report.py",
     "search/mcts.py",
     "search/bughouse_mcts.py",
+    "search/two_board_walk.py",
+    "search/two_board_rules.py",
+    "search/two_board.py",
 ]
 
 ext_modules = []

@@ -91,7 +91,11 @@ SEARCHES: dict[str, SearchEntry] = {
     "alphabeta": SearchEntry("search.alphabeta", "AlphaBeta", "ABConfig", False),
     "comparator": SearchEntry("search.comparator", "ComparatorAlphaBeta", "ComparatorConfig", False),
     "bughouse-mcts": SearchEntry("search.bughouse_mcts", "BughouseMCTS", "BughouseMCTSConfig", True, (BUGHOUSE.name,)),
+    "two-board-mcts": SearchEntry("search.two_board", "TwoBoardMCTS", "TwoBoardConfig", True, (BUGHOUSE.name,)),
 }
+#: the two-board searches our bughouse seats run in process (the seat's interface: start with the
+#: game and the board, a BughouseResult)
+SEAT_SEARCHES: tuple[str, ...] = tuple(n for n, e in SEARCHES.items() if e.variants == (BUGHOUSE.name,))
 ALIASES: dict[str, str] = {"material": "classical", "ab": "alphabeta"}
 
 

@@ -36,6 +36,7 @@ import random
 import re
 import time
 import dataclasses
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
@@ -155,10 +156,11 @@ class OurSeat(Seat):
 
     def __init__(self, name: str, evaluator: Evaluator, config: Any = None, nodes: int | None = None,
                  movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None,
-                 playouts: int | None = None, evals: int | None = None, clock_moves: int | None = None) -> None:
-        from search.bughouse_mcts import BughouseMCTS
-
+                 playouts: int | None = None, evals: int | None = None, clock_moves: int | None = None,
+                 search: str = "bughouse-mcts") -> None:
         self.name = name
+        #: the two-board search's registry name (:data:`engines.registry.SEAT_SEARCHES`)
+        self.search_name = search
         self.evaluator = evaluator
         #: limits a move, in :mod:`search.base`'s units (:class:`search.bughouse_mcts.BughouseLimits`)
         self.nodes, self.playouts, self.evals = nodes, playouts, evals
@@ -167,7 +169,7 @@ class OurSeat(Seat):
         self.options = dict(options or {})
         self.seed = seed
         self.config = config
-        self.search = BughouseMCTS(evaluator, config, random.Random(seed))
+        self.search = self._new_search(random.Random(seed))
         self.seat = -1
         self._searching = False
         self._searched_version = -1
@@ -183,15 +185,19 @@ class OurSeat(Seat):
     def settings(self) -> dict[str, Any]:
         """Spec and search settings; for the game just played, its sit decisions."""
         return {"name": self.name, "kind": self.kind, "evaluator": self.evaluator.name,
-                "search": "bughouse-mcts", "options": self.options, "seed": self.seed,
+                "search": self.search_name, "options": self.options, "seed": self.seed,
                 "config": dataclasses.asdict(self.search.config), "sits": self.game_sits}
 
-    def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
-        from search.bughouse_mcts import BughouseMCTS
+    def _new_search(self, rng: random.Random) -> Any:
+        from engines import registry
 
+        entry = registry.SEARCHES[self.search_name]
+        return getattr(importlib.import_module(entry.module), entry.cls)(self.evaluator, self.config, rng)
+
+    def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
         # a fresh search whose random state comes from the seat's seed and the game's: a game does
         # not depend on the games this seat played before it (workers, resumes, replays)
-        self.search = BughouseMCTS(self.evaluator, self.config, random.Random(f"{self.seed}:{ctx.seed}"))
+        self.search = self._new_search(random.Random(f"{self.seed}:{ctx.seed}"))
         self.seat = seat
         self.game_sits = 0
         self._searching = False
@@ -523,10 +529,11 @@ def seat_for(spec: EngineSpec, seed: int, evaluators: EvaluatorPool, evaluator: 
     if spec.search == "alphabeta":
         return AlphaBetaSeat(spec.name, spec.name, st["nodes"], st["movetime"], st["depth"], dict(spec.options),
                              clock_moves=st["clock_moves"])
-    if spec.search != "bughouse-mcts":
-        raise SeatError(f"{spec.name}: a bughouse seat of ours runs bughouse-mcts or alphabeta, not {spec.search}")
+    if spec.search not in registry.SEAT_SEARCHES:
+        raise SeatError(f"{spec.name}: a bughouse seat of ours runs {', '.join(registry.SEAT_SEARCHES)} or alphabeta, "
+                        f"not {spec.search}")
     if evaluator is None:
         evaluator = evaluators.get(spec, BUGHOUSE.name)
     return OurSeat(spec.name, evaluator, spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"],
-                   st["clock_moves"])
+                   st["clock_moves"], spec.search)

@@ -51,8 +51,8 @@ that node becomes the root (through the partner board's sit edge when the partne
 Its visits and values are kept; the new root gets the real clocks, the nodes below keep the
 clocks simulated when they were made.
 
-This module is compiled with mypyc (``MYPYC_MODULES`` in setup.py, one group with the rules core);
-``SEARCHBENCH_PURE=1`` runs the same source uncompiled.
+The same rules run on the shared MCTS driver and tree in :mod:`search.two_board` (``two-board-mcts``);
+this tree of its own stays for the games stored with it (``bughouse-mcts``), which replay with it.
 """
 from __future__ import annotations
 

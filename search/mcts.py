@@ -121,9 +121,12 @@ class MCTS(Search):
         self.rng = rng if rng is not None else random.Random(0)
         self.rule: TreeRule = make_rule(self.config)
         self.root_rule: RootRule = make_root_rule(self.config, self.rule)
-        self.tree = _Tree(self.config, self.rule.check_urgency)
+        self.tree = self._new_tree()
         self.root, self._root_ply = -1, -1
         self._root_hash: i64 = 0
+        #: the root's side to move and full-move number (the time manager's, the noise's, the report's)
+        self._turn = 0
+        self._fullmove = 1
         self._tt = EvalTable()
         self._pos: Position = Position()
         self._pending: list[_Pending] = []
@@ -154,10 +157,13 @@ class MCTS(Search):
 
     def new_game(self) -> None:
         """Forget the tree, the transposition table and the last move's Q."""
-        self.tree = _Tree(self.config, self.rule.check_urgency)
+        self.tree = self._new_tree()
         self.root, self._root_ply = -1, -1
         self._tt = EvalTable()
         self._last_q = None
+
+    def _new_tree(self) -> _Tree:
+        return _Tree(self.config, self.rule.check_urgency)
 
     def _reuse_root(self, pos: Position) -> int:
         """The node of ``pos`` in the previous tree (the moves since its root followed), or -1."""
@@ -187,15 +193,28 @@ class MCTS(Search):
 
     def start(self, pos: Position, limits: Limits) -> None:
         require(self.evaluator, POLICY_VALUE, pos.variant)
-        cfg = self.config
         moves = pos.legal_moves()
         if not moves:
             raise MCTSConfigError(f"no legal moves in {pos.fen()}")
+        self._drop_abandoned()
+        self._pos = pos
+        reused = self._reuse_root(pos)
+        if reused < 0 or self.tree.n_nodes > self.config.max_tree_nodes:
+            self.tree = self._new_tree()
+            reused = self.tree.new_node(pos.zobrist)
+            if self.config.mcgs:
+                self.tree.graph.put(position_key(pos), reused)
+        self._begin(reused, pos.ply(), pos.zobrist, pos.turn, pos.fullmove_number, moves, limits)
+
+    def _drop_abandoned(self) -> None:
         if self._pending:
             # The last search was abandoned with leaves in flight: its tree holds virtual losses.
-            self.tree = _Tree(cfg, self.rule.check_urgency)
+            self.tree = self._new_tree()
             self.root = -1
-        self._pos = pos
+
+    def _begin(self, root: int, ply: int, key: i64, turn: int, fullmove: int, moves: list[int], limits: Limits) -> None:
+        """A move's search from ``root`` (fresh, or reused with its visits): the counters, the limits,
+        the root rule's start when the root is expanded already."""
         self._pending = []
         self._made = 0
         self._nodes = 0
@@ -207,17 +226,12 @@ class MCTS(Search):
         self._best = None
         self._t0 = time.perf_counter()
         self._elapsed = 0.0
-        reused = self._reuse_root(pos)
-        if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
-            self.tree = _Tree(cfg, self.rule.check_urgency)
-            reused = self.tree.new_node(pos.zobrist)
-            if cfg.mcgs:
-                self.tree.graph.put(position_key(pos), reused)
-        self.root = reused
-        self._root_ply = pos.ply()
-        self._root_hash = pos.zobrist
-        self._visits0 = 1 + int(self.tree.nd_sum_n[reused]) if self.tree.nd_state[reused] == EXPANDED else 0
-        self._stop.begin(limits, pos, moves, self._visits0)
+        self.root = root
+        self._root_ply = ply
+        self._root_hash = key
+        self._turn, self._fullmove = turn, fullmove
+        self._visits0 = 1 + int(self.tree.nd_sum_n[root]) if self.tree.nd_state[root] == EXPANDED else 0
+        self._stop.begin(limits, turn, fullmove, moves, self._visits0)
         self._done = self._stop.single_move != 0
         if self.tree.nd_state[self.root] == EXPANDED:
             self._root_ready()
@@ -278,7 +292,7 @@ class MCTS(Search):
 
     def _check_done(self) -> None:
         self._elapsed = time.perf_counter() - self._t0
-        last = self._last_q if self._last_q_turn == self._pos.turn else None
+        last = self._last_q if self._last_q_turn == self._turn else None
         if self._stopped or self._stop.should_stop(self.tree, self.root, self._nodes, self._evals, self._elapsed, last):
             self._done = True
             self._best = self._make_result()
@@ -322,9 +336,7 @@ class MCTS(Search):
                 self._make(depth, e)
                 depth += 1
                 if new_child:
-                    tree.nd_hash[child] = self._pos.zobrist
-                    if tree.mcgs and mcgs.link(tree, self._pos, child):
-                        self._merges += 1
+                    self._child_made(child)
                 node = child
                 if tree.mcgs:
                     node = tree.nd_target[child]
@@ -355,12 +367,18 @@ class MCTS(Search):
         using it)."""
         if depth >= self._made or self._on[depth] != e:
             self._unmake_to(depth)
-            self._pos.push(int(self.tree.ed_move[e]))
+            self._push(int(self.tree.ed_move[e]))
             if depth < len(self._on):
                 self._on[depth] = e
             else:
                 self._on = append(self._on, e)
             self._made = depth + 1
+
+    def _child_made(self, child: int) -> None:
+        """A child node made for the edge whose move was just made: its hash; with MCGS its link."""
+        self.tree.nd_hash[child] = self._pos.zobrist
+        if self.tree.mcgs and mcgs.link(self.tree, self._pos, child):
+            self._merges += 1
 
     def _exploration_start(self) -> tuple[int, int, int]:
         """ε-greedy (:mod:`search.mcts_explore`): the node a simulation starts from, its depth (its
@@ -382,10 +400,17 @@ class MCTS(Search):
 
     def _unmake_to(self, depth: int) -> None:
         """Take back the moves made beyond ``depth`` plies below the root."""
-        pos = self._pos
         while self._made > depth:
-            pos.pop()
+            self._pop()
             self._made -= 1
+
+    def _push(self, move: int) -> None:
+        """Make a move on the walked position (here a :class:`Position`; the two-board driver's
+        is a :class:`search.two_board_walk.TwoBoardWalk`)."""
+        self._pos.push(move)
+
+    def _pop(self) -> None:
+        self._pos.pop()
 
     def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
         """A node reached for the first time: terminal, transposition, or a leaf to evaluate."""
@@ -490,7 +515,7 @@ class MCTS(Search):
     def _root_ready(self) -> None:
         """The root is expanded (now, or reused): noise on its priors, then the root rule's start with
         its edges' budget, the root's final visits less its own evaluation (Sequential Halving's n)."""
-        mcts_explore.root_noise(self.tree, self.root, self.config, self.rng, self._pos.fullmove_number)
+        mcts_explore.root_noise(self.tree, self.root, self.config, self.rng, self._fullmove)
         self.root_rule.begin(self.tree, self.root, max(1, self._stop.root_budget(self._visits0) - 1), self.rng)
 
     # ------------------------------------------------------------------ the move and the report
@@ -545,7 +570,7 @@ class MCTS(Search):
             return int(tree.ed_move[best_win])
         if not candidates:
             return int(tree.ed_move[longest])
-        return int(tree.ed_move[self.root_rule.choose(tree, self.root, candidates, self.rng, self._pos.fullmove_number)])
+        return int(tree.ed_move[self.root_rule.choose(tree, self.root, candidates, self.rng, self._fullmove)])
 
     def _make_result(self) -> SearchResult:
         elapsed = time.perf_counter() - self._t0
@@ -557,7 +582,7 @@ class MCTS(Search):
         r = mcts_report.search_result(tree, self.root, self.config, self.root_rule, self._pos.variant, move,
                                       self._visits0 + self._nodes, self._evals, elapsed, self._seldepth)
         self._last_q = r.value
-        self._last_q_turn = self._pos.turn
+        self._last_q_turn = self._turn
         return r
 
     def result(self) -> SearchResult:

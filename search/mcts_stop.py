@@ -20,7 +20,6 @@ The stoppers, in the order they are asked:
 """
 from __future__ import annotations
 
-from board.position import Position
 from search.base import Limits
 from search.mcts_config import MCTSConfig, MCTSConfigError, playout_depth_for_clock, simulation_cap
 from search.mcts_tree import EXPANDED, UNKNOWN, _Tree
@@ -41,16 +40,17 @@ class Stoppers:
         self.spent_out = False  # a reused root has the visits the limit asks for already
         self.proven_at = -1  # simulations when the root was proven won (-1: not proven)
 
-    def begin(self, limits: Limits, pos: Position, moves: list[int], visits0: int) -> None:
-        """Resolve ``limits`` for the search of ``pos`` whose root has ``visits0`` visits already."""
+    def begin(self, limits: Limits, turn: int, fullmove: int, moves: list[int], visits0: int) -> None:
+        """Resolve ``limits`` for the search of a position (``turn`` to move at full move ``fullmove``,
+        legal ``moves``) whose root has ``visits0`` visits already."""
         cfg = self.cfg
         self.proven_at = -1
         if limits.nodes is not None and limits.nodes < 1:
             raise MCTSConfigError(f"node limit must be positive, got {limits.nodes}")
         if limits.playouts is not None and limits.playouts < 1:
             raise MCTSConfigError(f"playout limit must be positive, got {limits.playouts}")
-        budget = None if limits.infinite else move_time(limits, pos.turn, pos.fullmove_number, cfg.time)
-        remaining = limits.wtime if pos.turn == 0 else limits.btime
+        budget = None if limits.infinite else move_time(limits, turn, fullmove, cfg.time)
+        remaining = limits.wtime if turn == 0 else limits.btime
         self.time = TimeControl(budget, cfg.time, remaining) if budget is not None else None
         if limits.evals is not None and limits.evals < 1:
             raise MCTSConfigError(f"evaluator-call limit must be positive, got {limits.evals}")

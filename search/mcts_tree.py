@@ -63,6 +63,13 @@ included, and backs up the correction when the edge's Q lags the node's (:func:`
 and a backup that passes through a transposition re-aligns the edge above it: the value that edge
 receives is the one that makes its Q equal to the node's, ``N (Q_t − Q_e) + Q_t`` clipped to
 [-1, 1] (CrazyAra's ``backup_value`` with ``get_transposition_q_value``), not the plain value.
+
+Two-board mode (``teams``, bughouse: :mod:`search.two_board`).  A node has a side to move on each
+board, and two consecutive edges may be moves of the same team, so values do not alternate by ply:
+``nd_value`` and the values backed up are **team 0's**, and one array more, 8 bytes a node::
+
+    nd_sign[i]    +1 if the edge into i is a move (or sit) of team 0, -1 if of team 1: the edge's
+                  W(s, a) sums ``nd_sign · v`` (its mover's point of view, as one board's edges do)
 """
 from __future__ import annotations
 
@@ -111,8 +118,11 @@ class _Tree:
     """The node and edge arrays (see the module docstring) and the operations on them; the selection
     of an edge is the tree rule's (:class:`search.mcts_rules.TreeRule`)."""
 
-    def __init__(self, cfg: MCTSConfig, check_urgency: bool = False) -> None:
+    def __init__(self, cfg: MCTSConfig, check_urgency: bool = False, teams: bool = False) -> None:
         self.cfg = cfg
+        #: two-board mode (module docstring): values are team 0's, each edge's sign is in nd_sign
+        self.teams = teams
+        self.nd_sign = vec[float]()
         #: checking edges are flagged (``ed_check``) for the tree rule (:attr:`TreeRule.check_urgency`)
         self.check_urgency = check_urgency
         #: Monte-Carlo graph search: the graph arrays below exist (module docstring)
@@ -168,6 +178,8 @@ class _Tree:
             self.nd_vsum = append(self.nd_vsum, 0.0)
             self.nd_vcnt = append(self.nd_vcnt, 0)
             self.nd_parents = append(self.nd_parents, 1)
+        if self.teams:
+            self.nd_sign = append(self.nd_sign, 1.0)
         self.n_nodes += 1
         return self.n_nodes - 1
 
@@ -378,9 +390,26 @@ class _Tree:
             self.nd_vl[self.ed_child[path[i]]] -= 1
             self.nd_sum_n[nodes[i]] -= self.cfg.virtual_loss
 
+    def _backup_teams(self, path: vec[i64], nodes: vec[i64], value0: float) -> None:
+        """Two-board backup: no alternation (two teams move on two boards), W(s, a) += ±value0 by the
+        team that made a (``nd_sign`` of a's child); no solver, no graph."""
+        vl = self.cfg.virtual_loss
+        i = len(path) - 1
+        while i >= 0:
+            child = self.ed_child[path[i]]
+            self.nd_vl[child] -= 1
+            self.nd_n[child] += 1
+            self.nd_w[child] += value0 * self.nd_sign[child]
+            self.nd_sum_n[nodes[i]] += 1.0 - vl
+            i -= 1
+
     def backup(self, path: vec[i64], nodes: vec[i64], leaf: int, value: float) -> None:
         """Back ``value`` (for the side to move at ``leaf``) up the path, removing virtual loss;
-        with the solver (or fix-checkmates, one level), settle proven statuses on the way."""
+        with the solver (or fix-checkmates, one level), settle proven statuses on the way.  In
+        two-board mode ``value`` is team 0's and each edge gets it signed by its mover's team."""
+        if self.teams:
+            self._backup_teams(path, nodes, value)
+            return
         v = value
         vl = self.cfg.virtual_loss
         settle = (self.cfg.solver or self.cfg.fix_checkmates) and self.nd_proven[leaf] != UNKNOWN

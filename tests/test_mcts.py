@@ -492,6 +492,9 @@ def test_bench_search_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert out["mcts_overhead"]["chess"]["ours"]["sims"] == 3 * 40
     assert out["alphabeta"]["chess"]["python_chess"]["nodes"] > 0
     assert out["nn"] is not None
+    # the two-board search on the shared driver beside its own-tree twin, same positions and limit
+    tb = out["two_board"]
+    assert tb["shared"]["sims"] == tb["annex"]["sims"] == 3 * 40 and tb["ratio"] > 0
 
 
 class _LastMoveEvaluator(FixedEvaluator):

@@ -19,6 +19,10 @@ Three measurements, each on the same positions for both sides, in the same proce
   second against the network's raw throughput (``evaluate`` of the very batches the search asked for,
   replayed),
   as a fraction, best of five runs each.  Goal: >= 90%.
+* Two-board MCTS (bughouse): simulations per second of LazyBug's search on the shared driver
+  (:class:`search.two_board.TwoBoardMCTS`) against the same rules in their own tree
+  (:class:`search.bughouse_mcts.BughouseMCTS`), the zero-cost evaluator, the same positions and
+  node limit, interleaved, best of three each.  Goal: ratio >= 1 (the shared driver is no slower).
 * Alpha-beta: positions per second of our :class:`search.alphabeta.AlphaBeta` with the classical
   evaluator against a straightforward alpha-beta negamax over python-chess boards that scores its
   leaves with the same evaluation function (material, PST, pockets, king safety), fixed depth,
@@ -34,7 +38,8 @@ import chess
 import chess.variant
 
 import board
-from board.variants import CHESS, CRAZYHOUSE, variant_of
+from board.bughouse import BUGHOUSE_STARTING_FEN
+from board.variants import BUGHOUSE, CHESS, CRAZYHOUSE, variant_of
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
 from evaluators.classical import ClassicalEvaluator, white_score_bb
 from search.alphabeta import AlphaBeta
@@ -53,6 +58,14 @@ POSITIONS: dict[str, list[str]] = {
         "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22",
     ],
 }
+#: bughouse positions (both boards): the start and two from random play
+TWO_BOARD_POSITIONS: list[str] = [
+    BUGHOUSE_STARTING_FEN,
+    "rn1qkbnr/pbpp2pp/4p3/1pp2p2/P2P2P1/2N2N2/1PP1PP1P/R1BQKB1R[] w KQkq - 0 6 | "
+    "rnbqkbnr/1p1pp1pp/p7/2p2P2/8/4P3/PPPP1P1P/RNBQKBNR[] w KQkq - 0 4",
+    "1nbq1bnQ/rp1p2p1/B1p1kp2/8/PP1Pp3/4P1P1/2P2P1P/RNBK2NR[Pn] b - d3 0 12 | "
+    "r1bqkb1r/p1pppppp/1p5n/4P3/P2Q4/N4KpP/1PP1rPP1/R1B2BNR[p] b kq - 0 9",
+]
 MATE: int = 30000
 
 
@@ -60,6 +73,7 @@ class ZeroEvaluator(Evaluator):
     """A zero-cost evaluator: value 0 and uniform priors (measures the search's own overhead)."""
 
     name = "zero"
+    variants = frozenset(board.VARIANTS) | {BUGHOUSE.name}
 
     def serves(self) -> frozenset[str]:
         return frozenset({POLICY_VALUE})
@@ -73,6 +87,25 @@ class ZeroEvaluator(Evaluator):
 
 
 # ------------------------------------------------------------------ MCTS overhead
+
+def two_board_mcts(shared: bool, sims: int) -> dict[str, float]:
+    """Simulations/s of the two-board search (``shared``: on the shared driver) from each of
+    :data:`TWO_BOARD_POSITIONS`, board A's side to move searching."""
+    from board.bughouse import BughouseGame
+    from search.bughouse_mcts import BughouseLimits, BughouseMCTS
+    from search.two_board import TwoBoardMCTS
+
+    ev = ZeroEvaluator()
+    total = 0
+    t = 0.0
+    for fen in TWO_BOARD_POSITIONS:
+        s = TwoBoardMCTS(ev, None, random.Random(0)) if shared else BughouseMCTS(ev, None, random.Random(0))
+        t0 = time.perf_counter()
+        r = s.run(BughouseGame(fen), 0, BughouseLimits(nodes=sims))
+        t += time.perf_counter() - t0
+        total += r.nodes
+    return {"sims": total, "time": t, "sims_per_s": total / t if t > 0 else 0.0}
+
 
 def ours_mcts(variant: str, fens: list[str], sims: int, cfg: MCTSConfig | None = None) -> dict[str, float]:
     ev = ZeroEvaluator()
@@ -258,6 +291,12 @@ def run(variants: Sequence[str] = board.VARIANTS, sims: int = 3000, ab_nodes: in
         pc = pc_alphabeta(variant, fens, pc_depth if not variant_of(variant).pockets else max(1, pc_depth - 1))
         out["alphabeta"][variant] = {"ours": ab, "python_chess": pc,
                                      "ratio": ab["nodes_per_s"] / pc["nodes_per_s"] if pc["nodes_per_s"] else None}
+    shared = annex = None
+    for _ in range(OVERHEAD_REPEATS):
+        shared = _faster(shared, two_board_mcts(True, sims))
+        annex = _faster(annex, two_board_mcts(False, sims))
+    assert shared is not None and annex is not None
+    out["two_board"] = {"shared": shared, "annex": annex, "ratio": shared["sims_per_s"] / annex["sims_per_s"]}
     out["nn"] = nn_fraction(nn_sims)
     return out
 
@@ -279,6 +318,11 @@ def format_table(r: dict[str, Any]) -> str:
                      f"the CrazyAra defaults' rate; goal >= 75%)")
         lines.append(f"  {'':<11} graph search (mcgs):   ours {m['sims_per_s']:>7.0f} ({100 * d['mcgs_share']:.0f}% of "
                      f"the CrazyAra defaults' rate; goal >= 75%)")
+    tb = r.get("two_board")
+    if tb:
+        lines.append("Two-board MCTS (bughouse), zero-cost evaluator (simulations/s; goal: ratio >= 1)")
+        lines.append(f"  shared driver {tb['shared']['sims_per_s']:>8.0f}  own tree (bughouse_mcts) "
+                     f"{tb['annex']['sims_per_s']:>8.0f}  ratio {tb['ratio']:.2f}x")
     lines.append("Alpha-beta, classical evaluator (positions/s; goal: ratio >= 10)")
     for variant, d in r["alphabeta"].items():
         ratio = f"{d['ratio']:.1f}x" if d["ratio"] else "-"

@@ -318,7 +318,7 @@ def check_untimed(team: TeamSpec) -> None:
 
     for text in team.seat_specs:
         spec = registry.resolve(text)
-        if spec.search != "bughouse-mcts" or spec.settings.get("movetime"):
+        if spec.search not in registry.SEAT_SEARCHES or spec.settings.get("movetime"):
             raise BughouseMatchError(f"{text}: a game without clocks takes our MCTS seats (bughouse-mcts, "
                                      f"rise-bughouse-mcts) with node, playout or eval limits and no movetime")
 

@@ -1,0 +1,360 @@
+"""Bughouse MCTS on the shared driver (mypyc-compiled): LazyBug's two-board search (SPEC.md section 4)
+as a walk cursor and two rules over :class:`search.mcts.MCTS`'s tree, batches and stoppers.
+
+Notation (as :mod:`search.mcts`; LazyBug's rules as :mod:`search.bughouse_mcts` states them)
+--------------------------------------------------------------------------------------------
+A node ``s`` is a two-board walk position (:mod:`search.two_board_walk`: both boards, the pockets,
+the sit, the simulated clocks); its edges ``(b, a)`` are the moves of both boards' sides to move,
+board A's first, each board's ``sit`` last where it is allowed.
+
+- Values are **team values**: ``W(s, b, a)`` sums the values backed up through the edge from the
+  point of view of the team that moves on board ``b`` at ``s`` (the tree's two-board mode:
+  :attr:`search.mcts_tree._Tree.teams`); ``Q = W / N``, ``fpu`` (-1) while ``N = 0``.
+- ``P(s, b, a)``: the evaluator's priors renormalised per board.
+- Selection (:mod:`search.two_board_rules`): a board, then LazyBug's PUCT over that board's edges
+  with ``N(s, b)`` that board's visits; at the root our board with ``root_own_p``.
+- Leaf value: the evaluator's, for the team to move on our board, turned into team 0's; the
+  walk's end of game (mate on a board, a simulated flag, no board able to move) exact.
+- Virtual loss, batches (``batch_size``), limits and their units, tree reuse between moves: the
+  shared driver's (:mod:`search.base`: ``nodes`` the root's visits, reused ones included;
+  ``playouts`` new simulations; ``evals`` evaluator calls).  Tree reuse follows the moves played
+  since on either board (and our partner's sit) and keeps the node whose walk hash matches.
+
+The final-move rule is :meth:`TwoBoardMCTS.choose_move` (the only place it is decided): LazyBug's,
+as :class:`search.bughouse_mcts.BughouseMCTS` applies it.  Off here (validated): the solver, fix
+checkmates, the transposition table, graph search, Q-value selection and Q-PV, check enhancement
+and urgency, ε-greedy, Gumbel, multi-PV, the early and late time stops.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from librt.vecs import vec
+from mypy_extensions import i64
+
+from board.bughouse import BOARD_SHIFT, SIT, BughouseBoard, BughouseGame, recent_move_ms, sit_move, split_move, team_of, two_board_move
+from board.variants import BUGHOUSE
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
+from search.base import Limits, SearchResult
+from search.bughouse_mcts import BughouseLimits, BughouseResult
+from search.mcts import MCTS, _Pending
+from search.mcts_config import MCTSConfig, MCTSConfigError
+from search.mcts_tree import EXPANDED, PENDING, TERMINAL, _Tree
+from search.timeman import TimeConfig
+from search.two_board_rules import BoardPUCT, SeatRoot
+from search.two_board_walk import TwoBoardWalk
+
+
+def _hard_clock() -> TimeConfig:
+    return TimeConfig(move_overhead=0.0, stop_easy=False, extend_critical=False)
+
+
+@dataclass
+class TwoBoardConfig(MCTSConfig):
+    """LazyBug's parameters on the shared MCTS settings (the switches it has not are off)."""
+
+    cpuct_init: float = 2.0
+    cpuct_factor: float = 1.5
+    virtual_loss: float = 3.0
+    q_value_selection: bool = False
+    q_pv: bool = False
+    u_divisor: bool = False
+    check_enhancement: bool = False
+    transposition_table: bool = False
+    fix_checkmates: bool = False
+    solver: bool = False
+    stop_single_move: bool = False
+    time: TimeConfig = field(default_factory=_hard_clock)
+    root_own_p: float = 0.9
+    sit_ratio: float = 1.4
+    recent_moves: int = 5
+    default_move_ms: int = 1000
+    mate_guard: bool = False
+
+    def validate(self) -> None:
+        super().validate()
+        off = [name for name, on in (
+            ("solver", self.solver), ("fix_checkmates", self.fix_checkmates),
+            ("transposition_table", self.transposition_table), ("mcgs", self.mcgs),
+            ("q_value_selection", self.q_value_selection), ("q_pv", self.q_pv),
+            ("check_enhancement", self.check_enhancement), ("check_urgency", self.check_urgency),
+            ("epsilon_greedy", self.epsilon_greedy > 0 or self.epsilon_checks > 0),
+            ("root_rule", self.root_rule != "puct"), ("score_formula", self.score_formula != "crazyara"),
+            ("multipv", self.multipv != 1)) if on]
+        if off:
+            raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
+        if not 0.0 <= self.root_own_p <= 1.0:
+            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
+        if self.sit_ratio <= 0 or self.cpuct_factor < 0:
+            raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
+        if not 1 <= self.recent_moves <= 100 or not 1 <= self.default_move_ms <= 10**7:
+            raise MCTSConfigError("recent_moves must be in [1, 100], default_move_ms in [1, 10^7]")
+
+
+class TwoBoardMCTS(MCTS):
+    """LazyBug's bughouse MCTS for one seat on the shared driver (module docstring); the seat's
+    interface is :class:`search.bughouse_mcts.BughouseMCTS`'s (``start`` with the game and board,
+    :class:`BughouseResult`)."""
+
+    def __init__(self, evaluator: Evaluator, config: TwoBoardConfig | None = None,
+                 rng: random.Random | None = None) -> None:
+        self.seat_config = config if config is not None else TwoBoardConfig()
+        super().__init__(evaluator, self.seat_config, rng)
+        require(evaluator, POLICY_VALUE, BUGHOUSE.name)
+        self.board_rule = BoardPUCT(self.seat_config, self.rng, self.seat_config.cpuct_factor)
+        self.rule = self.board_rule
+        self.seat_root = SeatRoot(self.seat_config, self.board_rule, 0, self.seat_config.root_own_p)
+        self.root_rule = self.seat_root
+        self.walk: TwoBoardWalk | None = None
+        #: per leaf in flight: the sign that turns the evaluator's value into team 0's
+        self._signs: list[float] = []
+        #: the root's visits kept from the previous search (tree reuse)
+        self.reused_visits = 0
+
+    def _new_tree(self) -> _Tree:
+        return _Tree(self.config, False, True)
+
+    # ------------------------------------------------------------------ setup
+
+    def start(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,  # type: ignore[override]
+              at_ms: int = -1, partner_sitting: bool = False,
+              move_ms: Sequence[Sequence[int]] | None = None) -> None:
+        """Search for the side to move on ``board_id`` of ``game`` (a private copy is walked).
+        ``at_ms``: the game time now; ``partner_sitting``: our partner has declared a sit;
+        ``move_ms``: recent thinking times per seat (default: from the game's move times)."""
+        if board_id not in (0, 1):
+            raise MCTSConfigError(f"board_id must be 0 or 1, got {board_id}")
+        cfg = self.seat_config
+        partner = 1 - board_id
+        own_team = team_of(board_id, game.boards[board_id].turn)
+        sit_board = partner if partner_sitting and team_of(partner, game.boards[partner].turn) == own_team else -1
+        times = move_ms if move_ms is not None else recent_move_ms(game, cfg.recent_moves)
+        dt = [self._average(times[s]) for s in range(4)]
+        clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
+        walk = TwoBoardWalk(game.copy(), board_id, clocks, sit_board, dt)
+        self._drop_abandoned()
+        reused = self._reuse(walk)
+        self.walk = walk
+        self.seat_root.own_board = board_id
+        self._signs = []
+        if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
+            self.tree = self._new_tree()
+            reused = self.tree.new_node(walk.key())
+        self.reused_visits = 1 + int(self.tree.nd_sum_n[reused]) if self.tree.nd_state[reused] == EXPANDED else 0
+        lim = limits or BughouseLimits()
+        moves = [int(m) for m in walk.legal_moves_vec()]
+        self._begin(reused, game.ply(), walk.key(), game.boards[board_id].turn, 1, moves,
+                    Limits(nodes=lim.nodes, playouts=lim.playouts, evals=lim.evals, movetime=lim.movetime))
+        if not game.boards[board_id].has_legal_moves():  # nothing to choose: we wait
+            self._done = True
+
+    def _average(self, times: Sequence[int]) -> int:
+        recent = list(times)[-self.seat_config.recent_moves:]
+        return max(1, sum(recent) // len(recent)) if recent else self.seat_config.default_move_ms
+
+    def _reuse(self, walk: TwoBoardWalk) -> int:
+        """The node of ``walk``'s position in the previous search's tree (the moves since on either
+        board followed, then our partner's sit), or -1."""
+        old = self.walk
+        tree = self.tree
+        if (old is None or self.root < 0 or not self.config.tree_reuse or old.own_board != walk.own_board
+                or old.game.root_fen != walk.game.root_fen or old.game.base_ms != walk.game.base_ms
+                or old.game.inc_ms != walk.game.inc_ms):
+            return -1
+        before = old.game.move_stack
+        now = walk.game.move_stack
+        if len(now) < len(before) or now[:len(before)] != before:
+            return -1
+        node = self.root
+        for b, m in now[len(before):]:
+            node = self._child_by_move(node, two_board_move(b, m))
+            if node < 0:
+                return -1
+        if tree.nd_hash[node] != walk.key() and walk.sit_board >= 0:
+            node = self._child_by_move(node, sit_move(walk.sit_board))
+        if node < 0 or tree.nd_hash[node] != walk.key() or tree.nd_state[node] != EXPANDED:
+            return -1
+        return node
+
+    def _child_by_move(self, node: int, bm: int) -> int:
+        tree = self.tree
+        if node < 0 or tree.nd_state[node] != EXPANDED:
+            return -1
+        e0 = int(tree.nd_edge0[node])
+        for e in range(e0, e0 + int(tree.nd_nedges[node])):
+            if tree.ed_move[e] == bm:
+                return tree.node_after(e)
+        return -1
+
+    # ------------------------------------------------------------------ the walk
+
+    def _push(self, move: int) -> None:
+        assert self.walk is not None
+        self.walk.push(move)
+
+    def _pop(self) -> None:
+        assert self.walk is not None
+        self.walk.pop()
+
+    def _child_made(self, child: int) -> None:
+        walk = self.walk
+        assert walk is not None
+        self.tree.nd_hash[child] = walk.key()
+        self.tree.nd_sign[child] = 1.0 if walk.last_team == 0 else -1.0
+
+    def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
+        walk = self.walk
+        assert walk is not None
+        tree = self.tree
+        moves = walk.legal_moves_vec()
+        over, value = walk.outcome(len(moves) > 0)
+        if over:
+            tree.nd_state[node] = TERMINAL
+            tree.nd_value[node] = value
+            tree.backup(path, nodes, node, value)
+            self._nodes += 1
+            return None
+        tree.nd_state[node] = PENDING
+        self._pending.append(_Pending(node, path, nodes, moves, 0, vec[i64](), vec[i64]()))
+        self._signs.append(walk.focus_sign())
+        return walk.leaf(moves)
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        """The evaluator's values made team 0's, its priors renormalised per board; then the driver's."""
+        if len(evaluations) != len(self._pending):
+            raise EvaluatorError(f"two-board MCTS expected {len(self._pending)} evaluations, got {len(evaluations)}")
+        told: list[Evaluation] = []
+        for i in range(len(evaluations)):
+            moves = self._pending[i].moves
+            priors = [float(p) for p in evaluations[i].priors]
+            if len(priors) != len(moves):
+                raise EvaluatorError(f"evaluator returned {len(priors)} priors for {len(moves)} moves")
+            totals = [0.0, 0.0]
+            for j in range(len(priors)):
+                totals[int(moves[j]) >> BOARD_SHIFT] += priors[j]
+            for j in range(len(priors)):
+                t = totals[int(moves[j]) >> BOARD_SHIFT]
+                if t > 0:
+                    priors[j] /= t
+            told.append(Evaluation(max(-1.0, min(1.0, float(evaluations[i].value))) * self._signs[i], priors))
+        self._signs = []
+        super().tell(told)
+
+    # ------------------------------------------------------------------ the move
+
+    def root_evaluated(self) -> bool:
+        return self.root >= 0 and self.tree.nd_state[self.root] in (EXPANDED, TERMINAL)
+
+    def _decision(self) -> tuple[int, int, int]:
+        """``(move, own_visits, other_visits)`` (move on our board, or SIT)."""
+        tree = self.tree
+        root = self.root
+        walk = self.walk
+        assert walk is not None
+        b = walk.own_board
+        if tree.nd_state[root] != EXPANDED:
+            return SIT, 0, 0
+        own = sits = other = 0
+        best = -1
+        has_sit = False
+        e0 = int(tree.nd_edge0[root])
+        for e in range(e0, e0 + int(tree.nd_nedges[root])):
+            eb, m = split_move(int(tree.ed_move[e]))
+            n = tree.edge_n(e)
+            if eb != b:
+                other += n
+            elif m == SIT:
+                has_sit = True
+                sits += n
+            else:
+                own += n
+                if best < 0 or (n, tree.ed_prior[e]) > (tree.edge_n(best), tree.ed_prior[best]):
+                    best = e
+        other += sits
+        if best < 0:
+            return SIT, own, other
+        if has_sit and other > self.seat_config.sit_ratio * own:
+            return SIT, own, other
+        move = split_move(int(tree.ed_move[best]))[1]
+        if self.seat_config.mate_guard and self._allows_mate(move):
+            order = sorted((e for e in range(e0, e0 + int(tree.nd_nedges[root]))
+                            if split_move(int(tree.ed_move[e]))[0] == b and split_move(int(tree.ed_move[e]))[1] != SIT),
+                           key=lambda e: (tree.edge_n(e), tree.ed_prior[e]), reverse=True)
+            for e in order:
+                m = split_move(int(tree.ed_move[e]))[1]
+                if not self._allows_mate(m):
+                    return m, own, other
+        return move, own, other
+
+    def _allows_mate(self, m: int) -> bool:
+        """``mate_guard``: after ``m`` our board's opponent mates at once, with the root's pockets."""
+        walk = self.walk
+        assert walk is not None
+        pos = BughouseBoard(walk.game.boards[walk.own_board].fen(), walk.own_board)
+        pos.push(m)
+        return pos.can_mate_at_once()
+
+    def choose_move(self) -> int:
+        """The final-move rule (LazyBug's): sit when the other board got more than ``sit_ratio``
+        times our board's visits (our sit edge's visits count for the other board) and sitting is
+        allowed, or when our board has no legal move; else our board's most visited move (ties: the
+        higher prior); with ``mate_guard`` the most visited one after which our board's opponent
+        cannot mate at once, if any.  Returned as a two-board move."""
+        assert self.walk is not None
+        return two_board_move(self.walk.own_board, self._decision()[0])
+
+    def _value(self, own_team: int) -> float:
+        """Our team's value of the root: its edges' W over their visits, else the evaluator's."""
+        tree = self.tree
+        root = self.root
+        sign = 1.0 if own_team == 0 else -1.0
+        e0 = int(tree.nd_edge0[root])
+        w = 0.0
+        n = 0
+        for e in range(e0, e0 + int(tree.nd_nedges[root])):
+            if tree.edge_n(e) > 0:
+                w += tree.edge_w(e) * tree.nd_sign[tree.ed_child[e]] * sign
+                n += tree.edge_n(e)
+        return w / n if n else tree.nd_value[root] * sign
+
+    def _pv(self, depth: int = 8) -> list[int]:
+        tree = self.tree
+        pv: list[int] = []
+        node = self.root
+        while node >= 0 and tree.nd_state[node] == EXPANDED and len(pv) < depth:
+            e = tree.most_visited(node)
+            if tree.edge_n(e) == 0:
+                break
+            pv.append(int(tree.ed_move[e]))
+            node = tree.node_after(e)
+        return pv
+
+    def _make_result(self) -> SearchResult:
+        walk = self.walk
+        assert walk is not None
+        own_team = walk.team_to_move(walk.own_board)
+        pv = self._pv()
+        return SearchResult(best_move=self.choose_move(), value=self._value(own_team), nodes=self._nodes,
+                            evals=self._evals, time=time.perf_counter() - self._t0, depth=len(pv),
+                            seldepth=self._seldepth, pv=pv)
+
+    def result(self) -> BughouseResult:  # type: ignore[override]
+        walk = self.walk
+        if walk is None or not self.root_evaluated() and not self._done:
+            raise MCTSConfigError("result() before the root was evaluated")
+        r = self._make_result()
+        move, own, other = self._decision()
+        return BughouseResult(walk.own_board, move, r.value, r.nodes, r.evals, r.time, own, other,
+                              [split_move(m) for m in r.pv])
+
+    def run(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,  # type: ignore[override]
+            **kw: object) -> BughouseResult:
+        self.start(game, board_id, limits, **kw)  # type: ignore[arg-type]
+        while not self.done():
+            leaves = self.ask()
+            if leaves:
+                self.tell(self.evaluator.evaluate(leaves))
+        return self.result()

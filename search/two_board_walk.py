@@ -1,0 +1,140 @@
+"""The two-board position as the shared MCTS driver walks it (OpenSpiel's state): bughouse's two
+boards, the "sit" move and simulated clocks, behind ``push``/``pop`` of two-board moves
+(mypyc-compiled; the rules are LazyBug's, SPEC.md section 4, as :mod:`search.bughouse_mcts` states them).
+
+A walk position is a :class:`board.bughouse.BughouseGame` position plus
+
+- ``sit_board``: the board whose side to move has declared a sit (-1: none); only the other board
+  moves there, and a move on it ends the sit;
+- ``clocks``: each seat's simulated time left in ms (None in an untimed game).  A move by seat ``x``
+  takes ``dt(x)`` (the average of ``x``'s recent move times): ``x``'s clock loses ``dt`` and gains
+  the increment (unless it fell), and the clock of the side to move on the other board runs for the
+  same ``dt``.
+
+Moves are two-board moves (:func:`board.bughouse.two_board_move`; ``sit_move(b)`` for a sit).  A
+sit on board ``b`` is legal when the other board has a legal move and no board sits already, and
+either the partner is to move there or the opponent to move there has less simulated time than
+ours (waiting wins on time).  Legal moves come board A first, then board B, each board's sit last.
+
+The game is over at a walk position when a board is checkmated (that board's side to move loses),
+when a simulated clock is at or below 0 (the lowest one lost), or when no board can move (the side
+to move with less time left loses; untimed: a draw).  Values are **team 0's**.
+"""
+from __future__ import annotations
+
+from librt.vecs import append, vec
+from mypy_extensions import i64
+
+from board.bughouse import SIT, BughouseGame, leaf_state, seat_of, split_move, team_of, two_board_move, sit_move
+from board.variants import BUGHOUSE
+from evaluators.base import Leaf
+
+_MASK64 = (1 << 64) - 1
+_SIT_SALT = 0x9E3779B97F4A7C15
+
+
+class TwoBoardWalk:
+    """The walk cursor over a private copy of a bughouse game (module docstring)."""
+
+    def __init__(self, game: BughouseGame, own_board: int, clocks: list[int] | None, sit_board: int,
+                 move_ms: list[int]) -> None:
+        self.game = game
+        self.own_board = own_board
+        self.clocks = clocks
+        self.sit_board = sit_board
+        #: each seat's simulated time a move (ms)
+        self.move_ms = move_ms
+        #: the team of the last move or sit made (-1: none yet)
+        self.last_team = -1
+        self._undo: list[tuple[int, list[int] | None, int, bool]] = []
+
+    def push(self, bm: int) -> None:
+        b, m = split_move(bm)
+        game = self.game
+        self._undo.append((self.sit_board, self.clocks, self.last_team, m == SIT))
+        self.last_team = team_of(b, game.boards[b].turn)
+        if m == SIT:
+            self.sit_board = b
+            return
+        if self.clocks is not None:
+            clocks = list(self.clocks)
+            mover = seat_of(b, game.boards[b].turn)
+            other = seat_of(1 - b, game.boards[1 - b].turn)
+            dt = self.move_ms[mover]
+            clocks[mover] -= dt
+            if clocks[mover] > 0:
+                clocks[mover] += game.inc_ms
+            clocks[other] -= dt
+            self.clocks = clocks
+        game.push(b, m)
+        self.sit_board = -1
+
+    def pop(self) -> None:
+        sit_board, clocks, last_team, was_sit = self._undo.pop()
+        if not was_sit:
+            self.game.pop()
+        self.sit_board, self.clocks, self.last_team = sit_board, clocks, last_team
+
+    def key(self) -> i64:
+        """A hash of the walk position (both boards, pockets, sides to move, the sit)."""
+        z0, z1 = self.game.key()
+        h = (z0 ^ ((z1 * 31) & _MASK64) ^ (((self.sit_board + 2) * _SIT_SALT) & _MASK64)) & _MASK64
+        return h - (1 << 64) if h >= 1 << 63 else h
+
+    def team_to_move(self, b: int) -> int:
+        return team_of(b, self.game.boards[b].turn)
+
+    def focus_sign(self) -> float:
+        """+1 when team 0 moves on our board: the evaluator's value (for that team) times this is team 0's."""
+        return 1.0 if self.team_to_move(self.own_board) == 0 else -1.0
+
+    def sit_allowed(self, b: int) -> bool:
+        game = self.game
+        o = 1 - b
+        if self.sit_board >= 0 or not game.boards[o].has_legal_moves():
+            return False
+        if team_of(o, game.boards[o].turn) == team_of(b, game.boards[b].turn):
+            return True  # the partner is to move and not sitting
+        me = seat_of(b, game.boards[b].turn)
+        other = seat_of(o, game.boards[o].turn)
+        return self.clocks is not None and self.clocks[me] > self.clocks[other]
+
+    def legal_moves_vec(self) -> vec[i64]:
+        """Both boards' moves (board A first, each board's sit last when allowed)."""
+        out = vec[i64]()
+        for b in (0, 1):
+            if self.sit_board == b:
+                continue
+            for m in self.game.boards[b].legal_moves():
+                out = append(out, two_board_move(b, m))
+            if self.sit_allowed(b):
+                out = append(out, sit_move(b))
+        return out
+
+    def outcome(self, has_moves: bool) -> tuple[bool, float]:
+        """(over, team 0's value) at the walk position; ``has_moves``: some edge leaves it."""
+        game = self.game
+        for b in (0, 1):
+            if game.boards[b].is_checkmate():
+                return True, -1.0 if team_of(b, game.boards[b].turn) == 0 else 1.0
+        clocks = self.clocks
+        if clocks is not None:
+            worst = -1
+            for s in range(4):
+                if clocks[s] <= 0 and (worst < 0 or clocks[s] < clocks[worst]):
+                    worst = s
+            if worst >= 0:
+                return True, -1.0 if team_of(worst >> 1, worst & 1) == 0 else 1.0
+        if has_moves:
+            return False, 0.0
+        if clocks is None:
+            return True, 0.0
+        s0 = seat_of(0, game.boards[0].turn)
+        s1 = seat_of(1, game.boards[1].turn)
+        loser = s0 if clocks[s0] <= clocks[s1] else s1
+        return True, -1.0 if team_of(loser >> 1, loser & 1) == 0 else 1.0
+
+    def leaf(self, moves: vec[i64]) -> Leaf:
+        """The leaf the evaluator sees: the two boards for our board's side to move, the clocks."""
+        clocks = self.clocks if self.clocks is not None else [-1, -1, -1, -1]
+        return Leaf(leaf_state(self.game, self.own_board, clocks), [int(m) for m in moves], BUGHOUSE.name)
