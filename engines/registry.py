@@ -104,7 +104,8 @@ class BuiltinInfo:
     spec: EngineSpec
     variants: tuple[str, ...]
     description: str
-    #: option -> the shipped report whose ablation chose that default (builtin.toml's ``evidence``)
+    #: option (or ``search``, ``evaluator``) -> the shipped report whose ablation chose that default
+    #: (builtin.toml's ``evidence``)
     evidence: dict[str, str] = field(default_factory=dict)
 
 

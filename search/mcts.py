@@ -216,12 +216,7 @@ class MCTS(Search):
         """A move's search from ``root`` (fresh, or reused with its visits): the counters, the limits,
         the root rule's start when the root is expanded already."""
         self._pending = []
-        self._made = 0
-        self._nodes = 0
-        self._evals = 0
-        self._seldepth = 0
-        self._collisions = 0
-        self._merges = 0
+        self._made = self._nodes = self._evals = self._seldepth = self._collisions = self._merges = 0
         self._stopped = False
         self._best = None
         self._t0 = time.perf_counter()

@@ -23,7 +23,9 @@ board A's first, each board's ``sit`` last where it is allowed.
 The final-move rule is :meth:`TwoBoardMCTS.choose_move` (the only place it is decided): LazyBug's,
 as :class:`search.bughouse_mcts.BughouseMCTS` applies it.  Off here (validated): the solver, fix
 checkmates, the transposition table, graph search, Q-value selection and Q-PV, check enhancement
-and urgency, ε-greedy, Gumbel, multi-PV, the early and late time stops.
+and urgency, ε-greedy, Gumbel, multi-PV (each assumes one side to move a node, or values that
+alternate by ply); the time manager's early and late stops are off by default (the seat gives a
+move its time).
 """
 from __future__ import annotations
 

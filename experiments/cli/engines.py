@@ -70,7 +70,9 @@ def _show_options(name: str, as_json: bool) -> int:
     if info is not None and info.evidence:
         print("defaults chosen by the suite's own ablations:")
         for k, report in info.evidence.items():
-            print(f"  {k}={info.spec.options.get(k, effective.get(k, '?'))}  {report}")
+            named = {"search": spec.search, "evaluator": spec.evaluator}
+            chosen = named[k] if k in named else info.spec.options.get(k, effective.get(k, "?"))
+            print(f"  {k}={chosen}  {report}")
     return 0
 
 
