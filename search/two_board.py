@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Final, Sequence
 
 from librt.vecs import vec
 from mypy_extensions import i64
@@ -40,14 +40,19 @@ from mypy_extensions import i64
 from board.bughouse import BOARD_SHIFT, SIT, BughouseBoard, BughouseGame, recent_move_ms, sit_move, split_move, team_of, two_board_move
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
-from search.base import Limits, SearchResult
+from search.base import Limits, SearchResult, range_error
 from search.bughouse_mcts import BughouseLimits, BughouseResult
 from search.mcts import MCTS, _Pending
+from search.mcts_config import SPIN_RANGES as MCTS_RANGES
 from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_tree import EXPANDED, PENDING, TERMINAL, _Tree
 from search.timeman import TimeConfig
 from search.two_board_rules import BoardPUCT, SeatRoot
 from search.two_board_walk import TwoBoardWalk
+
+
+#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
+SPIN_RANGES: Final = {**MCTS_RANGES, "recent_moves": (1, 100), "default_move_ms": (1, 10**7)}
 
 
 def _hard_clock() -> TimeConfig:
@@ -92,8 +97,9 @@ class TwoBoardConfig(MCTSConfig):
             raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
         if self.sit_ratio <= 0 or self.cpuct_factor < 0:
             raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
-        if not 1 <= self.recent_moves <= 100 or not 1 <= self.default_move_ms <= 10**7:
-            raise MCTSConfigError("recent_moves must be in [1, 100], default_move_ms in [1, 10^7]")
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None:
+            raise MCTSConfigError(bad)
 
 
 class TwoBoardMCTS(MCTS):
