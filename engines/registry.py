@@ -317,11 +317,20 @@ def _import(module: str, attr: str, what: str) -> Any:
         raise EngineError(f"{what} is not available: {module} has no {attr}") from None
 
 
+def search_class(search: str) -> type:
+    """The class of a registered search (:data:`SEARCHES`)."""
+    return _search_part(search, "cls")
+
+
 def search_config_class(search: str) -> type:
+    return _search_part(search, "config")
+
+
+def _search_part(search: str, part: str) -> type:
     entry = SEARCHES.get(search)
     if entry is None:
         raise EngineError(f"unknown search {search!r}; known: {', '.join(SEARCHES)}")
-    cls: type = _import(entry.module, entry.config, f"search {search!r}")
+    cls: type = _import(entry.module, getattr(entry, part), f"search {search!r}")
     return cls
 
 
@@ -532,10 +541,8 @@ def create(spec: str | EngineSpec, variant: str, *, kind: type[Any] = Engine, ev
 def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) -> Engine:
     from engines import ours
 
-    entry = SEARCHES.get(spec.search)
-    if entry is None:
-        raise EngineError(f"unknown search {spec.search!r}; known: {', '.join(SEARCHES)}")
-    search_cls = _import(entry.module, entry.cls, f"search {spec.search!r}")
+    search_cls = search_class(spec.search)
+    entry = SEARCHES[spec.search]
     if spec.config is None:
         search_config_class(spec.search)  # raises: the module is missing
     if evaluator is None:

@@ -36,7 +36,6 @@ import random
 import re
 import time
 import dataclasses
-import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Sequence
 
@@ -191,8 +190,7 @@ class OurSeat(Seat):
     def _new_search(self, rng: random.Random) -> Any:
         from engines import registry
 
-        entry = registry.SEARCHES[self.search_name]
-        return getattr(importlib.import_module(entry.module), entry.cls)(self.evaluator, self.config, rng)
+        return registry.search_class(self.search_name)(self.evaluator, self.config, rng)
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
         # a fresh search whose random state comes from the seat's seed and the game's: a game does

@@ -63,11 +63,12 @@ from dataclasses import dataclass, field
 from typing import Final, Sequence
 
 from board.bughouse import (
-    SIT, BughouseBoard, BughouseGame, leaf_state, recent_move_ms, seat_of, sit_move, split_move, team_of, two_board_move,
+    SIT, BughouseBoard, BughouseGame, leaf_state, recent_move_ms, sit_move, split_move, team_of, two_board_move,
 )
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import range_error
+from search.two_board_walk import clocks_after, game_over_value, sit_allowed, stuck_value
 
 NEW: Final = 0
 PENDING: Final = 1
@@ -428,62 +429,25 @@ class BughouseMCTS:
         assert game is not None
         if m == SIT:
             return _Node(b, None if node.clocks is None else list(node.clocks))
-        clocks = None
-        if node.clocks is not None:
-            clocks = list(node.clocks)
-            mover = seat_of(b, game.boards[b].turn)
-            other = seat_of(1 - b, game.boards[1 - b].turn)
-            dt = self._dt[mover]
-            clocks[mover] -= dt
-            if clocks[mover] > 0:
-                clocks[mover] += game.inc_ms
-            clocks[other] -= dt
-        return _Node(-1, clocks)
+        return _Node(-1, None if node.clocks is None else clocks_after(game, b, node.clocks, self._dt))
 
     def _terminal(self, node: _Node) -> bool:
         """Set ``node.value`` (team 0) and return True if the game is over at ``node``."""
-        game = self.game
-        assert game is not None
-        for b in (0, 1):
-            if game.boards[b].is_checkmate():
-                loser = team_of(b, game.boards[b].turn)
-                node.value = -1.0 if loser == 0 else 1.0
-                return True
-        if node.clocks is not None:
-            # a simulated move longer than the mover's time left is a flag too (not only the
-            # clocks of the sides to move): the lowest clock at or below 0 lost
-            worst = -1
-            for s in range(4):
-                if node.clocks[s] <= 0 and (worst < 0 or node.clocks[s] < node.clocks[worst]):
-                    worst = s
-            if worst >= 0:
-                node.value = -1.0 if team_of(worst >> 1, worst & 1) == 0 else 1.0
-                return True
-        return False
+        assert self.game is not None
+        value = game_over_value(self.game, node.clocks)
+        if value is None:
+            return False
+        node.value = value
+        return True
 
     def _stuck_value(self, node: _Node) -> float:
-        game = self.game
-        assert game is not None
-        if node.clocks is None:
-            return 0.0
-        s0 = seat_of(0, game.boards[0].turn)
-        s1 = seat_of(1, game.boards[1].turn)
-        loser = s0 if node.clocks[s0] <= node.clocks[s1] else s1
-        return -1.0 if team_of(loser >> 1, loser & 1) == 0 else 1.0
+        assert self.game is not None
+        return stuck_value(self.game, node.clocks)
 
     def _sit_allowed(self, node: _Node, b: int) -> bool:
         """May board ``b``'s side to move sit at ``node`` (position of the private game)?"""
-        game = self.game
-        assert game is not None
-        o = 1 - b
-        if node.sit_board >= 0 or not game.boards[o].has_legal_moves():
-            return False
-        me = seat_of(b, game.boards[b].turn)
-        other = seat_of(o, game.boards[o].turn)
-        if team_of(o, game.boards[o].turn) == team_of(b, game.boards[b].turn):
-            return True  # the partner is to move and not sitting
-        # waiting wins on time: the opponent to move on the other board flags before us
-        return node.clocks is not None and node.clocks[me] > node.clocks[other]
+        assert self.game is not None
+        return sit_allowed(self.game, b, node.sit_board, node.clocks)
 
     def _leaf(self, node: _Node) -> Leaf:
         game = self.game

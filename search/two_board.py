@@ -37,7 +37,9 @@ from typing import Final, Sequence
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from board.bughouse import BOARD_SHIFT, SIT, BughouseBoard, BughouseGame, recent_move_ms, sit_move, split_move, team_of, two_board_move
+from board.bughouse import (
+    BOARD_SHIFT, SIT, BughouseBoard, BughouseGame, recent_move_ms, sit_move, split_move, team_of, two_board_move,
+)
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search.base import Limits, SearchResult, range_error
@@ -143,18 +145,19 @@ class TwoBoardMCTS(MCTS):
         dt = [self._average(times[s]) for s in range(4)]
         clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
         walk = TwoBoardWalk(game.copy(), board_id, clocks, sit_board, dt)
+        key = walk.key()
         self._drop_abandoned()
-        reused = self._reuse(walk)
+        reused = self._reuse(walk, key)
         self.walk = walk
         self.seat_root.own_board = board_id
         self._signs = []
         if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
             self.tree = self._new_tree()
-            reused = self.tree.new_node(walk.key())
+            reused = self.tree.new_node(key)
         self.reused_visits = 1 + int(self.tree.nd_sum_n[reused]) if self.tree.nd_state[reused] == EXPANDED else 0
         lim = limits or BughouseLimits()
         moves = [int(m) for m in walk.legal_moves_vec()]
-        self._begin(reused, game.ply(), walk.key(), game.boards[board_id].turn, 1, moves,
+        self._begin(reused, game.ply(), key, game.boards[board_id].turn, 1, moves,
                     Limits(nodes=lim.nodes, playouts=lim.playouts, evals=lim.evals, movetime=lim.movetime))
         if not game.boards[board_id].has_legal_moves():  # nothing to choose: we wait
             self._done = True
@@ -163,9 +166,9 @@ class TwoBoardMCTS(MCTS):
         recent = list(times)[-self.seat_config.recent_moves:]
         return max(1, sum(recent) // len(recent)) if recent else self.seat_config.default_move_ms
 
-    def _reuse(self, walk: TwoBoardWalk) -> int:
-        """The node of ``walk``'s position in the previous search's tree (the moves since on either
-        board followed, then our partner's sit), or -1."""
+    def _reuse(self, walk: TwoBoardWalk, key: i64) -> int:
+        """The node of ``walk``'s position (hash ``key``) in the previous search's tree (the moves
+        since on either board followed, then our partner's sit), or -1."""
         old = self.walk
         tree = self.tree
         if (old is None or self.root < 0 or not self.config.tree_reuse or old.own_board != walk.own_board
@@ -181,9 +184,9 @@ class TwoBoardMCTS(MCTS):
             node = self._child_by_move(node, two_board_move(b, m))
             if node < 0:
                 return -1
-        if tree.nd_hash[node] != walk.key() and walk.sit_board >= 0:
+        if tree.nd_hash[node] != key and walk.sit_board >= 0:
             node = self._child_by_move(node, sit_move(walk.sit_board))
-        if node < 0 or tree.nd_hash[node] != walk.key() or tree.nd_state[node] != EXPANDED:
+        if node < 0 or tree.nd_hash[node] != key or tree.nd_state[node] != EXPANDED:
             return -1
         return node
 
@@ -268,6 +271,7 @@ class TwoBoardMCTS(MCTS):
         own = sits = other = 0
         best = -1
         has_sit = False
+        moves: list[int] = []  # our board's move edges
         e0 = int(tree.nd_edge0[root])
         for e in range(e0, e0 + int(tree.nd_nedges[root])):
             eb, m = split_move(int(tree.ed_move[e]))
@@ -279,6 +283,7 @@ class TwoBoardMCTS(MCTS):
                 sits += n
             else:
                 own += n
+                moves.append(e)
                 if best < 0 or (n, tree.ed_prior[e]) > (tree.edge_n(best), tree.ed_prior[best]):
                     best = e
         other += sits
@@ -288,10 +293,7 @@ class TwoBoardMCTS(MCTS):
             return SIT, own, other
         move = split_move(int(tree.ed_move[best]))[1]
         if self.seat_config.mate_guard and self._allows_mate(move):
-            order = sorted((e for e in range(e0, e0 + int(tree.nd_nedges[root]))
-                            if split_move(int(tree.ed_move[e]))[0] == b and split_move(int(tree.ed_move[e]))[1] != SIT),
-                           key=lambda e: (tree.edge_n(e), tree.ed_prior[e]), reverse=True)
-            for e in order:
+            for e in sorted(moves, key=lambda e: (tree.edge_n(e), tree.ed_prior[e]), reverse=True):
                 m = split_move(int(tree.ed_move[e]))[1]
                 if not self._allows_mate(m):
                     return m, own, other
@@ -341,20 +343,24 @@ class TwoBoardMCTS(MCTS):
         return pv
 
     def _make_result(self) -> SearchResult:
+        return self._summary(self._decision()[0])
+
+    def _summary(self, move: int) -> SearchResult:
+        """The result of playing ``move`` on our board (or SIT): value, PV, counters."""
         walk = self.walk
         assert walk is not None
         own_team = walk.team_to_move(walk.own_board)
         pv = self._pv()
-        return SearchResult(best_move=self.choose_move(), value=self._value(own_team), nodes=self._nodes,
-                            evals=self._evals, time=time.perf_counter() - self._t0, depth=len(pv),
-                            seldepth=self._seldepth, pv=pv)
+        return SearchResult(best_move=two_board_move(walk.own_board, move), value=self._value(own_team),
+                            nodes=self._nodes, evals=self._evals, time=time.perf_counter() - self._t0,
+                            depth=len(pv), seldepth=self._seldepth, pv=pv)
 
     def result(self) -> BughouseResult:  # type: ignore[override]
         walk = self.walk
         if walk is None or not self.root_evaluated() and not self._done:
             raise MCTSConfigError("result() before the root was evaluated")
-        r = self._make_result()
         move, own, other = self._decision()
+        r = self._summary(move)
         return BughouseResult(walk.own_board, move, r.value, r.nodes, r.evals, r.time, own, other,
                               [split_move(m) for m in r.pv])
 

@@ -33,6 +33,60 @@ _MASK64 = (1 << 64) - 1
 _SIT_SALT = 0x9E3779B97F4A7C15
 
 
+def clocks_after(game: BughouseGame, b: int, clocks: list[int], move_ms: list[int]) -> list[int]:
+    """The simulated clocks after board ``b``'s side to move in ``game`` moves (module docstring)."""
+    out = list(clocks)
+    mover = seat_of(b, game.boards[b].turn)
+    other = seat_of(1 - b, game.boards[1 - b].turn)
+    dt = move_ms[mover]
+    out[mover] -= dt
+    if out[mover] > 0:
+        out[mover] += game.inc_ms
+    out[other] -= dt
+    return out
+
+
+def game_over_value(game: BughouseGame, clocks: list[int] | None) -> float | None:
+    """Team 0's value if a board is checkmated or a simulated clock fell, else None."""
+    for b in (0, 1):
+        if game.boards[b].is_checkmate():
+            return -1.0 if team_of(b, game.boards[b].turn) == 0 else 1.0
+    if clocks is not None:
+        # a simulated move longer than the mover's time left is a flag too (not only the clocks of
+        # the sides to move): the lowest clock at or below 0 lost
+        worst = -1
+        for s in range(4):
+            if clocks[s] <= 0 and (worst < 0 or clocks[s] < clocks[worst]):
+                worst = s
+        if worst >= 0:
+            return -1.0 if team_of(worst >> 1, worst & 1) == 0 else 1.0
+    return None
+
+
+def stuck_value(game: BughouseGame, clocks: list[int] | None) -> float:
+    """Team 0's value when no board can move: the side to move with less time left loses
+    (untimed: a draw)."""
+    if clocks is None:
+        return 0.0
+    s0 = seat_of(0, game.boards[0].turn)
+    s1 = seat_of(1, game.boards[1].turn)
+    loser = s0 if clocks[s0] <= clocks[s1] else s1
+    return -1.0 if team_of(loser >> 1, loser & 1) == 0 else 1.0
+
+
+def sit_allowed(game: BughouseGame, b: int, sit_board: int, clocks: list[int] | None) -> bool:
+    """May board ``b``'s side to move sit (module docstring)?"""
+    o = 1 - b
+    if sit_board >= 0 or not game.boards[o].has_legal_moves():
+        return False
+    if team_of(o, game.boards[o].turn) == team_of(b, game.boards[b].turn):
+        return True  # the partner is to move and not sitting
+    # waiting wins on time: the opponent to move on the other board flags before us
+    me = seat_of(b, game.boards[b].turn)
+    other = seat_of(o, game.boards[o].turn)
+    return clocks is not None and clocks[me] > clocks[other]
+
+
 class TwoBoardWalk:
     """The walk cursor over a private copy of a bughouse game (module docstring)."""
 
@@ -57,15 +111,7 @@ class TwoBoardWalk:
             self.sit_board = b
             return
         if self.clocks is not None:
-            clocks = list(self.clocks)
-            mover = seat_of(b, game.boards[b].turn)
-            other = seat_of(1 - b, game.boards[1 - b].turn)
-            dt = self.move_ms[mover]
-            clocks[mover] -= dt
-            if clocks[mover] > 0:
-                clocks[mover] += game.inc_ms
-            clocks[other] -= dt
-            self.clocks = clocks
+            self.clocks = clocks_after(game, b, self.clocks, self.move_ms)
         game.push(b, m)
         self.sit_board = -1
 
@@ -88,17 +134,6 @@ class TwoBoardWalk:
         """+1 when team 0 moves on our board: the evaluator's value (for that team) times this is team 0's."""
         return 1.0 if self.team_to_move(self.own_board) == 0 else -1.0
 
-    def sit_allowed(self, b: int) -> bool:
-        game = self.game
-        o = 1 - b
-        if self.sit_board >= 0 or not game.boards[o].has_legal_moves():
-            return False
-        if team_of(o, game.boards[o].turn) == team_of(b, game.boards[b].turn):
-            return True  # the partner is to move and not sitting
-        me = seat_of(b, game.boards[b].turn)
-        other = seat_of(o, game.boards[o].turn)
-        return self.clocks is not None and self.clocks[me] > self.clocks[other]
-
     def legal_moves_vec(self) -> vec[i64]:
         """Both boards' moves (board A first, each board's sit last when allowed)."""
         out = vec[i64]()
@@ -107,32 +142,18 @@ class TwoBoardWalk:
                 continue
             for m in self.game.boards[b].legal_moves():
                 out = append(out, two_board_move(b, m))
-            if self.sit_allowed(b):
+            if sit_allowed(self.game, b, self.sit_board, self.clocks):
                 out = append(out, sit_move(b))
         return out
 
     def outcome(self, has_moves: bool) -> tuple[bool, float]:
         """(over, team 0's value) at the walk position; ``has_moves``: some edge leaves it."""
-        game = self.game
-        for b in (0, 1):
-            if game.boards[b].is_checkmate():
-                return True, -1.0 if team_of(b, game.boards[b].turn) == 0 else 1.0
-        clocks = self.clocks
-        if clocks is not None:
-            worst = -1
-            for s in range(4):
-                if clocks[s] <= 0 and (worst < 0 or clocks[s] < clocks[worst]):
-                    worst = s
-            if worst >= 0:
-                return True, -1.0 if team_of(worst >> 1, worst & 1) == 0 else 1.0
+        value = game_over_value(self.game, self.clocks)
+        if value is not None:
+            return True, value
         if has_moves:
             return False, 0.0
-        if clocks is None:
-            return True, 0.0
-        s0 = seat_of(0, game.boards[0].turn)
-        s1 = seat_of(1, game.boards[1].turn)
-        loser = s0 if clocks[s0] <= clocks[s1] else s1
-        return True, -1.0 if team_of(loser >> 1, loser & 1) == 0 else 1.0
+        return True, stuck_value(self.game, self.clocks)
 
     def leaf(self, moves: vec[i64]) -> Leaf:
         """The leaf the evaluator sees: the two boards for our board's side to move, the clocks."""
