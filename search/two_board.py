@@ -227,6 +227,8 @@ class TwoBoardMCTS(MCTS):
             tree.nd_value[node] = value
             tree.backup(path, nodes, node, value)
             self._nodes += 1
+            if node == self.root:  # the game is over here (a clock fell): nothing to search
+                self._stopped = True
             return None
         tree.nd_state[node] = PENDING
         self._pending.append(_Pending(node, path, nodes, moves, 0, vec[i64](), vec[i64]()))

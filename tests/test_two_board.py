@@ -165,6 +165,22 @@ def test_simulated_clocks_make_flags_terminal():
     assert r.value > 0.85
 
 
+def test_a_root_where_the_game_is_over_ends_the_search():
+    # our opponent's clock is at 0: the root is a terminal node; a time limit alone used to loop
+    # until the caller gave up (the time stopper waits for an expanded root)
+    g = BughouseGame(KINGS_W + " | " + KINGS_W, base_ms=60000)
+    g.set_clock(1, 0)
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), None, random.Random(1))
+    s.start(g, 0, BughouseLimits(movetime=600.0))
+    for _ in range(100):
+        if s.done():
+            break
+        s.ask()
+    assert s.done()
+    r = s.result()
+    assert r.value == 1.0 and r.sit and r.nodes < 100
+
+
 def test_tree_reuse_follows_moves_on_both_boards_and_the_partner_sit():
     g = BughouseGame()
     s = TwoBoardMCTS(BughouseClassicalEvaluator(), None, random.Random(2))
