@@ -39,6 +39,7 @@ MYPYC_MODULES = [
     "search/bughouse_mcts.py",
     "search/two_board_walk.py",
     "search/two_board_rules.py",
+    "search/two_board_gumbel.py",
     "search/two_board.py",
 ]
 

@@ -131,8 +131,13 @@ class _Stats:
 
     def measure(self, tree: _Tree, node: int, inflight: bool, c_visit: float, c_scale: float) -> None:
         e0: i64 = tree.nd_edge0[node]
-        end: i64 = e0 + tree.nd_nedges[node]
-        touched: i64 = tree.nd_touched[node]
+        self.measure_edges(tree, e0, tree.nd_touched[node], e0 + tree.nd_nedges[node], tree.nd_value[node],
+                           inflight, c_visit, c_scale)
+
+    def measure_edges(self, tree: _Tree, e0: i64, touched: i64, end: i64, value: float, inflight: bool,
+                      c_visit: float, c_scale: float) -> None:
+        """:meth:`measure` over the edges ``e0 .. end - 1`` of a node (those from ``touched`` on never
+        visited) whose value for the side that moves them is ``value`` (two boards: one board's edges)."""
         vl = tree.cfg.virtual_loss if inflight else 0.0
         sum_n = 0.0
         max_n = 0.0
@@ -165,7 +170,6 @@ class _Stats:
             if n <= 0.0:
                 unvisited = True
             e += 1
-        value = tree.nd_value[node]
         v_mix = value if sum_n == 0.0 or sum_p <= 0.0 else (value + sum_n * sum_pq / sum_p) / (1.0 + sum_n)
         if unvisited:
             qmin = min(qmin, v_mix)
@@ -279,20 +283,30 @@ class GumbelTreeRule(TreeRule):
 
 
 class SequentialHalving(RootRule):
-    """Gumbel-Top-k and Sequential Halving at the root, and the final move (module docstring)."""
+    """Gumbel-Top-k and Sequential Halving at the root, and the final move (module docstring).  Its
+    actions are the root's edges ``lo .. lo + k - 1`` (all of them here; one board's with two boards:
+    :class:`search.two_board_gumbel.SeatGumbel`), valued ``sign · v`` by the side that moves them."""
 
     def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
         super().__init__(cfg, tree_rule)
-        self.base = vec[float]()  # g + logits (shifted by the largest logit), per root edge
-        self.order: list[int] = []  # root edges by decreasing base score
+        self.base = vec[float]()  # g + logits (shifted by the largest logit), per action
+        self.order: list[int] = []  # actions by decreasing base score
         self.table: list[int] = []
         self.stats = _Stats()
+        self.lo: i64 = 0
+        self.k: i64 = 0
+        self.sign = 1.0
 
     def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
+        self.begin_edges(tree, int(tree.nd_edge0[root]), int(tree.nd_nedges[root]), 1.0, budget, rng)
+
+    def begin_edges(self, tree: _Tree, lo: int, k: int, sign: float, budget: int, rng: random.Random) -> None:
+        """Plan Sequential Halving over the edges ``lo .. lo + k - 1`` with ``budget`` simulations."""
         cfg = self.cfg
-        e0 = int(tree.nd_edge0[root])
-        k = int(tree.nd_nedges[root])
-        top = max([math.log(tree.ed_prior[e0 + i]) for i in range(k) if tree.ed_prior[e0 + i] > 0.0] or [0.0])
+        self.lo = lo
+        self.k = k
+        self.sign = sign
+        top = max([math.log(tree.ed_prior[lo + i]) for i in range(k) if tree.ed_prior[lo + i] > 0.0] or [0.0])
         base = vec[float]()
         for i in range(k):
             g = 0.0
@@ -301,7 +315,7 @@ class SequentialHalving(RootRule):
                 while u <= 0.0:
                     u = rng.random()
                 g = cfg.gumbel_scale * -math.log(-math.log(u))
-            p = tree.ed_prior[e0 + i]
+            p = tree.ed_prior[lo + i]
             base = append(base, max(_LOW_LOGIT, g + (math.log(p) - top if p > 0.0 else _LOW_LOGIT)))
         self.base = base
         self.order = sorted(range(k), key=lambda i: (-base[i], i))
@@ -320,11 +334,15 @@ class SequentialHalving(RootRule):
         return max(_LOW_LOGIT, self.base[i] + st.sigma(q))
 
     def _measure(self, tree: _Tree, root: int) -> None:
-        self.stats.measure(tree, root, False, self.cfg.c_visit, self.cfg.c_scale)
+        lo = self.lo
+        hi = lo + self.k
+        touched = max(lo, min(hi, tree.nd_touched[root]))
+        self.stats.measure_edges(tree, lo, touched, hi, self.sign * tree.nd_value[root], False,
+                                 self.cfg.c_visit, self.cfg.c_scale)
 
     def select(self, tree: _Tree, root: int) -> int:
-        e0: i64 = tree.nd_edge0[root]
-        k: i64 = tree.nd_nedges[root]
+        e0: i64 = self.lo
+        k: i64 = self.k
         counts = vec[i64]()
         sim: i64 = 0
         e: i64 = e0
@@ -366,26 +384,24 @@ class SequentialHalving(RootRule):
 
     def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
         """By visits, equals by ``g + logits + σ(q̂)`` (the final choice is the first)."""
-        e0 = int(tree.nd_edge0[root])
         self._measure(tree, root)
-        return sorted(edges, key=lambda e: (-tree.edge_n(e), -self._score(tree, e, e - e0)))
+        return sorted(edges, key=lambda e: (-tree.edge_n(e), -self._score(tree, e, e - self.lo)))
 
     def target(self, tree: _Tree, root: int) -> list[float]:
         """The Gumbel training target: the improved policy ``π' = softmax(l + σ(completed Q))`` at the
-        root (mctx's ``action_weights``; no Gumbel noise in it), over the root's edges in order."""
-        e0 = int(tree.nd_edge0[root])
-        edges = range(e0, e0 + int(tree.nd_nedges[root]))
+        root (mctx's ``action_weights``; no Gumbel noise in it), over the actions in edge order."""
+        edges = range(self.lo, self.lo + self.k)
         visits = [float(tree.edge_n(e)) for e in edges]
         qs = [tree.edge_q(e) if n > 0.0 else 0.0 for e, n in zip(edges, visits)]
-        return improved_policy([tree.ed_prior[e] for e in edges], qs, visits, tree.nd_value[root],
+        return improved_policy([tree.ed_prior[e] for e in edges], qs, visits, self.sign * tree.nd_value[root],
                                self.cfg.c_visit, self.cfg.c_scale)
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
-        e0 = int(tree.nd_edge0[root])
         self._measure(tree, root)
         most = max(tree.edge_n(e) for e in candidates)
         best = -1
         for e in candidates:
-            if tree.edge_n(e) == most and (best < 0 or self._score(tree, e, e - e0) > self._score(tree, best, best - e0)):
+            if tree.edge_n(e) == most and (best < 0 or
+                                           self._score(tree, e, e - self.lo) > self._score(tree, best, best - self.lo)):
                 best = e
         return best

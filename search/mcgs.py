@@ -9,6 +9,9 @@ make the tree a graph (mypyc-compiled; the notation is in :mod:`search.mcts`, th
   the node's value on the edge's first visit, or the correction
   ``Q_φ = N(s, a) (Q(t) − Q(s, a)) + Q(t)`` (clipped to [-1, 1]) when the edge's Q lags the node's
   by more than ``mcgs_q_eps`` (the paper's Algorithm 1); else it descends.
+
+Both hold for the two-board tree (:mod:`search.two_board`), whose values are team 0's and whose edges
+carry their mover's sign (``nd_sign``) instead of alternating by ply.
 """
 from __future__ import annotations
 
@@ -23,7 +26,11 @@ from search.transpositions import position_key
 def link(tree: _Tree, pos: Position, child: int) -> bool:
     """The position ``pos`` just reached through the new ``child``: link to its node if it has one
     (True: a transposition merged), else make ``child`` its node (False)."""
-    key = position_key(pos, 1 if pos.is_repetition(2) else 0)
+    return link_key(tree, position_key(pos, 1 if pos.is_repetition(2) else 0), child)
+
+
+def link_key(tree: _Tree, key: i64, child: int) -> bool:
+    """:func:`link` for the position of key ``key`` (the two-board walk's keys are its own)."""
     t = tree.graph.get(key)
     if t >= 0 and t != child:
         tree.link(child, t)
@@ -41,9 +48,12 @@ def transposition(tree: _Tree, child: int, node: int, path: vec[i64], nodes: vec
     if n == 0:
         tree.backup(path, nodes, node, tree.node_q(node))
         return True
+    # node values are for the node's side to move (two boards: team 0's); the sign turns them into
+    # the edge's mover's
+    sign = tree.nd_sign[child] if tree.teams else -1.0
     q_edge = tree.nd_w[child] / float(n)
-    q_node = -tree.node_q(node)  # the node's value from the edge's side
+    q_node = sign * tree.node_q(node)  # the node's value from the edge's side
     if abs(q_edge - q_node) <= q_eps:
         return False
-    tree.backup(path, nodes, node, -tree.transposition_value(n, tree.nd_w[child], q_node))
+    tree.backup(path, nodes, node, sign * tree.transposition_value(n, tree.nd_w[child], q_node))
     return True

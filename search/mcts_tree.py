@@ -70,6 +70,9 @@ board, and two consecutive edges may be moves of the same team, so values do not
 
     nd_sign[i]    +1 if the edge into i is a move (or sit) of team 0, -1 if of team 1: the edge's
                   W(s, a) sums ``nd_sign · v`` (its mover's point of view, as one board's edges do)
+
+The graph works in this mode too: ``nd_vsum`` averages team 0's values, and an edge's view of a
+node's value is ``nd_sign`` times it (where one board's is its negative).
 """
 from __future__ import annotations
 
@@ -392,15 +395,29 @@ class _Tree:
 
     def _backup_teams(self, path: vec[i64], nodes: vec[i64], value0: float) -> None:
         """Two-board backup: no alternation (two teams move on two boards), W(s, a) += ±value0 by the
-        team that made a (``nd_sign`` of a's child); no solver, no graph."""
+        team that made a (``nd_sign`` of a's child); no solver.  With the graph, as :meth:`backup`:
+        position nodes average team 0's values, and the edge above a transposition gets the value
+        that aligns its Q with the node's."""
         vl = self.cfg.virtual_loss
+        v = value0
         i = len(path) - 1
         while i >= 0:
             child = self.ed_child[path[i]]
+            parent = nodes[i]
             self.nd_vl[child] -= 1
             self.nd_n[child] += 1
-            self.nd_w[child] += value0 * self.nd_sign[child]
-            self.nd_sum_n[nodes[i]] += 1.0 - vl
+            self.nd_w[child] += v * self.nd_sign[child]
+            self.nd_sum_n[parent] += 1.0 - vl
+            if self.mcgs:
+                self.nd_vsum[parent] += v
+                self.nd_vcnt[parent] += 1
+                if i > 0 and self.nd_parents[parent] > 1:
+                    above = self.ed_child[path[i - 1]]
+                    n = self.nd_n[above]
+                    if n > 0:
+                        s = self.nd_sign[above]
+                        t = s * self.nd_vsum[parent] / float(self.nd_vcnt[parent])
+                        v = s * self.transposition_value(n, self.nd_w[above], t)
             i -= 1
 
     def backup(self, path: vec[i64], nodes: vec[i64], leaf: int, value: float) -> None:

@@ -21,11 +21,21 @@ board A's first, each board's ``sit`` last where it is allowed.
   since on either board (and our partner's sit) and keeps the node whose walk hash matches.
 
 The final-move rule is :meth:`TwoBoardMCTS.choose_move` (the only place it is decided): LazyBug's,
-as :class:`search.bughouse_mcts.BughouseMCTS` applies it.  Off here (validated): the solver, fix
-checkmates, the transposition table, graph search, Q-value selection and Q-PV, check enhancement
-and urgency, ε-greedy, Gumbel, multi-PV (each assumes one side to move a node, or values that
-alternate by ply); the time manager's early and late stops are off by default (the seat gives a
-move its time).
+as :class:`search.bughouse_mcts.BughouseMCTS` applies it, or with ``root_rule="gumbel"`` Gumbel's.
+
+Switches of the shared driver that hold here:
+
+- ``root_rule="gumbel"``, ``score_formula="gumbel"``: Gumbel's root and interior rules on one board
+  at a time (:mod:`search.two_board_gumbel`; ``TwoBoardConfig.gumbel()`` turns both on with a
+  fresh tree every move, as the one-board preset);
+- ``mcgs``: graph search (:mod:`search.mcgs`): a position reached by another order of the two
+  boards' moves (with the same pockets and simulated clocks) shares one node
+  (:meth:`search.two_board_walk.TwoBoardWalk.graph_key`).
+
+Off here (validated): the solver, fix checkmates, the transposition table, Q-value selection and
+Q-PV, check enhancement and urgency, ε-greedy, multi-PV (each assumes one side to move a node, or
+values that alternate by ply); the time manager's early and late stops are off by default (the
+seat gives a move its time).
 """
 from __future__ import annotations
 
@@ -44,11 +54,13 @@ from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search.base import Limits, SearchResult, range_error
 from search.bughouse_mcts import BughouseLimits, BughouseResult
+from search import mcgs
 from search.mcts import MCTS, _Pending
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
 from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_tree import EXPANDED, PENDING, TERMINAL, _Tree
 from search.timeman import TimeConfig
+from search.two_board_gumbel import BoardGumbel, SeatGumbel
 from search.two_board_rules import BoardPUCT, SeatRoot
 from search.two_board_walk import TwoBoardWalk
 
@@ -87,11 +99,12 @@ class TwoBoardConfig(MCTSConfig):
         super().validate()
         off = [name for name, on in (
             ("solver", self.solver), ("fix_checkmates", self.fix_checkmates),
-            ("transposition_table", self.transposition_table), ("mcgs", self.mcgs),
+            ("transposition_table", self.transposition_table),
             ("q_value_selection", self.q_value_selection), ("q_pv", self.q_pv),
             ("check_enhancement", self.check_enhancement), ("check_urgency", self.check_urgency),
             ("epsilon_greedy", self.epsilon_greedy > 0 or self.epsilon_checks > 0),
-            ("root_rule", self.root_rule != "puct"), ("score_formula", self.score_formula != "crazyara"),
+            (f"root_rule={self.root_rule}", self.root_rule not in ("puct", "gumbel")),
+            (f"score_formula={self.score_formula}", self.score_formula not in ("crazyara", "gumbel")),
             ("multipv", self.multipv != 1)) if on]
         if off:
             raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
@@ -114,9 +127,12 @@ class TwoBoardMCTS(MCTS):
         self.seat_config = config if config is not None else TwoBoardConfig()
         super().__init__(evaluator, self.seat_config, rng)
         require(evaluator, POLICY_VALUE, BUGHOUSE.name)
-        self.board_rule = BoardPUCT(self.seat_config, self.rng, self.seat_config.cpuct_factor)
+        cfg = self.seat_config
+        rule = BoardGumbel if cfg.score_formula == "gumbel" else BoardPUCT
+        self.board_rule: BoardPUCT = rule(cfg, self.rng, cfg.cpuct_factor)
         self.rule = self.board_rule
-        self.seat_root = SeatRoot(self.seat_config, self.board_rule, 0, self.seat_config.root_own_p)
+        root = SeatGumbel if cfg.root_rule == "gumbel" else SeatRoot
+        self.seat_root: SeatRoot = root(cfg, self.board_rule, 0, cfg.root_own_p)
         self.root_rule = self.seat_root
         self.walk: TwoBoardWalk | None = None
         #: per leaf in flight: the sign that turns the evaluator's value into team 0's
@@ -150,10 +166,13 @@ class TwoBoardMCTS(MCTS):
         reused = self._reuse(walk, key)
         self.walk = walk
         self.seat_root.own_board = board_id
+        self.seat_root.own_sign = walk.focus_sign()
         self._signs = []
         if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
             self.tree = self._new_tree()
             reused = self.tree.new_node(key)
+            if cfg.mcgs:
+                self.tree.graph.put(walk.graph_key(), reused)
         self.reused_visits = 1 + int(self.tree.nd_sum_n[reused]) if self.tree.nd_state[reused] == EXPANDED else 0
         lim = limits or BughouseLimits()
         moves = [int(m) for m in walk.legal_moves_vec()]
@@ -213,8 +232,11 @@ class TwoBoardMCTS(MCTS):
     def _child_made(self, child: int) -> None:
         walk = self.walk
         assert walk is not None
-        self.tree.nd_hash[child] = walk.key()
-        self.tree.nd_sign[child] = 1.0 if walk.last_team == 0 else -1.0
+        tree = self.tree
+        tree.nd_hash[child] = walk.key()
+        tree.nd_sign[child] = 1.0 if walk.last_team == 0 else -1.0
+        if tree.mcgs and mcgs.link_key(tree, walk.graph_key(), child):
+            self._merges += 1
 
     def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
         walk = self.walk
@@ -274,13 +296,16 @@ class TwoBoardMCTS(MCTS):
         best = -1
         has_sit = False
         moves: list[int] = []  # our board's move edges
+        actions: list[int] = []  # our board's edges, the sit included
         e0 = int(tree.nd_edge0[root])
         for e in range(e0, e0 + int(tree.nd_nedges[root])):
             eb, m = split_move(int(tree.ed_move[e]))
             n = tree.edge_n(e)
             if eb != b:
                 other += n
-            elif m == SIT:
+                continue
+            actions.append(e)
+            if m == SIT:
                 has_sit = True
                 sits += n
             else:
@@ -289,6 +314,8 @@ class TwoBoardMCTS(MCTS):
                 if best < 0 or (n, tree.ed_prior[e]) > (tree.edge_n(best), tree.ed_prior[best]):
                     best = e
         other += sits
+        if isinstance(self.seat_root, SeatGumbel):
+            return self._gumbel_decision(actions), own, other
         if best < 0:
             return SIT, own, other
         if has_sit and other > self.seat_config.sit_ratio * own:
@@ -300,6 +327,20 @@ class TwoBoardMCTS(MCTS):
                 if not self._allows_mate(m):
                     return m, own, other
         return move, own, other
+
+    def _gumbel_decision(self, actions: list[int]) -> int:
+        """Gumbel's move on our board (or SIT): the action with the most visits, equals by ``g + l +
+        σ(q̂)``; with ``mate_guard`` the first in that order after which our board's opponent cannot
+        mate at once, if any."""
+        if not actions:
+            return SIT
+        tree = self.tree
+        ranked = [split_move(int(tree.ed_move[e]))[1] for e in self.seat_root.ranked(tree, self.root, actions)]
+        if self.seat_config.mate_guard:
+            for m in ranked:
+                if m == SIT or not self._allows_mate(m):
+                    return m
+        return ranked[0]
 
     def _allows_mate(self, m: int) -> bool:
         """``mate_guard``: after ``m`` our board's opponent mates at once, with the root's pockets."""
@@ -318,12 +359,20 @@ class TwoBoardMCTS(MCTS):
         assert self.walk is not None
         return two_board_move(self.walk.own_board, self._decision()[0])
 
-    def _value(self, own_team: int) -> float:
-        """Our team's value of the root: its edges' W over their visits, else the evaluator's."""
+    def _value(self, own_team: int, move: int) -> float:
+        """Our team's value of the root: its edges' W over their visits, else the evaluator's; with
+        Gumbel's root (whose plan spreads the visits over the actions considered) the Q of our
+        board's action ``move``, once visited."""
         tree = self.tree
         root = self.root
         sign = 1.0 if own_team == 0 else -1.0
         e0 = int(tree.nd_edge0[root])
+        walk = self.walk
+        if isinstance(self.seat_root, SeatGumbel) and walk is not None and tree.nd_state[root] == EXPANDED:
+            bm = two_board_move(walk.own_board, move)
+            for e in range(e0, e0 + int(tree.nd_nedges[root])):
+                if tree.ed_move[e] == bm and tree.edge_n(e) > 0:
+                    return tree.edge_q(e)
         w = 0.0
         n = 0
         for e in range(e0, e0 + int(tree.nd_nedges[root])):
@@ -353,7 +402,7 @@ class TwoBoardMCTS(MCTS):
         assert walk is not None
         own_team = walk.team_to_move(walk.own_board)
         pv = self._pv()
-        return SearchResult(best_move=two_board_move(walk.own_board, move), value=self._value(own_team),
+        return SearchResult(best_move=two_board_move(walk.own_board, move), value=self._value(own_team, move),
                             nodes=self._nodes, evals=self._evals, time=time.perf_counter() - self._t0,
                             depth=len(pv), seldepth=self._seldepth, pv=pv)
 

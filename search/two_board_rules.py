@@ -25,6 +25,23 @@ from search.mcts_rules import RootRule, TreeRule
 from search.mcts_tree import _Tree
 
 
+def board_split(tree: _Tree, node: int) -> i64:
+    """The first of ``node``'s board-B edges (one past its last edge if it has none)."""
+    e0: i64 = tree.nd_edge0[node]
+    end: i64 = e0 + tree.nd_nedges[node]
+    split = e0
+    while split < end and (tree.ed_move[split] >> BOARD_SHIFT) == 0:
+        split += 1
+    return split
+
+
+def board_range(tree: _Tree, node: int, b: int) -> tuple[i64, i64]:
+    """The run of board ``b``'s edges at ``node`` (empty when that board has none)."""
+    e0: i64 = tree.nd_edge0[node]
+    split = board_split(tree, node)
+    return (e0, split) if b == 0 else (split, e0 + tree.nd_nedges[node])
+
+
 class BoardPUCT(TreeRule):
     """LazyBug's interior rule (module docstring); ``own_board`` and the probability of choosing it
     are the root rule's (:class:`SeatRoot`)."""
@@ -38,9 +55,7 @@ class BoardPUCT(TreeRule):
         """The run of edges of the board chosen at ``node`` (``first`` with probability ``p_first``)."""
         e0: i64 = tree.nd_edge0[node]
         end: i64 = e0 + tree.nd_nedges[node]
-        split = e0
-        while split < end and (tree.ed_move[split] >> BOARD_SHIFT) == 0:
-            split += 1
+        split = board_split(tree, node)
         if split == e0 or split == end:  # one board has edges
             return e0, end
         b = first if self.rng.random() < p_first else 1 - first
@@ -66,9 +81,13 @@ class BoardPUCT(TreeRule):
                 best = e
         return int(best)
 
+    def board_select(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
+        """The edge among the chosen board's ``lo .. hi - 1`` (PUCT here)."""
+        return self.best_edge(tree, lo, hi)
+
     def select(self, tree: _Tree, node: int) -> int:
         lo, hi = self.board_edges(tree, node, 0, 0.5)
-        return self.best_edge(tree, lo, hi)
+        return self.board_select(tree, node, lo, hi)
 
 
 class SeatRoot(RootRule):
@@ -80,10 +99,12 @@ class SeatRoot(RootRule):
         self.board_rule = tree_rule
         self.own_board = own_board
         self.root_own_p = root_own_p
+        #: +1 when team 0 moves on our board (the search sets it each move): the root's value is team 0's
+        self.own_sign = 1.0
 
     def select(self, tree: _Tree, root: int) -> int:
         lo, hi = self.board_rule.board_edges(tree, root, self.own_board, self.root_own_p)
-        return self.board_rule.best_edge(tree, lo, hi)
+        return self.board_rule.board_select(tree, root, lo, hi)
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         best = candidates[0]

@@ -31,6 +31,9 @@ from evaluators.base import Leaf
 
 _MASK64 = (1 << 64) - 1
 _SIT_SALT = 0x9E3779B97F4A7C15
+_PLY_A = 0xC2B2AE3D27D4EB4F
+_PLY_B = 0x165667B19E3779F9
+_FNV_PRIME = 0x100000001B3
 
 
 def clocks_after(game: BughouseGame, b: int, clocks: list[int], move_ms: list[int]) -> list[int]:
@@ -125,6 +128,18 @@ class TwoBoardWalk:
         """A hash of the walk position (both boards, pockets, sides to move, the sit)."""
         z0, z1 = self.game.key()
         h = (z0 ^ ((z1 * 31) & _MASK64) ^ (((self.sit_board + 2) * _SIT_SALT) & _MASK64)) & _MASK64
+        return h - (1 << 64) if h >= 1 << 63 else h
+
+    def graph_key(self) -> i64:
+        """Graph search's key of the walk position (:mod:`search.mcgs`): :meth:`key` with each
+        board's ply count (a walk never meets its own key again: no cycles) and the simulated
+        clocks (a position reached at another time is another node)."""
+        h: int = int(self.key()) & _MASK64
+        h ^= ((self.game.boards[0].ply() + 1) * _PLY_A) & _MASK64
+        h ^= ((self.game.boards[1].ply() + 1) * _PLY_B) & _MASK64
+        if self.clocks is not None:
+            for c in self.clocks:
+                h = ((h ^ (c & _MASK64)) * _FNV_PRIME) & _MASK64
         return h - (1 << 64) if h >= 1 << 63 else h
 
     def team_to_move(self, b: int) -> int:

@@ -223,7 +223,8 @@ def test_mate_guard():
 
 
 def test_bad_settings_are_errors():
-    for bad in ({"solver": True}, {"mcgs": True}, {"root_own_p": 1.5}, {"root_rule": "gumbel"}, {"sit_ratio": 0.0}):
+    for bad in ({"solver": True}, {"transposition_table": True}, {"root_own_p": 1.5}, {"sit_ratio": 0.0},
+                {"score_formula": "sixtyfour"}, {"multipv": 2}):
         with pytest.raises(MCTSConfigError):
             TwoBoardConfig(**bad).validate()  # type: ignore[arg-type]
     with pytest.raises(MCTSConfigError):
