@@ -67,7 +67,7 @@ from board.bughouse import (
 )
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
-from search.base import range_error
+from search.base import range_error, step
 from search.two_board_walk import clocks_after, game_over_value, sit_allowed, stuck_value
 
 NEW: Final = 0
@@ -304,9 +304,7 @@ class BughouseMCTS:
     def run(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None, **kw: object) -> BughouseResult:
         self.start(game, board_id, limits, **kw)  # type: ignore[arg-type]
         while not self.done():
-            leaves = self.ask()
-            if leaves:
-                self.tell(self.evaluator.evaluate(leaves))
+            step(self, self.evaluator)
         return self.result()
 
     def _check_done(self) -> bool:

@@ -52,9 +52,9 @@ from board.bughouse import (
 )
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
-from search.base import Limits, SearchResult, range_error
-from search.bughouse_mcts import BughouseLimits, BughouseResult
 from search import mcgs
+from search.base import Limits, SearchResult, range_error, step
+from search.bughouse_mcts import BughouseLimits, BughouseResult
 from search.mcts import MCTS, _Pending
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
 from search.mcts_config import MCTSConfig, MCTSConfigError
@@ -419,7 +419,5 @@ class TwoBoardMCTS(MCTS):
             **kw: object) -> BughouseResult:
         self.start(game, board_id, limits, **kw)  # type: ignore[arg-type]
         while not self.done():
-            leaves = self.ask()
-            if leaves:
-                self.tell(self.evaluator.evaluate(leaves))
+            step(self, self.evaluator)
         return self.result()

@@ -139,6 +139,12 @@ def test_a_rows_figures():
     assert r.ptnml == [0, 0, 1, 1, 0]  # pair 0: 1 + 0; pair 1: 0.5 + 1
     assert r.score == 0.625 and r.lo < r.elo < r.hi and r.elo > 0
     assert (r.moves, r.nodes, r.evals, r.seconds) == (8, 200.0, 140.0, 2.0)
+    # a reference program reports no counts ("-"); a reference of ours does
+    assert (r.ref_nodes, r.ref_evals) == (0.0, 0.0) and br._per_move(r.ref_nodes) == "-"
+    ours_ref = br.summarize(spec, [record("0", 0, "ours", "sjeng", "1-0", "checkmate on board A", moves, [a, b, b, a])],
+                            details)
+    assert (ours_ref.nodes, ours_ref.ref_nodes, ours_ref.ref_evals) == (100.0, 300.0, 200.0)
+    assert br._per_move(ours_ref.ref_nodes) == "300"
     assert r.ends == {"mate given on A": 2, "mated on B": 1, "draw (max_plies)": 1}
     # seat times a game: A-white 1.0 s, A-black 2.0, B-white 2.0, B-black 3.0; ours alternate
     assert r.used == {"ours A": 1.5, "ours B": 2.5, "reference A": 1.5, "reference B": 2.5}

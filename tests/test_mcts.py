@@ -494,7 +494,8 @@ def test_bench_search_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert out["nn"] is not None
     # the two-board search on the shared driver beside its own-tree twin, same positions and limit
     tb = out["two_board"]
-    assert tb["shared"]["sims"] == tb["annex"]["sims"] == 3 * 40 and tb["ratio"] > 0
+    assert tb["shared"]["sims"] == tb["annex"]["sims"] == tb["gumbel"]["sims"] == tb["mcgs"]["sims"] == 3 * 40
+    assert tb["ratio"] > 0 and tb["gumbel_share"] > 0 and tb["mcgs_share"] > 0
 
 
 class _LastMoveEvaluator(FixedEvaluator):

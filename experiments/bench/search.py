@@ -23,6 +23,8 @@ Three measurements, each on the same positions for both sides, in the same proce
   (:class:`search.two_board.TwoBoardMCTS`) against the same rules in their own tree
   (:class:`search.bughouse_mcts.BughouseMCTS`), the zero-cost evaluator, the same positions and
   node limit, interleaved, best of three each.  Goal: ratio >= 1 (the shared driver is no slower).
+  With it, the shared driver's Gumbel (``TwoBoardConfig.gumbel()``) and graph search (``mcgs``) on
+  two boards, as a share of LazyBug's rules' rate.
 * Alpha-beta: positions per second of our :class:`search.alphabeta.AlphaBeta` with the classical
   evaluator against a straightforward alpha-beta negamax over python-chess boards that scores its
   leaves with the same evaluation function (material, PST, pockets, king safety), fixed depth,
@@ -88,18 +90,21 @@ class ZeroEvaluator(Evaluator):
 
 # ------------------------------------------------------------------ MCTS overhead
 
-def two_board_mcts(shared: bool, sims: int) -> dict[str, float]:
-    """Simulations/s of the two-board search (``shared``: on the shared driver) from each of
-    :data:`TWO_BOARD_POSITIONS`, board A's side to move searching."""
+def two_board_mcts(kind: str, sims: int) -> dict[str, float]:
+    """Simulations/s of the two-board search from each of :data:`TWO_BOARD_POSITIONS`, board A's side
+    to move searching: ``kind`` "shared" (LazyBug's rules on the shared driver), "gumbel"
+    (``TwoBoardConfig.gumbel()``), "mcgs" (graph search) or "annex" (the rules in their own tree)."""
     from board.bughouse import BughouseGame
     from search.bughouse_mcts import BughouseLimits, BughouseMCTS
-    from search.two_board import TwoBoardMCTS
+    from search.two_board import TwoBoardConfig, TwoBoardMCTS
 
     ev = ZeroEvaluator()
     total = 0
     t = 0.0
+    cfg = {"shared": TwoBoardConfig(), "gumbel": TwoBoardConfig.gumbel(), "mcgs": TwoBoardConfig(mcgs=True)}
     for fen in TWO_BOARD_POSITIONS:
-        s = TwoBoardMCTS(ev, None, random.Random(0)) if shared else BughouseMCTS(ev, None, random.Random(0))
+        s = BughouseMCTS(ev, None, random.Random(0)) if kind == "annex" else \
+            TwoBoardMCTS(ev, cfg[kind], random.Random(0))  # type: ignore[arg-type]
         t0 = time.perf_counter()
         r = s.run(BughouseGame(fen), 0, BughouseLimits(nodes=sims))
         t += time.perf_counter() - t0
@@ -291,12 +296,15 @@ def run(variants: Sequence[str] = board.VARIANTS, sims: int = 3000, ab_nodes: in
         pc = pc_alphabeta(variant, fens, pc_depth if not variant_of(variant).pockets else max(1, pc_depth - 1))
         out["alphabeta"][variant] = {"ours": ab, "python_chess": pc,
                                      "ratio": ab["nodes_per_s"] / pc["nodes_per_s"] if pc["nodes_per_s"] else None}
-    shared = annex = None
+    best: dict[str, dict[str, float] | None] = {"shared": None, "annex": None, "gumbel": None, "mcgs": None}
     for _ in range(OVERHEAD_REPEATS):
-        shared = _faster(shared, two_board_mcts(True, sims))
-        annex = _faster(annex, two_board_mcts(False, sims))
-    assert shared is not None and annex is not None
-    out["two_board"] = {"shared": shared, "annex": annex, "ratio": shared["sims_per_s"] / annex["sims_per_s"]}
+        for kind in best:
+            best[kind] = _faster(best[kind], two_board_mcts(kind, sims))
+    tb: dict[str, Any] = {kind: r for kind, r in best.items()}
+    rate = {kind: r["sims_per_s"] for kind, r in best.items() if r is not None}
+    tb.update(ratio=rate["shared"] / rate["annex"], gumbel_share=rate["gumbel"] / rate["shared"],
+              mcgs_share=rate["mcgs"] / rate["shared"])
+    out["two_board"] = tb
     out["nn"] = nn_fraction(nn_sims)
     return out
 
@@ -323,6 +331,9 @@ def format_table(r: dict[str, Any]) -> str:
         lines.append("Two-board MCTS (bughouse), zero-cost evaluator (simulations/s; goal: ratio >= 1)")
         lines.append(f"  shared driver {tb['shared']['sims_per_s']:>8.0f}  own tree (bughouse_mcts) "
                      f"{tb['annex']['sims_per_s']:>8.0f}  ratio {tb['ratio']:.2f}x")
+        lines.append(f"  shared driver, Gumbel {tb['gumbel']['sims_per_s']:>8.0f} ({100 * tb['gumbel_share']:.0f}% of "
+                     f"LazyBug's rules' rate), graph search {tb['mcgs']['sims_per_s']:>8.0f} "
+                     f"({100 * tb['mcgs_share']:.0f}%)")
     lines.append("Alpha-beta, classical evaluator (positions/s; goal: ratio >= 10)")
     for variant, d in r["alphabeta"].items():
         ratio = f"{d['ratio']:.1f}x" if d["ratio"] else "-"

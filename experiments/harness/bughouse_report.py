@@ -169,6 +169,8 @@ class Row:
     moves: int = 0
     nodes: float = 0.0        # per move of our seats
     evals: float = 0.0
+    ref_nodes: float = 0.0    # per move of the reference's seats (0: it reports none, as an external program)
+    ref_evals: float = 0.0
     seconds: float = 0.0
     used: dict[str, float] = field(default_factory=dict)  # "ours A" ... -> seconds a game
     plies: float = 0.0
@@ -264,8 +266,8 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
     if not games:
         return r
     ops = set()
-    moves = 0
-    nodes = evals = secs = 0.0
+    moves = ref_moves = 0
+    nodes = evals = secs = ref_nodes = ref_evals = 0.0
     used_sum: dict[str, float] = {}
     for g in games:
         ours_team0 = g.white == row.team
@@ -290,6 +292,10 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
                 nodes += st.nodes
                 evals += st.evals
                 secs += st.time
+            else:
+                ref_moves += 1
+                ref_nodes += st.nodes
+                ref_evals += st.evals
         used = _seat_used_ms(g.moves, d.get("times", []))
         for seat in range(4):
             who = "ours" if seat in ours else "reference"
@@ -300,6 +306,7 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
     r.openings = len(ops)
     r.moves = moves
     r.nodes, r.evals, r.seconds = (x / moves if moves else 0.0 for x in (nodes, evals, secs))
+    r.ref_nodes, r.ref_evals = (x / ref_moves if ref_moves else 0.0 for x in (ref_nodes, ref_evals))
     r.used = {k: v / len(games) for k, v in sorted(used_sum.items())}
     r.plies /= len(games)
     r.ptnml = pentanomial(games, row.team)
@@ -333,7 +340,8 @@ def rows(cfg: Config) -> tuple[list[Row], list[GameRecord]]:
 
 CSV_FIELDS = ("row", "team", "opponent", "tc", "games", "openings", "wins", "draws", "losses", "score", "elo",
               "elo_low", "elo_high", "ptnml_LL", "ptnml_LD", "ptnml_DD_WL", "ptnml_WD", "ptnml_WW",
-              "nodes_per_move", "evals_per_move", "seconds_per_move", "plies_per_game", "minutes")
+              "nodes_per_move", "evals_per_move", "seconds_per_move", "plies_per_game", "minutes",
+              "ref_nodes_per_move", "ref_evals_per_move")
 
 
 def _csv_row(r: Row) -> dict[str, Any]:
@@ -342,7 +350,13 @@ def _csv_row(r: Row) -> dict[str, Any]:
             "score": f"{r.score:.4f}", "elo": f"{r.elo:.1f}", "elo_low": f"{r.lo:.1f}", "elo_high": f"{r.hi:.1f}",
             **dict(zip(CSV_FIELDS[13:18], r.ptnml)),
             "nodes_per_move": f"{r.nodes:.1f}", "evals_per_move": f"{r.evals:.1f}",
-            "seconds_per_move": f"{r.seconds:.3f}", "plies_per_game": f"{r.plies:.1f}", "minutes": f"{r.minutes:.1f}"}
+            "seconds_per_move": f"{r.seconds:.3f}", "plies_per_game": f"{r.plies:.1f}", "minutes": f"{r.minutes:.1f}",
+            "ref_nodes_per_move": f"{r.ref_nodes:.1f}", "ref_evals_per_move": f"{r.ref_evals:.1f}"}
+
+
+def _per_move(x: float) -> str:
+    """A reference's count a move; "-" where it reports none (an external program)."""
+    return f"{x:.0f}" if x > 0 else "-"
 
 
 def _fmt(x: float) -> str:
@@ -423,14 +437,15 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
              "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
              "![forest plot](teams.png)", "",
              "| row | team | opponent | clock | games (openings) | W-D-L | score | Elo | 95% interval | pentanomial "
-             "| nodes/move | evals/move | s/move | plies/game |",
-             "|---|---|---|---|---:|---|---:|---:|---|---|---:|---:|---:|---:|"]
+             "| nodes/move | evals/move | reference nodes/move | reference evals/move | s/move | plies/game |",
+             "|---|---|---|---|---:|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rs:
         elo, interval = elo_text(r)
         score = f"{100 * r.score:.1f}%" if r.games else "-"
         lines.append(f"| {r.spec.name} | `{r.spec.team}` | `{r.spec.opponent}` | {r.spec.tc} | {r.games} ({r.openings}) "
                      f"| {r.wins}-{r.draws}-{r.losses} | {score} | {elo} | {interval} | "
-                     f"{' '.join(map(str, r.ptnml))} | {r.nodes:.0f} | {r.evals:.0f} | {r.seconds:.2f} | {r.plies:.0f} |")
+                     f"{' '.join(map(str, r.ptnml))} | {r.nodes:.0f} | {r.evals:.0f} | {_per_move(r.ref_nodes)} | "
+                     f"{_per_move(r.ref_evals)} | {r.seconds:.2f} | {r.plies:.0f} |")
     lines += ["", "Findings:", ""] + [f"- {f}" for f in findings(rs)]
     lines += ["", "How games end, from our team's side (mates given and taken on each board; flags, "
                   "marked *after sitting* where our flagged seat had sat that game; forfeits; draws):", "",
@@ -455,7 +470,8 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
         lines.append(f"| {r.spec.name} | " + " | ".join(f"{r.used.get(k, 0.0):.1f}" for k in seat_keys) + " |")
     lines += ["", "Nodes: simulations of the bughouse MCTS for the move (those of searches restarted by a move "
                   "on the other board included); evaluator calls: leaves sent to the evaluator (classical or "
-                  "network); a reference program reports neither. Games, with their move times, in "
+                  "network), ours and, where the reference is one of our engines, the reference's "
+                  "(an external program reports neither: -). Games, with their move times, in "
                   f"`{cfg.db.with_suffix('.bpgn').as_posix()}` (BPGN) and `{cfg.db.as_posix()}`; "
                   f"{sum(r.minutes for r in rs):.0f} minutes of play on this machine (2 cores; "
                   "the four seats share them).", "",
