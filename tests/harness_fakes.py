@@ -1,12 +1,14 @@
 """Fake engines for the harness tests: a steppable engine sharing a counting evaluator (pooling),
 blocking engines that play seeded random moves, report fixed scores, crash, move illegally or
-sleep (as external engines do), and a factory naming them."""
+sleep (as external engines do), and a factory naming them; and an untimed bughouse match played
+with one and with two workers (:func:`bughouse_games_by_workers`)."""
 from __future__ import annotations
 
 import random
 import threading
 import time
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from board import Position
 from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
@@ -140,3 +142,22 @@ class Factory:
             raise EngineError(f"unknown engine {name!r}")
         self.made.append(e)
         return e
+
+
+def bughouse_games_by_workers(a: str, b: str, games: int, seed: int, max_plies: int, tmp: Path) -> list[list[Any]]:
+    """An untimed bughouse match of teams ``a`` and ``b`` played with 1, then 2 workers (into
+    ``tmp/w1.sqlite``, ``tmp/w2.sqlite``): each run's stored games as sorted (key, moves, result,
+    reason, seed)."""
+    from experiments.harness.bughouse import BughouseStore, run_match
+
+    rows = []
+    for workers in (1, 2):
+        db = tmp / f"w{workers}.sqlite"
+        s = run_match(a, b, games, -1, 0, db, seed=seed, max_plies=max_plies, progress=False, workers=workers)
+        assert s.played == games
+        store = BughouseStore(db)
+        try:
+            rows.append(sorted((g.key, g.moves, g.result, g.reason, g.seed) for g in store.store.games()))
+        finally:
+            store.close()
+    return rows

@@ -22,6 +22,7 @@ from engines.xboard_seat import XBoardSeat, fen_without_pockets
 from experiments.harness.bughouse import BughouseMatchError, BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
 from tests.engines_path import find_engine
+from tests.harness_fakes import bughouse_games_by_workers
 
 SJENG = find_engine("sjeng")
 
@@ -153,16 +154,7 @@ def test_untimed_games_are_the_same_with_one_and_two_workers_and_replay(tmp_path
     from experiments.harness.replay import replay
 
     a, b = "bughouse-mcts:nodes=30", "bughouse-mcts:nodes=40"
-    rows = []
-    for workers in (1, 2):
-        db = tmp_path / f"w{workers}.sqlite"
-        s = run_match(a, b, 4, -1, 0, db, seed=7, max_plies=50, progress=False, workers=workers)
-        assert s.played == 4
-        store = BughouseStore(db)
-        try:
-            rows.append(sorted((g.key, g.moves, g.result, g.reason, g.seed) for g in store.store.games()))
-        finally:
-            store.close()
+    rows = bughouse_games_by_workers(a, b, 4, 7, 50, tmp_path)
     assert rows[0] == rows[1]
     assert len({r[4] for r in rows[0]}) == 4  # a seed per game, stored with it
     assert all(r[0].split("|")[2] == "untimed" for r in rows[0])

@@ -236,21 +236,12 @@ def test_a_seat_of_the_registry_plays_it_and_its_games_replay(tmp_path):
     the worker that plays them, and replay move for move."""
     from engines.registry import EvaluatorPool
     from engines.seats import make_seat
-    from experiments.harness.bughouse import BughouseStore, run_match
     from experiments.harness.replay import replay
+    from tests.harness_fakes import bughouse_games_by_workers
 
     seat = make_seat("bughouse-classical+two-board-mcts:nodes=30", 1, EvaluatorPool())
     assert seat.settings()["search"] == "two-board-mcts"
-    rows = []
-    for workers in (1, 2):
-        db = tmp_path / f"w{workers}.sqlite"
-        s = run_match("bughouse-classical+two-board-mcts:nodes=30", "bughouse-mcts:nodes=30", 2, -1, 0, db, seed=3,
-                      max_plies=40, progress=False, workers=workers)
-        assert s.played == 2
-        store = BughouseStore(db)
-        try:
-            rows.append(sorted((g.key, g.moves, g.result, g.reason, g.seed) for g in store.store.games()))
-        finally:
-            store.close()
+    rows = bughouse_games_by_workers("bughouse-classical+two-board-mcts:nodes=30", "bughouse-mcts:nodes=30", 2, 3, 40,
+                                     tmp_path)
     assert rows[0] == rows[1]
     assert [o.agrees for o in replay(tmp_path / "w2.sqlite", progress=False)] == [True, True]

@@ -150,20 +150,9 @@ def test_graph_search_merges_and_plays_as_the_tree():
 
 
 def test_registry_seats_in_both_modes_replay(tmp_path):
-    from experiments.harness.bughouse import BughouseStore, run_match
     from experiments.harness.replay import replay
+    from tests.harness_fakes import bughouse_games_by_workers
 
-    a = "bughouse-mcts:nodes=30,mcgs=true"
-    b = "bughouse-mcts:nodes=30,root_rule=gumbel,score_formula=gumbel"
-    rows = []
-    for workers in (1, 2):
-        db = tmp_path / f"w{workers}.sqlite"
-        s = run_match(a, b, 2, -1, 0, db, seed=5, max_plies=40, progress=False, workers=workers)
-        assert s.played == 2
-        store = BughouseStore(db)
-        try:
-            rows.append(sorted((g.key, g.moves, g.result, g.reason, g.seed) for g in store.store.games()))
-        finally:
-            store.close()
+    rows = bughouse_games_by_workers("bughouse-mcts:nodes=30,mcgs=true", "bughouse-gumbel:nodes=30", 2, 5, 40, tmp_path)
     assert rows[0] == rows[1]
     assert [o.agrees for o in replay(tmp_path / "w2.sqlite", progress=False)] == [True, True]
