@@ -300,7 +300,7 @@ def run(variants: Sequence[str] = board.VARIANTS, sims: int = 3000, ab_nodes: in
     for _ in range(OVERHEAD_REPEATS):
         for kind in best:
             best[kind] = _faster(best[kind], two_board_mcts(kind, sims))
-    tb: dict[str, Any] = {kind: r for kind, r in best.items()}
+    tb: dict[str, Any] = dict(best)
     rate = {kind: r["sims_per_s"] for kind, r in best.items() if r is not None}
     tb.update(ratio=rate["shared"] / rate["annex"], gumbel_share=rate["gumbel"] / rate["shared"],
               mcgs_share=rate["mcgs"] / rate["shared"])
