@@ -4,7 +4,7 @@ UCI ``setoption``, config keys), parsed, validated and announced the same way ev
 *engine options* (:data:`ENGINE_OPTIONS`)
     ``nodes``, ``evals``, ``playouts``, ``depth``, ``movetime`` (default limits), ``seed``, the
     evaluator's loader settings ``threads``, ``weights``, ``inference``, ``device``, and the bughouse
-    seats' clock share ``clock_moves`` (a one-board engine refuses it).
+    seats' clock share ``clock_moves`` and ``stall`` (a one-board engine refuses them).
 *evaluator options*
     the constructor parameters an evaluator's registry entry declares
     (:attr:`engines.registry.EvaluatorEntry.options`, e.g. ``king_danger``), with that entry's defaults.
@@ -293,6 +293,9 @@ ENGINE_OPTIONS: tuple[OptionInfo, ...] = (
     OptionInfo("clock_moves", "spin", None, optional(parse_int), minimum=2, maximum=1000,
                help="bughouse seats only: a timed move takes the clock left / clock_moves + 0.7 increment "
                     "(unset: 30; engines.seats.allocate)"),
+    OptionInfo("stall", "check", False, parse_bool,
+               help="bughouse seats only: hold the move found while the partner's opponent is stuck on move and "
+                    "would flag first (engines.seats.ClockWatch.stalls)"),
 )
 
 

@@ -550,8 +550,8 @@ def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) ->
     if variant not in evaluator.variants:
         raise EngineError(f"evaluator {spec.evaluator!r} does not play {variant} "
                           f"(it plays {', '.join(sorted(evaluator.variants))})")
-    if spec.settings.get("clock_moves") is not None:
-        raise EngineError(f"{spec.name}: clock_moves is an option of bughouse seats; {variant} engines "
+    if spec.settings.get("clock_moves") is not None or spec.settings.get("stall"):
+        raise EngineError(f"{spec.name}: clock_moves and stall are options of bughouse seats; {variant} engines "
                           "take their time from the search's time manager")
     seed = int(spec.settings["seed"])
     config = spec.config

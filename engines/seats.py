@@ -20,6 +20,13 @@ the spec's node cap); any move on either board restarts the search from the new 
 changed) within the same time allocation. A "sit" decision makes it wait: it searches again after
 the next move on either board or after ``SIT_RECHECK_MS`` (untimed: ``SIT_RECHECK_PASSES`` server passes). With no legal move it waits too.
 
+Both boards' clocks (spec option ``stall``, any seat of ours): a team loses when either board
+flags, so a seat holds the move it found while the partner's opponent is stuck on move (on move
+for 3 s and three times its usual move, as a seat waiting for a piece is) and would flag at least
+5 s before it (:meth:`ClockWatch.stalls`): our move would let our opponent move and perhaps capture
+the piece the stuck seat waits for. A mating move is played at once; when the stall ends the held
+move is played, or the board searched again if its pockets changed.
+
 :class:`engines.xboard_seat.XBoardSeat`: a program speaking CECP (Sjeng 11.2, ``PROGRAM+xboard``) on the
 one line driver of :mod:`engines.process`; its dialogue and what was found about Sjeng by hand are
 documented in that module.
@@ -148,6 +155,55 @@ def allocate(ctx: GameContext, seat: int, movetime: float | None, clock_moves: i
     return min(alloc, movetime) if movetime is not None else alloc
 
 
+#: the stall (spec option ``stall``: :meth:`ClockWatch.stalls`): the enemy to move on the other board
+#: has been on move at least STALL_WAIT_MS and STALL_FACTOR times its median recent move, and its clock
+#: runs out at least STALL_RESERVE_MS before ours
+STALL_WAIT_MS: Final = 3000
+STALL_FACTOR: Final = 3
+STALL_RESERVE_MS: Final = 5000
+
+
+class ClockWatch:
+    """A seat's view of both boards' clocks, kept from the moves it is told of: since when each
+    board's side has been to move, and each seat's last five move times (ms)."""
+
+    def __init__(self) -> None:
+        self.moved_ms = [0, 0]
+        self.think_ms: list[list[int]] = [[], [], [], []]
+
+    def on_move(self, board_id: int, mover: int, now: int) -> None:
+        self.think_ms[mover] = (self.think_ms[mover] + [now - self.moved_ms[board_id]])[-5:]
+        self.moved_ms[board_id] = now
+
+    def stalls(self, ctx: GameContext, seat: int, now: int) -> bool:
+        """Waiting wins on time (LazyBug's "waiting wins on time", played by the seat rather than
+        searched): the partner's opponent is to move on the other board and stuck (on move for
+        :data:`STALL_WAIT_MS` and :data:`STALL_FACTOR` times its median move, as a seat waiting for
+        a piece is), and its clock runs out :data:`STALL_RESERVE_MS` or more before ours. A move of
+        ours would let our opponent move, perhaps capture, and so hand it the piece it waits for;
+        waiting hands it nothing, and the game ends at its flag (a team loses when either board
+        flags). Untimed games never stall."""
+        game = ctx.game
+        other = 1 - (seat >> 1)
+        enemy = game.to_move_seat(other)
+        if not game.timed or enemy == partner_seat(seat):
+            return False
+        usual = sorted(self.think_ms[enemy])[len(self.think_ms[enemy]) // 2] if self.think_ms[enemy] else 0
+        if now - self.moved_ms[other] < max(STALL_WAIT_MS, STALL_FACTOR * usual):
+            return False
+        return game.time_left(seat, now) - game.time_left(enemy, now) >= STALL_RESERVE_MS
+
+
+def gives_mate(b: BughouseBoard, uci: str) -> bool:
+    """``uci`` mates at once on ``b`` (a real bughouse mate)."""
+    p = b.copy()
+    try:
+        p.push(p.parse_uci(uci))
+    except ValueError:
+        return False
+    return p.is_checkmate()
+
+
 class OurSeat(Seat):
     """Our engine: the bughouse MCTS with an injected evaluator, stepped by the server loop."""
 
@@ -156,7 +212,7 @@ class OurSeat(Seat):
     def __init__(self, name: str, evaluator: Evaluator, config: Any = None, nodes: int | None = None,
                  movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None,
                  playouts: int | None = None, evals: int | None = None, clock_moves: int | None = None,
-                 search: str = "bughouse-mcts") -> None:
+                 search: str = "bughouse-mcts", stall: bool = False) -> None:
         self.name = name
         #: the two-board search's registry name (:data:`engines.registry.SEAT_SEARCHES`)
         self.search_name = search
@@ -165,6 +221,10 @@ class OurSeat(Seat):
         self.nodes, self.playouts, self.evals = nodes, playouts, evals
         self.movetime = movetime
         self.clock_moves = clock_moves
+        self.stall = stall
+        self.watch = ClockWatch()
+        #: a move found and held while the seat stalls (:meth:`ClockWatch.stalls`): uci, report, board FEN
+        self._held: tuple[str, MoveStat, str] | None = None
         self.options = dict(options or {})
         self.seed = seed
         self.config = config
@@ -201,11 +261,27 @@ class OurSeat(Seat):
         self._searching = False
         self._turn_started = -1
         self._sit_since = -1
-        self._moves_ms: list[list[int]] = [[], [], [], []]
+        self.watch, self._held = ClockWatch(), None
 
     def on_move(self, ctx: GameContext, board_id: int, mover: int) -> None:
+        self.watch.on_move(board_id, mover, ctx.now_ms())
         if mover == self.seat:
             self._turn_started = -1
+
+    def _release(self, ctx: GameContext, now: int) -> bool:
+        """While the stall holds, wait (True); then play the held move, or, if the pockets changed
+        meanwhile, let the seat search again with half a move's allocation (False)."""
+        assert self._held is not None
+        if self.watch.stalls(ctx, self.seat, now):
+            return True
+        uci, stat, fen = self._held
+        self._held = None
+        ctx.sitting[self.seat] = False
+        if ctx.game.boards[self.seat >> 1].fen() != fen:
+            self._alloc_s = (now - self._turn_started) / 1000.0 + self._allocate(ctx) / 2
+            return False
+        ctx.submit(self.seat, uci, dataclasses.replace(stat, time=(now - self._turn_started) / 1000.0))
+        return True
 
     def _allocate(self, ctx: GameContext) -> float:
         return allocate(ctx, self.seat, self.movetime, self.clock_moves)
@@ -224,6 +300,8 @@ class OurSeat(Seat):
             self._turn_started = now
             self._turn_nodes = self._turn_evals = 0
             self._alloc_s = self._allocate(ctx)
+        if self._held is not None and self._release(ctx, now):
+            return False
         if ctx.sitting[self.seat]:
             waited = now - self._sit_since < SIT_RECHECK_MS if game.timed else ctx.passes - self._sit_since < SIT_RECHECK_PASSES
             if ctx.version == self._sit_version and waited:
@@ -272,9 +350,16 @@ class OurSeat(Seat):
             self._sit_version = ctx.version
             return False
         # the turn's totals (searches restarted by moves on the other board included)
-        ctx.submit(self.seat, move_to_uci(r.move),
-                   MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
-                            cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=self._turn_evals + r.evals))
+        uci = move_to_uci(r.move)
+        stat = MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
+                        cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=self._turn_evals + r.evals)
+        if self.stall and self.watch.stalls(ctx, self.seat, now) and not gives_mate(game.boards[b], uci):
+            self._held = (uci, stat, game.boards[b].fen())
+            self.sits += 1
+            self.game_sits += 1
+            ctx.sitting[self.seat] = True
+            return False
+        ctx.submit(self.seat, uci, stat)
         return False
 
 
@@ -328,14 +413,16 @@ class AlphaBetaSeat(Seat):
     not change while the seat is to move, but both pockets can grow (captures on the other board):
     a search is not restarted by them, but when the move it found lets the opponent mate at once with
     the pockets as they are now (:meth:`board.bughouse.BughouseBoard.allows_mate_in_one`), the seat
-    searches the new position again (once a move, with half a move's allocation). The seat
-    never sits, and with no legal move it waits for a piece."""
+    searches the new position again (once a move, with half a move's allocation). With no legal
+    move it waits for a piece. With the spec option ``stall`` it holds a move it found while waiting
+    wins on time (:meth:`ClockWatch.stalls`), unless the move mates; when the stall ends it plays
+    it, or searches again if the pockets changed meanwhile."""
 
     kind = "alphabeta"
 
     def __init__(self, name: str, spec_text: str, nodes: int | None = None, movetime: float | None = None,
                  depth: int | None = None, options: dict[str, str] | None = None, startup_s: float = 60.0,
-                 clock_moves: int | None = None) -> None:
+                 clock_moves: int | None = None, stall: bool = False) -> None:
         import multiprocessing
 
         self.name = name
@@ -344,9 +431,14 @@ class AlphaBetaSeat(Seat):
         self.movetime = movetime
         self.depth = depth
         self.clock_moves = clock_moves
+        self.stall = stall
         self.options = dict(options or {})
         self.seat = -1
         self.job = 0
+        self.watch = ClockWatch()
+        #: a move found and held while the seat stalls: (uci, nodes, evals, depth, cp, the board's FEN)
+        self.held: tuple[str, int, int, int, int, str] | None = None
+        self.game_stalls = 0
         self.thinking = False
         self.turn_started = -1
         self.sent_fen, self.rechecked = "", False  # the board the running search saw; searched again this move
@@ -366,19 +458,25 @@ class AlphaBetaSeat(Seat):
 
     def settings(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "search": "alphabeta", "options": self.options,
-                "rechecks": self.game_rechecks}
+                "rechecks": self.game_rechecks, "sits": self.game_stalls}
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
         self.seat = seat
-        self.game_rechecks = 0
+        self.game_rechecks = self.game_stalls = 0
         self.thinking = False  # an answer still coming from the last game is dropped (its job number)
         self.turn_started = -1
+        self.watch, self.held = ClockWatch(), None
+
+    def on_move(self, ctx: GameContext, board_id: int, mover: int) -> None:
+        self.watch.on_move(board_id, mover, ctx.now_ms())
 
     def tick(self, ctx: GameContext) -> bool:
         if not ctx.to_move(self.seat):
             return False
         b = ctx.game.boards[self.seat >> 1]
         now = ctx.now_ms()
+        if self.held is not None:
+            return self._release(ctx, b, now)
         if not self.thinking:
             if not b.has_legal_moves():
                 return False
@@ -399,6 +497,27 @@ class AlphaBetaSeat(Seat):
         if self._stale_blunder(b, uci):  # the pockets changed under the search: search again
             self.rechecked, self.turn_cost = True, (nodes, evals)
             self.game_rechecks += 1
+            return self._send(ctx, b.fen(), allocate(ctx, self.seat, self.movetime, self.clock_moves) / 2)
+        if self.stall and self.watch.stalls(ctx, self.seat, now) and not gives_mate(b, uci):
+            self.held = (uci, nodes, evals, depth, cp, b.fen())
+            self.game_stalls += 1
+            ctx.sitting[self.seat] = True
+            return False
+        ctx.submit(self.seat, uci, MoveStat(nodes=nodes, time=(now - self.turn_started) / 1000.0, cp=cp,
+                                            depth=depth, evals=evals))
+        return False
+
+    def _release(self, ctx: GameContext, b: BughouseBoard, now: int) -> bool:
+        """While the stall holds, wait; then play the held move, or search again (half a move's
+        allocation) if the pockets changed meanwhile."""
+        assert self.held is not None
+        if self.watch.stalls(ctx, self.seat, now):
+            return False
+        uci, nodes, evals, depth, cp, fen = self.held
+        self.held = None
+        ctx.sitting[self.seat] = False
+        if b.fen() != fen:
+            self.turn_cost = (nodes, evals)
             return self._send(ctx, b.fen(), allocate(ctx, self.seat, self.movetime, self.clock_moves) / 2)
         ctx.submit(self.seat, uci, MoveStat(nodes=nodes, time=(now - self.turn_started) / 1000.0, cp=cp,
                                             depth=depth, evals=evals))
@@ -526,7 +645,7 @@ def seat_for(spec: EngineSpec, seed: int, evaluators: EvaluatorPool, evaluator: 
         return XBoardSeat(spec.name, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
     if spec.search == "alphabeta":
         return AlphaBetaSeat(spec.name, spec.name, st["nodes"], st["movetime"], st["depth"], dict(spec.options),
-                             clock_moves=st["clock_moves"])
+                             clock_moves=st["clock_moves"], stall=bool(st["stall"]))
     if spec.search not in registry.SEAT_SEARCHES:
         raise SeatError(f"{spec.name}: a bughouse seat of ours runs {', '.join(registry.SEAT_SEARCHES)} or alphabeta, "
                         f"not {spec.search}")
@@ -534,4 +653,4 @@ def seat_for(spec: EngineSpec, seed: int, evaluators: EvaluatorPool, evaluator: 
         evaluator = evaluators.get(spec, BUGHOUSE.name)
     return OurSeat(spec.name, evaluator, spec.config, st["nodes"], st["movetime"],
                    int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"],
-                   st["clock_moves"], spec.search)
+                   st["clock_moves"], spec.search, bool(st["stall"]))

@@ -421,7 +421,7 @@ def test_clock_moves_sets_the_share_of_the_clock_a_timed_move_takes():
         assert seat.settings()["options"]["clock_moves"] == "12"  # stored with the game
     finally:
         seat.close()
-    with pytest.raises(EngineError, match="clock_moves is an option of bughouse seats"):
+    with pytest.raises(EngineError, match="clock_moves and stall are options of bughouse seats"):
         registry.create("material-ab:clock_moves=15", "chess")
     with pytest.raises(EngineError, match=r"must be in \[2, 1000\]"):
         registry.resolve("bughouse-ab:clock_moves=1")
@@ -561,7 +561,7 @@ def test_alphabeta_seat_searches_again_when_a_new_pocket_piece_makes_its_move_a_
     """The opponent's pocket grew while the seat searched (a capture on the other board): a move
     that now lets it mate at once is searched again once, with the new pockets; otherwise the move
     is played. ``allows_mate_in_one`` is the report's "allowed mate in one"."""
-    from engines.seats import AlphaBetaSeat
+    from engines.seats import AlphaBetaSeat, ClockWatch
 
     before = "6k1/1b3ppp/8/8/4N3/6P1/5P1P/R5K1[] w - - 0 20"  # the board when the search began
     # Black got a queen: once the knight leaves the long diagonal, Q@g2 (guarded by the bishop) mates
@@ -590,6 +590,7 @@ def test_alphabeta_seat_searches_again_when_a_new_pocket_piece_makes_its_move_a_
         seat.nodes, seat.movetime, seat.depth, seat.clock_moves = 1000, None, None, None
         seat.thinking, seat.job, seat.turn_started, seat.rechecked, seat.turn_cost = True, 1, 0, False, (0, 0)
         seat.sent_fen, seat.game_rechecks = sent_fen, 0
+        seat.stall, seat.held, seat.watch, seat.game_stalls = False, None, ClockWatch(), 0
         ctx = GameContext(BughouseGame(f"{now} | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"), [],
                           t0=time.monotonic())
         conn.answers.append((1, answer, 500, 400, 3, 20, 0.1))

@@ -81,6 +81,19 @@ def test_game_pairs_start_from_their_own_openings(tmp_path: Path):
     again = run_match("bughouse-mcts", "sjeng", 2, 60000, 0, db, seed=1, max_plies=12, progress=False,
                       seat_factory=factory)
     assert again.played == 2
+    # openings_as: another team's draw (a paired comparison); the games are this match's
+    paired = run_match("bughouse-mcts:stall=true", "sjeng", 4, 60000, 0, db, seed=1, max_plies=12, progress=False,
+                       seat_factory=factory, openings=ZH, openings_as="bughouse-mcts")
+    assert paired.played == 4
+    store = BughouseStore(db)
+    try:
+        fens: dict[str, list[str]] = {}
+        for g in sorted(store.store.games(), key=lambda g: g.key):
+            if "|o:" in g.match:
+                fens.setdefault(g.match.split("|")[0], []).append(g.opening_fen)
+        assert fens["bughouse:bughouse-mcts:stall=true"] == fens["bughouse:bughouse-mcts"]
+    finally:
+        store.close()
     res = play_game([ShuffleSeat("s", 1) for _ in range(4)], 60000, 0, max_plies=4,
                     fen=bughouse_openings(1, 1, "p")[0].fen)
     assert res.game.root_fen == bughouse_openings(1, 1, "p")[0].fen and res.game.ply() == 4
@@ -103,6 +116,9 @@ def test_how_a_game_ends_from_our_side():
     assert br.end_of(flag, True, [2, 0, 0, 0]) == "flag lost on A (after sitting)"
     assert br.end_of(flag, True, [0, 0, 0, 3]) == "flag lost on A"  # our B seat sat, our A seat flagged
     assert br.end_of(flag, False, [0, 0, 0, 0]) == "flag won on A"
+    # team 1 won on A: its seat on B (B-white, seat 2) sat or stalled while A-white waited
+    assert br.end_of(flag, False, [0, 0, 1, 0]) == "flag won on A (after sitting)"
+    assert br.end_of(flag, False, [0, 1, 0, 0]) == "flag won on A"
     assert br.end_of(record("k", 0, "a", "b", "1/2-1/2", "max_plies", []), True, [0] * 4) == "draw (max_plies)"
     forfeit = record("k", 0, "a", "b", "1-0", "forfeit: B-white (sjeng) crash: sjeng exited", [])
     assert br.end_of(forfeit, True, [0] * 4) == "forfeit won"
@@ -117,6 +133,22 @@ def test_what_our_last_move_did_before_a_mate():
     # the summary counts our mates by cause
     r = br.summarize(br.RowSpec("r", "ours", "sjeng", "60+0", 60000, 0, 2), [g], {})
     assert r.ends == {"mated on A": 1} and r.mates == {"allowed mate in one": 1}
+
+
+def test_moves_made_while_waiting_would_have_won_on_time():
+    """The stall's condition replayed from move times: at 10 s our A seat moves while B-white (its
+    partner's opponent) has been on move 10 s without a move and has 50 s left against our 58 s."""
+    moves = ["A:e2e4", "A:e7e5", "A:g1f3", "B:e2e4"]
+    g = record("k", 0, "ours", "sjeng", "1-0", "flag on board B", moves)
+    spec = br.RowSpec("r", "ours", "sjeng", "60+0", 60000, 0, 2)
+    times = [1000, 9000, 10000, 11000]
+    assert br.stall_chances(spec, g, times, {0, 3}) == 1
+    assert br.stall_chances(spec, g, times, {1, 2}) == 0  # their seats' partners were the ones on move
+    assert br.stall_chances(spec, g, [1000, 3000, 6000, 11000], {0, 3}) == 0  # 56 s left against 54 s
+    untimed = br.RowSpec("r", "ours", "sjeng", "none", -1, 0, 2)
+    assert br.stall_chances(untimed, g, times, {0, 3}) == 0
+    r = br.summarize(spec, [g], {"k": {"times": times}})
+    assert (r.waits, r.wait_games, r.wait_wins) == (1, 1, 1)
 
 
 def test_seat_time_from_move_times():
@@ -178,6 +210,9 @@ def test_config_errors(tmp_path: Path):
             br.load(cfg(text))
     untimed = br.load(cfg(ok.replace("[[rows]]", 'opponent = "bughouse-mcts:nodes=20"\ntc = "none"\nworkers = 2\n[[rows]]')))
     assert (untimed.rows[0].base_ms, untimed.rows[0].inc_ms, untimed.workers) == (-1, 0, 2)
+    assert br.load(cfg(ok + 'openings_as = "bughouse-ab"\n')).rows[0].openings_as == "bughouse-ab"
+    with pytest.raises(ConfigError, match="openings_as"):
+        br.load(cfg(ok + 'openings_as = "stockfish"\n'))
     assert cli.main(["bughouse-report", str(cfg(ok + "games = 3\n"))]) == 2
     assert cli.main(["bughouse-report", str(tmp_path / "missing.toml")]) == 2
 

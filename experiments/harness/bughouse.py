@@ -426,12 +426,13 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
               bpgn: str | Path | None = None, seed: int = 1, run: str = "bughouse-match",
               max_plies: int = 600, progress: bool = True,
               seat_factory: Callable[[str, int, EvaluatorPool], Seat] = make_seat,
-              openings: str | Path | None = None, workers: int = 1) -> MatchSummary:
+              openings: str | Path | None = None, workers: int = 1, openings_as: str | None = None) -> MatchSummary:
     """Play ``games`` games of team A vs team B (colours alternating per pair), storing each.
     ``base_ms`` < 0: no clocks (our MCTS seats only, :func:`check_untimed`).
     ``openings``: a crazyhouse EPD suite; each game pair then starts from its own bughouse opening
-    (:func:`experiments.harness.openings.bughouse_openings`), else every game from the initial position.
-    ``workers``: processes playing games at once, each with its own four seats; a game's moves do
+    (:func:`experiments.harness.openings.bughouse_openings`), else every game from the initial position;
+    ``openings_as``: a team text whose match against team B draws the openings (the same openings as
+    that match, for a paired comparison; the games' keys stay this match's). ``workers``: processes playing games at once, each with its own four seats; a game's moves do
     not depend on the worker that plays it (untimed games: the same games with any number)."""
     if games < 1:
         raise BughouseMatchError(f"--games must be >= 1, got {games}")
@@ -452,8 +453,9 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
 
         try:
             suite = op_mod.suite_id(openings)
-            starts = list(op_mod.bughouse_openings((games + 1) // 2, seed, match_key(a, b, base_ms, inc_ms, seed, suite),
-                                                   openings))
+            drawn_by = a if openings_as is None else parse_team(openings_as)
+            starts = list(op_mod.bughouse_openings((games + 1) // 2, seed,
+                                                   match_key(drawn_by, b, base_ms, inc_ms, seed, suite), openings))
         except op_mod.OpeningError as e:
             raise BughouseMatchError(str(e)) from None
     match = match_key(a, b, base_ms, inc_ms, seed, suite)

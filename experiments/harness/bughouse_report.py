@@ -5,7 +5,8 @@ by default) under one clock, ``games`` games of the four-seat server
 (:mod:`experiments.harness.bughouse`): game pairs with the teams' seats swapped (colour- and
 board-reversed: the team that held A-white and B-black holds A-black and B-white), each pair from
 its own bughouse opening (:func:`experiments.harness.openings.bughouse_openings`). Every game goes
-into one SQLite database and its BPGN; running the command again plays only the missing games, then
+into one SQLite database and its BPGN (a row's ``openings_as``, a team text, plays the openings
+that team's row draws against the same opponent: a paired comparison); running the command again plays only the missing games, then
 writes ``REPORT_DIR/NAME/``: ``teams.md``, ``teams.csv``, ``ends.csv``, a forest plot
 (PNG and SVG) and the HTML page with the games.
 
@@ -15,7 +16,8 @@ What a row reports, for our team:
   of the pair statistics (fishtest/fastchess; :func:`experiments.harness.stats.pentanomial_elo`;
   a sweep gets the Wilson interval of the pair scores): the reference is the anchor at 0;
 - how games end, from our side: mates given and taken on each board, flags (ours on each board,
-  and those of a seat that had sat that game: sit-induced), forfeits, draws;
+  and those of a seat that had sat that game: sit-induced; the reference's, and those that came
+  while our seat on the other board had sat or stalled), forfeits, draws;
 - nodes, evaluator calls and seconds per move of our seats, and the seconds each seat used in a
   game by board (from the move times, the reference's too).
 """
@@ -47,6 +49,7 @@ class RowSpec:
     base_ms: int
     inc_ms: int
     games: int
+    openings_as: str | None = None  # a team whose row's openings this row plays (a paired comparison)
 
 
 @dataclass
@@ -91,13 +94,14 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
     workers = cfg.get("workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be in 1..64")
     rows: list[RowSpec] = []
     for sec in cfg.tables("rows", required=True):
-        sec.only("name", "team", "opponent", "tc", "games")
+        sec.only("name", "team", "opponent", "tc", "games", "openings_as")
         rname = sec.get("name", str, check=lambda v: None if v.strip() else "must not be empty")
         if rname in {r.name for r in rows}:
             raise sec.error("name", f"{rname!r} is used by another row")
         team = sec.get("team", str)
         opp = sec.get("opponent", str, opponent)
-        for key, spec in (("team", team), ("opponent", opp)):
+        openings_as = sec.get("openings_as", str, "") or None
+        for key, spec in (("team", team), ("opponent", opp), ("openings_as", openings_as or team)):
             try:
                 parse_team(spec)
             except SeatError as e:
@@ -113,7 +117,7 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
                 check_untimed(parse_team(opp))
             except BughouseMatchError as e:
                 raise sec.error("tc" if sec.has("tc") else None, str(e)) from None
-        rows.append(RowSpec(rname, team, opp, rtc, base_ms, inc_ms, sec.get("games", int, games, _even)))
+        rows.append(RowSpec(rname, team, opp, rtc, base_ms, inc_ms, sec.get("games", int, games, _even), openings_as))
         sec.done()
     if not rows:
         raise cfg.error("rows", "give at least one [[rows]] table")
@@ -144,7 +148,7 @@ def play(cfg: Config, progress: bool = True) -> None:
     for row in cfg.rows:
         s = bm.run_match(row.team, row.opponent, row.games, row.base_ms, row.inc_ms, cfg.db,
                          cfg.db.with_suffix(".bpgn"), seed=cfg.seed, run=cfg.name, max_plies=cfg.max_plies,
-                         progress=progress, openings=cfg.openings, workers=cfg.workers)
+                         progress=progress, openings=cfg.openings, workers=cfg.workers, openings_as=row.openings_as)
         if progress:
             print(f"{row.name}: {s.line(row.team, row.opponent)}", flush=True)
 
@@ -175,6 +179,9 @@ class Row:
     used: dict[str, float] = field(default_factory=dict)  # "ours A" ... -> seconds a game
     plies: float = 0.0
     minutes: float = 0.0      # wall time of the row's games
+    waits: int = 0            # our moves made while waiting would have won on time (stall_chances)
+    wait_games: int = 0       # games with at least one
+    wait_wins: int = 0        # of those, games we won
 
 
 def _movers(moves: Sequence[str]) -> list[int]:
@@ -202,7 +209,8 @@ def _seat_used_ms(moves: Sequence[str], times: Sequence[int]) -> list[int]:
 
 def end_of(rec: GameRecord, ours_team0: bool, sits: Sequence[int]) -> str:
     """How a game ended, from our side: ``mate given on A``, ``mated on B``, ``flag lost on A
-    (after sitting)``, ``flag won on B``, ``forfeit lost``, ``draw (max_plies)``..."""
+    (after sitting)`` (our flagged seat had sat that game), ``flag won on B (after sitting)`` (our
+    seat on the other board had sat or stalled), ``forfeit lost``, ``draw (max_plies)``..."""
     if rec.result == "1/2-1/2":
         return f"draw ({rec.reason})"
     won = (rec.result == "1-0") == ours_team0
@@ -214,9 +222,10 @@ def end_of(rec: GameRecord, ours_team0: bool, sits: Sequence[int]) -> str:
         return ("mate given on " if won else "mated on ") + board
     if reason.startswith("flag"):
         text = ("flag won on " if won else "flag lost on ") + board
-        if not won and board in BOARD_LETTERS:
-            b = BOARD_LETTERS.index(board)
-            # the flagged seat: the losing team's (ours) seat on that board
+        if board in BOARD_LETTERS:
+            # lost: our flagged seat, on that board; won: our seat on the other board, which may have
+            # sat or stalled (engines.seats.ClockWatch.stalls) while the flagged seat waited
+            b = BOARD_LETTERS.index(board) ^ won
             seat = next(s for s in (2 * b, 2 * b + 1) if team_of(b, s & 1) == (0 if ours_team0 else 1))
             if sits[seat] > 0:
                 text += " (after sitting)"
@@ -258,6 +267,32 @@ def _mated_color(rec: GameRecord, bid: int) -> int:
     """The colour mated on board ``bid``: the losing team's seat there (team = board ^ colour)."""
     losing_team = 1 if rec.result == "1-0" else 0
     return losing_team ^ bid
+
+
+def stall_chances(row: RowSpec, rec: GameRecord, times: Sequence[int], ours: set[int]) -> int:
+    """Our seats' moves made while waiting would have won on time: the stall's condition
+    (:meth:`engines.seats.ClockWatch.stalls`) at the move's time, replayed from the stored move
+    times; a seat that stalls holds its move then, so with the stall on only a mate is played so."""
+    from engines.seats import ClockWatch, GameContext
+
+    if row.base_ms < 0 or len(times) != len(rec.moves):
+        return 0
+    game = BughouseGame(rec.opening_fen or None, row.base_ms, row.inc_ms)
+    ctx, watch, n = GameContext(game, [], 0.0), ClockWatch(), 0
+    for text, t in zip(rec.moves, times):
+        bid, m = game.parse(text)
+        seat = 2 * bid + game.boards[bid].turn
+        n += seat in ours and watch.stalls(ctx, seat, t)
+        game.push(bid, m, t)
+        watch.on_move(bid, seat, t)
+    return n
+
+
+def shared_draws(rs: Sequence["Row"]) -> str:
+    """The rows that play another team's openings (``openings_as``), said as a clause."""
+    said = [f"row {r.spec.name} plays the openings of `{r.spec.openings_as}` against the same opponent"
+            for r in rs if r.spec.openings_as]
+    return "; " + "; ".join(said) if said else ""
 
 
 def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict[str, Any]]) -> Row:
@@ -303,6 +338,10 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
             used_sum[k] = used_sum.get(k, 0.0) + used[seat] / 1000.0
         r.plies += len(g.moves)
         r.minutes += max(0.0, g.finished - g.started) / 60.0
+        waits = stall_chances(row, g, d.get("times", []), ours)
+        r.waits += waits
+        r.wait_games += waits > 0
+        r.wait_wins += waits > 0 and s == 1.0
     r.openings = len(ops)
     r.moves = moves
     r.nodes, r.evals, r.seconds = (x / moves if moves else 0.0 for x in (nodes, evals, secs))
@@ -429,7 +468,8 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
              f"in colour- and board-reversed pairs (the team on A-white and B-black takes A-black and B-white), "
              f"each pair from its own bughouse opening: two capture-free lines of "
              f"`{cfg.openings.as_posix() if not cfg.openings.is_absolute() else cfg.openings.name}`, one a board, "
-             f"White to move on both; each row draws its own openings (the draw is keyed by the seed and the two teams). "
+             f"White to move on both; each row draws its own openings (the draw is keyed by the seed and the two teams"
+             f"{shared_draws(rs)}). "
              f"Elo is our team's against the reference (the anchor, 0), with the 95% "
              f"interval of the pentanomial pair statistics (fishtest/fastchess; a sweep, every pair lost or "
              f"every pair won, has no finite Elo: the table gives the bound of the Wilson interval of the pair "
@@ -448,7 +488,8 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
                      f"{_per_move(r.ref_evals)} | {r.seconds:.2f} | {r.plies:.0f} |")
     lines += ["", "Findings:", ""] + [f"- {f}" for f in findings(rs)]
     lines += ["", "How games end, from our team's side (mates given and taken on each board; flags, "
-                  "marked *after sitting* where our flagged seat had sat that game; forfeits; draws):", "",
+                  "marked *after sitting* where our flagged seat had sat that game, or, for a flag won, where "
+                  "our seat on the other board had sat or stalled; forfeits; draws):", "",
               "| row | ends |", "|---|---|"]
     for r in rs:
         lines.append(f"| {r.spec.name} | {_ends_text(r)} |")
@@ -468,6 +509,13 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
               "| row | " + " | ".join(seat_keys) + " |", "|---|" + "---:|" * len(seat_keys)]
     for r in rs:
         lines.append(f"| {r.spec.name} | " + " | ".join(f"{r.used.get(k, 0.0):.1f}" for k in seat_keys) + " |")
+    if any(r.spec.base_ms >= 0 for r in rs):
+        lines += ["", "Clock play across the boards: our moves made while waiting would have won on time (the "
+                      "partner's opponent stuck on move and flagging at least 5 s before our seat: the condition "
+                      "of the spec option `stall`, `engines.seats.ClockWatch.stalls`, replayed from the move "
+                      "times; a stalling seat holds its move then), and the games they came in:", "",
+                  "| row | moves | games | of them won |", "|---|---:|---:|---:|"]
+        lines += [f"| {r.spec.name} | {r.waits} | {r.wait_games} | {r.wait_wins} |" for r in rs if r.spec.base_ms >= 0]
     lines += ["", "Nodes: simulations of the bughouse MCTS for the move (those of searches restarted by a move "
                   "on the other board included); evaluator calls: leaves sent to the evaluator (classical or "
                   "network), ours and, where the reference is one of our engines, the reference's "
