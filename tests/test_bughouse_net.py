@@ -421,7 +421,7 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     save_model(str(w), bn.FAMILY, bn.build("tiny"))
     out = tmp_path / "loop"
     cfg = tmp_path / "rl.toml"
-    cfg.write_text(f'name = "t"\ninitial = "{w}"\nrounds = 2\nout = "{out}"\n'
+    cfg.write_text(f'name = "t"\ninitial = "{w}"\nrounds = 2\nout = "{out}"\ncontrol = true\n'
                    f'[selfplay]\ngames = 2\nnodes = 4\ntc = "60+0"\nmax_plies = 40\n'
                    f'[train]\nsupervised = ["{sup}"]\nepochs = 1\nminutes = 0.5\nval_fraction = 0.3\nbatch = 16\n'
                    f'[gate]\ngames = 2\nnodes = 4\nthreshold = 0.0\n')
@@ -435,6 +435,16 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     assert load_model(state["current"], bn.FAMILY)[1]["meta"]["init"] == state["rounds"][1]["player"]
     md = (out / "rounds.md").read_text()
     assert md.count("| True |") == 2
+    # the control arm: the supervised games alone, from its own network, for the self-play rounds' CPU seconds
+    ctl = state["control"]
+    assert [c["round"] for c in ctl["rounds"]] == [1, 2] and ctl["rounds"][0]["player"] == str(w)
+    assert ctl["current"] == str(out / "round-002" / "control" / "model.pt")
+    assert ctl["rounds"][1]["player"] == str(out / "round-001" / "control" / "model.pt")
+    r1 = state["rounds"][0]
+    assert ctl["rounds"][0]["cpu_s"] == pytest.approx(r1["selfplay_s"] + r1["train_s"], abs=0.2)
+    assert load_model(ctl["current"], bn.FAMILY)[1]["meta"]["init"] == ctl["rounds"][1]["player"]
+    assert "Control arm" in md and "round-002/control/model.pt" in md
+    assert (out / "rounds.csv").read_text().count("\ncontrol,") == 2
     # a finished loop resumes to nothing; more rounds go on from the current network
     before = (out / "round-001" / "selfplay.sqlite").stat().st_mtime
     assert cli.main(["bughouse-rl", str(cfg), "--quiet"]) == 0
@@ -444,3 +454,6 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     bad.write_text(cfg.read_text().replace(str(sup), str(tmp_path / "none.sqlite")))
     assert cli.main(["bughouse-rl", str(bad)]) == 2
     assert "no such game database" in capsys.readouterr().err
+    bad.write_text(cfg.read_text().replace(f'supervised = ["{sup}"]\n', ""))
+    assert cli.main(["bughouse-rl", str(bad)]) == 2
+    assert "a control arm" in capsys.readouterr().err

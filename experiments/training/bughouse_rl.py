@@ -18,6 +18,13 @@ and KataGo/lc0 run theirs. Each round:
    ``gate.threshold``, else the current one plays the next round. ``gate.games = 0``: every
    candidate is taken (rounds without a gate, as KataGo).
 
+A **control arm** (``control = true``) answers whether the self-play games or only the extra
+training made a difference (as the one-board loop's control arm, :mod:`experiments.training.rl`):
+after each round of the self-play arm it trains its own network (from ``initial``, carried from
+round to round, every candidate taken) on the supervised games alone, for the CPU seconds that
+round's self-play and training took (wall seconds × workers, + wall seconds × training threads), in
+``OUT/round-NNN/control``. Rate both arms' last networks with a ``bughouse-report`` config.
+
 ``OUT/state.json`` (written atomically) records each finished stage with its wall time; every stage
 resumes after a kill (self-play and the gate from their databases, training from its checkpoint).
 ``OUT/rounds.md`` and ``OUT/rounds.csv`` list the rounds. To rate the networks against Sjeng, give
@@ -25,7 +32,8 @@ the round's weights to a ``bughouse-report`` row (``rise-bughouse-mcts:weights=O
 
 Config keys (defaults in brackets)::
 
-    name, initial [evaluators/weights/bughouse_lazybug.pt], rounds [3], seed [1], out [runs/NAME]
+    name, initial [evaluators/weights/bughouse_lazybug.pt], rounds [3], seed [1], out [runs/NAME],
+               control [false] (needs train.supervised)
     [selfplay] games [100], nodes [200], tc ["300+0"] (a clock no seat should need), workers [1],
                openings [the crazyhouse suite], max_plies [600]
     [train]    window [2], supervised [[]], epochs [2], minutes [10.0], batch [256], lr [0.02],
@@ -69,6 +77,7 @@ class LoopConfig:
     gate_nodes: int
     gate_tc: tuple[int, int]
     threshold: float
+    control: bool = False
     text: str = field(default="", repr=False)
 
 
@@ -98,6 +107,7 @@ def parse(cfg: Section, text: str = "") -> LoopConfig:
     except ValueError as e:
         raise cfg.error("initial", str(e)) from None
     rounds = cfg.positive("rounds", 3)
+    control = cfg.get("control", bool, False)
     seed = cfg.get("seed", int, 1)
     out = Path(cfg.get("out", str, f"runs/{name}", writable_dir))
     sp = cfg.table("selfplay")
@@ -125,6 +135,8 @@ def parse(cfg: Section, text: str = "") -> LoopConfig:
              "value_weight": tr.get("value_weight", float, 1.0, lambda v: None if v >= 0 else "must be >= 0"),
              "val_fraction": tr.get("val_fraction", float, 0.1, lambda v: None if 0 < v < 1 else "must be in (0, 1)"),
              "threads": tr.positive("threads", 1)}
+    if control and not supervised:
+        raise tr.error("supervised", "a control arm (control = true) trains on the supervised games: give some")
     tr.done()
     gt = cfg.table("gate")
     gate_games = gt.get("games", int, 20, lambda n: None if n >= 0 and n % 2 == 0 else "must be even (0: no gate)")
@@ -134,7 +146,7 @@ def parse(cfg: Section, text: str = "") -> LoopConfig:
     gt.done()
     cfg.done()
     return LoopConfig(name, initial, rounds, seed, out, games, nodes, tc, workers, openings, max_plies, window,
-                      list(supervised), train, gate_games, gate_nodes, gate_tc, threshold, text)
+                      list(supervised), train, gate_games, gate_nodes, gate_tc, threshold, control, text)
 
 
 def load(path: str | Path) -> LoopConfig:
@@ -233,8 +245,45 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
             state["current"] = candidate
         rec["done"] = True
         _write_state(cfg.out, state)
+    if cfg.control:
+        for r in range(1, cfg.rounds + 1):
+            _control_round(cfg, state, r, progress)
     write_rounds(cfg, state)
     return state
+
+
+def _control_round(cfg: LoopConfig, state: dict[str, Any], r: int, progress: bool) -> None:
+    """Round ``r`` of the control arm: no games; from its own network, the supervised games alone,
+    for the CPU seconds of the self-play arm's round ``r`` (self-play and training)."""
+    from board.variants import BUGHOUSE
+    from experiments.training import bughouse_data as bd
+    from experiments.training import bughouse_train as bt
+    from experiments.training.recipe import TrainConfig
+
+    ctl = state.setdefault("control", {"current": cfg.initial, "rounds": []})
+    crec = next((x for x in ctl["rounds"] if x["round"] == r), None)
+    if crec is None:
+        crec = {"round": r, "player": ctl["current"]}
+        ctl["rounds"].append(crec)
+        _write_state(cfg.out, state)
+    if crec.get("done"):
+        return
+    rec = next(x for x in state["rounds"] if x["round"] == r)
+    threads = int(cfg.train["threads"])
+    cpu_s = float(rec["selfplay_s"]) * cfg.workers + float(rec["train_s"]) * threads
+    rdir = cfg.out / f"round-{r:03d}"
+    t0 = time.monotonic()
+    tcfg = TrainConfig(model=BUGHOUSE.name, data=[str(p) for d in cfg.supervised for p in bd.shard_paths(d)],
+                       out=str(rdir / "control"), init=crec["player"], seed=cfg.seed * 1000 + r, device="cpu",
+                       half=True, **dict(cfg.train, epochs=100_000, minutes=cpu_s / 60.0 / threads))
+    meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} control round {r}")
+    crec["cpu_s"] = round(cpu_s, 1)
+    crec["train_s"] = round(time.monotonic() - t0, 1)
+    crec["train"] = {k: meta[k] for k in ("games", "train_positions", "val_positions", "val_policy_acc",
+                                         "val_partner_policy_acc", "val_value_sign_acc", "epochs_done")}
+    ctl["current"] = str(rdir / "control" / "model.pt")
+    crec["done"] = True
+    _write_state(cfg.out, state)
 
 
 def write_rounds(cfg: LoopConfig, state: dict[str, Any]) -> list[Path]:
@@ -242,7 +291,7 @@ def write_rounds(cfg: LoopConfig, state: dict[str, Any]) -> list[Path]:
     from experiments.harness.stats import score_text
     from experiments.paths import write_atomic
 
-    fields = ["round", "player", "selfplay_games", "selfplay_s", "train_games", "train_positions",
+    fields = ["arm", "round", "player", "selfplay_games", "selfplay_s", "train_games", "train_positions",
               "val_policy_acc", "val_value_sign_acc", "train_s", "gate", "gate_s", "accepted"]
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
@@ -260,7 +309,7 @@ def write_rounds(cfg: LoopConfig, state: dict[str, Any]) -> list[Path]:
         tr = rec.get("train", {})
         g = rec.get("gate")
         gate = score_text(g["wins"], g["draws"], g["losses"]) if g else "-"
-        w.writerow({"round": rec["round"], "player": rec["player"], "selfplay_games": rec.get("selfplay_games", ""),
+        w.writerow({"arm": "selfplay", "round": rec["round"], "player": rec["player"], "selfplay_games": rec.get("selfplay_games", ""),
                     "selfplay_s": rec.get("selfplay_s", ""), "train_games": tr.get("games", ""),
                     "train_positions": tr.get("train_positions", ""),
                     "val_policy_acc": tr.get("val_policy_acc", ""), "val_value_sign_acc": tr.get("val_value_sign_acc", ""),
@@ -270,6 +319,22 @@ def write_rounds(cfg: LoopConfig, state: dict[str, Any]) -> list[Path]:
         lines.append(f"| {rec['round']} | `{os.path.relpath(rec['player'])}` | {rec.get('selfplay_games', '-')} "
                      f"({rec.get('selfplay_s', '-')}) | {tr.get('games', '-')} / {tr.get('train_positions', '-')} | "
                      f"{pol} | {rec.get('train_s', '-')} | {gate} | {rec.get('accepted', '-')} |")
+    ctl = state.get("control")
+    if ctl:
+        lines += ["", "Control arm: no games; from its own network, the supervised games alone, for the CPU seconds "
+                      "of the self-play arm's round (self-play and training):", "",
+                  "| round | player | CPU s given | training games / positions | held-out policy / value sign "
+                  "| training s |", "|---:|---|---:|---:|---|---:|"]
+        for crec in ctl["rounds"]:
+            tr = crec.get("train", {})
+            w.writerow({"arm": "control", "round": crec["round"], "player": crec["player"],
+                        "train_games": tr.get("games", ""), "train_positions": tr.get("train_positions", ""),
+                        "val_policy_acc": tr.get("val_policy_acc", ""),
+                        "val_value_sign_acc": tr.get("val_value_sign_acc", ""), "train_s": crec.get("train_s", "")})
+            pol = f"{100 * tr['val_policy_acc']:.1f}% / {100 * tr['val_value_sign_acc']:.1f}%" if tr else "-"
+            lines.append(f"| {crec['round']} | `{os.path.relpath(crec['player'])}` | {crec.get('cpu_s', '-')} | "
+                         f"{tr.get('games', '-')} / {tr.get('train_positions', '-')} | {pol} | {crec.get('train_s', '-')} |")
+        lines += ["", f"Control network: `{ctl['current']}`."]
     lines += ["", f"Current network: `{state['current']}`.", "", "Config:", "", "```toml", cfg.text.rstrip(), "```", ""]
     csv_path, md_path = cfg.out / "rounds.csv", cfg.out / "rounds.md"
     write_atomic(csv_path, buf.getvalue(), "rounds CSV")
