@@ -3,6 +3,7 @@ scalars and policy indices (mirroring for Black, the partner board on files 8-15
 under-promotions in both directions), the batched evaluator (per-board priors, the sit move),
 weights errors, and the data/training pipeline (experiments/bughouse_data.py, bughouse_train.py)."""
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -432,7 +433,20 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     assert state["rounds"][1]["player"] == state["current"].replace("round-002", "round-001")
     assert state["current"] == str(out / "round-002" / "train" / "model.pt")
     assert state["rounds"][0]["selfplay_games"] == 2 and state["rounds"][0]["gate"]["score"] >= 0.0
-    assert load_model(state["current"], bn.FAMILY)[1]["meta"]["init"] == state["rounds"][1]["player"]
+    meta = load_model(state["current"], bn.FAMILY)[1]["meta"]
+    assert meta["init"] == state["rounds"][1]["player"]
+    # the supervised games come first under one seed: the same ones are held out in every round and
+    # arm, and bughouse-heldout (the supervised games alone, the loop's seed) holds out those
+    from experiments.training.bughouse_data import samples_from_db
+    from experiments.training.bughouse_train import split_by_game
+
+    assert meta["data"][0] == str(sup) and len(meta["data"]) == 3  # the supervised games, two rounds' self-play
+    alone, mixed = samples_from_db([str(sup)]), samples_from_db(meta["data"])
+
+    def held(samples: Any) -> set[int]:
+        return set(np.unique(split_by_game(samples, 0.3, 1)[1].game).tolist())
+
+    assert held(alone) and {g for g in held(mixed) if g < alone.games} == held(alone)
     md = (out / "rounds.md").read_text()
     assert md.count("| True |") == 2
     # the control arm: the supervised games alone, from its own network, for the self-play rounds' CPU seconds

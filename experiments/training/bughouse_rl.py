@@ -12,7 +12,9 @@ and KataGo/lc0 run theirs. Each round:
    the result for each view's team (:func:`~experiments.training.bughouse_data.samples_from_db`);
 2. **train**: from the current weights (``--init``), on the games of the last ``train.window``
    rounds plus the supervised databases (``train.supervised``), with the bughouse recipe
-   (``OUT/round-NNN/train``);
+   (``OUT/round-NNN/train``); the split seed is ``seed`` and the supervised games come first, so
+   the supervised games held out for validation are the same in every round and arm, and
+   ``bughouse-heldout --db SUPERVISED --seed SEED`` measures any of the loop's networks on them;
 3. **gate** (``gate.games`` > 0): the candidate plays the current network at ``gate.nodes``
    (``OUT/round-NNN/gate.sqlite``); it becomes the current network when it scores at least
    ``gate.threshold``, else the current one plays the next round. ``gate.games = 0``: every
@@ -216,11 +218,13 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
             _write_state(cfg.out, state)
         if "train_s" not in rec:
             t0 = time.monotonic()
-            dbs = [str(p) for k in range(max(1, r - cfg.window + 1), r + 1)
-                   for p in bd.shard_paths(cfg.out / f"round-{k:03d}" / "selfplay.sqlite")]
-            dbs += [str(p) for d in cfg.supervised for p in bd.shard_paths(d)]
+            # the supervised games first and one seed: their numbers, and so the games held out for
+            # validation, are the same in every round and arm (bughouse-heldout --seed SEED on them)
+            dbs = [str(p) for d in cfg.supervised for p in bd.shard_paths(d)]
+            dbs += [str(p) for k in range(max(1, r - cfg.window + 1), r + 1)
+                    for p in bd.shard_paths(cfg.out / f"round-{k:03d}" / "selfplay.sqlite")]
             tcfg = TrainConfig(model=BUGHOUSE.name, data=[str(d) for d in dbs], out=str(rdir / "train"), init=player,
-                               seed=cfg.seed * 1000 + r, device="cpu", half=True, **cfg.train)
+                               seed=cfg.seed, device="cpu", half=True, **cfg.train)
             meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} round {r}")
             rec["train_s"] = round(time.monotonic() - t0, 1)
             rec["train"] = {k: meta[k] for k in ("games", "train_positions", "val_positions", "val_policy_acc",
@@ -274,7 +278,7 @@ def _control_round(cfg: LoopConfig, state: dict[str, Any], r: int, progress: boo
     rdir = cfg.out / f"round-{r:03d}"
     t0 = time.monotonic()
     tcfg = TrainConfig(model=BUGHOUSE.name, data=[str(p) for d in cfg.supervised for p in bd.shard_paths(d)],
-                       out=str(rdir / "control"), init=crec["player"], seed=cfg.seed * 1000 + r, device="cpu",
+                       out=str(rdir / "control"), init=crec["player"], seed=cfg.seed, device="cpu",
                        half=True, **dict(cfg.train, epochs=100_000, minutes=cpu_s / 60.0 / threads))
     meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} control round {r}")
     crec["cpu_s"] = round(cpu_s, 1)
