@@ -1,7 +1,8 @@
 """Fake engines for the harness tests: a steppable engine sharing a counting evaluator (pooling),
 blocking engines that play seeded random moves, report fixed scores, crash, move illegally or
-sleep (as external engines do), and a factory naming them; and an untimed bughouse match played
-with one and with two workers (:func:`bughouse_games_by_workers`)."""
+sleep (as external engines do), and a factory naming them; an untimed bughouse match played
+with one and with two workers (:func:`bughouse_games_by_workers`); and an alpha-beta seat's pipe
+to its search process, faked (:class:`FakePipe`)."""
 from __future__ import annotations
 
 import random
@@ -161,3 +162,21 @@ def bughouse_games_by_workers(a: str, b: str, games: int, seed: int, max_plies: 
         finally:
             store.close()
     return rows
+
+
+class FakePipe:
+    """An alpha-beta bughouse seat's pipe to its search process: the jobs sent are kept, the
+    answers are queued by the test."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+        self.answers: list[tuple[Any, ...]] = []
+
+    def send(self, job: tuple[Any, ...]) -> None:
+        self.sent.append(job)
+
+    def poll(self) -> bool:
+        return bool(self.answers)
+
+    def recv(self) -> tuple[Any, ...]:
+        return self.answers.pop(0)

@@ -5,7 +5,6 @@ storage (SQLite rows + details, BPGN, resume), the CLI, and one short real game 
 import sys
 import textwrap
 import time
-from typing import Any
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from engines.xboard_seat import XBoardSeat, fen_without_pockets
 from experiments.harness.bughouse import BughouseMatchError, BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
 from tests.engines_path import find_engine
-from tests.harness_fakes import bughouse_games_by_workers
+from tests.harness_fakes import FakePipe, bughouse_games_by_workers
 
 SJENG = find_engine("sjeng")
 
@@ -569,23 +568,9 @@ def test_alphabeta_seat_searches_again_when_a_new_pocket_piece_makes_its_move_a_
     b = BughouseGame(f"{now} | rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1").boards[0]
     assert b.allows_mate_in_one(b.parse_uci("e4c3")) and not b.allows_mate_in_one(b.parse_uci("h2h3"))
 
-    class Conn:
-        def __init__(self) -> None:
-            self.sent: list[tuple[Any, ...]] = []
-            self.answers: list[tuple[Any, ...]] = []
-
-        def send(self, job: tuple[Any, ...]) -> None:
-            self.sent.append(job)
-
-        def poll(self) -> bool:
-            return bool(self.answers)
-
-        def recv(self) -> tuple[Any, ...]:
-            return self.answers.pop(0)
-
-    def seat_with(answer: str, sent_fen: str) -> tuple[AlphaBetaSeat, GameContext, Conn]:
+    def seat_with(answer: str, sent_fen: str) -> tuple[AlphaBetaSeat, GameContext, FakePipe]:
         seat = AlphaBetaSeat.__new__(AlphaBetaSeat)  # no worker process: the connection is faked
-        conn = Conn()
+        conn = FakePipe()
         seat.name, seat.seat, seat.conn, seat.options = "ab", 0, conn, {}
         seat.nodes, seat.movetime, seat.depth, seat.clock_moves = 1000, None, None, None
         seat.thinking, seat.job, seat.turn_started, seat.rechecked, seat.turn_cost = True, 1, 0, False, (0, 0)

@@ -4,8 +4,6 @@ changed) when that ends; a mating move is never held; untimed games never stall.
 from __future__ import annotations
 
 import time
-from typing import Any
-
 import pytest
 
 from board.bughouse import BughouseGame
@@ -15,6 +13,7 @@ from engines.base import EngineError
 from engines.registry import EvaluatorPool
 from engines.seats import (STALL_RESERVE_MS, STALL_WAIT_MS, AlphaBetaSeat, ClockWatch, GameContext, OurSeat, Seat,
                            gives_mate)
+from tests.harness_fakes import FakePipe
 
 #: board A: White (our seat 0) to move, Ng5-f7 a smothered mate; board B: White (seat 2, the enemy of
 #: our partner, seat 3) to move, exd5 a capture that puts a pawn in Black's pocket on board A
@@ -51,26 +50,9 @@ def test_waiting_wins_on_time_only_when_the_partners_opponent_is_stuck_and_flags
     assert not ClockWatch().stalls(untimed, 0, 10_000)
 
 
-class Conn:
-    """The alpha-beta seat's pipe to its search process, faked: answers queued by the test."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[Any, ...]] = []
-        self.answers: list[tuple[Any, ...]] = []
-
-    def send(self, job: tuple[Any, ...]) -> None:
-        self.sent.append(job)
-
-    def poll(self) -> bool:
-        return bool(self.answers)
-
-    def recv(self) -> tuple[Any, ...]:
-        return self.answers.pop(0)
-
-
-def stalling_ab_seat(answer: str) -> tuple[AlphaBetaSeat, Conn]:
+def stalling_ab_seat(answer: str) -> tuple[AlphaBetaSeat, FakePipe]:
     seat = AlphaBetaSeat.__new__(AlphaBetaSeat)  # no worker process
-    conn = Conn()
+    conn = FakePipe()
     seat.name, seat.seat, seat.conn, seat.options = "ab", 0, conn, {}
     seat.nodes, seat.movetime, seat.depth, seat.clock_moves, seat.stall = 1000, None, None, None, True
     seat.thinking, seat.job, seat.turn_started, seat.rechecked, seat.turn_cost = True, 1, 0, False, (0, 0)

@@ -188,9 +188,6 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
     """Run the rounds not finished yet; returns the state."""
     from experiments.harness import bughouse as bm
     from experiments.training import bughouse_data as bd
-    from experiments.training import bughouse_train as bt
-    from experiments.training.recipe import TrainConfig
-    from board.variants import BUGHOUSE
 
     cfg.out.mkdir(parents=True, exist_ok=True)
     state = _read_state(cfg.out)
@@ -199,11 +196,7 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
     for r in range(1, cfg.rounds + 1):
         rdir = cfg.out / f"round-{r:03d}"
         rdir.mkdir(exist_ok=True)
-        rec = next((x for x in state["rounds"] if x["round"] == r), None)
-        if rec is None:
-            rec = {"round": r, "player": state["current"]}
-            state["rounds"].append(rec)
-            _write_state(cfg.out, state)
+        rec = _record(cfg, state, state["rounds"], r, state["current"])
         if rec.get("done"):
             continue
         player = rec["player"]
@@ -217,18 +210,9 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
             rec["selfplay_games"] = bd.count_all(rdir / "selfplay.sqlite")
             _write_state(cfg.out, state)
         if "train_s" not in rec:
-            t0 = time.monotonic()
-            # the supervised games first and one seed: their numbers, and so the games held out for
-            # validation, are the same in every round and arm (bughouse-heldout --seed SEED on them)
-            dbs = [str(p) for d in cfg.supervised for p in bd.shard_paths(d)]
-            dbs += [str(p) for k in range(max(1, r - cfg.window + 1), r + 1)
-                    for p in bd.shard_paths(cfg.out / f"round-{k:03d}" / "selfplay.sqlite")]
-            tcfg = TrainConfig(model=BUGHOUSE.name, data=[str(d) for d in dbs], out=str(rdir / "train"), init=player,
-                               seed=cfg.seed, device="cpu", half=True, **cfg.train)
-            meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} round {r}")
-            rec["train_s"] = round(time.monotonic() - t0, 1)
-            rec["train"] = {k: meta[k] for k in ("games", "train_positions", "val_positions", "val_policy_acc",
-                                                 "val_partner_policy_acc", "val_value_sign_acc", "epochs_done")}
+            window = [str(p) for k in range(max(1, r - cfg.window + 1), r + 1)
+                      for p in bd.shard_paths(cfg.out / f"round-{k:03d}" / "selfplay.sqlite")]
+            _train(cfg, rec, window, rdir / "train", player, dict(cfg.train), progress, f"round {r}")
             _write_state(cfg.out, state)
         candidate = str(rdir / "train" / "model.pt")
         if cfg.gate_games:
@@ -256,35 +240,51 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
     return state
 
 
-def _control_round(cfg: LoopConfig, state: dict[str, Any], r: int, progress: bool) -> None:
-    """Round ``r`` of the control arm: no games; from its own network, the supervised games alone,
-    for the CPU seconds of the self-play arm's round ``r`` (self-play and training)."""
+def _record(cfg: LoopConfig, state: dict[str, Any], rounds: list[dict[str, Any]], r: int, player: str) -> dict[str, Any]:
+    """Round ``r``'s record in an arm's ``rounds``; a new one (played by ``player``) is stored at once."""
+    rec = next((x for x in rounds if x["round"] == r), None)
+    if rec is None:
+        rec = {"round": r, "player": player}
+        rounds.append(rec)
+        _write_state(cfg.out, state)
+    return rec
+
+
+def _train(cfg: LoopConfig, rec: dict[str, Any], window: list[str], out: Path, init: str,
+           recipe: dict[str, Any], progress: bool, label: str) -> None:
+    """Train from ``init`` on the supervised games and the self-play ``window`` into ``out``; the
+    seconds and figures go into ``rec``. The supervised games come first, under the loop's seed: their
+    numbers, and so the games held out for validation, are the same in every round and arm
+    (``bughouse-heldout --seed SEED`` on them)."""
     from board.variants import BUGHOUSE
     from experiments.training import bughouse_data as bd
     from experiments.training import bughouse_train as bt
     from experiments.training.recipe import TrainConfig
 
+    t0 = time.monotonic()
+    data = [str(p) for d in cfg.supervised for p in bd.shard_paths(d)] + window
+    tcfg = TrainConfig(model=BUGHOUSE.name, data=data, out=str(out), init=init, seed=cfg.seed, device="cpu",
+                       half=True, **recipe)
+    meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} {label}")
+    rec["train_s"] = round(time.monotonic() - t0, 1)
+    rec["train"] = {k: meta[k] for k in ("games", "train_positions", "val_positions", "val_policy_acc",
+                                         "val_partner_policy_acc", "val_value_sign_acc", "epochs_done")}
+
+
+def _control_round(cfg: LoopConfig, state: dict[str, Any], r: int, progress: bool) -> None:
+    """Round ``r`` of the control arm: no games; from its own network, the supervised games alone,
+    for the CPU seconds of the self-play arm's round ``r`` (self-play and training)."""
     ctl = state.setdefault("control", {"current": cfg.initial, "rounds": []})
-    crec = next((x for x in ctl["rounds"] if x["round"] == r), None)
-    if crec is None:
-        crec = {"round": r, "player": ctl["current"]}
-        ctl["rounds"].append(crec)
-        _write_state(cfg.out, state)
+    crec = _record(cfg, state, ctl["rounds"], r, ctl["current"])
     if crec.get("done"):
         return
     rec = next(x for x in state["rounds"] if x["round"] == r)
     threads = int(cfg.train["threads"])
     cpu_s = float(rec["selfplay_s"]) * cfg.workers + float(rec["train_s"]) * threads
     rdir = cfg.out / f"round-{r:03d}"
-    t0 = time.monotonic()
-    tcfg = TrainConfig(model=BUGHOUSE.name, data=[str(p) for d in cfg.supervised for p in bd.shard_paths(d)],
-                       out=str(rdir / "control"), init=crec["player"], seed=cfg.seed, device="cpu",
-                       half=True, **dict(cfg.train, epochs=100_000, minutes=cpu_s / 60.0 / threads))
-    meta = bt.train(tcfg, progress=progress, command=f"bughouse-rl {cfg.name} control round {r}")
     crec["cpu_s"] = round(cpu_s, 1)
-    crec["train_s"] = round(time.monotonic() - t0, 1)
-    crec["train"] = {k: meta[k] for k in ("games", "train_positions", "val_positions", "val_policy_acc",
-                                         "val_partner_policy_acc", "val_value_sign_acc", "epochs_done")}
+    _train(cfg, crec, [], rdir / "control", crec["player"],
+           dict(cfg.train, epochs=100_000, minutes=cpu_s / 60.0 / threads), progress, f"control round {r}")
     ctl["current"] = str(rdir / "control" / "model.pt")
     crec["done"] = True
     _write_state(cfg.out, state)
