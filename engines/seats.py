@@ -193,6 +193,10 @@ class ClockWatch:
             return False
         return game.time_left(seat, now) - game.time_left(enemy, now) >= STALL_RESERVE_MS
 
+    def holds(self, ctx: GameContext, seat: int, now: int, uci: str) -> bool:
+        """The seat holds ``uci`` now: waiting wins on time (:meth:`stalls`) and ``uci`` does not mate."""
+        return self.stalls(ctx, seat, now) and not gives_mate(ctx.game.boards[seat >> 1], uci)
+
 
 def gives_mate(b: BughouseBoard, uci: str) -> bool:
     """``uci`` mates at once on ``b`` (a real bughouse mate)."""
@@ -353,7 +357,7 @@ class OurSeat(Seat):
         uci = move_to_uci(r.move)
         stat = MoveStat(nodes=self._turn_nodes + r.nodes, time=(now - self._turn_started) / 1000.0,
                         cp=value_to_cp(r.value, BUGHOUSE.name), depth=len(r.pv), evals=self._turn_evals + r.evals)
-        if self.stall and self.watch.stalls(ctx, self.seat, now) and not gives_mate(game.boards[b], uci):
+        if self.stall and self.watch.holds(ctx, self.seat, now, uci):
             self._held = (uci, stat, game.boards[b].fen())
             self.sits += 1
             self.game_sits += 1
@@ -498,11 +502,15 @@ class AlphaBetaSeat(Seat):
             self.rechecked, self.turn_cost = True, (nodes, evals)
             self.game_rechecks += 1
             return self._send(ctx, b.fen(), allocate(ctx, self.seat, self.movetime, self.clock_moves) / 2)
-        if self.stall and self.watch.stalls(ctx, self.seat, now) and not gives_mate(b, uci):
+        if self.stall and self.watch.holds(ctx, self.seat, now, uci):
             self.held = (uci, nodes, evals, depth, cp, b.fen())
             self.game_stalls += 1
             ctx.sitting[self.seat] = True
             return False
+        return self._play(ctx, uci, nodes, evals, depth, cp, now)
+
+    def _play(self, ctx: GameContext, uci: str, nodes: int, evals: int, depth: int, cp: int, now: int) -> bool:
+        """Submit the move with the turn's cost and time (the stall's wait included)."""
         ctx.submit(self.seat, uci, MoveStat(nodes=nodes, time=(now - self.turn_started) / 1000.0, cp=cp,
                                             depth=depth, evals=evals))
         return False
@@ -519,9 +527,7 @@ class AlphaBetaSeat(Seat):
         if b.fen() != fen:
             self.turn_cost = (nodes, evals)
             return self._send(ctx, b.fen(), allocate(ctx, self.seat, self.movetime, self.clock_moves) / 2)
-        ctx.submit(self.seat, uci, MoveStat(nodes=nodes, time=(now - self.turn_started) / 1000.0, cp=cp,
-                                            depth=depth, evals=evals))
-        return False
+        return self._play(ctx, uci, nodes, evals, depth, cp, now)
 
     def _stale_blunder(self, b: BughouseBoard, uci: str) -> bool:
         """The move lets the opponent mate at once with the pockets as they are now (changed since the search began)."""

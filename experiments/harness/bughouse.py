@@ -432,8 +432,9 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     ``openings``: a crazyhouse EPD suite; each game pair then starts from its own bughouse opening
     (:func:`experiments.harness.openings.bughouse_openings`), else every game from the initial position;
     ``openings_as``: a team text whose match against team B draws the openings (the same openings as
-    that match, for a paired comparison; the games' keys stay this match's). ``workers``: processes playing games at once, each with its own four seats; a game's moves do
-    not depend on the worker that plays it (untimed games: the same games with any number)."""
+    that match, for a paired comparison; the games' keys stay this match's). ``workers``: processes
+    playing games at once, each with its own four seats; a game's moves do not depend on the worker
+    that plays it (untimed games: the same games with any number)."""
     if games < 1:
         raise BughouseMatchError(f"--games must be >= 1, got {games}")
     if base_ms == 0 or inc_ms < 0 or (base_ms < 0 and inc_ms):

@@ -6,9 +6,9 @@ by default) under one clock, ``games`` games of the four-seat server
 board-reversed: the team that held A-white and B-black holds A-black and B-white), each pair from
 its own bughouse opening (:func:`experiments.harness.openings.bughouse_openings`). Every game goes
 into one SQLite database and its BPGN (a row's ``openings_as``, a team text, plays the openings
-that team's row draws against the same opponent: a paired comparison); running the command again plays only the missing games, then
-writes ``REPORT_DIR/NAME/``: ``teams.md``, ``teams.csv``, ``ends.csv``, a forest plot
-(PNG and SVG) and the HTML page with the games.
+that team's row draws against the same opponent: a paired comparison); running the command again
+plays only the missing games, then writes ``REPORT_DIR/NAME/``: ``teams.md``, ``teams.csv``,
+``ends.csv``, a forest plot (PNG and SVG) and the HTML page with the games.
 
 What a row reports, for our team:
 
@@ -281,7 +281,7 @@ def stall_chances(row: RowSpec, rec: GameRecord, times: Sequence[int], ours: set
     ctx, watch, n = GameContext(game, [], 0.0), ClockWatch(), 0
     for text, t in zip(rec.moves, times):
         bid, m = game.parse(text)
-        seat = 2 * bid + game.boards[bid].turn
+        seat = game.to_move_seat(bid)
         n += seat in ours and watch.stalls(ctx, seat, t)
         game.push(bid, m, t)
         watch.on_move(bid, seat, t)
@@ -510,10 +510,13 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
     for r in rs:
         lines.append(f"| {r.spec.name} | " + " | ".join(f"{r.used.get(k, 0.0):.1f}" for k in seat_keys) + " |")
     if any(r.spec.base_ms >= 0 for r in rs):
+        from engines.seats import STALL_RESERVE_MS
+
         lines += ["", "Clock play across the boards: our moves made while waiting would have won on time (the "
-                      "partner's opponent stuck on move and flagging at least 5 s before our seat: the condition "
-                      "of the spec option `stall`, `engines.seats.ClockWatch.stalls`, replayed from the move "
-                      "times; a stalling seat holds its move then), and the games they came in:", "",
+                      f"partner's opponent stuck on move and flagging at least {STALL_RESERVE_MS / 1000:g} s before "
+                      "our seat: the condition of the spec option `stall`, `engines.seats.ClockWatch.stalls`, "
+                      "replayed from the move times; a stalling seat holds its move then), and the games they "
+                      "came in:", "",
                   "| row | moves | games | of them won |", "|---|---:|---:|---:|"]
         lines += [f"| {r.spec.name} | {r.waits} | {r.wait_games} | {r.wait_wins} |" for r in rs if r.spec.base_ms >= 0]
     lines += ["", "Nodes: simulations of the bughouse MCTS for the move (those of searches restarted by a move "

@@ -212,7 +212,7 @@ def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
         if "train_s" not in rec:
             window = [str(p) for k in range(max(1, r - cfg.window + 1), r + 1)
                       for p in bd.shard_paths(cfg.out / f"round-{k:03d}" / "selfplay.sqlite")]
-            _train(cfg, rec, window, rdir / "train", player, dict(cfg.train), progress, f"round {r}")
+            _train(cfg, rec, window, rdir / "train", player, cfg.train, progress, f"round {r}")
             _write_state(cfg.out, state)
         candidate = str(rdir / "train" / "model.pt")
         if cfg.gate_games:
