@@ -54,6 +54,9 @@ class Limits:
     binc: float = 0.0
     movestogo: int | None = None
     infinite: bool = False
+    #: a playout-cap randomisation's fast search (KataGo): no root noise and no forced playouts; its
+    #: position gets no policy target
+    fast: bool = False
 
 
 @dataclass

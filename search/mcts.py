@@ -127,6 +127,7 @@ class MCTS(Search):
         #: the root's side to move and full-move number (the time manager's, the noise's, the report's)
         self._turn = 0
         self._fullmove = 1
+        self._fast = False  # this move is a playout-cap fast search (Limits.fast): no root noise
         self._tt = EvalTable()
         self._pos: Position = Position()
         self._pending: list[_Pending] = []
@@ -225,6 +226,7 @@ class MCTS(Search):
         self._root_ply = ply
         self._root_hash = key
         self._turn, self._fullmove = turn, fullmove
+        self._fast = self.root_rule.fast = limits.fast
         self._visits0 = 1 + int(self.tree.nd_sum_n[root]) if self.tree.nd_state[root] == EXPANDED else 0
         self._stop.begin(limits, turn, fullmove, moves, self._visits0)
         self._done = self._stop.single_move != 0
@@ -510,7 +512,7 @@ class MCTS(Search):
     def _root_ready(self) -> None:
         """The root is expanded (now, or reused): noise on its priors, then the root rule's start with
         its edges' budget, the root's final visits less its own evaluation (Sequential Halving's n)."""
-        mcts_explore.root_noise(self.tree, self.root, self.config, self.rng, self._fullmove)
+        mcts_explore.root_noise(self.tree, self.root, self.config, self.rng, self._fullmove, not self._fast)
         self.root_rule.begin(self.tree, self.root, max(1, self._stop.root_budget(self._visits0) - 1), self.rng)
 
     # ------------------------------------------------------------------ the move and the report

@@ -83,6 +83,14 @@ class MCTSConfig:
     dirichlet_alpha: float = 0.2
     temperature: float = 0.0
     temperature_moves: int = 0  # > 0: temperature only for the first so many full moves
+    # the temperature's draw over the visit shares (the policy target: pruned where pruning is on)
+    # instead of final_policy's Q-mixed distribution (the greedy move keeps final_policy)
+    temperature_visits: bool = False
+    # KataGo's forced playouts (Wu 2019, section 3.1; self-play only): at the root of a full search
+    # (not a playout-cap fast one) an edge with N(s, a) < sqrt(k · P(s, a) · N(s)) is visited first;
+    # k = forced_playouts (2 in KataGo; 0: off).  policy_target_pruning takes them out of the target
+    forced_playouts: float = 0.0
+    policy_target_pruning: bool = False
     stop_single_move: bool = True
     default_nodes: int = 800
     max_tree_nodes: int = 2_000_000  # the search stops when its tree holds this many nodes (UCI Hash)
@@ -177,6 +185,14 @@ class MCTSConfig:
         if not (0.0 <= self.epsilon_greedy <= 1.0 and 0.0 <= self.epsilon_checks <= 1.0
                 and self.epsilon_greedy + self.epsilon_checks <= 1.0):
             raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")
+        if not 0.0 <= self.forced_playouts <= 100.0:
+            raise MCTSConfigError("forced_playouts (KataGo's k) must be from 0 to 100")
+        if (self.forced_playouts > 0 or self.policy_target_pruning or self.temperature_visits) \
+                and (self.root_rule != "puct" or self.score_formula != "crazyara"):
+            raise MCTSConfigError("forced_playouts, policy_target_pruning and temperature_visits need PUCT "
+                                  "(root_rule=puct, score_formula=crazyara)")
+        if self.policy_target_pruning and self.forced_playouts <= 0:
+            raise MCTSConfigError("policy_target_pruning removes forced playouts: set forced_playouts > 0 (KataGo: 2)")
         if (self.epsilon_greedy > 0 or self.epsilon_checks > 0) and self.root_rule != "puct":
             raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
 

@@ -26,10 +26,12 @@ from search.mcts_config import MCTSConfig
 from search.mcts_tree import EXPANDED, UNKNOWN, _Tree
 
 
-def root_noise(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random, fullmove_number: int) -> None:
-    """Dirichlet noise and SixtyFour's uniform prior noise on the priors of the expanded ``root``."""
+def root_noise(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random, fullmove_number: int,
+               noisy: bool = True) -> None:
+    """Dirichlet noise and SixtyFour's uniform prior noise on the priors of the expanded ``root``
+    (``noisy`` False: none, as a playout-cap fast search has none)."""
     e0 = int(tree.nd_edge0[root])
-    k = int(tree.nd_nedges[root])
+    k = int(tree.nd_nedges[root]) if noisy else 0
     if cfg.dirichlet_epsilon > 0.0 and k > 0:
         noise = [rng.gammavariate(cfg.dirichlet_alpha, 1.0) for _ in range(k)]
         total = sum(noise)
@@ -44,7 +46,7 @@ def root_noise(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random, full
         if total > 0:
             for i in range(k):
                 tree.ed_prior[e0 + i] = ps[i] / total
-    if k > 0:
+    if tree.nd_nedges[root] > 0:
         tree.nd_tail_from[root] = -1  # the tail's best edges are found again
         tree.nd_pmax[root] = math.nan
 

@@ -11,13 +11,14 @@ visit-count root below.
 from __future__ import annotations
 
 import importlib
+import math
 import random
 from typing import Any
 
 from mypy_extensions import i64
 
-from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, final_policy
-from search.mcts_tree import LOSS, WIN, _Tree
+from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, cpuct, final_policy, u_divisor
+from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
 
 class TreeRule:
@@ -83,6 +84,8 @@ class RootRule:
     def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
         self.cfg = cfg
         self.tree_rule = tree_rule
+        #: this move is a playout-cap fast search (``Limits.fast``, set by the driver every move)
+        self.fast = False
 
     def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
         pass
@@ -115,7 +118,82 @@ class VisitsRoot(RootRule):
     :func:`search.mcts_config.final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
     ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
     applies (``temperature_moves``); ties go to the move generated first.  With no edge visited
-    (a one-node search: the root's expansion only) the move of the highest prior: the raw policy."""
+    (a one-node search: the root's expansion only) the move of the highest prior: the raw policy.
+
+    Self-play's KataGo pieces (Wu 2019, section 3.1), each a switch of :class:`MCTSConfig`:
+
+    - forced playouts (``forced_playouts`` = k > 0, full searches only): an open edge with
+      ``N(s, a) < n_forced(a) = sqrt(k · P(s, a) · N(s))`` (in-flight visits counted) is selected
+      before the tree rule is asked, the one with the largest prior first;
+    - policy-target pruning (``policy_target_pruning``): the target takes from every edge but the
+      most visited ``a*`` up to ``n_forced(a)`` visits, as long as its PUCT score
+      ``Q(a) + cpuct(s) · P(a) · sqrt(N(s)) / (udiv(s) + N')`` stays at most ``a*``'s, and drops an edge
+      so reduced to one visit or none (:meth:`pruned_visits`);
+    - ``temperature_visits``: the temperature draws from the target's visit shares, not from
+      ``final_policy``'s Q mix (the greedy move keeps ``final_policy``)."""
+
+    def select(self, tree: _Tree, root: int) -> int:
+        k = self.cfg.forced_playouts
+        if k > 0.0 and not self.fast:
+            e0 = int(tree.nd_edge0[root])
+            total = tree.nd_sum_n[root]
+            best = -1
+            best_p = -1.0
+            for e in range(e0, e0 + int(tree.nd_nedges[root])):
+                child = tree.ed_child[e]
+                n = 0.0
+                if child >= 0:
+                    if tree.nd_proven[tree.target(child)] != UNKNOWN:
+                        continue
+                    n = float(tree.nd_n[child] + tree.nd_vl[child])
+                p = tree.ed_prior[e]
+                if n < math.sqrt(k * p * total) and p > best_p:
+                    best, best_p = e, p
+            if best >= 0:
+                return best
+        return self.tree_rule.select(tree, root)
+
+    def pruned_visits(self, tree: _Tree, root: int) -> list[float]:
+        """The root's edge visits with the forced playouts taken out (the class docstring), in edge
+        order; the visits as they are for a fast search or with pruning off."""
+        e0 = int(tree.nd_edge0[root])
+        k = int(tree.nd_nedges[root])
+        ns = [float(tree.edge_n(e)) for e in range(e0, e0 + k)]
+        cfg = self.cfg
+        if not cfg.policy_target_pruning or self.fast or k < 2:
+            return ns
+        total = sum(ns)
+        top = max(range(k), key=lambda i: ns[i])
+        if ns[top] <= 0.0:
+            return ns
+        c = cpuct(cfg, total) * math.sqrt(total)
+        ud = u_divisor(cfg, total)
+        best = tree.edge_q(e0 + top) + c * tree.ed_prior[e0 + top] / (ud + ns[top])
+        out = list(ns)
+        for i in range(k):
+            n = ns[i]
+            if i == top or n <= 0.0:
+                continue
+            p = tree.ed_prior[e0 + i]
+            gap = best - tree.edge_q(e0 + i)
+            if gap <= 0.0:
+                continue  # its score beats a*'s at any count: none of its visits were forced
+            keep = max(n - math.sqrt(cfg.forced_playouts * p * total), c * p / gap - ud)
+            if keep < n:
+                out[i] = 0.0 if keep <= 1.0 else max(0.0, math.ceil(keep))
+        return out
+
+    def target(self, tree: _Tree, root: int) -> list[float]:
+        """AlphaZero's visit distribution ``N(a) / Σ_b N(b)``, pruned of forced playouts where
+        ``policy_target_pruning`` is on (the priors while no edge is visited)."""
+        e0 = int(tree.nd_edge0[root])
+        k = int(tree.nd_nedges[root])
+        ns = self.pruned_visits(tree, root)
+        total = sum(ns)
+        if total <= 0.0:
+            ns = [tree.ed_prior[e] for e in range(e0, e0 + k)]
+            total = sum(ns)
+        return [n / total for n in ns] if total > 0.0 else [1.0 / k] * k
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         cfg = self.cfg
@@ -130,8 +208,15 @@ class VisitsRoot(RootRule):
         pi = final_policy(cfg, visits, qs)
         tau = cfg.temperature
         if tau > 0.0 and (cfg.temperature_moves <= 0 or fullmove <= cfg.temperature_moves):
-            top = max(pi)
-            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in pi]
+            draw = pi
+            if cfg.temperature_visits:
+                e0 = int(tree.nd_edge0[root])
+                shares = self.pruned_visits(tree, root)
+                draw = [shares[e - e0] for e in candidates]
+                if max(draw) <= 0.0:
+                    draw = pi
+            top = max(draw)
+            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in draw]
             r = rng.random() * sum(weights)
             acc = 0.0
             for i in range(len(weights)):

@@ -230,9 +230,11 @@ def test_a_control_arm_trains_on_the_supervised_data_for_the_same_cpu_time(tmp_p
     ctl, ref = summary["control"]["gens"]["1"], summary["puct"]["gens"]["1"]
     assert ctl["selfplay"]["games"] == 0 and not os.path.exists(os.path.join(cfg.gen_dir("control", 1), "selfplay"))
     assert ctl["train"]["data"] == cfg.train["supervised"] and summary["control"]["best"] == 2
-    budget = (ref["selfplay"]["seconds"] * ref["selfplay"]["cores"] + ref["train"]["seconds"] * ref["train"]["cores"])
+    # equal process CPU seconds (getrusage: self-play's worker processes and training's threads), not wall
+    budget = ref["selfplay"]["cpu"] + ref["train"]["cpu"]
+    assert budget > 0 and ref["selfplay"]["cpu"] > 0
     cmd = (tmp_path / "out" / "control" / "gen-001" / "train" / "command.txt").read_text()
-    assert f"--minutes {round(budget / 60.0, 3)}" in cmd
+    assert f"--cpu-seconds {round(budget, 1)}" in cmd and "--minutes" not in cmd
 
 
 @pytest.mark.parametrize("extra, match", [

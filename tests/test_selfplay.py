@@ -30,7 +30,8 @@ def _searched(engine: str, nodes: int = 48, seed: int = 3) -> tuple[object, obje
 
 
 def test_puct_target_is_the_root_visit_distribution() -> None:
-    eng, pos = _searched(selfplay.selfplay_engine("rise-mcts", "crazyhouse"))
+    """Without pruning the visit shares; self-play's own (KataGo's pruning) in test_katago_selfplay."""
+    eng, pos = _searched(selfplay.selfplay_engine("rise-mcts:policy_target_pruning=false", "crazyhouse"))
     target = eng.policy_target()
     assert target is not None
     moves = [m for m, _ in target]
@@ -63,7 +64,7 @@ def test_gumbel_target_is_the_improved_policy() -> None:
 
 def test_exploration_defaults_and_refusals() -> None:
     assert selfplay.selfplay_engine("rise-mcts", "chess") == (
-        "rise-mcts:dirichlet_epsilon=0.25,dirichlet_alpha=0.3,temperature=1.0,temperature_moves=15")
+        "rise-mcts:dirichlet_epsilon=0.25,dirichlet_alpha=0.3,temperature=1.0,temperature_moves=15,forced_playouts=2,policy_target_pruning=true,temperature_visits=true")
     assert "dirichlet_alpha=0.2" in selfplay.selfplay_engine("rise-mcts", "crazyhouse")
     assert selfplay.selfplay_engine("rise-mcts:temperature=0.5", "crazyhouse").count("temperature=") == 1
     assert selfplay.selfplay_engine("rise-gumbel", "crazyhouse") == "rise-gumbel:gumbel_scale=1.0"

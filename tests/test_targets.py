@@ -91,7 +91,7 @@ def test_the_command_line(data: tuple[str, str], capsys: pytest.CaptureFixture[s
 
 def test_the_loop_measures_each_arms_target_before_self_play(tmp_path: Path, data: tuple[str, str],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from experiments.training import rl
+    from experiments.training import rl, rl_gates
     from test_rl import _config
 
     path = _config(tmp_path, generations="1")
@@ -100,13 +100,13 @@ def test_the_loop_measures_each_arms_target_before_self_play(tmp_path: Path, dat
     Path(path).write_text(text)
     cfg = rl.parse(path)
     rl.run(cfg, progress=False, until="selfplay")
-    saved = json.loads((tmp_path / "out" / rl.TARGETS).read_text())
+    saved = json.loads((tmp_path / "out" / rl_gates.TARGETS).read_text())
     assert [r["name"].split(":")[0] for r in saved["rows"]] == ["prior", "rise-gumbel"]
     err = capsys.readouterr().err  # rise-gumbel adapts its considered actions to the 8 simulations:
     assert "one phase" not in err and "rise-gumbel" in err  # no one-phase note (the prior comparison is there)
-    mtime = (tmp_path / "out" / rl.TARGETS).stat().st_mtime
+    mtime = (tmp_path / "out" / rl_gates.TARGETS).stat().st_mtime
     rl.run(cfg, progress=False, until="selfplay")  # measured once
-    assert (tmp_path / "out" / rl.TARGETS).stat().st_mtime == mtime
+    assert (tmp_path / "out" / rl_gates.TARGETS).stat().st_mtime == mtime
     from experiments.training.rl_report import _targets_section
 
     section = "\n".join(_targets_section(cfg))

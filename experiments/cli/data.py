@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import board
 from board.variants import CRAZYHOUSE
@@ -35,7 +36,20 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
 
 def _cmd_targets(args: argparse.Namespace) -> int:
     from experiments.training import targets
+    from experiments.training.datagen import DataError
 
+    if args.reference:
+        cap = (args.full_fraction, args.fast_nodes) if args.full_fraction < 1.0 else None
+        if cap is not None and not 1 <= args.fast_nodes <= args.nodes:
+            raise DataError(f"--fast-nodes must be from 1 to --nodes ({args.nodes}) with --full-fraction < 1")
+        ref = targets.measure_reference(args.engine, args.data, args.reference, positions=args.positions,
+                                        nodes=args.nodes, seed=args.seed, explore=not args.no_explore,
+                                        val_fraction=args.val_fraction, progress=not args.quiet, playout_cap=cap,
+                                        reuse=not args.no_reuse)
+        print(json.dumps(ref) if args.json else targets.format_reference(ref))
+        for why in targets.gate0(ref, args.min_entropy_ratio):
+            print(f"gate 0 fails: {why}", file=sys.stderr)
+        return 0
     rows = targets.measure(args.engine, args.data, positions=args.positions, nodes=args.nodes, seed=args.seed,
                            explore=not args.no_explore, val_fraction=args.val_fraction, progress=not args.quiet)
     print(json.dumps([r.as_dict() for r in rows]) if args.json else targets.format_table(rows, args.nodes))
@@ -101,7 +115,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     cfg = train.TrainConfig(model=args.model, data=args.data, out=args.out, size=args.size,
                             epochs=args.epochs, batch=args.batch, lr=args.lr, val_fraction=args.val_fraction,
                             value_weight=args.value_weight, threads=args.threads, seed=args.seed,
-                            minutes=args.minutes, max_positions=args.max_positions, resume=not args.no_resume,
+                            minutes=args.minutes, cpu_seconds=args.cpu_seconds, max_positions=args.max_positions,
+                            resume=not args.no_resume,
                             ae_epochs=args.ae_epochs, half=args.half,
                             positions_per_game=args.positions_per_game, select_fraction=args.select_fraction,
                             patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
@@ -182,19 +197,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     a.add_argument("--quiet", action="store_true")
     a.set_defaults(func=_cmd_agreement)
 
-    t = sub.add_parser("targets", help="a search's policy training target against the network's prior on held-out "
-                                       "positions: top-1, entropy, KL, mass on checks, evaluator calls (before training)")
-    t.add_argument("--engine", required=True, action="append",
-                   help="an MCTS-family engine (repeat for several), e.g. rise-mcts or rise-gumbel:c_scale=0.1")
-    t.add_argument("--data", required=True, nargs="+", help="data directories or shard files (their validation games)")
-    t.add_argument("--nodes", type=count(1, 100_000), default=16, help="root visits per move, as in self-play")
-    t.add_argument("--positions", type=count(1, 1_000_000), default=400, help="validation positions sampled")
-    t.add_argument("--val-fraction", type=fraction, default=0.1, help="as train: share of games held out")
-    t.add_argument("--no-explore", action="store_true", help="without self-play's exploration (noise)")
-    t.add_argument("--seed", type=seed, default=0)
-    t.add_argument("--json", action="store_true")
-    t.add_argument("--quiet", action="store_true")
-    t.set_defaults(func=_cmd_targets)
+    _register_targets(sub)
 
     h = sub.add_parser("heldout", help="policy/value accuracy of saved rise/sixtyfour networks on the same "
                                        "held-out games (train's validation split of --data)")
@@ -243,6 +246,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--ae-epochs", type=count(0, 100_000), default=None, help="DeepChess: autoencoder epochs per layer")
     t.add_argument("--max-positions", type=count(1, 10**12), default=None, help="use at most this many training positions")
     t.add_argument("--minutes", type=positive_float, default=None, help="time budget: the schedule is fitted to it")
+    t.add_argument("--cpu-seconds", type=positive_float, default=None,
+                   help="a budget of process CPU seconds (every thread), as --minutes on wall time")
     t.add_argument("--threads", type=count(1, 256), default=1)
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument("--no-resume", action="store_true", help="start over even if a checkpoint exists")
@@ -278,3 +283,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="value target (1 - w) result + w root_q on self-play shards (0: the result, AlphaZero)")
     t.add_argument("--quiet", action="store_true")
     t.set_defaults(func=_cmd_train)
+
+
+def _register_targets(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    t = sub.add_parser("targets", help="a search's policy training target against the network's prior on held-out "
+                                       "positions: top-1, entropy, KL, mass on checks, evaluator calls (before training)")
+    t.add_argument("--engine", required=True, action="append",
+                   help="an MCTS-family engine (repeat for several), e.g. rise-mcts or rise-gumbel:c_scale=0.1")
+    t.add_argument("--data", required=True, nargs="+", help="data directories or shard files (their validation games)")
+    t.add_argument("--nodes", type=count(1, 100_000), default=16, help="root visits per move, as in self-play")
+    t.add_argument("--positions", type=count(1, 1_000_000), default=400, help="validation positions sampled")
+    t.add_argument("--val-fraction", type=fraction, default=0.1, help="as train: share of games held out")
+    t.add_argument("--no-explore", action="store_true", help="without self-play's exploration (noise)")
+    t.add_argument("--reference", type=count(2, 1_000_000), default=0, metavar="NODES",
+                   help="compare each target with a deep search of the same network at NODES root visits (no "
+                        "noise, fresh tree): cross-entropy, top-move agreement, entropies, with 95%% intervals")
+    t.add_argument("--full-fraction", type=fraction, default=1.0,
+                   help="with --reference: playout-cap randomisation as self-play plays it (the tree reused "
+                        "from a fast search with probability 1 - this)")
+    t.add_argument("--fast-nodes", type=count(1, 100_000), default=16, help="with --full-fraction < 1")
+    t.add_argument("--no-reuse", action="store_true", help="with --reference: a fresh tree for every target")
+    t.add_argument("--min-entropy-ratio", type=float, default=0.8,
+                   help="gate 0: a target's entropy at least this times the reference's (a warning here)")
+    t.add_argument("--seed", type=seed, default=0)
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--quiet", action="store_true")
+    t.set_defaults(func=_cmd_targets)

@@ -80,7 +80,14 @@ expected = expected_score  # the logistic expected score (experiments.harness.st
 match_elo = trinomial_elo
 
 
-def from_games(games: Iterable[GameRecord]) -> list[Result]:
+def from_games(games: Iterable[GameRecord], joint_openings: bool = False) -> list[Result]:
+    """The games as results; a bootstrap unit is a game pair of one match, or (``joint_openings``)
+    an opening across every match of the pool: where several pairings play the same openings, an
+    opening's effect is shared by their differences, and resampling it once for all of them keeps
+    that shared part from being counted as independent evidence twice."""
+    if joint_openings:
+        return [Result(g.white, g.black, g.score_for(g.white), ("opening", g.opening_fen, tuple(g.opening_moves)))
+                for g in games]
     return [Result(g.white, g.black, g.score_for(g.white), (g.match, g.pair)) for g in games]
 
 

@@ -320,8 +320,9 @@ class Runner:
         g.full = True
         if player.playout_cap is not None and g.targets is not None:  # KataGo: most moves a fast search
             g.full = random.Random(f"{g.task.seed}/{len(g.moves)}").random() < player.playout_cap[0]
-            if not g.full:
+            if not g.full:  # no root noise, no forced playouts: its visits are no policy target
                 limits.nodes = player.playout_cap[1]
+                limits.fast = True
         g.t0 = time.perf_counter()
         if isinstance(eng, InProcessEngine):
             try:

@@ -119,7 +119,7 @@ class PolicyValueTask:
                 mates: tuple[np.ndarray, list[set[int]], list[list[int]]], batch: int = METRICS_BATCH) -> dict[str, float]:
         net.eval()
         correct = sign_ok = decisive = 0
-        lp_sum = lv_sum = 0.0
+        lp_sum = lv_sum = ent_sum = 0.0
         for s in range(0, len(idx), batch):
             b = idx[s:s + batch]
             v, p = net(self.to_device(self.encode(ds.raw[b])))
@@ -130,8 +130,10 @@ class PolicyValueTask:
             dec = z != 0
             decisive += int(dec.sum())
             sign_ok += int(((v.float().cpu().numpy() > 0) == (z > 0))[dec].sum())
-            top = self._ranked(p.float().cpu().numpy(), ds.raw[b], legal[s:s + batch], 1)
+            logits = p.float().cpu().numpy()
+            top = self._ranked(logits, ds.raw[b], legal[s:s + batch], 1)
             correct += sum(int(t[0] == int(m)) for t, m in zip(top, ds.move[b]))
+            ent_sum += self._legal_entropy(logits, ds.raw[b], legal[s:s + batch])
         m_idx, m_sets, m_legal = mates
         top1 = top5 = 0
         for s in range(0, len(m_idx), batch):
@@ -143,9 +145,24 @@ class PolicyValueTask:
                 top5 += int(any(m in ms for m in r))
         n = max(1, len(idx))
         return {"val_policy_acc": correct / n, "val_value_sign_acc": sign_ok / max(1, decisive),
-                "val_policy_loss": lp_sum / n, "val_value_loss": lv_sum / n,
+                "val_policy_loss": lp_sum / n, "val_value_loss": lv_sum / n, "val_policy_entropy": ent_sum / n,
                 "mate1_top1": top1 / max(1, len(m_idx)), "mate1_top5": top5 / max(1, len(m_idx)),
                 "mate1_positions": float(len(m_idx)), "val_positions": float(n)}
+
+    def _legal_entropy(self, logits: np.ndarray, raw: np.ndarray, legal: list[list[int]]) -> float:
+        """The summed entropy (nats) of the network's prior over each position's legal moves (the
+        distribution a search starts from: the self-play loop's gate 1 keeps it from collapsing)."""
+        total = 0.0
+        for row, r, lm in zip(logits, raw, legal):
+            if not lm:
+                continue
+            mv = np.array(lm, dtype=np.int64)
+            x = row[self.move_index(np.repeat(r[None, :], len(mv), axis=0), mv)].astype(np.float64)
+            x = x - x.max()
+            q = np.exp(x)
+            q /= q.sum()
+            total += float(-(q[q > 0] * np.log(q[q > 0])).sum())
+        return total
 
     def _ranked(self, logits: np.ndarray, raw: np.ndarray, legal: list[list[int]], k: int) -> list[list[int]]:
         out = []
@@ -254,6 +271,7 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
     steps_per_epoch = max(1, len(tr) // cfg.batch)
     total_steps = steps_per_epoch * cfg.epochs
     budget = None if cfg.minutes is None else 60.0 * cfg.minutes
+    cpu_budget = cfg.cpu_seconds
     ck = run.resume(net, opt)
     if not ck and cfg.optimizer_from:
         carry_optimizer(opt, cfg.optimizer_from)
@@ -263,13 +281,15 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
     no_mates: tuple[np.ndarray, list[set[int]], list[list[int]]] = (np.zeros(0, dtype=np.int64), [], [])
     last: dict[str, float] = dict(run.best_metrics)
     t0 = time.monotonic() - elapsed
+    cpu0 = time.process_time() - float(ck.get("cpu", 0.0))
     done = False
     bar = tqdm(total=total_steps, initial=step, desc=f"train {cfg.model} ({device.type})", unit="batch",
                disable=not progress)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if cfg.bf16 else contextlib.nullcontext()
 
     def save() -> None:
-        run.save(net, opt, epoch=epoch, step_in_epoch=step_in_epoch, step=step, elapsed=time.monotonic() - t0)
+        run.save(net, opt, epoch=epoch, step_in_epoch=step_in_epoch, step=step, elapsed=time.monotonic() - t0,
+                 cpu=time.process_time() - cpu0)
 
     try:
         while epoch < cfg.epochs and not done:
@@ -280,6 +300,8 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
                                                   step - step_in_epoch, prefetch=device.type == "cuda"):
                 elapsed = time.monotonic() - t0
                 prog = step / total_steps if budget is None else max(step / total_steps, elapsed / budget)
+                if cpu_budget is not None:
+                    prog = max(prog, (time.process_time() - cpu0) / cpu_budget)
                 if prog >= 1.0:
                     done = True
                     break

@@ -103,6 +103,9 @@ class TrainConfig:
     threads: int = 1
     seed: int = 0
     minutes: float | None = None
+    #: rise/sixtyfour: a budget of process CPU seconds (every thread), as ``minutes`` shortens the
+    #: schedule on wall time (the self-play loop's control arm: equal CPU, not equal wall seconds)
+    cpu_seconds: float | None = None
     max_positions: int | None = None
     resume: bool = True
     ae_epochs: int | None = None
@@ -178,6 +181,8 @@ class TrainConfig:
             raise TrainError("epochs, batch and lr must be positive (lr finite)")
         if c.minutes is not None and not 0 < c.minutes < math.inf:
             raise TrainError("--minutes must be a positive number")
+        if c.cpu_seconds is not None and not 0 < c.cpu_seconds < 1e9:
+            raise TrainError("cpu_seconds must be a positive number below 1e9")
         for name in ("value_weight", "weight_decay", "score_weight", "dropout", "input_dropout"):
             if not math.isfinite(float(getattr(c, name))):
                 raise TrainError(f"{name} must be a finite number")

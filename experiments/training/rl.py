@@ -33,9 +33,10 @@ is a regression guard that keeps a candidate unless the test shows it worse.  A 
 search leaves check enhancement out (its target would learn the check bias that play adds back:
 :func:`selfplay_search`).  A **control arm** (``kind = "control"``, after a self-play arm) plays no
 games: each round it trains on the supervised data alone, from its own latest network, for the CPU
-time the first self-play arm spent on that round (self-play and training): self-play must beat it to
-claim that it helped.  Before the first round each self-play arm's target is measured against the
-prior on held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.training.targets`).
+time the first self-play arm spent on that round (self-play and training), counted as process CPU
+seconds (getrusage, :func:`cpu_now`), not wall seconds: self-play must beat it to claim that it
+helped.  Before the first round each self-play arm's target is measured against the prior on
+held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.training.targets`).
 
 The rating and the report (``[rate]``, :mod:`experiments.training.rl_report`) follow the loop.
 
@@ -60,6 +61,26 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
                 beta [0.05], concurrency [16], workers [1], openings [the variant's suite],
                 enabled [true; rounds: false], guard [false]
     [rate]      see experiments.training.rl_report
+    [gate0]     enabled [rounds with held-out data], data [rate.heldout], positions [400], reference [400],
+                min_entropy_ratio [0.8], reuse [true]
+    [gate1]     enabled [rounds with held-out data], data [rate.heldout], max_nll_rise [0.02],
+                min_entropy_ratio [0.8], max_value_rise [0], on_fail ["stop"; or "halve"], retries [2]
+    [calibrate] lrs [[]: off], cpu_seconds [600], data [rate.heldout]
+
+**Gates** (rounds; KataGo and lc0's practice: a target is only as good as the search that made it).
+*Gate 0*, before any game: each self-play arm's policy target, as self-play writes it (its nodes, its
+playout cap, its noise, forced playouts and pruning, the tree kept from two plies earlier), is
+compared on held-out positions with a ``reference``-node search of generation 0 without noise
+(:func:`experiments.training.targets.measure_reference`); the loop refuses to start (one line with
+the figures) unless the target's cross-entropy to that search is below the prior's and its entropy is
+at least ``min_entropy_ratio`` times the reference's.  *Calibration*: one control round at each of
+``lrs`` (generation 0 on the supervised data alone, ``cpu_seconds`` of process CPU); the largest rate
+whose held-out policy NLL falls below generation 0's is the loop's ``lr``.  *Gate 1*, after each
+self-play round's training: held-out policy NLL at most ``max_nll_rise`` above generation 0's, mean
+prior entropy at least ``min_entropy_ratio`` times generation 0's, value loss at most
+``max_value_rise`` above; a failing round stops the loop with one line, or (``on_fail = "halve"``) is
+trained again at half the learning rate, kept for later rounds.  The records are ``OUT/gate0.json``,
+``OUT/calibration.json``, ``OUT/heldout-0.json`` and each round's ``gate1`` in ``state.json``.
 """
 from __future__ import annotations
 
@@ -107,6 +128,9 @@ class LoopConfig:
     train: dict[str, Any] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
     rate: dict[str, Any] = field(default_factory=dict)
+    gate0: dict[str, Any] = field(default_factory=dict)
+    gate1: dict[str, Any] = field(default_factory=dict)
+    calibrate: dict[str, Any] = field(default_factory=dict)
     path: str = ""
 
     def arm_dir(self, arm: str) -> str:
@@ -262,9 +286,10 @@ def parse(path: str) -> LoopConfig:
             raise g.error("elo1" if "elo1" in str(e) else "alpha", str(e)) from None
     check_suite(g, "openings", cfg.gate["openings"], cfg.variant, cfg.gate["games"] // 2)
     g.done()
-    from experiments.training import rl_report
+    from experiments.training import rl_gates, rl_report
 
     cfg.rate = rl_report.parse_rate(root.table("rate"), cfg)
+    rl_gates.parse_gates(root, cfg)
     root.done()
     return cfg
 
@@ -339,11 +364,21 @@ def _bad_state(d: Any) -> str | None:
     return None
 
 
+def cpu_now() -> float:
+    """Process CPU seconds so far: this process (every thread) and its finished, waited-for children
+    (self-play's worker processes once their pool has closed), user and system."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 class StageClock:
-    """``with StageClock(folder, stage) as clock:`` the wall seconds a stage has run in all, across
-    interruptions: kept in ``folder/clock-STAGE.json``, written every :attr:`TICK` seconds while the
-    stage runs and at its end, so a kill loses at most that much of the run's cost (the report's CPU
-    hours count every attempt, not only the one that finished)."""
+    """``with StageClock(folder, stage) as clock:`` the wall seconds and process CPU seconds
+    (:func:`cpu_now`) a stage has run in all, across interruptions: kept in
+    ``folder/clock-STAGE.json``, written every :attr:`TICK` seconds while the stage runs and at its
+    end, so a kill loses at most that much of the run's cost (the report's CPU hours count every
+    attempt, not only the one that finished; a killed attempt's worker processes are not counted)."""
 
     TICK = 10.0
 
@@ -351,25 +386,32 @@ class StageClock:
         from experiments.paths import InputError, read_json
 
         self.path = os.path.join(folder, f"clock-{stage}.json")
-        self.base = 0.0
+        self.base = self.cpu_base = 0.0
         if os.path.lexists(self.path):
             try:
-                v = read_json(self.path, "stage clock").get("seconds")  # type: ignore[attr-defined]
+                d = read_json(self.path, "stage clock")
+                v, c = d.get("seconds"), d.get("cpu", 0.0)  # type: ignore[attr-defined]
                 self.base = float(v) if isinstance(v, (int, float)) and 0 <= v < 1e9 else 0.0
+                self.cpu_base = float(c) if isinstance(c, (int, float)) and 0 <= c < 1e9 else 0.0
             except (InputError, AttributeError):
-                self.base = 0.0  # a damaged clock only loses the time it held
+                self.base = self.cpu_base = 0.0  # a damaged clock only loses the time it held
         self.t0 = time.monotonic()
+        self.c0 = cpu_now()
         self._stop: Any = None
 
     @property
     def seconds(self) -> float:
         return round(self.base + time.monotonic() - self.t0, 1)
 
+    @property
+    def cpu(self) -> float:
+        return round(self.cpu_base + cpu_now() - self.c0, 1)
+
     def _write(self) -> None:
         from experiments.paths import OutputError, write_atomic
 
         try:
-            write_atomic(self.path, json.dumps({"seconds": self.seconds}), "stage clock")
+            write_atomic(self.path, json.dumps({"seconds": self.seconds, "cpu": self.cpu}), "stage clock")
         except OutputError:
             pass  # the clock is bookkeeping: a full disk is met (and reported) by the stage itself
 
@@ -378,6 +420,7 @@ class StageClock:
 
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         self.t0 = time.monotonic()
+        self.c0 = cpu_now()
         self._stop = threading.Event()
 
         def tick() -> None:
@@ -483,7 +526,8 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
         raise SelfPlayError(f"{arm.name} generation {gen}: self-play stopped after "
                             f"{stats['existing_games'] + stats['games']} of {sp.games} games; run again to resume")
     rec["selfplay"] = {"games": sp.games, "positions": _positions(sp.out), "seconds": clock.seconds,
-                       "cores": sp.workers, "network": state.best, "engine": stats["engine"]}
+                       "cores": sp.workers, "network": state.best, "engine": stats["engine"], "cpu": clock.cpu,
+                       "evals": stats.get("eval_leaves", 0)}
     state.save()
 
 
@@ -515,13 +559,15 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     if "train" in rec:
         return
     t = {k: v for k, v in cfg.train.items() if k not in LOOP_TRAIN_KEYS}
+    if "lr" in state.data:  # gate 1 halved it (on_fail = "halve")
+        t["lr"] = float(state.data["lr"])
     out = os.path.join(cfg.gen_dir(arm.name, gen), "train")
     data = _window(cfg, arm, gen, state) if arm.kind == "selfplay" else []
     sup_dir = os.path.join(cfg.gen_dir(arm.name, gen), "supervised")
     if cfg.mode == "rounds":
         if arm.kind == "control":  # the supervised data alone, for the CPU time of the self-play arm's round
             data = list(cfg.train["supervised"])
-            t.update(epochs=100_000, minutes=round(_control_seconds(cfg, gen) / 60.0 / t["threads"], 3))
+            t.update(epochs=100_000, minutes=None, cpu_seconds=round(_control_seconds(cfg, gen), 1))
         else:
             frac = cfg.train["supervised_fraction"] * cfg.train["supervised_taper"] ** (gen - 1)
             want = int(round(frac / (1.0 - frac) * sum(_positions(d) for d in data)))
@@ -540,11 +586,13 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
                  f"--init {init} --data {' '.join(data)} --out {out}"
                  + (f" --schedule {t['schedule']}" if t["schedule"] != "family" else "")
                  + (f" --optimizer-from {optimizer_from}" if optimizer_from else "")
-                 + (f" --minutes {t['minutes']}" if t.get("minutes") else "") + "\n", "command file")
+                 + (f" --minutes {t['minutes']}" if t.get("minutes") else "")
+                 + (f" --cpu-seconds {t['cpu_seconds']}" if t.get("cpu_seconds") else "") + "\n", "command file")
     with StageClock(cfg.gen_dir(arm.name, gen), "train") as clock:
         meta = train.train(tc, progress=progress)
-    rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best,
+    rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best, "cpu": clock.cpu,
                     "positions": meta.get("train_positions"), "val_policy_acc": meta.get("val_policy_acc"),
+                    "samples": int(meta.get("steps", 0)) * int(tc.resolved().batch or 0), "lr": tc.resolved().lr,
                     "data": data}
     state.save()
 
@@ -567,11 +615,15 @@ def _window(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> list[str]:
 
 
 def _control_seconds(cfg: LoopConfig, gen: int) -> float:
-    """CPU seconds the first self-play arm spent on round ``gen`` (self-play and training): what a
-    control arm gets for the same round."""
+    """Process CPU seconds the first self-play arm spent on round ``gen`` (self-play, its worker
+    processes included, and training; :func:`cpu_now`): the control arm's training budget for the
+    same round, counted by getrusage, not wall seconds (a shared machine's contention changes the
+    wall seconds a stage takes much more than its CPU seconds).  A round recorded before the CPU was
+    kept counts wall seconds times cores."""
     ref = next(a for a in cfg.arms if a.kind == "selfplay")
     rec = State(os.path.join(cfg.arm_dir(ref.name), STATE)).gen(gen)
-    secs = sum(float(rec[k]["seconds"]) * max(1.0, float(rec[k]["cores"])) for k in ("selfplay", "train") if k in rec)
+    secs = sum(float(rec[k]["cpu"]) if "cpu" in rec[k] else float(rec[k]["seconds"]) * max(1.0, float(rec[k]["cores"]))
+               for k in ("selfplay", "train") if k in rec)
     if secs <= 0:
         raise ConfigError(f"control arm, round {gen}: the self-play arm {ref.name!r} has not finished that round")
     return secs
@@ -714,51 +766,40 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
         return _run(cfg, progress, until)
 
 
-TARGETS = "targets.json"
+def _train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
+    """Train the round, then gate 1: a failing round stops the loop (:class:`GateError`), or with
+    ``on_fail = "halve"`` is trained again at half the learning rate (``retries`` times), the rate
+    kept for the rounds after it."""
+    import shutil
 
+    from experiments.training.rl_gates import GateError, check_gate1
 
-def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
-    """Each arm's self-play target against generation 0's prior on the held-out positions of
-    ``[rate] heldout`` (:mod:`experiments.training.targets`), before any self-play: kept in
-    ``OUT/targets.json`` (measured once), quoted by the report, and a warning for every target that
-    is not better than the prior (training on it teaches the network nothing it does not say)."""
-    import sys
-
-    from experiments.paths import InputError, read_json
-    from experiments.training import targets
-
-    data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
-    n = int(cfg.rate.get("target_positions", 0))
-    if not data or n <= 0:
-        return []
-    path = os.path.join(cfg.out, TARGETS)
-    engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
-               if a.kind == "selfplay"]
-    key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
-           "explore": cfg.selfplay["explore"], **({"evals": cfg.selfplay["evals"]} if cfg.selfplay.get("evals") else {})}
-    rows: list[dict[str, Any]] = []
-    if os.path.lexists(path):
-        try:
-            have = read_json(path, "targets file")
-            if isinstance(have, dict) and have.get("key") == key and isinstance(have.get("rows"), list):
-                rows = have["rows"]
-        except InputError:
-            rows = []
-    if not rows:
-        measured = targets.measure(engines, data, positions=n, nodes=cfg.selfplay["nodes"], seed=cfg.seed,
-                                   explore=cfg.selfplay["explore"], progress=progress,
-                                   evals=cfg.selfplay.get("evals", 0))
-        rows = [r.as_dict() for r in measured]
-        write_atomic(path, json.dumps({"key": key, "rows": rows}, indent=1), "targets file")
-    for r in rows:
-        for note in r["notes"]:
-            if note.startswith(("not better", "Sequential Halving")):
-                print(f"rl: warning: {r['name']}: {note}", file=sys.stderr)
-    return rows
+    for attempt in range(cfg.gate1["retries"] + 1):
+        train_candidate(cfg, arm, gen, state, progress)
+        why = check_gate1(cfg, arm, gen, state)
+        if why is None:
+            return
+        lr = float(state.gen(gen)["train"].get("lr") or 0.0)
+        if cfg.gate1["on_fail"] != "halve" or attempt == cfg.gate1["retries"]:
+            raise GateError(f"gate 1 stops the loop: {arm.name} round {gen} (lr {lr:g}): {why}")
+        state.gen(gen).setdefault("gate1_failed", []).append({**state.gen(gen)["gate1"], "lr": lr})
+        state.data["lr"] = lr / 2
+        for k in ("train", "gate1"):
+            state.gen(gen).pop(k, None)
+        state.save()
+        shutil.rmtree(os.path.join(cfg.gen_dir(arm.name, gen), "train"), ignore_errors=True)
+        for f in ("clock-train.json",):
+            if os.path.exists(os.path.join(cfg.gen_dir(arm.name, gen), f)):
+                os.remove(os.path.join(cfg.gen_dir(arm.name, gen), f))
 
 
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
-    measure_targets(cfg, progress)
+    from experiments.training import rl_gates
+
+    rl_gates.measure_targets(cfg, progress)
+    if cfg.calibrate["lrs"]:
+        cfg.train["lr"] = rl_gates.calibrate(cfg, progress)["chosen"]
+    rl_gates.run_gate0(cfg, progress)
     states = {}
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)
@@ -769,7 +810,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
             generate(cfg, arm, gen, st, progress)
             if until == "selfplay" and gen == cfg.generations:
                 continue
-            train_candidate(cfg, arm, gen, st, progress)
+            _train_gated(cfg, arm, gen, st, progress)
             if until == "train" and gen == cfg.generations:
                 continue
             gate(cfg, arm, gen, st, progress)

@@ -5,13 +5,14 @@ not), each searching with its arm's gate engine at ``rate.nodes``.  Each plays `
 on distinct openings (colour-reversed pairs): generation 0 all of them against the external anchors,
 a later generation half against the anchors and half against its arm's generation 0.  All games go
 into one database (``OUT/rate.sqlite`` + PGN) and are rated together (Bradley-Terry, bootstrap over
-game pairs: :mod:`experiments.harness.ratings`) with the first arm's generation 0 at 0 Elo; the
+openings, each opening resampled once across every pairing of a search's pool, since the pairings
+play the same openings: :func:`experiments.harness.ratings.from_games`) with the first arm's generation 0 at 0 Elo; the
 difference between two arms at a generation comes with its own interval (:meth:`Fit.difference`,
 from the same bootstrap replicates).
 
 Keys (defaults in brackets)::
 
-    [rate]  games [100], nodes [64], concurrency [16], workers [1], bootstrap [200], seed [1],
+    [rate]  games [100], nodes [64], concurrency [16], workers [1], bootstrap [1000], seed [1],
             anchors [[{name = "fairy-stockfish", engine = "fairy-stockfish", nodes = 1000}]],
             heldout [[]] (data directories: searchbench heldout on every generation),
             target_positions [200] (held-out positions on which each arm's self-play target is measured
@@ -96,7 +97,7 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
         raise r.error("anchors", "give at least one anchor (the ratings need a player outside the loop)")
     out = dict(games=r.get("games", int, 100, lambda v: None if v >= 4 and v % 4 == 0 else "must be a multiple of 4"),
                nodes=r.positive("nodes", 64), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
-               bootstrap=r.get("bootstrap", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
+               bootstrap=r.get("bootstrap", int, 1000, lambda v: None if v >= 0 else "must be at least 0"),
                target_positions=r.get("target_positions", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
                seed=r.get("seed", int, 1), anchors=anchors, searches=fixed,
                heldout=_strings(r, "heldout"), notes=r.get("notes", str, ""),
@@ -212,7 +213,7 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
     fits = {}
     for sch in searches(cfg):
         mine = [g for g in games if g.key in keys_of.get(sch["name"], set())]
-        fits[sch["name"]] = ratings_mod.fit(ratings_mod.from_games(mine), player(cfg, cfg.arms[0].name, 0, sch["name"]),
+        fits[sch["name"]] = ratings_mod.fit(ratings_mod.from_games(mine, joint_openings=True), player(cfg, cfg.arms[0].name, 0, sch["name"]),
                                             0.0, rt["bootstrap"], rt["seed"], progress=progress)
     return write_report(cfg, states, fits, games, tasks)
 
@@ -388,9 +389,9 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
 
 def _targets_section(cfg: "LoopConfig") -> list[str]:
     """The policy targets of each arm's self-play search against generation 0's prior
-    (``OUT/targets.json``, :func:`experiments.training.rl.measure_targets`)."""
+    (``OUT/targets.json``, :func:`experiments.training.rl_gates.measure_targets`)."""
     from experiments.paths import InputError, read_json
-    from experiments.training.rl import TARGETS
+    from experiments.training.rl_gates import TARGETS
 
     path = Path(cfg.out) / TARGETS
     if not path.is_file():
@@ -409,6 +410,74 @@ def _targets_section(cfg: "LoopConfig") -> list[str]:
                      f"{r['kl_prior']:.2f} | {r['check_mass']:.3f} | {r['evals']:.1f} |")
     notes = [f"- `{r['name']}`: {n}" for r in rows for n in r["notes"]]
     return lines + [""] + notes + ([""] if notes else [])
+
+
+def _gates_section(cfg: "LoopConfig") -> list[str]:
+    """Gate 0's table (the target against a deep search, before any game), the learning-rate
+    calibration, and every round's gate 1 figures with the work each arm spent (the control's budget:
+    the self-play arm's process CPU seconds), from the loop's records in ``OUT``."""
+    from experiments.paths import InputError, read_json
+    from experiments.training import rl, rl_gates, targets
+
+    def record(name: str) -> Any:
+        path = Path(cfg.out) / name
+        try:
+            return read_json(path, "loop record") if path.is_file() else None
+        except InputError:
+            return None
+
+    lines: list[str] = []
+    g0 = record(rl_gates.GATE0)
+    if isinstance(g0, dict) and isinstance(g0.get("value"), list) and g0["value"]:
+        k = g0["key"]
+        cap = f", playout cap {k['cap'][0]:g} x {k['nodes']} / {k['cap'][1]}" if k.get("cap") else ""
+        lines += [f"## Gate 0: the target against a deep search, before any game", "",
+                  f"Each self-play arm's policy target as self-play writes it ({k['nodes']} nodes{cap}, self-play's "
+                  f"noise, forced playouts and pruning{', the tree kept from its search two plies earlier' if k.get('reuse') else ''}) "
+                  f"against a {k['reference']}-node search of the same network without noise on a fresh tree, on "
+                  f"{g0['value'][0]['positions']} held-out positions (`searchbench targets --reference {k['reference']}`). "
+                  f"The loop starts only if the target's cross-entropy to the reference is below the prior's and its "
+                  f"entropy is at least {cfg.gate0['min_entropy_ratio']:g} x the reference's (point estimates).", "",
+                  targets.format_reference(g0["value"], markdown=True), ""]
+    cal = record(rl_gates.CALIBRATION)
+    if isinstance(cal, dict) and cal.get("tries"):
+        base = cal["round0"]
+        lines += ["## Learning-rate calibration", "",
+                  f"One control round at each rate (round 0's network, the supervised data alone, constant schedule, "
+                  f"{cal['cpu_seconds']:g} process CPU seconds); the largest rate whose held-out policy NLL falls below "
+                  f"round 0's ({base['policy_loss']:.4f}) is the loop's: **{cal['chosen']}**.", "",
+                  "| learning rate | training samples | held-out policy NLL | change | value loss | prior entropy |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for t in cal["tries"]:
+            lines.append(f"| {t['lr']:g} | {t['samples']:,} | {t['policy_loss']:.4f} | {t['policy_loss'] - base['policy_loss']:+.4f} | "
+                         f"{t['value_loss']:.4f} | {t['policy_entropy']:.3f} |")
+        lines.append("")
+    rows = []
+    for arm in cfg.arms:
+        st = record(os.path.join(arm.name, rl.STATE))
+        for g, rec in sorted((st or {}).get("gens", {}).items(), key=lambda kv: int(kv[0])):
+            tr, sp = rec.get("train", {}), rec.get("selfplay", {})
+            g1 = rec.get("gate1", {})
+            fails = "; ".join(f"lr {f['lr']:g}: {f.get('why', '')}" for f in rec.get("gate1_failed", []))
+            rows.append(f"| {arm.name} | {g} | {sp.get('games', 0)} | {sp.get('evals', 0):,} | "
+                        f"{(sp.get('cpu', 0) + tr.get('cpu', 0)) / 3600:.2f} | {tr.get('samples', 0):,} | {tr.get('lr', '')} | "
+                        + (f"{g1['policy_loss']:.4f} | {g1['policy_entropy']:.3f} | {g1['value_loss']:.4f} | "
+                           f"{'pass' if g1['passed'] else 'fail: ' + g1.get('why', '')}" if g1 else " | | | ")
+                        + (f" (retrained after: {fails})" if fails else "") + " |")
+    if rows:
+        base = record(rl_gates.HELDOUT0)
+        b = base["value"] if isinstance(base, dict) and isinstance(base.get("value"), dict) else None
+        lines += ["## Rounds: work and gate 1", "",
+                  "Work in process CPU seconds (getrusage: self-play's worker processes and training's threads); the "
+                  "control arm trains for the CPU seconds its self-play arm spent on the same round (equal CPU, "
+                  "not equal wall seconds). Gate 1 after each self-play round: held-out policy NLL at most "
+                  f"{cfg.gate1.get('max_nll_rise', 0.02):g} above round 0's, prior entropy at least "
+                  f"{cfg.gate1.get('min_entropy_ratio', 0.8):g} x round 0's, value loss not above round 0's"
+                  + (f" (round 0: NLL {b['policy_loss']:.4f}, entropy {b['policy_entropy']:.3f}, value loss "
+                     f"{b['value_loss']:.4f})" if b else "") + ".", "",
+                  "| arm | round | games | evaluator calls | CPU h | training samples | lr | held-out NLL | prior entropy | "
+                  "value loss | gate 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", *rows, ""]
+    return lines
 
 
 def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dict[str, Any]], held: list[dict[str, Any]],
@@ -454,7 +523,7 @@ def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dic
                    "round 0 against the anchors)"
                  if fixed else f"at {rt['nodes']} nodes, each arm's generation 0 and the anchors")
               + f"; anchors {', '.join(a['name'] + ' at ' + str(a['nodes']) + ' nodes' for a in rt['anchors'])}; "
-              f"Bradley-Terry, {rt['bootstrap']} bootstrap replicates over game pairs", ""]
+              f"Bradley-Terry, {rt['bootstrap']} bootstrap replicates over openings, each resampled once across every pairing of the pool", ""]
     for sec in sections:
         name = sec["search"]["name"]
         head = f" under `{name}`" if name else ""
@@ -506,6 +575,7 @@ def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dic
                          f"{g['score']:.3f} | {'accepted' if g['accepted'] else 'rejected'} | {g['rule']} |")
         lines.append("")
     lines += _targets_section(cfg)
+    lines += _gates_section(cfg)
     missing = [d for d in cfg.rate["heldout"] if not os.path.exists(d)]
     if missing:
         lines += [f"Held-out data not found here, figures left out: {', '.join(missing)}.", ""]

@@ -12,15 +12,17 @@ Exploration (``explore``, on by default; SPEC.md section 4, "Self-play"), added 
 options unless the spec sets them itself:
 
 - PUCT: Dirichlet noise at the root, ε 0.25, α 0.2 in crazyhouse (CrazyAra) and 0.3 in chess
-  (AlphaZero); moves drawn in proportion to the visits (temperature 1) for the first 15 moves of
-  each side (30 plies, AlphaZero), then the most visited.
+  (AlphaZero); KataGo's forced playouts at the root (k 2) and policy-target pruning, so the target
+  is the visit shares without the forced visits (:class:`search.mcts_rules.VisitsRoot`); moves
+  drawn in proportion to those visit shares (temperature 1, ``temperature_visits``) for the first 15
+  moves of each side (30 plies, AlphaZero), then the final-move rule's (``final_policy``).
 - Gumbel: its own Gumbel noise at the root (``gumbel_scale`` 1, mctx's default); the move is the
   search's (Sequential Halving's winner), no temperature.
 
 Playout-cap randomisation (KataGo; ``full_fraction`` < 1): each move is a full search (``nodes``)
 with that probability, drawn from the game's seed, and its position gets the policy target; the other
-moves are a fast search (``fast_nodes``, the same exploration) whose position keeps only its value
-target (an empty policy target in the shard: :meth:`PolicyValue.loss_of` leaves it out of the policy
+moves are a fast search (``fast_nodes``; as KataGo's, no root noise and no forced playouts:
+``Limits.fast``) whose position keeps only its value target (an empty policy target in the shard: :meth:`PolicyValue.loss_of` leaves it out of the policy
 loss).  More games for the same evaluations, so more value targets, without cheapening the policy
 targets.
 
@@ -66,7 +68,8 @@ class SelfPlayError(ValueError):
 
 #: the papers' exploration, by root rule (``search.mcts_config.ROOT_RULES``); ``None``: by variant
 EXPLORATION: dict[str, dict[str, Any]] = {
-    "puct": {"dirichlet_epsilon": "0.25", "dirichlet_alpha": None, "temperature": "1.0", "temperature_moves": "15"},
+    "puct": {"dirichlet_epsilon": "0.25", "dirichlet_alpha": None, "temperature": "1.0", "temperature_moves": "15",
+             "forced_playouts": "2", "policy_target_pruning": "true", "temperature_visits": "true"},
     "gumbel": {"gumbel_scale": "1.0"},
 }
 DIRICHLET_ALPHA = {v.name: f"{v.dirichlet_alpha:g}" for v in ONE_BOARD}
@@ -145,6 +148,23 @@ def selfplay_engine(engine: str, variant: str, explore: bool = True) -> str:
     add = {k: (v if v is not None else DIRICHLET_ALPHA[variant])
            for k, v in EXPLORATION[spec.config.root_rule].items() if k not in named}
     return registry.join_spec(engine, add)
+
+
+#: the options that make a search explore (self-play's), and their values in a search that does not
+NO_EXPLORATION: dict[str, dict[str, str]] = {
+    "puct": {"dirichlet_epsilon": "0", "temperature": "0", "forced_playouts": "0", "policy_target_pruning": "false",
+             "temperature_visits": "false", "prior_noise": "0"},
+    "gumbel": {"gumbel_scale": "0", "prior_noise": "0"},
+}
+
+
+def without_exploration(engine: str) -> str:
+    """``engine`` with every exploration option off, whatever the spec set (a reference search: the
+    same network and search without noise, temperature or forced playouts)."""
+    from engines import registry
+
+    spec = registry.resolve(engine)
+    return registry.join_spec(engine, NO_EXPLORATION[getattr(spec.config, "root_rule", "puct")])
 
 
 def game_uid(seed: int, index: int) -> int:
@@ -388,5 +408,5 @@ def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], b
     return stats
 
 
-__all__ = ["EXPLORATION", "Journal", "SelfPlayConfig", "SelfPlayError", "game_uid", "play", "selfplay_engine",
+__all__ = ["EXPLORATION", "NO_EXPLORATION", "without_exploration", "Journal", "SelfPlayConfig", "SelfPlayError", "game_uid", "play", "selfplay_engine",
            "to_record"]

@@ -198,4 +198,224 @@ def format_table(rows: list[TargetRow], nodes: int) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["TargetRow", "format_table", "measure", "sequential_halving_phases"]
+
+
+# --------------------------------------------------------------------------- against a deep search
+
+#: the share of the network's prior mixed into a target before its cross-entropy is taken: a target
+#: that leaves a move at 0 visits would otherwise cost infinity on any move the reference visits.
+#: Mixed with the prior (not a uniform floor), a move the target leaves out costs log(1 / SMOOTHING)
+#: nats more than under the prior, whatever the number of legal moves, and the prior itself is
+#: unchanged; a network trained on the target keeps about that much of its own belief per step
+SMOOTHING = 0.1
+
+
+def _mean_interval(x: np.ndarray) -> tuple[float, float, float]:
+    """Mean and its normal 95% interval (1.96 standard errors)."""
+    if len(x) == 0:
+        return 0.0, 0.0, 0.0
+    m = float(np.mean(x))
+    h = 1.96 * float(np.std(x, ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else 0.0
+    return m, m - h, m + h
+
+
+def _entropy(p: np.ndarray) -> float:
+    nz = p > 0
+    return float(-(p[nz] * np.log(p[nz])).sum())
+
+
+@dataclass
+class ReferenceRow:
+    """One candidate (a network's prior, or a search's target) against the deep search, per position:
+    cross-entropy H(reference, candidate), whether its top move is the reference's and the data's,
+    its entropy; summarised with 95% intervals, and paired with the prior's figures on the same
+    positions."""
+
+    name: str
+    kind: str  # "prior", "target" or "reference"
+    ce: list[float] = field(default_factory=list)
+    top: list[float] = field(default_factory=list)
+    data_top: list[float] = field(default_factory=list)
+    entropy: list[float] = field(default_factory=list)
+    evals: list[float] = field(default_factory=list)
+    prior: "ReferenceRow | None" = None
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "positions": len(self.ce)}
+        for key in ("ce", "top", "data_top", "entropy", "evals"):
+            m, lo, hi = _mean_interval(np.array(getattr(self, key), dtype=np.float64))
+            out[key], out[f"{key}_lo"], out[f"{key}_hi"] = round(m, 4), round(lo, 4), round(hi, 4)
+        if self.prior is not None and self.kind == "target":
+            for key in ("ce", "entropy", "top"):
+                d = np.array(getattr(self, key)) - np.array(getattr(self.prior, key))
+                m, lo, hi = _mean_interval(d)
+                out[f"{key}_minus_prior"], out[f"{key}_minus_prior_lo"], out[f"{key}_minus_prior_hi"] = \
+                    round(m, 4), round(lo, 4), round(hi, 4)
+        return out
+
+
+def _smoothed(q: np.ndarray, prior: np.ndarray, smoothing: float) -> np.ndarray:
+    """``(1 - smoothing) q + smoothing prior`` (:data:`SMOOTHING`)."""
+    out: np.ndarray = (1.0 - smoothing) * q / q.sum() + smoothing * prior / prior.sum()
+    return out
+
+
+def measure_reference(engines: list[str], data: list[str], reference: int, positions: int = 400, nodes: int = 16,
+                      seed: int = 0, explore: bool = True, val_fraction: float = 0.1, progress: bool = True,
+                      playout_cap: tuple[float, int] | None = None, reuse: bool = True,
+                      smoothing: float = SMOOTHING) -> list[dict[str, Any]]:
+    """Each engine's self-play target against a deep search of the same network (KataGo, lc0: a
+    target is only as good as the search that made it).  On held-out positions (as :func:`measure`):
+
+    - the **reference**: the engine without exploration, a fresh tree, ``reference`` root visits;
+      its visit shares (the deep search's distribution) and its most visited move;
+    - the **target**: as self-play writes it: the engine with self-play's exploration at ``nodes``,
+      and (``reuse``) with the tree self-play would carry, from the same engine's search two plies
+      earlier in the same game (a full search, or with ``playout_cap`` = (f, fast nodes) a fast one
+      with probability 1 - f, drawn from the seed), then the game's two moves;
+    - the **prior**: the network's own policy.
+
+    Per candidate: H(reference, candidate) in nats with the candidate mixed with the prior at
+    ``smoothing`` (:data:`SMOOTHING`), agreement of its top move with the reference's and with the data's move
+    (Fairy-Stockfish's, in the shipped data), its entropy; each mean with a 95% interval, and for a
+    target the paired difference to its network's prior.  Returns the rows' summaries (prior,
+    target, reference for each engine)."""
+    import random
+
+    from tqdm import tqdm
+
+    from engines import registry
+    from engines.base import EngineError
+    from engines.ours import OurEngine
+    from evaluators.base import Leaf
+    from experiments.training.selfplay import SelfPlayError, selfplay_engine, without_exploration
+    from search.base import Limits
+
+    if not engines:
+        raise DataError("give one or more --engine")
+    if reference < 1 or reference <= nodes:
+        raise DataError(f"the reference search needs more nodes than the target's ({nodes}), got {reference}")
+    if not 0.0 <= smoothing < 1.0:
+        raise DataError("smoothing must be in [0, 1)")
+    ds = datagen.load_dataset(data)
+    variant = ds.variant
+    idx = sample_validation(ds, positions, seed, val_fraction)
+    pool = registry.EvaluatorPool()
+    pairs = []
+    try:
+        for e in engines:
+            try:
+                specs = (selfplay_engine(e, variant, explore), without_exploration(selfplay_engine(e, variant, False)))
+            except SelfPlayError as err:
+                raise DataError(str(err)) from None
+            made = []
+            for spec in specs:
+                resolved = registry.resolve(spec)
+                eng = registry.create(resolved, variant, evaluator=pool.get(resolved, variant))
+                if not isinstance(eng, OurEngine):
+                    raise DataError(f"{spec!r} is not an in-process engine")
+                made.append(eng)
+            pairs.append((specs[0], made[0], made[1]))
+    except (EngineError, ValueError) as err:
+        pool.close()
+        raise DataError(str(err)) from None
+    rows: list[tuple[ReferenceRow, ReferenceRow, ReferenceRow]] = []
+    for spec, eng, _ in pairs:
+        prior = ReferenceRow(f"prior: {eng.spec.evaluator}", "prior")
+        cap = f", playout cap {playout_cap[0]:g} x {nodes} / {playout_cap[1]}" if playout_cap else ""
+        target = ReferenceRow(f"target: {spec} at {nodes} nodes{cap}{', tree reuse' if reuse else ''}", "target",
+                              prior=prior)
+        rows.append((prior, target, ReferenceRow(f"reference: {reference} nodes, no noise, fresh tree", "reference")))
+    try:
+        for n, i in enumerate(tqdm(idx, desc="targets", unit="position", disable=not progress)):
+            i = int(i)
+            pos = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i]), variant))
+            legal = pos.legal_moves()
+            if len(legal) < 2:
+                continue
+            played = int(ds.move[i])
+            before = None
+            if reuse and i >= 2 and ds.game[i - 2] == ds.game[i]:
+                before = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i - 2]), variant))
+            for (spec, eng, ref_eng), (prow, trow, rrow) in zip(pairs, rows):
+                ref_eng.new_game(seed * 1_000_003 + n)
+                ref_eng.play(pos.copy(), Limits(nodes=reference))
+                rt = dict(ref_eng.policy_target() or [])
+                r = np.array([rt.get(m, 0.0) for m in legal], dtype=np.float64)
+                if r.sum() <= 0:
+                    continue
+                r /= r.sum()
+                best = int(np.argmax(r))
+                p = np.array(eng.evaluator.evaluate([Leaf(pos.raw_state(), list(legal), variant)])[0].priors,
+                             dtype=np.float64)
+                eng.new_game(seed * 1_000_003 + n)
+                here = pos.copy()
+                if before is not None:
+                    lim = Limits(nodes=nodes)
+                    if playout_cap is not None and random.Random(f"{seed}/{n}").random() >= playout_cap[0]:
+                        lim = Limits(nodes=playout_cap[1], fast=True)
+                    eng.play(before.copy(), lim)
+                    here = before.copy()
+                    here.push(int(ds.move[i - 2]))
+                    here.push(int(ds.move[i - 1]))
+                res = eng.play(here, Limits(nodes=nodes))
+                tt = dict(eng.policy_target() or [(res.move, 1.0)])
+                t = np.array([tt.get(m, 0.0) for m in legal], dtype=np.float64)
+                for row, q, ev in ((prow, p, 1.0), (trow, t, float(res.info.evals if res.info else 0)),
+                                   (rrow, r, float(reference))):
+                    q = q / q.sum()
+                    row.ce.append(float(-(r * np.log(_smoothed(q, p, smoothing))).sum()))
+                    row.top.append(float(int(np.argmax(q)) == best))
+                    row.data_top.append(float(legal[int(np.argmax(q))] == played))
+                    row.entropy.append(_entropy(q))
+                    row.evals.append(ev)
+    finally:
+        pool.close()
+    return [row.summary() for triple in rows for row in triple]
+
+
+def gate0(rows: list[dict[str, Any]], min_entropy_ratio: float = 0.8) -> list[str]:
+    """Gate 0 (before any self-play game): for each target, why it fails (empty: every target
+    passes): its cross-entropy to the reference must be below its prior's, and its entropy at least
+    ``min_entropy_ratio`` times the reference's (point estimates; the intervals are reported)."""
+    why = []
+    for k in range(0, len(rows) - 2, 3):
+        prior, target, ref = rows[k], rows[k + 1], rows[k + 2]
+        if not target["ce"] < prior["ce"]:
+            why.append(f"{target['name']}: cross-entropy to the reference {target['ce']:.3f} nats is not below the "
+                       f"prior's {prior['ce']:.3f}")
+        if not target["entropy"] >= min_entropy_ratio * ref["entropy"]:
+            why.append(f"{target['name']}: entropy {target['entropy']:.3f} nats is below {min_entropy_ratio:g} x the "
+                       f"reference's {ref['entropy']:.3f}")
+    return why
+
+
+def format_reference(rows: list[dict[str, Any]], markdown: bool = False) -> str:
+    """The reference table, as text or Markdown."""
+    head = ["candidate", "CE to reference (nats)", "CE - prior's", "top = reference's", "top = data's",
+            "entropy (nats)", "evals a move"]
+
+    def iv(r: dict[str, Any], k: str, pct: bool = False) -> str:
+        def f(v: float) -> str:
+            return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
+        return f"{f(r[k])} [{f(r[k + '_lo'])}, {f(r[k + '_hi'])}]"
+
+    body = []
+    for r in rows:
+        diff = iv(r, "ce_minus_prior") if "ce_minus_prior" in r else "-"
+        body.append([r["name"], iv(r, "ce"), diff, iv(r, "top", True), iv(r, "data_top", True), iv(r, "entropy"),
+                     f"{r['evals']:.1f}"])
+    n = rows[0]["positions"] if rows else 0
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(b) + " |" for b in body]
+    else:
+        lines = ["  ".join(head)] + ["  ".join(b) for b in body]
+    lines += ["", f"{n} held-out positions; 95% intervals (paired with the prior for CE - prior's); each candidate "
+                  f"mixed with {SMOOTHING:g} of the prior before its cross-entropy is taken (a move it leaves out "
+                  f"costs log {1 / SMOOTHING:g} nats more than under the prior)"]
+    return "\n".join(lines)
+
+
+__all__ = ["ReferenceRow", "SMOOTHING", "TargetRow", "format_reference", "format_table", "gate0", "measure",
+           "measure_reference", "sequential_halving_phases"]

@@ -1,0 +1,246 @@
+"""The self-play loop's gates (:mod:`experiments.training.rl`, rounds): gate 0 before any game (the
+target self-play will write against a deep search of the same network), the learning-rate
+calibration (control rounds at a few rates), and gate 1 after every round (held-out NLL, prior
+entropy, value loss against round 0).  The keys and the rules are in :mod:`experiments.training.rl`'s
+docstring; each records its figures in the loop's folder, measured once."""
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.paths import write_atomic
+
+if TYPE_CHECKING:
+    from experiments.training.rl import Arm, LoopConfig, State
+
+
+TARGETS = "targets.json"
+
+
+def measure_targets(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
+    """Each arm's self-play target against generation 0's prior on the held-out positions of
+    ``[rate] heldout`` (:mod:`experiments.training.targets`), before any self-play: kept in
+    ``OUT/targets.json`` (measured once), quoted by the report, and a warning for every target that
+    is not better than the prior (training on it teaches the network nothing it does not say)."""
+    import sys
+
+    from experiments.paths import InputError, read_json
+    from experiments.training import targets
+    from experiments.training.rl import _with_weights, selfplay_search, weights_of
+
+    data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
+    n = int(cfg.rate.get("target_positions", 0))
+    if not data or n <= 0:
+        return []
+    path = os.path.join(cfg.out, TARGETS)
+    engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+               if a.kind == "selfplay"]
+    key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
+           "explore": cfg.selfplay["explore"], **({"evals": cfg.selfplay["evals"]} if cfg.selfplay.get("evals") else {})}
+    rows: list[dict[str, Any]] = []
+    if os.path.lexists(path):
+        try:
+            have = read_json(path, "targets file")
+            if isinstance(have, dict) and have.get("key") == key and isinstance(have.get("rows"), list):
+                rows = have["rows"]
+        except InputError:
+            rows = []
+    if not rows:
+        measured = targets.measure(engines, data, positions=n, nodes=cfg.selfplay["nodes"], seed=cfg.seed,
+                                   explore=cfg.selfplay["explore"], progress=progress,
+                                   evals=cfg.selfplay.get("evals", 0))
+        rows = [r.as_dict() for r in measured]
+        write_atomic(path, json.dumps({"key": key, "rows": rows}, indent=1), "targets file")
+    for r in rows:
+        for note in r["notes"]:
+            if note.startswith(("not better", "Sequential Halving")):
+                print(f"rl: warning: {r['name']}: {note}", file=sys.stderr)
+    return rows
+
+
+class GateError(ConfigError):
+    """A gate of the loop refused (one line naming the gate and the figures)."""
+
+
+GATE0 = "gate0.json"
+CALIBRATION = "calibration.json"
+HELDOUT0 = "heldout-0.json"
+
+
+def _cached(path: str, key: dict[str, Any], make: Any) -> Any:
+    """``make()``'s result, kept in ``path`` under ``key`` (measured once; another key measures again)."""
+    from experiments.paths import InputError, read_json
+
+    if os.path.lexists(path):
+        try:
+            have = read_json(path, "loop record")
+            if isinstance(have, dict) and have.get("key") == key and "value" in have:
+                return have["value"]
+        except InputError:
+            pass
+    value = make()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomic(path, json.dumps({"key": key, "value": value}, indent=1), "loop record")
+    return value
+
+
+def heldout_figures(weights: str, data: list[str]) -> dict[str, float]:
+    """Held-out policy NLL, value loss, prior entropy and top-1 of a network (``searchbench heldout``)."""
+    from experiments.training.policy_value import heldout
+
+    r = heldout([weights], data)[0]
+    return {k: round(float(r[f"val_{k}"]), 5) for k in ("policy_loss", "value_loss", "policy_entropy", "policy_acc")}
+
+
+def run_gate0(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
+    """Gate 0, before any self-play game: each self-play arm's target as self-play writes it against a
+    deep search of generation 0 (:func:`experiments.training.targets.measure_reference`), kept in
+    ``OUT/gate0.json``; :class:`GateError` naming the figures unless every target passes."""
+    from experiments.training import targets
+    from experiments.training.rl import _with_weights, selfplay_search, weights_of
+
+    g = cfg.gate0
+    if not g["enabled"]:
+        return []
+    sp = cfg.selfplay
+    cap = (sp["full_fraction"], sp["fast_nodes"]) if sp["full_fraction"] < 1 else None
+    engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+               if a.kind == "selfplay"]
+    key = {"engines": engines, "data": g["data"], "positions": g["positions"], "reference": g["reference"],
+           "nodes": sp["nodes"], "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
+           "seed": cfg.seed}
+    rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, lambda: targets.measure_reference(
+        engines, g["data"], g["reference"], positions=g["positions"], nodes=sp["nodes"], seed=cfg.seed,
+        explore=sp["explore"], progress=progress, playout_cap=cap, reuse=g["reuse"]))
+    why = targets.gate0(rows, g["min_entropy_ratio"])
+    if why:
+        raise GateError(f"gate 0 refuses the loop before any game: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else ""))
+    return rows
+
+
+def calibrate(cfg: "LoopConfig", progress: bool) -> dict[str, Any]:
+    """The learning rate of the loop: one control round (generation 0's network on the supervised
+    data alone, the constant schedule, ``[calibrate] cpu_seconds`` of process CPU) at each of
+    ``[calibrate] lrs``; the largest whose network's held-out policy NLL is below generation 0's is
+    kept (none: :class:`GateError`).  Kept in ``OUT/calibration.json`` with every try's figures."""
+    from experiments.training import train
+    from experiments.training.rl import _FREE, LOOP_TRAIN_KEYS
+
+    c = cfg.calibrate
+    if not c["lrs"]:
+        return {}
+    base = _heldout0(cfg, c["data"])
+    tries = []
+    t = {k: v for k, v in cfg.train.items() if k not in LOOP_TRAIN_KEYS}
+    for lr in c["lrs"]:
+        out = os.path.join(cfg.out, "calibrate", f"lr-{lr:g}")
+        key = {"lr": lr, "cpu_seconds": c["cpu_seconds"], "data": c["data"], "supervised": cfg.train["supervised"],
+               "initial": cfg.initial, "train": {k: v for k, v in t.items() if k not in _FREE}}
+
+        def one(lr: float = lr, out: str = out) -> dict[str, Any]:
+            tc = train.TrainConfig(model=cfg.model, data=list(cfg.train["supervised"]), out=out, init=cfg.initial,
+                                   seed=cfg.seed, **{**t, "lr": lr, "epochs": 100_000, "minutes": None,
+                                                      "cpu_seconds": c["cpu_seconds"], "schedule": "constant"})
+            meta = train.train(tc, progress=progress)
+            return {"lr": lr, "samples": int(meta.get("steps", 0)) * int(tc.resolved().batch or 0),
+                    **heldout_figures(os.path.join(out, "model.pt"), c["data"])}
+
+        tries.append(_cached(os.path.join(out, "calibration.json"), key, one))
+    ok = [x for x in tries if x["policy_loss"] < base["policy_loss"]]
+    result = {"round0": base, "tries": tries, "chosen": max(x["lr"] for x in ok) if ok else None,
+              "cpu_seconds": c["cpu_seconds"]}
+    write_atomic(os.path.join(cfg.out, CALIBRATION), json.dumps(result, indent=1), "calibration record")
+    if not ok:
+        raise GateError("calibration: no learning rate lowers the held-out policy NLL of generation 0 ("
+                        + ", ".join(f"lr {x['lr']:g}: {x['policy_loss']:.4f}" for x in tries)
+                        + f" against {base['policy_loss']:.4f}); try smaller ones")
+    return result
+
+
+def _heldout0(cfg: "LoopConfig", data: list[str]) -> dict[str, float]:
+    key = {"initial": cfg.initial, "data": data}
+    return dict(_cached(os.path.join(cfg.out, HELDOUT0), key, lambda: heldout_figures(cfg.initial, data)))
+
+
+def check_gate1(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State") -> str | None:
+    """Gate 1 after a round's training (self-play arms): the new network's held-out policy NLL at most
+    ``max_nll_rise`` above generation 0's, its mean prior entropy at least ``min_entropy_ratio`` times
+    generation 0's, its value loss at most ``max_value_rise`` above generation 0's.  The figures go
+    into the round's record (``gate1``); returns why it fails (None: it passes)."""
+    from experiments.training.rl import weights_of
+
+    g = cfg.gate1
+    rec = state.gen(gen)
+    if not g["enabled"] or arm.kind != "selfplay":
+        return None
+    base = _heldout0(cfg, g["data"])
+    fig = rec.get("gate1") or heldout_figures(weights_of(cfg, arm.name, gen), g["data"])
+    why = None
+    if fig["policy_loss"] > base["policy_loss"] + g["max_nll_rise"]:
+        why = (f"held-out policy NLL {fig['policy_loss']:.4f} is more than {g['max_nll_rise']:g} above round 0's "
+               f"{base['policy_loss']:.4f}")
+    elif fig["policy_entropy"] < g["min_entropy_ratio"] * base["policy_entropy"]:
+        why = (f"mean prior entropy {fig['policy_entropy']:.3f} is below {g['min_entropy_ratio']:g} x round 0's "
+               f"{base['policy_entropy']:.3f}")
+    elif fig["value_loss"] > base["value_loss"] + g["max_value_rise"]:
+        why = f"held-out value loss {fig['value_loss']:.4f} is above round 0's {base['value_loss']:.4f}"
+    rec["gate1"] = {**fig, "passed": why is None, **({"why": why} if why else {})}
+    state.save()
+    return why
+
+
+def parse_gates(root: Section, cfg: "LoopConfig") -> None:
+    """``[gate0]``, ``[gate1]`` and ``[calibrate]`` (the module docstring), checked before anything runs."""
+    from experiments.training.rl import _list_of
+
+    heldout = list(cfg.rate.get("heldout", [])) if cfg.rate else []
+    ratio = lambda v: None if 0.0 <= v <= 2.0 else "must be from 0 to 2"  # noqa: E731
+    rounds = cfg.mode == "rounds"
+    g0 = root.table("gate0")
+    data = _list_of(g0, "data", str, heldout)
+    cfg.gate0 = dict(enabled=g0.get("enabled", bool, bool(data) and rounds), positions=g0.positive("positions", 400),
+                     reference=g0.positive("reference", 400), min_entropy_ratio=g0.get("min_entropy_ratio", float, 0.8, ratio),
+                     data=data, reuse=g0.get("reuse", bool, True))
+    if cfg.gate0["enabled"]:
+        if not data:
+            raise g0.error("data", "gate 0 needs held-out data: give [gate0] data or [rate] heldout")
+        if cfg.gate0["reference"] <= cfg.selfplay["nodes"] or cfg.gate0["reference"] > 100_000:
+            raise g0.error("reference", f"the reference search needs more nodes than self-play's ({cfg.selfplay['nodes']}) "
+                                        "and at most 100000")
+        if cfg.selfplay["evals"]:
+            raise g0.error("enabled", "gate 0 measures node-limited targets: with [selfplay] evals set it to false")
+    for d in data:
+        if not os.path.exists(d):
+            raise g0.error("data", f"no data at {d!r}")
+    g0.done()
+    g1 = root.table("gate1")
+    data1 = _list_of(g1, "data", str, heldout)
+    cfg.gate1 = dict(enabled=g1.get("enabled", bool, bool(data1) and rounds), data=data1,
+                     max_nll_rise=g1.get("max_nll_rise", float, 0.02, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"),
+                     min_entropy_ratio=g1.get("min_entropy_ratio", float, 0.8, ratio),
+                     max_value_rise=g1.get("max_value_rise", float, 0.0, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"),
+                     on_fail=g1.choice("on_fail", ("stop", "halve"), "stop"),
+                     retries=g1.get("retries", int, 2, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"))
+    if cfg.gate1["enabled"] and not data1:
+        raise g1.error("data", "gate 1 needs held-out data: give [gate1] data or [rate] heldout")
+    for d in data1:
+        if not os.path.exists(d):
+            raise g1.error("data", f"no data at {d!r}")
+    g1.done()
+    c = root.table("calibrate")
+    lrs = _list_of(c, "lrs", float, [])
+    if any(not 0 < v < 10 for v in lrs) or len(set(lrs)) != len(lrs):
+        raise c.error("lrs", "must be distinct learning rates between 0 and 10")
+    cfg.calibrate = dict(lrs=sorted(lrs, reverse=True), data=_list_of(c, "data", str, heldout),
+                         cpu_seconds=c.get("cpu_seconds", float, 600.0,
+                                           lambda v: None if 1 <= v <= 1e6 else "must be from 1 to 1e6"))
+    if lrs and (not rounds or not cfg.train["supervised"] or not cfg.calibrate["data"]):
+        raise c.error("lrs", "calibration trains control rounds: it needs mode = \"rounds\", [train] supervised and "
+                             "held-out data ([calibrate] data or [rate] heldout)")
+    c.done()
+
+
+__all__ = ["CALIBRATION", "GATE0", "GateError", "HELDOUT0", "TARGETS", "measure_targets", "calibrate", "check_gate1", "heldout_figures",
+           "parse_gates", "run_gate0"]
