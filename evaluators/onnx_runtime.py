@@ -91,17 +91,45 @@ def int8_verdicts() -> dict[str, dict[str, Any]]:
     return {**_read_verdicts(SHIPPED_VERDICTS), **_read_verdicts(user_verdicts())}
 
 
+def verdicts_file(shipped: bool) -> Path:
+    """The verdicts file a network's verdict goes to: the shipped one (in git) or the cache's."""
+    return SHIPPED_VERDICTS if shipped else user_verdicts()
+
+
+def read_verdicts_strict(path: Path) -> dict[str, dict[str, Any]]:
+    """The verdicts of ``path`` for a writer: a file that is not a verdicts file is refused with one
+    line naming it (ValueError), never read as empty and overwritten (every verdict in it would go)."""
+    import json
+
+    if not os.path.lexists(path):
+        return {}
+    if not path.is_file():
+        raise ValueError(f"{path} is not a regular file: not a verdicts file; nothing written")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path} is not a verdicts file ({type(e).__name__}: {str(e).splitlines()[0]}): fix or move "
+                         "it; nothing written") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in data.items()):
+        raise ValueError(f"{path} is not a verdicts file (not an object of verdicts): fix or move it; nothing written")
+    return data
+
+
 def record_int8_verdict(key: str, entry: dict[str, Any], shipped: bool) -> Path:
     """Write ``entry`` as the verdict of ``key`` into the shipped file (``shipped``) or the cache's,
-    atomically (a temporary file renamed); returns the file."""
+    atomically (a temporary file renamed, with the mode ``open`` would give it); a file that does not
+    parse is refused (:func:`read_verdicts_strict`); returns the file."""
     import json
     import tempfile
 
-    path = SHIPPED_VERDICTS if shipped else user_verdicts()
-    data = _read_verdicts(path)
+    path = verdicts_file(shipped)
+    data = read_verdicts_strict(path)
     data[key] = entry
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".verdicts-")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.fchmod(fd, 0o666 & ~mask)
     try:
         with os.fdopen(fd, "w") as f:
             f.write("{\n" + ",\n".join(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}" for k, v in sorted(data.items()))

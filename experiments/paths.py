@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterable, Sequence
 
 MAX_TEXT_BYTES = 64 << 20  # a config or an opening suite is far smaller
 
@@ -162,6 +163,17 @@ class run_dir:
                 break
 
 
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and back, under a lock: there is no getter)."""
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | Path, data: bytes | str, what: str = "file") -> None:
     """Write ``data`` to ``path`` as a whole or not at all (:func:`save_atomic`: a fresh temporary
     file beside it, synced, then renamed over ``path``; a link at ``path`` is replaced, not followed)."""
@@ -179,8 +191,9 @@ def write_atomic(path: str | Path, data: bytes | str, what: str = "file") -> Non
 def save_atomic(path: str | Path, save: "Callable[[str], object]", what: str = "file") -> None:
     """Write ``path`` as a whole or not at all, with a writer that takes a file name (``torch.save``,
     ``np.savez``, ``savefig``): ``save(tmp)`` writes a fresh temporary name beside ``path`` (made with
-    ``O_EXCL``, so a planted ``.tmp`` name or link is never written through), which is then renamed
-    over it (a link at ``path`` is replaced, not followed); a failure (a full disk, or the writer's own
+    ``O_EXCL``, so a planted ``.tmp`` name or link is never written through), which is then given the
+    mode ``open`` would give a new file (0666 less the umask) and renamed over it (a link at ``path`` is
+    replaced, not followed); a failure (a full disk, or the writer's own
     error) removes what it left and raises :class:`OutputError` naming ``path``."""
     p = Path(path)
     try:
@@ -190,6 +203,7 @@ def save_atomic(path: str | Path, save: "Callable[[str], object]", what: str = "
         raise OutputError(f"cannot write {what} {str(p)!r}: {e.strerror}") from None
     try:
         save(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from the user's group
         os.replace(tmp, p)
     except BaseException as e:
         try:
@@ -200,6 +214,21 @@ def save_atomic(path: str | Path, save: "Callable[[str], object]", what: str = "
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] if str(e) else type(e).__name__
             raise OutputError(f"cannot write {what} {str(p)!r}: {why}") from None
         raise
+
+
+def save_figure(fig: Any, path: str | Path, **kw: Any) -> None:
+    """A matplotlib figure written as :func:`save_atomic` writes (the format from ``path``'s suffix)."""
+    save_atomic(path, lambda tmp: fig.savefig(tmp, format=Path(path).suffix[1:], **kw), "figure")
+
+
+def csv_text(rows: "Iterable[Sequence[Any]]") -> str:
+    """Rows as CSV text (for :func:`write_atomic`)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
 
 
 def append_line(path: str | Path, line: str, what: str = "journal") -> None:

@@ -27,6 +27,7 @@ import base64
 import csv
 import html
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +102,37 @@ def _inline(text: str) -> str:
         s = html.escape(p, quote=False)
         s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
         s = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<i>\1</i>", s)
-        s = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", lambda m: f'<a href="{html.escape(_link(m.group(2)))}">{m.group(1)}</a>', s)
+        s = re.sub(r"\[([^\]]+)\]\(([^)\s]+)\)", _anchor, s)
         out.append(s)
     return "".join(out)
+
+
+def _anchor(m: "re.Match[str]") -> str:
+    """A Markdown link ``[text](target)`` (both escaped already) as an anchor, or as its text alone
+    where the target is not a link a report may write (:func:`safe_href`)."""
+    href = safe_href(_link(html.unescape(m.group(2))))
+    return f'<a href="{html.escape(href)}">{m.group(1)}</a>' if href is not None else m.group(1)
+
+
+#: the URL schemes a page may link to; every other scheme (javascript:, data:, vbscript:, file:, ...)
+#: is written as text
+LINK_SCHEMES = ("http", "https")
+
+
+def safe_href(target: str) -> str | None:
+    """``target`` if it is an http(s), relative or fragment link, else None.  Judged as a browser's URL
+    parser reads it: leading control characters and spaces are dropped and tabs and newlines removed
+    anywhere before the scheme is read, so ``java\tscript:`` is ``javascript:``."""
+    seen = re.sub(r"[\x00-\x20]", "", target)
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):", seen)
+    if m is None:
+        return target if not re.search(r"[\x00-\x1f]", target) else None
+    return target if m.group(1).lower() in LINK_SCHEMES else None
+
+
+def _local_href(path: str) -> str:
+    """A relative link to a file of ours (a report folder's name may read as a scheme: ``./`` first)."""
+    return path if safe_href(path) == path and ":" not in path.split("/")[0] else "./" + path
 
 
 def _link(target: str) -> str:
@@ -203,11 +232,28 @@ def _image(alt: str, src: str, folder: Path | None, charts: dict[str, int], plac
             return ""
         placed.add(i)
         return f'<div class="chart" data-chart="{i}"></div>'
-    path = (folder / src) if folder is not None else None
+    path = _inside(folder, src) if folder is not None else None
     if path is not None and path.suffix == ".png" and path.is_file():
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
     return f'<p class="note">[{html.escape(alt)}: {html.escape(src)}]</p>'
+
+
+def _inside(folder: Path, src: str) -> Path | None:
+    """``folder / src`` if it names a file inside ``folder`` (not absolute, no ``..``, no link on the
+    way): a page embeds nothing from outside its report folder."""
+    rel = Path(src)
+    if rel.is_absolute() or ".." in rel.parts:
+        return None
+    path = folder / rel
+    try:
+        if any(p.is_symlink() for p in [path, *path.parents][: len(rel.parts)]):
+            return None
+        if not path.resolve().is_relative_to(folder.resolve()):
+            return None
+    except OSError:
+        return None
+    return path
 
 
 def _row_player(cells: Sequence[str], known: set[str]) -> str | None:
@@ -244,7 +290,7 @@ def _num(v: Any) -> float | None:
         x = float(v)
     except (TypeError, ValueError):
         return None
-    return x if x == x else None
+    return x if math.isfinite(x) else None
 
 
 def _read_csv(path: Path) -> list[dict[str, str]]:
@@ -438,7 +484,7 @@ def render(title: str, variant: str, markdown: str, folder: Path | None, charts:
     shown = list(games)[:MAX_GAMES]
     total = len(games) if total_games is None else total_games
     data = {"title": title, "variant": variant, "charts": charts, "games": [game_json(g, variant) for g in shown]}
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    payload = script_json(data)
     script = _script()
     if shown:
         games_html = f"""<h2 id="sb-games">Games</h2>
@@ -468,6 +514,25 @@ Click a table row or a figure's mark for a player's games, a game to step throug
 """
 
 
+def _finite(x: Any) -> Any:
+    """``x`` with every non-finite float (NaN, inf from a damaged CSV) as None: JSON has no such
+    number, and a page's JSON.parse would throw on it."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON that can stand inside a ``<script>`` element whatever its strings hold: every
+    ``<`` written as ``\\u003c`` (so neither ``</script>`` nor ``<!--`` can change how the HTML
+    parser reads the element), and no non-finite number."""
+    return json.dumps(_finite(data), separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
 def _script() -> str:
     """``page.js`` as it goes inside a ``<script>`` element (``</`` escaped)."""
     return (Path(__file__).with_name("page.js")).read_text().replace("</", "<\\/")
@@ -489,6 +554,9 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
     if found is None:
         raise ValueError(f"{folder} holds no report ({', '.join(MARKDOWN_FILES[:-1])} or README.md)")
     kind, md_path = found
+    if md_path.is_symlink() or not md_path.is_file():
+        raise ValueError(f"{md_path} is not a regular file (a link or a device): a page embeds nothing from "
+                         "outside its folder")
     md = md_path.read_text()
     title = md.splitlines()[0].lstrip("# ").strip() if md.strip() else folder.name
     charts: list[dict[str, Any]] = []
@@ -545,10 +613,12 @@ def index_page(reports_dir: str | Path) -> Path:
     for md in sorted(p for name in MARKDOWN_FILES for p in root.rglob(name)):
         if md.parent == root or md.name == "README.md" and not (md.parent / "ratings.csv").exists():
             continue
+        if md.is_symlink() or not md.is_file():  # a link or a FIFO: never read (it may point anywhere, or block)
+            continue
         text = md.read_text()
         title = text.splitlines()[0].lstrip("# ").strip() if text.strip() else md.parent.name
         rel = md.parent.relative_to(root).as_posix()
-        link = f"{rel}/{PAGE}" if (md.parent / PAGE).exists() else f"{rel}/{md.name}"
+        link = _local_href(f"{rel}/{PAGE}" if (md.parent / PAGE).exists() else f"{rel}/{md.name}")
         rows.append(f'<tr data-report="{html.escape(rel)}"><td><a href="{html.escape(link)}">{html.escape(rel)}</a></td>'
                     f"<td>{html.escape(title)}</td><td>{_inline(finding(text, md.parent))}</td></tr>")
     page = f"""<!DOCTYPE html>

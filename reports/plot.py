@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import matplotlib
 
@@ -25,7 +26,13 @@ def read_csv(path: str | Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def plot(csv_path: str | Path, title: str | None = None) -> list[Path]:
+def _savefig(fig: Any, path: Path) -> None:
+    """The plain writer (the command line below); the harness passes an atomic one
+    (:func:`experiments.paths.save_figure`: a planted link is replaced, never written through)."""
+    fig.savefig(path)
+
+
+def plot(csv_path: str | Path, title: str | None = None, save: Callable[[Any, Path], object] | None = None) -> list[Path]:
     """Draw the figure of ``csv_path``; returns the PNG and SVG paths."""
     p = Path(csv_path)
     data = read_csv(p)
@@ -61,12 +68,13 @@ def plot(csv_path: str | Path, title: str | None = None) -> list[Path]:
     fig.tight_layout()
     out = [p.with_suffix(".png"), p.with_suffix(".svg")]
     for o in out:
-        fig.savefig(o)
+        (save or _savefig)(fig, o)
     plt.close(fig)
     return out
 
 
-def plot_cost(csv_path: str | Path, title: str | None = None) -> list[Path]:
+def plot_cost(csv_path: str | Path, title: str | None = None,
+              save: Callable[[Any, Path], object] | None = None) -> list[Path]:
     """Elo against what a move costs: seconds per move and evaluator calls per move (two panels,
     log axes; from the CSV's cost columns), anchors as in :func:`plot`; ``elo_vs_cost.{png,svg}``."""
     p = Path(csv_path)
@@ -101,7 +109,7 @@ def plot_cost(csv_path: str | Path, title: str | None = None) -> list[Path]:
     fig.tight_layout()
     out = [p.with_name("elo_vs_cost.png"), p.with_name("elo_vs_cost.svg")]
     for o in out:
-        fig.savefig(o)
+        (save or _savefig)(fig, o)
     plt.close(fig)
     return out
 

@@ -291,9 +291,13 @@ def cmd_accept_int8(args: argparse.Namespace) -> int:
     ab = ablate.load(args.config)
     _run_flags(ab, args)
     accept.int8_variant(ab)  # a config that cannot decide is refused before any game
+    from evaluators.onnx_runtime import read_verdicts_strict, verdicts_file
+
+    for shipped in (True, False):  # a damaged verdicts file is refused before any game, not after
+        read_verdicts_strict(verdicts_file(shipped))
     rows, paths = ablate.run(ab, "searchbench accept-int8 " + shlex.quote(str(args.config)), progress=not args.quiet)
     _print_rows(rows)
-    v = accept.record(ab, rows)
+    v = accept.record(ab, rows, replace=getattr(args, "replace_verdict", False))
     print(f"int8 {v.network} ({v.variant}): {v.verdict} at {v.entry['nodes']} nodes, LLR {v.entry['llr']:+.2f} "
           f"over {v.entry['games']} games [elo0 {v.entry['elo0']:g}, elo1 {v.entry['elo1']:g}]; recorded in {v.path}")
     print("report: " + ", ".join(str(p) for p in paths))
@@ -440,6 +444,9 @@ def register(sub: Any) -> None:
         p.add_argument("config")
         p.add_argument("--report-dir", help="override the config's report_dir")
         p.add_argument("--quiet", action="store_true")
+        if name == "accept-int8":
+            p.add_argument("--replace-verdict", action="store_true",
+                           help="replace a recorded verdict of the same model that says more (decided, or more games)")
         _add_backend_options(p)
         p.set_defaults(func=func)
 

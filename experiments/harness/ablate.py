@@ -60,6 +60,7 @@ from experiments.harness.store import GameRecord
 from experiments.harness.tasks import GameTask, MatchError, Player
 from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.tournament import RunSettings, _name_check, interleave, run_settings
 
 AXES = ("nodes", "evals", "movetime")
@@ -320,16 +321,15 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
     cols = ["variant", "axis", "budget", "nodes", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
             "elo_high", *PTNML_COLUMNS, "llr", "verdict", "nodes_per_move", "evals_per_move", "seconds_per_move",
             "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move", "openings"]
-    with open(csv_path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rs:
-            w.writerow([r.variant, r.axis, f"{r.budget:g}", f"{r.budget:g}" if r.axis == "nodes" else "", r.games,
-                        *r.wdl, "" if r.score != r.score else f"{r.score:.4f}", _fmt(r.elo), _fmt(r.lo), _fmt(r.hi),
-                        *r.ptnml, "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
-                        f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}",
-                        f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}",
-                        r.openings])
+    # every file through a fresh temporary name and a rename: a link planted at a report's name (a
+    # committed file in a git checkout) is replaced, never written through
+    write_atomic(csv_path, csv_text([cols] + [
+        [r.variant, r.axis, f"{r.budget:g}", f"{r.budget:g}" if r.axis == "nodes" else "", r.games,
+         *r.wdl, "" if r.score != r.score else f"{r.score:.4f}", _fmt(r.elo), _fmt(r.lo), _fmt(r.hi),
+         *r.ptnml, "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
+         f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}",
+         f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}", r.openings]
+        for r in rs]), "report table")
     figs = plot_forest(csv_path, f"{ab.settings.name}: variants against {ab.baseline} ({ab.settings.variant})")
     s = ab.settings
     counts = sorted({v.games or s.games for v in ab.variants})
@@ -362,7 +362,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
            "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",
            "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items()))]
     md_path = out / "ablation.md"
-    md_path.write_text("\n".join(md) + "\n")
+    write_atomic(md_path, "\n".join(md) + "\n", "report")
     from experiments.harness.webpage import report_page
 
     return [csv_path, md_path] + figs + [report_page(out, games, ab.settings.variant, ab.settings.db)]
@@ -401,7 +401,7 @@ def plot_forest(csv_path: Path, title: str) -> list[Path]:
     fig.tight_layout()
     out = [csv_path.with_suffix(".png"), csv_path.with_suffix(".svg")]
     for o in out:
-        fig.savefig(o)
+        save_figure(fig, o)
     plt.close(fig)
     return out
 

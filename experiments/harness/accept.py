@@ -28,6 +28,7 @@ from experiments.harness.tomlconfig import ConfigError
 from evaluators.base import INT8_MODES
 
 INT8 = INT8_MODES[0]
+FLOAT32 = "onnxruntime"
 VERDICTS = {"H1": "accepted", "H0": "rejected", "continue": "undecided"}
 
 
@@ -58,17 +59,50 @@ def int8_variant(ab: ablate.Ablation) -> ablate.Variant:
     if not any(axis == "nodes" for axis, _ in ab.budgets):
         raise ConfigError(f"{where}: nodes: missing: the SPRT that decides is played at equal nodes")
     ev, weights, inference = _inference(ab.baseline)
-    if inference in INT8_MODES:
-        raise ConfigError(f"{where}: baseline: must run float32 (inference=onnxruntime), not int8")
+    if inference != FLOAT32:
+        # auto runs int8 itself where a verdict holds: a verdict must compare int8 with float32
+        raise ConfigError(f"{where}: baseline: must name inference={FLOAT32} (float32), not "
+                          f"{inference or 'auto'}: a verdict compares int8 with float32 of the same network")
     found = [v for v in ab.variants if _inference(v.engine) in [(ev, weights, m) for m in INT8_MODES]]
     if len(found) != 1:
         raise ConfigError(f"{where}: variants: need exactly one variant that is the baseline's network with "
                           f"inference=onnxruntime-int8 or onnxruntime-int8-qat (found {len(found)})")
+    other = _other_settings(ab.baseline, found[0].engine)
+    if other:
+        raise ConfigError(f"{where}: variants: {found[0].name} differs from the baseline in {other}, not only in "
+                          "inference: a verdict is for int8 against float32 of the same network, search and settings")
     return found[0]
 
 
-def record(ab: ablate.Ablation, rows: list[ablate.Row]) -> Verdict:
-    """Record the nodes-axis SPRT verdict of the int8 variant (module docstring)."""
+def _other_settings(a: str, b: str) -> str:
+    """What two in-process engine specs differ in besides ``inference`` ("" if nothing)."""
+    from engines import registry
+
+    x, y = registry.resolve(a), registry.resolve(b)
+    if (x.evaluator, x.search) != (y.evaluator, y.search):
+        return "evaluator or search"
+    if x.config != y.config:
+        return "search settings"
+    ox = {k: v for k, v in x.options.items() if k != "inference"}
+    oy = {k: v for k, v in y.options.items() if k != "inference"}
+    diff = sorted(k for k in ox.keys() | oy.keys() if ox.get(k) != oy.get(k))
+    return ", ".join(diff)
+
+
+def stronger(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether the recorded verdict ``old`` says more than ``new``: a decided test (accepted, rejected)
+    over an undecided one, else more games."""
+    def decided(e: dict[str, Any]) -> bool:
+        return e.get("verdict") in ("accepted", "rejected")
+
+    if decided(old) != decided(new):
+        return decided(old)
+    return int(old.get("games", 0)) > int(new.get("games", 0))
+
+
+def record(ab: ablate.Ablation, rows: list[ablate.Row], replace: bool = False) -> Verdict:
+    """Record the nodes-axis SPRT verdict of the int8 variant (module docstring); a verdict already
+    recorded for the same model that says more (:func:`stronger`) is kept unless ``replace``."""
     from engines import registry
     from evaluators.neural import PolicyValueEvaluator
     from evaluators.onnx_runtime import SHIPPED_VERDICTS, record_int8_verdict
@@ -102,8 +136,15 @@ def record(ab: ablate.Ablation, rows: list[ablate.Row]) -> Verdict:
     if others:
         entry["other_budgets"] = [{"axis": r.axis, "budget": r.budget, "games": r.games,
                                    "elo": [round(r.elo, 1), round(r.lo, 1), round(r.hi, 1)]} for r in others]
+    from evaluators.onnx_runtime import read_verdicts_strict, verdicts_file
+
+    have = read_verdicts_strict(verdicts_file(shipped)).get(key)
+    if have is not None and stronger(have, entry) and not replace:
+        raise ConfigError(f"{verdicts_file(shipped)} holds a stronger verdict for this model ({have.get('verdict')} over "
+                          f"{have.get('games')} games) than this run's ({entry['verdict']} over {entry['games']}): "
+                          "kept; give --replace-verdict to replace it")
     out = record_int8_verdict(key, entry, shipped)
     return Verdict(path.name, variant, key, entry["verdict"], entry, out)
 
 
-__all__ = ["INT8", "VERDICTS", "Verdict", "int8_variant", "record"]
+__all__ = ["FLOAT32", "INT8", "VERDICTS", "Verdict", "int8_variant", "record", "stronger"]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
+from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord
 from experiments.harness.match import GameTask, Player
@@ -290,14 +291,12 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
         raise ConfigError(f"cannot create report directory {str(out)!r}: {e.strerror}") from None
     rs = rows(sc, ratings, game_records)
     csv_path = out / "elo_vs_nodes.csv"
-    with open(csv_path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["family", "engine", "nodes", "elo", "lo", "hi", "games", "score", "nodes_per_move",
-                    "evals_per_move", "seconds_per_move"])
-        for r in rs:
-            w.writerow([r.family, r.engine, "" if r.nodes is None else r.nodes, f"{r.rating.elo:.1f}",
-                        f"{r.rating.lo:.1f}", f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}",
-                        f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}"])
+    # every file through a fresh temporary name and a rename: a planted link is replaced, not followed
+    write_atomic(csv_path, csv_text([["family", "engine", "nodes", "elo", "lo", "hi", "games", "score", "nodes_per_move",
+                                      "evals_per_move", "seconds_per_move"]] + [
+        [r.family, r.engine, "" if r.nodes is None else r.nodes, f"{r.rating.elo:.1f}", f"{r.rating.lo:.1f}",
+         f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}", f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}",
+         f"{r.cost.seconds:.4f}"] for r in rs]), "report table")
     s = sc.settings
     md = [f"# Elo versus nodes: {s.name}", "",
           f"Variant {s.variant}; {games} games on {len({g.opening_fen for g in game_records})} distinct openings "
@@ -330,9 +329,9 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
            "(only new games are played); `workers` and `backend = \"ray\"` spread the games over more cores or "
            "a cluster."]
     md_path = out / "elo_vs_nodes.md"
-    md_path.write_text("\n".join(md) + "\n")
-    figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})")
-    figs += plot_cost(csv_path, f"Elo versus cost per move: {s.name} ({s.variant})")
+    write_atomic(md_path, "\n".join(md) + "\n", "report")
+    figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})", save=save_figure)
+    figs += plot_cost(csv_path, f"Elo versus cost per move: {s.name} ({s.variant})", save=save_figure)
     from experiments.harness.webpage import report_page
 
     return [csv_path, md_path] + figs + [report_page(out, game_records, s.variant, s.db)]
