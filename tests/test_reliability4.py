@@ -160,3 +160,126 @@ def test_h07_a_verdicts_file_that_does_not_parse_is_refused_not_replaced(tmp_pat
                                                             'inference = "onnxruntime-int8"'), "--quiet")
     assert rc == 2 and "is not a verdicts file" in one_line_error(err) and not (tmp_path / "rep").exists()
     assert bad.read_text() == text
+
+
+# ---------------------------------------------------------------- h08, h09, h18, h21: the bughouse loop as safe as rl
+
+def _bughouse_config(tmp_path: Path, **over: str) -> Path:
+    from evaluators import bughouse_net as bn
+    from evaluators.nets import save_model
+
+    w = tmp_path / "w.pt"
+    if not w.exists():
+        save_model(str(w), bn.FAMILY, bn.build("tiny"))
+    keys = {"name": '"t"', "initial": f'"{w}"', "rounds": "1", "out": f'"{tmp_path / "loop"}"', **over}
+    cfg = tmp_path / "brl.toml"
+    cfg.write_text("\n".join(f"{k} = {v}" for k, v in keys.items())
+                   + '\n[selfplay]\ngames = 2\nnodes = 4\ntc = "60+0"\nmax_plies = 40\n[train]\nepochs = 1\n'
+                     'minutes = 0.5\nbatch = 16\n[gate]\ngames = 0\n')
+    return cfg
+
+
+def test_h08_two_bughouse_loops_on_one_folder_the_second_is_refused(tmp_path: Path) -> None:
+    from experiments.training import bughouse_rl
+
+    cfg = bughouse_rl.load(_bughouse_config(tmp_path))
+    cfg.out.mkdir(parents=True)
+    with paths.DirLock(cfg.out, "loop folder"):  # the first run holds the folder
+        with pytest.raises(paths.OutputError, match="loop folder .* is in use"):
+            bughouse_rl.run(cfg, progress=False)
+    assert not (cfg.out / "round-001").exists()
+
+
+def test_h09_a_bughouse_loop_resumed_with_other_settings_is_refused(tmp_path: Path) -> None:
+    from experiments.harness.tomlconfig import ConfigError
+    from experiments.training import bughouse_rl
+
+    first = bughouse_rl.load(_bughouse_config(tmp_path))
+    first.out.mkdir(parents=True)
+    bughouse_rl.check_settings(first)  # as run() records them before any game
+    again = bughouse_rl.load(_bughouse_config(tmp_path, rounds="3"))  # more rounds: allowed
+    bughouse_rl.check_settings(again)
+    for over, key in (({"seed": "7"}, "seed"), ({}, "nodes")):
+        cfg = _bughouse_config(tmp_path, **over)
+        if key == "nodes":
+            cfg.write_text(cfg.read_text().replace("nodes = 4", "nodes = 8"))
+        with pytest.raises(ConfigError, match=f"holds a bughouse-rl run with {key} "):
+            bughouse_rl.check_settings(bughouse_rl.load(cfg))
+
+
+@pytest.mark.parametrize("state", ['{"current": 3, "rounds": []}', '{"current": null, "rounds": [{"round": "1"}]}',
+                                   '{"current": null, "rounds": [{"round": 1, "player": "w", "selfplay_s": "x"}]}',
+                                   '{"current": null, "rounds": [], "control": {"rounds": []}}', "[1, 2]"])
+def test_h18_a_bughouse_state_of_the_wrong_shape_is_one_line(tmp_path: Path, state: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _bughouse_config(tmp_path)
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "loop" / "state.json").write_text(state)
+    rc, _, err = run_cli(capsys, "bughouse-rl", str(cfg), "--quiet")
+    assert rc == 2 and "not a bughouse-rl state file" in one_line_error(err)
+
+
+def test_h21_the_shipped_bughouse_network_by_name_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.training import bughouse_rl
+
+    cfg = _bughouse_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace(f'initial = "{tmp_path / "w.pt"}"\n', ""))  # the default
+    monkeypatch.chdir(tmp_path)
+    assert Path(bughouse_rl.load(cfg).initial).is_file()
+    cfg.write_text(cfg.read_text().replace('name = "t"', 'name = "t"\ninitial = "bughouse_lazybug.pt"'))
+    assert Path(bughouse_rl.load(cfg).initial).name == "bughouse_lazybug.pt"
+
+
+# ---------------------------------------------------------------- h11, h13, h15, h16: rl checks the whole config first
+
+def test_h11_rl_resumed_without_an_arms_seed_is_refused(tmp_path: Path) -> None:
+    from experiments.harness.tomlconfig import ConfigError
+    from experiments.training import rl
+    from tests.test_rl import _config
+
+    path = _config(tmp_path)
+    text = open(path).read()
+    open(path, "w").write(text.replace('engine = "rise-gumbel:batch_size=2"', 'engine = "rise-gumbel:batch_size=2"\nseed = 5'))
+    cfg = rl.parse(path)
+    os.makedirs(cfg.out)
+    rl.check_run(cfg)
+    open(path, "w").write(text)  # the seed left out
+    with pytest.raises(ConfigError, match="arm 'gumbel' has seed 5, not None"):
+        rl.check_run(rl.parse(path))
+    assert json.loads(open(os.path.join(cfg.out, rl.RUN_FILE)).read())["arms"]["gumbel"]["seed"] == 5
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ('"generations" = 2', "generations = 1000000000000", "'generations': must be from 1 to 10000"),
+    ("seed = 1", "seed = -3", r"'seed': must be from 0 to 2\*\*40"),
+    ("nodes = 8\nconcurrency", "nodes = 2000000000\nconcurrency", "'selfplay.nodes': must be at most 1,000,000,000"),
+    ("nodes = 20 }", "nodes = 2000000000 }", r"'rate.anchors\[0\].nodes': must be from 1 to 1,000,000,000"),
+])
+def test_h13_h15_h16_rl_values_refused_before_anything_is_recorded(tmp_path: Path, old: str, new: str, match: str) -> None:
+    from experiments.harness.tomlconfig import ConfigError
+    from experiments.training import rl
+    from tests.test_rl import _config
+
+    path = _config(tmp_path, seed="1")
+    text = open(path).read()
+    if old.startswith('"generations"'):
+        text = text.replace("generations = 2", new)
+    else:
+        assert old in text
+        text = text.replace(old, new, 1)
+    open(path, "w").write(text)
+    with pytest.raises(ConfigError, match=match):
+        rl.parse(path)
+    assert not (tmp_path / "out").exists()
+
+
+def test_h16_a_rating_search_of_another_evaluator_is_refused_at_once(tmp_path: Path) -> None:
+    from experiments.harness.tomlconfig import ConfigError
+    from experiments.training import rl
+    from tests.test_rl import _config
+
+    path = _config(tmp_path)
+    text = open(path).read().replace("bootstrap = 10", 'bootstrap = 10\nsearches = [{ name = "s", engine = "sixtyfour-mcts", nodes = 4 }]')
+    open(path, "w").write(text)
+    with pytest.raises(ConfigError, match="runs the sixtyfour evaluator; the loop's networks are rise"):
+        rl.parse(path)

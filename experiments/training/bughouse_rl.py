@@ -56,7 +56,9 @@ from typing import Any
 from experiments.harness.tomlconfig import ConfigError, Section
 
 STATE = "state.json"
-DEFAULT_INITIAL = "evaluators/weights/bughouse_lazybug.pt"
+#: the settings a loop's games and networks depend on (a resume with others is refused)
+RUN_FILE = "loop.json"
+DEFAULT_INITIAL = "bughouse_lazybug.pt"  # a shipped name: found from any folder (evaluators.neural.weights_path)
 
 
 @dataclass
@@ -100,17 +102,18 @@ def parse(cfg: Section, text: str = "") -> LoopConfig:
 
     name = cfg.get("name", str, check=lambda v: None if v and v.replace("-", "").replace("_", "").isalnum()
                    else "letters, digits, - and _ only")
-    initial = cfg.get("initial", str, DEFAULT_INITIAL)
     from evaluators import bughouse_net as bn
+    from evaluators.neural import weights_path
     from evaluators.nets import load_model
 
+    initial = weights_path(cfg.get("initial", str, DEFAULT_INITIAL))
     try:
         load_model(initial, bn.FAMILY)
     except ValueError as e:
         raise cfg.error("initial", str(e)) from None
-    rounds = cfg.positive("rounds", 3)
+    rounds = cfg.get("rounds", int, 3, lambda v: None if 1 <= v <= 10_000 else "must be from 1 to 10000")
     control = cfg.get("control", bool, False)
-    seed = cfg.get("seed", int, 1)
+    seed = cfg.get("seed", int, 1, lambda v: None if 0 <= v < 2 ** 40 else "must be from 0 to 2**40 - 1")
     out = Path(cfg.get("out", str, f"runs/{name}", writable_dir))
     sp = cfg.table("selfplay")
     games = sp.get("games", int, 100, lambda n: None if n >= 2 and n % 2 == 0 else "must be even and at least 2")
@@ -167,9 +170,50 @@ def _read_state(out: Path) -> dict[str, Any]:
         d = json.loads(p.read_text())
     except (OSError, ValueError) as e:
         raise ConfigError(f"{p}: unreadable loop state ({e}); remove it to start the loop again") from None
-    if not isinstance(d, dict) or not isinstance(d.get("rounds"), list):
-        raise ConfigError(f"{p}: not a bughouse-rl state file")
-    return d
+    why = _bad_state(d)
+    if why:
+        raise ConfigError(f"{p}: not a bughouse-rl state file: {why} (move it away to start the loop again)")
+    state: dict[str, Any] = d
+    return state
+
+
+#: the fields of a round's record and their types (a record holds those its finished stages wrote)
+_ROUND_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "round": int, "player": str, "selfplay_s": (int, float), "selfplay_games": int, "train_s": (int, float),
+    "train": dict, "gate": dict, "gate_s": (int, float), "accepted": bool, "done": bool, "cpu_s": (int, float)}
+
+
+def _bad_rounds(rounds: Any, where: str) -> str | None:
+    if not isinstance(rounds, list):
+        return f"{where}'rounds' is not a list"
+    for rec in rounds:
+        if not isinstance(rec, dict) or not isinstance(rec.get("round"), int) or not isinstance(rec.get("player"), str):
+            return f"{where}a round's record is {rec!r:.60} (no round number and player)"
+        for k, kind in _ROUND_FIELDS.items():
+            v = rec.get(k)
+            if k in rec and (not isinstance(v, kind) or (kind is not bool and isinstance(v, bool))):
+                return f"{where}round {rec['round']}: {k!r} is {v!r:.40}"
+        g = rec.get("gate")
+        if g is not None and not all(isinstance(g.get(k), (int, float)) for k in ("wins", "draws", "losses", "score")):
+            return f"{where}round {rec['round']}: 'gate' is {g!r:.60}"
+    return None
+
+
+def _bad_state(d: Any) -> str | None:
+    """Why ``d`` is not a bughouse-rl state (None: it is)."""
+    if not isinstance(d, dict):
+        return "not a JSON object"
+    if d.get("current") is not None and not isinstance(d.get("current"), str):
+        return f"'current' is {d.get('current')!r:.40}, not a network"
+    why = _bad_rounds(d.get("rounds"), "")
+    if why:
+        return why
+    ctl = d.get("control")
+    if ctl is not None:
+        if not isinstance(ctl, dict) or not isinstance(ctl.get("current"), str):
+            return "'control' has no current network"
+        return _bad_rounds(ctl.get("rounds"), "control: ")
+    return None
 
 
 def _write_state(out: Path, state: dict[str, Any]) -> None:
@@ -184,12 +228,55 @@ def spec(weights: str, nodes: int) -> str:
 
 # --------------------------------------------------------------------------- the loop
 
+def _settings(cfg: LoopConfig) -> dict[str, Any]:
+    """What the loop's games and networks depend on (resources such as workers and threads left out)."""
+    from experiments.harness.store import file_id
+
+    return {"initial_file": file_id(cfg.initial), "seed": cfg.seed, "games": cfg.games,
+            "nodes": cfg.nodes, "tc": list(cfg.tc), "openings": cfg.openings, "max_plies": cfg.max_plies,
+            "window": cfg.window, "supervised": cfg.supervised, "control": cfg.control,
+            "train": {k: v for k, v in cfg.train.items() if k != "threads"}, "gate_games": cfg.gate_games,
+            "gate_nodes": cfg.gate_nodes, "gate_tc": list(cfg.gate_tc), "threshold": cfg.threshold}
+
+
+def check_settings(cfg: LoopConfig) -> None:
+    """Refuse to resume ``cfg.out`` with settings other than those its rounds were played with (its
+    games and rounds.md would mix two runs); record them on the first run.  More rounds are allowed."""
+    from experiments.paths import InputError, read_json, write_atomic
+    from experiments.training.rl import _first_difference
+
+    want = _settings(cfg)
+    path = cfg.out / RUN_FILE
+    if path.exists() or path.is_symlink():
+        try:
+            have = read_json(path, "loop run file")
+        except InputError as e:
+            raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
+        diff = _first_difference(have, want) or _first_difference(want, have)
+        if diff:
+            k, a, b = diff
+            raise ConfigError(f"{cfg.out} holds a bughouse-rl run with {k} {a!r:.60}, not {b!r:.60}: give the same "
+                              "settings to resume it, or another out")
+        return
+    write_atomic(path, json.dumps(want, indent=1, sort_keys=True), "loop run file")
+
+
 def run(cfg: LoopConfig, progress: bool = True) -> dict[str, Any]:
-    """Run the rounds not finished yet; returns the state."""
+    """Run the rounds not finished yet; returns the state.  One run at a time in a folder
+    (:class:`~experiments.paths.DirLock`), with the settings it was started with (:func:`check_settings`)."""
+    from experiments.paths import DirLock, check_dir
+
+    check_dir(str(cfg.out), "loop folder")
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    with DirLock(cfg.out, "loop folder"):
+        check_settings(cfg)
+        return _run(cfg, progress)
+
+
+def _run(cfg: LoopConfig, progress: bool) -> dict[str, Any]:
     from experiments.harness import bughouse as bm
     from experiments.training import bughouse_data as bd
 
-    cfg.out.mkdir(parents=True, exist_ok=True)
     state = _read_state(cfg.out)
     if state["current"] is None:
         state["current"] = cfg.initial

@@ -124,9 +124,11 @@ def heldout(dbs: Sequence[str], weights: Sequence[str], val_fraction: float = 0.
     if len(val_s) == 0:
         raise BughouseDataError(f"no held-out games: {samples.games} games, val_fraction {val_fraction}")
     out: dict[str, Any] = {"games": samples.games, "val_games": val_s.games, "val_positions": len(val_s), "nets": {}}
+    from evaluators.neural import weights_path
+
     for path in weights:
         try:
-            net, _ = load_model(path, bn.FAMILY)
+            net, _ = load_model(weights_path(path), bn.FAMILY)
             assert isinstance(net, bn.BughouseNet)  # the family's network class (load_model checks the family)
         except (OSError, ValueError, RuntimeError, KeyError) as e:
             raise BughouseDataError(f"cannot load bughouse network {path!r}: {e}") from None

@@ -92,11 +92,14 @@ from typing import Any
 
 import board
 from board.variants import CRAZYHOUSE
+from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
 from experiments.training.selfplay import SelfPlayConfig, SelfPlayError
 
 STATE = "state.json"
+#: rounds or generations a loop may ask for (each is minutes of work: more is a typo, not a plan)
+MAX_GENERATIONS = 10_000
 
 
 @dataclass
@@ -193,7 +196,9 @@ def parse(path: str) -> LoopConfig:
     if not os.path.isfile(weights_path(initial)):
         raise root.error("initial", f"no weights file {initial!r}")
     cfg = LoopConfig(name=name, initial=initial, arms=[], variant=variant, model=model,
-                     generations=root.positive("generations", 3), seed=root.get("seed", int, 1),
+                     generations=root.get("generations", int, 3, lambda v: None if 1 <= v <= MAX_GENERATIONS
+                                          else f"must be from 1 to {MAX_GENERATIONS}"),
+                     seed=root.get("seed", int, 1, lambda v: None if 0 <= v < 2 ** 40 else "must be from 0 to 2**40 - 1"),
                      out=root.get("out", str, f"runs/rl/{name}", check=writable_dir), path=str(path),
                      mode=root.choice("mode", ("generations", "rounds"), "generations"))
     rounds = cfg.mode == "rounds"
@@ -238,6 +243,9 @@ def parse(path: str) -> LoopConfig:
                                             lambda v: None if 0 < v <= 1 else "must be in (0, 1]"),
                         fast_nodes=s.get("fast_nodes", int, 0),
                         evals=s.get("evals", int, 0, lambda v: None if v >= 0 else "must be at least 0 (0: the nodes limit)"))
+    for k in ("nodes", "evals", "fast_nodes", "games", "concurrency", "workers", "max_plies", "shard_games"):
+        if cfg.selfplay[k] > MAX_BUDGET:
+            raise s.error(k, f"must be at most {MAX_BUDGET:,}")
     if cfg.selfplay["evals"] and cfg.selfplay["full_fraction"] < 1:
         raise s.error("evals", "playout-cap randomisation works on the nodes limit: leave evals at 0")
     if cfg.selfplay["full_fraction"] < 1 and not 1 <= cfg.selfplay["fast_nodes"] <= cfg.selfplay["nodes"]:
@@ -481,6 +489,12 @@ def check_run(cfg: "LoopConfig") -> None:
             raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
         if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
             raise ConfigError(f"{path} is not a loop run file; give another out")
+        for arm, rec in want["arms"].items():  # an arm's recorded keys (its seed) must all be given again
+            old = have["arms"].get(arm)
+            if isinstance(old, dict) and set(old) != set(rec):
+                k = sorted(set(old) ^ set(rec))[0]
+                raise ConfigError(f"{cfg.out} holds a loop run whose arm {arm!r} has {k} {old.get(k)!r}, not "
+                                  f"{rec.get(k)!r}: give the same settings to resume it, or another out")
         want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
         for (sec, k), v in _ADDED.items():
             if isinstance(have.get(sec), dict):

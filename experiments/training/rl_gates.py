@@ -109,11 +109,11 @@ def run_gate0(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
     engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
     key = {"engines": engines, "data": g["data"], "positions": g["positions"], "reference": g["reference"],
-           "nodes": sp["nodes"], "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
+           "nodes": sp["nodes"], "evals": sp["evals"], "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
            "seed": cfg.seed}
     rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, lambda: targets.measure_reference(
         engines, g["data"], g["reference"], positions=g["positions"], nodes=sp["nodes"], seed=cfg.seed,
-        explore=sp["explore"], progress=progress, playout_cap=cap, reuse=g["reuse"]))
+        explore=sp["explore"], progress=progress, playout_cap=cap, reuse=g["reuse"], evals=sp["evals"]))
     why = targets.gate0(rows, g["min_entropy_ratio"])
     if why:
         raise GateError(f"gate 0 refuses the loop before any game: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else ""))
@@ -206,11 +206,10 @@ def parse_gates(root: Section, cfg: "LoopConfig") -> None:
     if cfg.gate0["enabled"]:
         if not data:
             raise g0.error("data", "gate 0 needs held-out data: give [gate0] data or [rate] heldout")
-        if cfg.gate0["reference"] <= cfg.selfplay["nodes"] or cfg.gate0["reference"] > 100_000:
-            raise g0.error("reference", f"the reference search needs more nodes than self-play's ({cfg.selfplay['nodes']}) "
+        budget = cfg.selfplay["evals"] or cfg.selfplay["nodes"]
+        if cfg.gate0["reference"] <= budget or cfg.gate0["reference"] > 100_000:
+            raise g0.error("reference", f"the reference search needs more nodes than self-play's budget ({budget}) "
                                         "and at most 100000")
-        if cfg.selfplay["evals"]:
-            raise g0.error("enabled", "gate 0 measures node-limited targets: with [selfplay] evals set it to false")
     for d in data:
         if not os.path.exists(d):
             raise g0.error("data", f"no data at {d!r}")

@@ -61,8 +61,13 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
         return {}
     anchors = []
     players = {_player_name(arm.name, gen) for arm in cfg.arms for gen in range(cfg.generations + 1)}
+    from experiments.harness.tasks import MAX_BUDGET
+
+    budget = lambda v: None if 1 <= v <= MAX_BUDGET else f"must be from 1 to {MAX_BUDGET:,}"  # noqa: E731
     for a in r.tables("anchors") or []:
-        anchors.append({"name": a.get("name", str), "engine": a.get("engine", str), "nodes": a.positive("nodes")})
+        anchors.append({"name": a.get("name", str), "engine": a.get("engine", str), "nodes": a.get("nodes", int, None, budget)})
+        if anchors[-1]["nodes"] is None:
+            raise a.error("nodes", "missing")
         if anchors[-1]["name"] in players or anchors[-1]["name"] in [x["name"] for x in anchors[:-1]]:
             raise a.error("name", f"{anchors[-1]['name']!r} names another player already: each anchor needs a name "
                                   "of its own (games and ratings are kept by name)")
@@ -78,7 +83,7 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
         anchors = [{"name": "fairy-stockfish", "engine": "fairy-stockfish", "nodes": 1000}]
     fixed: list[dict[str, Any]] = []
     for t in r.tables("searches") or []:
-        sch = {"name": t.get("name", str), "engine": t.get("engine", str), "nodes": t.positive("nodes"),
+        sch = {"name": t.get("name", str), "engine": t.get("engine", str), "nodes": t.get("nodes", int, None, budget),
                "rounds": _list_ints(t, "rounds"), "anchors": t.get("anchors", bool, True),
                "games": t.get("games", int, 0, lambda v: None if v >= 0 and v % 4 == 0 else "must be a multiple of 4")}
         if not sch["name"].replace("-", "").replace("_", "").isalnum() or sch["name"] in [x["name"] for x in fixed]:
@@ -91,12 +96,16 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
             raise t.error("engine", str(e)) from None
         if "weights" in spec.options:
             raise t.error("engine", "a rating search takes each round's weights: leave `weights` out")
+        if spec.evaluator != cfg.model:
+            raise t.error("engine", f"runs the {spec.evaluator} evaluator; the loop's networks are {cfg.model}")
+        if sch["nodes"] is None:
+            raise t.error("nodes", "missing")
         fixed.append(sch)
         t.done()
     if not anchors:
         raise r.error("anchors", "give at least one anchor (the ratings need a player outside the loop)")
     out = dict(games=r.get("games", int, 100, lambda v: None if v >= 4 and v % 4 == 0 else "must be a multiple of 4"),
-               nodes=r.positive("nodes", 64), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
+               nodes=r.get("nodes", int, 64, budget), concurrency=r.positive("concurrency", 16), workers=r.positive("workers", 1),
                bootstrap=r.get("bootstrap", int, 1000, lambda v: None if v >= 0 else "must be at least 0"),
                target_positions=r.get("target_positions", int, 200, lambda v: None if v >= 0 else "must be at least 0"),
                seed=r.get("seed", int, 1), anchors=anchors, searches=fixed,

@@ -263,7 +263,7 @@ def _smoothed(q: np.ndarray, prior: np.ndarray, smoothing: float) -> np.ndarray:
 def measure_reference(engines: list[str], data: list[str], reference: int, positions: int = 400, nodes: int = 16,
                       seed: int = 0, explore: bool = True, val_fraction: float = 0.1, progress: bool = True,
                       playout_cap: tuple[float, int] | None = None, reuse: bool = True,
-                      smoothing: float = SMOOTHING) -> list[dict[str, Any]]:
+                      smoothing: float = SMOOTHING, evals: int = 0) -> list[dict[str, Any]]:
     """Each engine's self-play target against a deep search of the same network (KataGo, lc0: a
     target is only as good as the search that made it).  On held-out positions (as :func:`measure`):
 
@@ -272,7 +272,8 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
     - the **target**: as self-play writes it: the engine with self-play's exploration at ``nodes``,
       and (``reuse``) with the tree self-play would carry, from the same engine's search two plies
       earlier in the same game (a full search, or with ``playout_cap`` = (f, fast nodes) a fast one
-      with probability 1 - f, drawn from the seed), then the game's two moves;
+      with probability 1 - f, drawn from the seed), then the game's two moves; ``evals`` > 0: each
+      target search limited to that many evaluator calls instead of ``nodes``;
     - the **prior**: the network's own policy.
 
     Per candidate: H(reference, candidate) in nats with the candidate mixed with the prior at
@@ -293,8 +294,13 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
 
     if not engines:
         raise DataError("give one or more --engine")
-    if reference < 1 or reference <= nodes:
-        raise DataError(f"the reference search needs more nodes than the target's ({nodes}), got {reference}")
+    if reference < 1 or reference <= (evals or nodes):
+        raise DataError(f"the reference search needs more nodes than the target's ({evals or nodes}), got {reference}")
+    if evals and playout_cap:
+        raise DataError("playout-cap randomisation works on the nodes limit: no evals with it")
+
+    def full_limits() -> Limits:
+        return Limits(evals=evals) if evals else Limits(nodes=nodes)
     if not 0.0 <= smoothing < 1.0:
         raise DataError("smoothing must be in [0, 1)")
     ds = datagen.load_dataset(data)
@@ -323,7 +329,8 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
     for spec, eng, _ in pairs:
         prior = ReferenceRow(f"prior: {eng.spec.evaluator}", "prior")
         cap = f", playout cap {playout_cap[0]:g} x {nodes} / {playout_cap[1]}" if playout_cap else ""
-        target = ReferenceRow(f"target: {spec} at {nodes} nodes{cap}{', tree reuse' if reuse else ''}", "target",
+        budget = f"{evals} evaluator calls" if evals else f"{nodes} nodes"
+        target = ReferenceRow(f"target: {spec} at {budget}{cap}{', tree reuse' if reuse else ''}", "target",
                               prior=prior)
         rows.append((prior, target, ReferenceRow(f"reference: {reference} nodes, no noise, fresh tree", "reference")))
     try:
@@ -351,14 +358,14 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
                 eng.new_game(seed * 1_000_003 + n)
                 here = pos.copy()
                 if before is not None:
-                    lim = Limits(nodes=nodes)
+                    lim = full_limits()
                     if playout_cap is not None and random.Random(f"{seed}/{n}").random() >= playout_cap[0]:
                         lim = Limits(nodes=playout_cap[1], fast=True)
                     eng.play(before.copy(), lim)
                     here = before.copy()
                     here.push(int(ds.move[i - 2]))
                     here.push(int(ds.move[i - 1]))
-                res = eng.play(here, Limits(nodes=nodes))
+                res = eng.play(here, full_limits())
                 tt = dict(eng.policy_target() or [(res.move, 1.0)])
                 t = np.array([tt.get(m, 0.0) for m in legal], dtype=np.float64)
                 for row, q, ev in ((prow, p, 1.0), (trow, t, float(res.info.evals if res.info else 0)),
