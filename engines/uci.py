@@ -627,6 +627,13 @@ class Responsive(Evaluator):
     def close(self) -> None:
         self.inner.close()
 
+    def warm_up(self) -> None:
+        """The inner evaluator's warm-up (:meth:`UCIServer.warm_up` at ``isready``): without this
+        pass-through the wrapped network was never warmed, and a GUI's first ``go`` paid its load."""
+        warm = getattr(self.inner, "warm_up", None)
+        if callable(warm):
+            warm()
+
 
 def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = CHESS.name) -> None:
     """Run a UCI session for ``spec`` (an in-process engine) until ``quit`` or end of input."""

@@ -396,14 +396,17 @@ class NeuralEvaluator(Evaluator):
         return None if examples is None else [(x,) for x in examples]
 
     def warm_up(self) -> None:
-        """Build the forward now (tracing and freezing, a few hundred ms) and run it once, so the
-        first real evaluation does not pay it (the UCI front end calls this before ``readyok``)."""
+        """Build the forward now (tracing and freezing, a few hundred ms) and run it once at a batch
+        and at one position (the default searches' first hundreds of nodes are one leaf a step, and a
+        runtime's first call at a new shape costs tens of ms), so the first real evaluation does not
+        pay it (the UCI front end calls this before ``readyok``)."""
         ex = self.example_inputs()
         if ex is None:
             return
-        x, _ = self.to_device(ex[0].numpy())
+        batch = ex[0].numpy()
         with torch.inference_mode():
-            self.forward(x)
+            for x in (batch, batch[:1], batch[:1]):
+                self.forward(self.to_device(x)[0])
 
     def forward(self, *inputs: torch.Tensor) -> Any:
         """The network's forward in the chosen inference mode (built at the first call)."""

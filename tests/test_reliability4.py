@@ -283,3 +283,87 @@ def test_h16_a_rating_search_of_another_evaluator_is_refused_at_once(tmp_path: P
     open(path, "w").write(text)
     with pytest.raises(ConfigError, match="runs the sixtyfour evaluator; the loop's networks are rise"):
         rl.parse(path)
+
+
+# ---------------------------------------------------------------- a fresh engine plays its first move in time
+
+def _uci_first_moves(engine: str, variant: str) -> list[tuple[float, int]]:
+    """(seconds from go to bestmove, nodes) of three ``go movetime 300`` from the start position, each
+    on a fresh tree (ucinewgame), after uci / isready / readyok and a pause, as a GUI sends them."""
+    import subprocess
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "experiments.cli", "uci", "--engine", engine], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                         cwd=str(Path(__file__).resolve().parent.parent))
+    assert p.stdin is not None and p.stdout is not None
+
+    def send(s: str) -> None:
+        p.stdin.write(s + "\n")  # type: ignore[union-attr]
+        p.stdin.flush()  # type: ignore[union-attr]
+
+    def until(word: str) -> list[str]:
+        lines = []
+        while True:
+            line = p.stdout.readline()  # type: ignore[union-attr]
+            assert line, f"the engine closed its output: {lines[-3:]}"
+            lines.append(line.strip())
+            if line.startswith(word):
+                return lines
+
+    try:
+        send("uci")
+        until("uciok")
+        if variant != "chess":
+            send(f"setoption name UCI_Variant value {variant}")
+        send("isready")
+        until("readyok")
+        time.sleep(1.0)
+        out = []
+        for _ in range(3):
+            send("ucinewgame")
+            send("position startpos")
+            t = time.perf_counter()
+            send("go movetime 300")
+            lines = until("bestmove")
+            dt = time.perf_counter() - t
+            nodes = [int(x.split(" nodes ")[1].split()[0]) for x in lines if " nodes " in x]
+            out.append((dt, nodes[-1]))
+        send("quit")
+        p.wait(timeout=10)
+        return out
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+@pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
+@pytest.mark.parametrize("inference", ["auto", "onnxruntime", "frozen", "eager", "onnxruntime-int8"])
+def test_a_fresh_engines_first_go_searches_as_its_second(variant: str, inference: str) -> None:
+    """Over UCI: the first ``go movetime 300`` of a fresh rise-mcts searches at least half the nodes of
+    the second (the network and its batch-1 shape warmed at isready), and no move overruns its time by
+    more than the move overhead and the pipe's scheduling (a generous bound on a loaded machine)."""
+    engine = ("rise-mcts-chess" if variant == "chess" else "rise-mcts") + f":inference={inference}"
+    (t1, n1), (t2, n2), (t3, n3) = _uci_first_moves(engine, variant)
+    assert n1 >= 0.5 * min(n2, n3), (n1, n2, n3)
+    assert max(t1, t2, t3) < 0.3 + 0.02 + 0.25, (t1, t2, t3)
+
+
+def test_python_chess_drives_the_engine_at_a_short_fixed_time_without_overrun() -> None:
+    import time
+
+    import chess
+    import chess.engine
+
+    root = str(Path(__file__).resolve().parent.parent)
+    with chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "experiments.cli", "uci", "--engine", "rise-mcts-chess"],
+                                             cwd=root) as eng:
+        board = chess.Board()
+        times = []
+        for _ in range(6):
+            t = time.perf_counter()
+            r = eng.play(board, chess.engine.Limit(time=0.2))
+            times.append(time.perf_counter() - t)
+            assert r.move is not None and r.move in board.legal_moves
+            board.push(r.move)
+    assert max(times) < 0.2 + 0.02 + 0.25, times
