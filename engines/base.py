@@ -24,6 +24,10 @@ class EngineError(ValueError):
     """Unknown engine name or option, or an engine that cannot be started (one-line message)."""
 
 
+#: the largest count, score or time a stored move's statistics may hold (more is a damaged database)
+STAT_MAX = 1e15
+
+
 @dataclass
 class MoveStat:
     """What the mover reported for one move (score in centipawns for the mover), as games store it."""
@@ -46,8 +50,27 @@ class MoveStat:
         ``[nodes, time, cp, mate, depth, evals]`` of databases written before names were stored."""
         if isinstance(v, list):
             v = dict(zip(("nodes", "time", "cp", "mate", "depth", "evals"), v))
-        return MoveStat(int(v.get("nodes", 0)), float(v.get("time", 0.0)), v.get("cp"), v.get("mate"),
-                        int(v.get("depth", 0)), int(v.get("evals", 0)))
+        if not isinstance(v, dict):
+            raise ValueError(f"{v!r:.40} is not a move's statistics")
+
+        def count(k: str) -> int:
+            x = v.get(k, 0)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= STAT_MAX or x != int(x):
+                raise ValueError(f"{k} {x!r:.40} is not a count from 0 to {STAT_MAX:g}")
+            return int(x)
+
+        def score(k: str) -> int | None:
+            x = v.get(k)
+            if x is None:
+                return None
+            if isinstance(x, bool) or not isinstance(x, int) or not -STAT_MAX <= x <= STAT_MAX:
+                raise ValueError(f"{k} {x!r:.40} is not a whole number within +-{STAT_MAX:g}")
+            return x
+
+        t = v.get("time", 0.0)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= t <= STAT_MAX:
+            raise ValueError(f"time {t!r:.40} is not a number of seconds from 0 to {STAT_MAX:g}")
+        return MoveStat(count("nodes"), float(t), score("cp"), score("mate"), count("depth"), count("evals"))
 
 
 @dataclass

@@ -174,6 +174,21 @@ def _umask() -> int:
     return mask
 
 
+def require_regular(path: str | Path, what: str = "file") -> None:
+    """:class:`InputError` naming ``path`` if something that is not a regular file (a FIFO, a device, a
+    folder, a link) is there: reading a FIFO would wait forever for a writer.  Nothing there is fine."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise InputError(f"cannot read {what} {str(path)!r}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {str(path)!r} is not a regular file (a link, FIFO, device or folder): move it away")
+
+
 def write_atomic(path: str | Path, data: bytes | str, what: str = "file") -> None:
     """Write ``data`` to ``path`` as a whole or not at all (:func:`save_atomic`: a fresh temporary
     file beside it, synced, then renamed over ``path``; a link at ``path`` is replaced, not followed)."""
@@ -292,10 +307,16 @@ class DirLock:
     def __enter__(self) -> "DirLock":
         import fcntl
 
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:  # non-blocking: a FIFO planted at the name must not hang the open
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), 0o644)
         except OSError as e:
-            raise OutputError(f"cannot lock {self.what} {str(self.path.parent)!r}: {e.strerror}") from None
+            raise OutputError(f"cannot lock {self.what} {str(self.path.parent)!r}: {str(self.path)!r}: {e.strerror}") from None
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OutputError(f"cannot lock {self.what} {str(self.path.parent)!r}: {str(self.path)!r} is not a regular "
+                              "file (move it away)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -77,7 +77,9 @@ def _write_text(path: Path, text: str) -> None:
     import os
     import secrets
 
-    if path.is_symlink() or (path.exists() and not _ours(path)):
+    if not path.parent.is_dir():
+        raise ValueError(f"cannot write {path}: no folder {path.parent}")
+    if path.is_symlink() or (path.exists() and (not path.is_file() or not _ours(path))):  # a FIFO is never opened
         raise ValueError(f"{path} exists and is not a searchbench page: move it or give another path")
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)

@@ -367,3 +367,47 @@ def test_python_chess_drives_the_engine_at_a_short_fixed_time_without_overrun() 
             assert r.move is not None and r.move in board.legal_moves
             board.push(r.move)
     assert max(times) < 0.2 + 0.02 + 0.25, times
+
+
+# ---------------------------------------------------------------- h14: a FIFO where a file is expected never hangs
+
+def test_h14_fifos_where_files_are_expected_are_refused(tmp_path: Path) -> None:
+    from experiments.training import selfplay
+
+    fifo = tmp_path / "out.html"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="exists and is not a searchbench page"):
+        page._write_text(fifo, "<html>")  # report --out
+    with pytest.raises(ValueError, match="no folder"):
+        page._write_text(tmp_path / "missing" / "x.html", "<html>")  # names the path given, not a temporary one
+    d = tmp_path / "rep" / "r"
+    d.mkdir(parents=True)
+    os.mkfifo(d / "ablation.md")
+    assert "rep/r" not in page.index_page(tmp_path / "rep").read_text().split("<tbody>")[1]  # report --index
+    sp = tmp_path / "sp"
+    sp.mkdir()
+    os.mkfifo(sp / selfplay.JOURNAL)
+    with pytest.raises(selfplay.SelfPlayError, match="not a regular file"):
+        selfplay.Journal(str(sp), "crazyhouse")  # a self-play journal
+    lock = tmp_path / "run"
+    lock.mkdir()
+    os.mkfifo(lock / ".lock")
+    with pytest.raises(paths.OutputError, match=r"\.lock' is not a regular file"):
+        with paths.DirLock(lock):
+            pass
+
+
+# ---------------------------------------------------------------- h17: move statistics out of range are one line
+
+@pytest.mark.parametrize("stats", ['[{"nodes": 1e999}]', '[{"nodes": 1, "cp": [1]}]', '[[1, 0.1, 2.5]]',
+                                   '[{"time": -1}]', '[{"depth": true}]'])
+@pytest.mark.parametrize("command", ["report", "ratings", "replay"])
+def test_h17_move_stats_out_of_range_name_the_file_and_game(tmp_path: Path, stats: str, command: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from test_reliability3 import one_game_db
+
+    db = one_game_db(tmp_path / "g.sqlite", move_stats=stats)
+    args = [command, str(db)] + (["--out", str(tmp_path / "p.html")] if command == "report" else [])
+    rc, _, err = run_cli(capsys, *args)
+    line = one_line_error(err)
+    assert rc == 2 and "g.sqlite" in line and "game 'k0'" in line and "move_stats" in line, err

@@ -505,8 +505,8 @@ class Store:
         stats = json_of("move_stats", list)
         try:
             move_stats = [MoveStat.from_json(v) for v in stats]
-        except (TypeError, ValueError, AttributeError):
-            raise bad("move_stats", "holds an entry that is not a move's statistics") from None
+        except (TypeError, ValueError, AttributeError, OverflowError) as e:
+            raise bad("move_stats", f"holds an entry that is not a move's statistics ({e})") from None
         return GameRecord(
             key=r["key"], run=r["run"], match=r["match"], pair=r["pair"], variant=r["variant"],
             white=r["white"], black=r["black"], white_settings=json_of("white_settings", dict),

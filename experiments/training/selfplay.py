@@ -55,7 +55,7 @@ from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player
-from experiments.paths import InputError, append_line, read_json, write_atomic
+from experiments.paths import InputError, append_line, read_json, require_regular, write_atomic
 from experiments.training import datagen
 
 JOURNAL = "pending.jsonl"
@@ -251,6 +251,10 @@ class Journal:
             self.in_shards.update(int(u) for u in s["game_uid"])
         self.pending: list[dict[str, Any]] = []
         lines: list[str] = []
+        try:
+            require_regular(self.path, "self-play journal")
+        except InputError as e:
+            raise SelfPlayError(str(e)) from None
         if os.path.exists(self.path):
             with open(self.path) as f:
                 lines = f.read().splitlines()
