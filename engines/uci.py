@@ -39,6 +39,7 @@ Search output: ``info depth D seldepth S [multipv I] score cp X|mate M nodes N n
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
@@ -82,6 +83,36 @@ class Alias:
     from_option: Callable[[str], int]  # the option's text -> the UCI value (the announced default)
     minimum: int
     maximum: int
+
+
+#: bytes per slot while a transposition table is built (its two arrays, and one list the size of an
+#: array that each is built from)
+TT_BUILD_BYTES = 24
+
+
+def _available_bytes() -> int:
+    """Memory the system can give now (MemAvailable; without /proc, the free pages)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def _tt_mb_that_fits(mb: int) -> int:
+    """``mb``, or the largest Hash (MB) whose alpha-beta table can be built in three quarters of the
+    memory available now: a table of 2^30 slots asked for on a small machine would otherwise swap
+    for minutes before ``readyok`` (a GUI waits forever)."""
+    budget = _available_bytes() * 3 // 4
+    while mb > 1 and int(_tt_slots(mb)) * TT_BUILD_BYTES > budget:
+        mb //= 2
+    return mb
 
 
 def _tt_slots(mb: int) -> str:
@@ -241,6 +272,9 @@ class UCIServer:
             # until they work together.
             self.note(f"error: {printable(str(e), 160)}")
             return None
+        except MemoryError:
+            self.note("error: out of memory building the engine for these options (a smaller Hash?)")
+            return None
         if self._engine is not None and evaluator is None:
             self._engine.close()
         self._cold = self._cold or evaluator is None
@@ -357,6 +391,12 @@ class UCIServer:
             if not alias.minimum <= n <= alias.maximum:
                 self.note(f"setoption: {alias.uci} {n} clamped to [{alias.minimum}, {alias.maximum}]")
                 n = max(alias.minimum, min(alias.maximum, n))
+            if alias.option == "tt_size":
+                fit = _tt_mb_that_fits(n)
+                if fit < n:
+                    self.note(f"setoption: Hash {n} MB does not fit in the memory available now: {fit} MB, the "
+                              "largest that does")
+                    n = fit
             self._settings[alias.option] = alias.to_option(n)
             self._dirty = True
             return

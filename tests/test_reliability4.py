@@ -411,3 +411,22 @@ def test_h17_move_stats_out_of_range_name_the_file_and_game(tmp_path: Path, stat
     rc, _, err = run_cli(capsys, *args)
     line = one_line_error(err)
     assert rc == 2 and "g.sqlite" in line and "game 'k0'" in line and "move_stats" in line, err
+
+
+# ---------------------------------------------------------------- h12: a Hash that cannot be allocated never hangs UCI
+
+def test_h12_a_hash_larger_than_the_memory_left_is_cut_to_what_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from engines import registry, uci
+
+    monkeypatch.setattr(uci, "_available_bytes", lambda: 64 << 20)  # 64 MB left on this machine
+    out = io.StringIO()
+    uci.serve(registry.resolve("material-ab"), io.StringIO(
+        "uci\nsetoption name Hash value 16384\nisready\nposition startpos\ngo depth 2\nisready\nquit\n"), out)
+    text = out.getvalue()
+    # 32 MB: 2^21 slots, 24 bytes each while built: 48 MB, three quarters of 64 MB (64 MB would be 96)
+    assert "Hash 16384 MB does not fit in the memory available now: 32 MB, the largest that does" in text
+    assert text.count("readyok") == 2 and "bestmove" in text
+    # within the memory left, the Hash asked for is kept
+    assert uci._tt_mb_that_fits(1) == 1 and uci._tt_mb_that_fits(2) == 2
