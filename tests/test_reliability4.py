@@ -430,3 +430,26 @@ def test_h12_a_hash_larger_than_the_memory_left_is_cut_to_what_fits(monkeypatch:
     assert text.count("readyok") == 2 and "bestmove" in text
     # within the memory left, the Hash asked for is kept
     assert uci._tt_mb_that_fits(1) == 1 and uci._tt_mb_that_fits(2) == 2
+
+
+# ---------------------------------------------------------------- h19: a datagen worker's failure is one line
+
+def test_h19_bughouse_datagen_with_an_engine_that_cannot_start_is_one_line(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = run_cli(capsys, "bughouse-datagen", "--db", str(tmp_path / "g.sqlite"), "--games", "4", "--workers", "2",
+                         "--pair", f"{tmp_path / 'none'}+xboard", "sjeng", "--quiet")
+    assert rc == 2 and "Traceback" not in err and str(tmp_path / "none") in one_line_error(err)
+    assert not list(tmp_path.glob("g.w*.sqlite"))  # refused before any worker started
+
+
+def test_h19_a_failing_worker_sends_its_reason_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import queue
+
+    from experiments.training import bughouse_data
+
+    errors: "queue.Queue[str]" = queue.Queue()
+    with pytest.raises(SystemExit) as e:
+        bughouse_data._worker(str(tmp_path / "g.sqlite"), [("sjeng:path=x", "sjeng")], 2, 60000, 0, None, 2, 1, 40,
+                              None, errors)
+    assert e.value.code == 2 and "Traceback" not in capsys.readouterr().err
+    assert "takes depth and startup only, not path" in errors.get_nowait()

@@ -31,7 +31,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -80,6 +80,8 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     for a, b in pairs:  # a bad team is one line here, not one per worker
         parse_team(a), parse_team(b)
     Path(db).parent.mkdir(parents=True, exist_ok=True)
+    if workers > 1:
+        _check_seats(pairs)
     if workers == 1:
         _generate(db, pairs, games - (count_all(db) - count_games(db)), base_ms, inc_ms, minutes, chunk, seed,
                   progress, max_plies, openings)
@@ -90,12 +92,14 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
 
     left = max(0, games - count_all(db))
     mp = multiprocessing.get_context("spawn")
+    errors = mp.Queue()
     procs = []
     for k in range(workers):
         quota = count_games(shard(db, k)) + left // workers + (1 if k < left % workers else 0)
         procs.append(mp.Process(target=_worker, args=(str(shard(db, k)), list(pairs), quota, base_ms, inc_ms,
                                                       minutes, chunk, seed + k, max_plies,
-                                                      None if openings is None else str(openings)), daemon=True))
+                                                      None if openings is None else str(openings), errors),
+                                daemon=True))
     bar = tqdm(total=games, initial=min(games, count_all(db)), desc=f"bughouse datagen ({workers} workers)",
                disable=not progress, dynamic_ncols=True)
     try:
@@ -113,14 +117,47 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
         bar.close()
     failed = [p.exitcode for p in procs if p.exitcode]
     if failed:
-        raise BughouseDataError(f"{len(failed)} of {workers} datagen workers failed (exit codes {failed}); "
-                                "their finished games are kept: run the command again to resume")
+        import queue
+
+        reasons = []
+        while True:
+            try:
+                reasons.append(errors.get(timeout=0.2))
+            except queue.Empty:
+                break
+        why = f": {reasons[0]}" if reasons else f" (exit codes {failed})"
+        raise BughouseDataError(f"{len(failed)} of {workers} datagen workers failed{why}; their finished games are kept"
+                                + ("" if reasons else ": run the command again to resume"))
     return count_all(db)
 
 
+def _check_seats(pairs: Sequence[tuple[str, str]]) -> None:
+    """Every seat of the pairs made once (a program started, a network loaded) and closed: an engine
+    that cannot start is one line here, before any worker starts, not a traceback from each."""
+    from engines.registry import EvaluatorPool
+    from engines.seats import make_seat, parse_team
+
+    pool = EvaluatorPool()
+    try:
+        for spec in dict.fromkeys(s for pair in pairs for team in pair for s in parse_team(team).seat_specs):
+            make_seat(spec, 0, pool).close()
+    finally:
+        pool.close()
+
+
 def _worker(db: str, pairs: list[tuple[str, str]], games: int, base_ms: int, inc_ms: int, minutes: float | None,
-            chunk: int, seed: int, max_plies: int, openings: str | None) -> None:
-    _generate(db, pairs, games, base_ms, inc_ms, minutes, chunk, seed, False, max_plies, openings)
+            chunk: int, seed: int, max_plies: int, openings: str | None, errors: Any = None) -> None:
+    """One worker process: its games, or its failure as one line for the parent (no traceback)."""
+    import sys
+
+    try:
+        _generate(db, pairs, games, base_ms, inc_ms, minutes, chunk, seed, False, max_plies, openings)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - one line to the parent, which reports it
+        if errors is not None:
+            errors.put(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        sys.exit(2)
 
 
 def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_ms: int, inc_ms: int,
