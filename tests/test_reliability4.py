@@ -453,3 +453,11 @@ def test_h19_a_failing_worker_sends_its_reason_not_a_traceback(tmp_path: Path, c
                               None, errors)
     assert e.value.code == 2 and "Traceback" not in capsys.readouterr().err
     assert "takes depth and startup only, not path" in errors.get_nowait()
+
+
+# ---------------------------------------------------------------- h20: nothing measured is not a speed-up
+
+def test_h20_bench_harness_refuses_an_engine_that_cannot_play_the_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run_cli(capsys, "bench", "harness", "--engine", "rise-mcts-chess", "--variant", "crazyhouse",
+                           "--games", "2", "--no-table")
+    assert rc == 2 and "does not play crazyhouse" in one_line_error(err) and "faster" not in out

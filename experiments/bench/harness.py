@@ -318,6 +318,13 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     spec = registry.resolve(engine)
     if registry.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
+    from engines.base import EngineError
+    from experiments.harness.runner import check_players
+
+    try:  # an engine that cannot play the variant is refused before anything is measured
+        check_players([Player("A", engine, nodes=nodes)], variant, RegistryFactory(1, None))
+    except EngineError as err:
+        raise BenchError(str(err)) from None
     sb = search_batch(engine)
     cores = os.cpu_count() or 1
     thread_list = sorted({1, cores, *uci_list, *([pt] if pt else [])})
@@ -362,6 +369,9 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
             if key not in best or m["plies_per_second"] > best[key]["plies_per_second"]:
                 best[key] = {"key": key, "label": label, **m}
     rows = [{**best[key], "rounds": runs[key]} for key, *_ in plans]
+    lost = [r for r in rows if r["forfeits"] >= r.get("games", 0) > 0]
+    if lost:  # nothing was measured: no rate, no ratio
+        raise BenchError(f"every game of a row ({lost[0]['games']}) was forfeited: nothing measured")
     pooled = rows[0]
 
     best_rate = (rate_at(net_rows, "processes", plan.workers, plan.max_batch) if plan.workers > 1
