@@ -258,3 +258,39 @@ def test_bughouse_games_step_on_both_boards(browser: Any, tmp_path: Path) -> Non
         drops += sum("@" in m for m in g.moves)
     assert drops > 0
     assert not _errors(browser)
+
+
+HOSTILE = ["<!--<script>", "</script><script>window.__pwned = 1</script>", "<img src=x onerror=\"window.__pwned = 2\">",
+           "[x](javascript:window.__pwned=3)"]
+
+
+def test_no_script_from_data_runs_in_a_page(browser: Any, tmp_path: Path) -> None:
+    """Reliability round 4 (h01, h05): player names, report text and links carrying script never run
+    it (a marker they would set stays unset), a javascript: link is not a link, and a non-finite number
+    in a CSV does not stop the page's script (its figure and tables still render)."""
+    from experiments.harness.store import GameRecord, Store
+
+    db = tmp_path / "h.sqlite"
+    with Store(db, lock=True) as st:
+        for i, name in enumerate(HOSTILE):
+            st.add(GameRecord(key=f"k{i}", run="r", match="m", pair=i, variant="chess", white=name, black="b",
+                              white_settings={"engine": "material-ab"}, black_settings={"engine": "material-ab"},
+                              opening="o", opening_fen=chess.STARTING_FEN, opening_moves=[], moves=["e2e4", "e7e5"],
+                              result="1-0" if i % 2 else "0-1", reason="x"))
+    out = tmp_path / "db.html"
+    assert main(["report", str(db), "--out", str(out)]) == 0
+    folder = tmp_path / "rep"
+    folder.mkdir()
+    (folder / "elo_vs_nodes.md").write_text("# <!--<script> report\n\nSee [here](javascript:window.__pwned=4) and "
+                                            "[there](https://example.org).\n\n| player | x |\n|---|---|\n| <!--<script> | 1 |\n")
+    (folder / "elo_vs_nodes.csv").write_text("family,engine,nodes,elo,lo,hi,games,score\n"
+                                             "f,e,10,inf,-inf,nan,4,0.5\nf,e,20,12.5,1,20,4,0.5\n")
+    page.folder_page(folder)
+    for p in (out, folder / "index.html"):
+        _open(browser, p)
+        assert browser.execute_script("return window.__pwned === undefined")
+        assert not _errors(browser), _errors(browser)
+        assert browser.execute_script("return typeof searchbench") == "object"  # the page's script ran
+        hrefs = [a.get_attribute("href") or "" for a in browser.find_elements("css selector", "a")]
+        assert not any(h.lower().startswith("javascript") for h in hrefs)
+    assert browser.find_elements("css selector", ".chart svg")  # the figure drawn despite inf and nan
