@@ -268,11 +268,17 @@
     var box = document.getElementById("sb-viewer");
     box.style.display = "block";
     // a position is a list of boards (two in bughouse: FEN "A | B", moves "A:e2e4")
-    var positions = [g.fen.split(" | ").map(parseFen)];
-    g.uci.forEach(function (m) {
+    var positions = [g.fen.split(" | ").map(parseFen)], broken = null;
+    // a stored move that is not a move of the board shown (a damaged row) ends the replay there
+    var MOVE = /^([a-h][1-8][a-h][1-8][nbrqk]?|[PNBRQ]@[a-h][1-8]|0000)$/;
+    g.uci.some(function (m, i) {
       var last = positions[positions.length - 1].slice();
-      var board = 0, uci = m;
-      if (m.length > 2 && m[1] === ":") { board = m[0] === "B" ? 1 : 0; uci = m.slice(2); }
+      var board = 0, uci = String(m);
+      if (uci.length > 2 && uci[1] === ":") { board = uci[0] === "B" ? 1 : 0; uci = uci.slice(2); }
+      if (!MOVE.test(uci) || !last[board] || (uci[1] !== "@" && uci !== "0000" && !last[board].sq[idx(uci.slice(0, 2))])) {
+        broken = "move " + (i + 1) + " (" + m + ") does not replay: the board stops before it";
+        return true;
+      }
       var sink = null;
       if (last.length === 2) {  // bughouse: a capture goes to the partner (other board, other colour)
         var other = copyPos(last[1 - board]);
@@ -281,10 +287,12 @@
       }
       last[board] = applyUci(last[board], uci, sink);
       positions.push(last);
+      return false;
     });
     view = {g: g, positions: positions, ply: 0};
     makeBoards(positions[0].length);
-    document.getElementById("sb-vtitle").textContent = "Game " + g.id + ": " + g.w + " \u2013 " + g.b + "  " + g.r + " (" + g.why + ")";
+    document.getElementById("sb-vtitle").textContent = "Game " + g.id + ": " + g.w + " \u2013 " + g.b + "  " + g.r + " (" + g.why + ")" +
+      (broken ? " \u2014 " + broken : "");
     var ml = document.getElementById("sb-moves");
     ml.innerHTML = "";
     var n = g.fullmove;

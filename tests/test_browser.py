@@ -277,6 +277,10 @@ def test_no_script_from_data_runs_in_a_page(browser: Any, tmp_path: Path) -> Non
                               white_settings={"engine": "material-ab"}, black_settings={"engine": "material-ab"},
                               opening="o", opening_fen=chess.STARTING_FEN, opening_moves=[], moves=["e2e4", "e7e5"],
                               result="1-0" if i % 2 else "0-1", reason="x"))
+        st.add(GameRecord(key="bad", run="r", match="m", pair=9, variant="chess", white="a", black="b",
+                          white_settings={"engine": "material-ab"}, black_settings={"engine": "material-ab"},
+                          opening="o", opening_fen=chess.STARTING_FEN, opening_moves=[], moves=["e2e4", "zz99", "e7e5"],
+                          result="1-0", reason="x"))  # a damaged row: its second move is no move
     out = tmp_path / "db.html"
     assert main(["report", str(db), "--out", str(out)]) == 0
     folder = tmp_path / "rep"
@@ -294,3 +298,13 @@ def test_no_script_from_data_runs_in_a_page(browser: Any, tmp_path: Path) -> Non
         hrefs = [a.get_attribute("href") or "" for a in browser.find_elements("css selector", "a")]
         assert not any(h.lower().startswith("javascript") for h in hrefs)
     assert browser.find_elements("css selector", ".chart svg")  # the figure drawn despite inf and nan
+    # a stored game with a malformed move opens, stepping to where it breaks, and says so
+    _open(browser, out)
+    browser.execute_script("document.getElementById('sb-filter').value = 'a'; "
+                           "document.getElementById('sb-filter').dispatchEvent(new Event('input'));")
+    row = next(r for r in browser.find_elements("css selector", "#sb-game-rows tr") if "zz99" not in r.text
+               and r.find_elements("css selector", "td")[1].text == "a")
+    row.click()
+    assert "move 2 (zz99) does not replay" in browser.find_element("id", "sb-vtitle").text
+    assert "ply 0 / 1" in browser.find_element("id", "sb-ply").text
+    assert not _errors(browser), _errors(browser)

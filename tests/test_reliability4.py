@@ -461,3 +461,27 @@ def test_h20_bench_harness_refuses_an_engine_that_cannot_play_the_variant(capsys
     rc, out, err = run_cli(capsys, "bench", "harness", "--engine", "rise-mcts-chess", "--variant", "crazyhouse",
                            "--games", "2", "--no-table")
     assert rc == 2 and "does not play crazyhouse" in one_line_error(err) and "faster" not in out
+
+
+def test_stall_is_refused_for_a_game_without_clocks() -> None:
+    from experiments.harness.bughouse import BughouseMatchError, check_untimed
+    from engines.seats import parse_team
+
+    check_untimed(parse_team("bughouse-mcts"))
+    with pytest.raises(BughouseMatchError, match="a game without clocks has none"):
+        check_untimed(parse_team("bughouse-mcts:stall=true"))
+
+
+def test_the_page_sampler_gives_every_pairing_games_however_many_there_are() -> None:
+    from experiments.harness.webpage import sample
+    from experiments.harness.store import GameRecord
+
+    games = []
+    for m in range(900):  # more than MAX_GAMES / 2 pairings
+        for k in range(3):
+            g = GameRecord.__new__(GameRecord)
+            g.id, g.match = m * 3 + k, f"m{m}"
+            games.append(g)
+    picked = sample(games, most=1500)
+    assert len(picked) == 1500 and len({g.match for g in picked}) == 900
+    assert sorted(g.id for g in picked) == [g.id for g in picked]

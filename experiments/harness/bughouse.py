@@ -321,6 +321,9 @@ def check_untimed(team: TeamSpec) -> None:
         if spec.search not in registry.SEAT_SEARCHES or spec.settings.get("movetime"):
             raise BughouseMatchError(f"{text}: a game without clocks takes our MCTS seats (bughouse-mcts, "
                                      f"rise-bughouse-mcts) with node, playout or eval limits and no movetime")
+        if spec.settings.get("stall") is True:
+            raise BughouseMatchError(f"{text}: stall holds a move while the other board's clock runs: a game "
+                                     "without clocks has none (leave stall out)")
 
 
 @dataclass
