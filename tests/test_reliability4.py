@@ -485,3 +485,25 @@ def test_the_page_sampler_gives_every_pairing_games_however_many_there_are() -> 
     picked = sample(games, most=1500)
     assert len(picked) == 1500 and len({g.match for g in picked}) == 900
     assert sorted(g.id for g in picked) == [g.id for g in picked]
+
+
+# ---------------------------------------------------------------- h04: report writers replace a planted link
+
+def test_h04_ablate_writes_its_report_through_no_planted_link(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_ablate import write_config
+
+    cfg = write_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace("nodes = [12, 24]", "nodes = [12]").replace("games = 4", "games = 2"))
+    report = tmp_path / "reports" / "toy"
+    report.mkdir(parents=True)
+    victims = {}
+    for name in ("ablation.csv", "ablation.md", "ablation.png", "ablation.svg"):
+        victim = tmp_path / f"victim-{name}"
+        victim.write_text("mine")
+        (report / name).symlink_to(victim)  # in a git checkout a link is an ordinary committed file
+        victims[name] = victim
+    rc, _, _ = run_cli(capsys, "ablate", str(cfg), "--quiet")
+    assert rc == 0
+    for name, victim in victims.items():
+        assert victim.read_text() == "mine"  # nothing written through the link
+        assert not (report / name).is_symlink() and (report / name).stat().st_size > 0
