@@ -77,6 +77,27 @@ def sequential_halving_phases(n: int, m: int) -> int:
     return rounds if n >= m * rounds else 1
 
 
+def _engines(specs: list[str], variant: str, pool: Any) -> list[Any]:
+    """An in-process engine for each spec, their networks from ``pool`` (closed on a failure, which is
+    one :class:`DataError`)."""
+    from engines import registry
+    from engines.base import EngineError
+    from engines.ours import OurEngine
+
+    made = []
+    try:
+        for spec in specs:
+            resolved = registry.resolve(spec)
+            eng = registry.create(resolved, variant, evaluator=pool.get(resolved, variant))
+            if not isinstance(eng, OurEngine):
+                raise DataError(f"{spec!r} is not an in-process engine")
+            made.append(eng)
+    except (EngineError, ValueError) as err:
+        pool.close()
+        raise DataError(str(err)) from None
+    return made
+
+
 def _add(row: TargetRow, probs: np.ndarray, moves: list[int], played: int, prior: np.ndarray,
          checks: np.ndarray) -> None:
     p = probs / probs.sum()
@@ -95,8 +116,6 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
     from tqdm import tqdm
 
     from engines import registry
-    from engines.base import EngineError
-    from engines.ours import OurEngine
     from evaluators.base import Leaf
     from experiments.training.selfplay import SelfPlayError, selfplay_engine
     from search.base import Limits
@@ -113,17 +132,7 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
         except SelfPlayError as err:
             raise DataError(str(err)) from None
     pool = registry.EvaluatorPool()  # engines of one network share it: one prior row per network
-    made = []
-    try:
-        for spec in specs:
-            resolved = registry.resolve(spec)
-            eng = registry.create(resolved, variant, evaluator=pool.get(resolved, variant))
-            if not isinstance(eng, OurEngine):
-                raise DataError(f"{spec!r} is not an in-process engine")
-            made.append(eng)
-    except (EngineError, ValueError) as err:
-        pool.close()
-        raise DataError(str(err)) from None
+    made = _engines(specs, variant, pool)
     networks: dict[int, tuple[str, Any]] = {}
     for spec, eng in zip(engines, made):
         weights = registry.evaluator_settings(registry.resolve(spec))[0]
@@ -286,8 +295,6 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
     from tqdm import tqdm
 
     from engines import registry
-    from engines.base import EngineError
-    from engines.ours import OurEngine
     from evaluators.base import Leaf
     from experiments.training.selfplay import SelfPlayError, selfplay_engine, without_exploration
     from search.base import Limits
@@ -314,17 +321,11 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
                 specs = (selfplay_engine(e, variant, explore), without_exploration(selfplay_engine(e, variant, False)))
             except SelfPlayError as err:
                 raise DataError(str(err)) from None
-            made = []
-            for spec in specs:
-                resolved = registry.resolve(spec)
-                eng = registry.create(resolved, variant, evaluator=pool.get(resolved, variant))
-                if not isinstance(eng, OurEngine):
-                    raise DataError(f"{spec!r} is not an in-process engine")
-                made.append(eng)
+            made = _engines(list(specs), variant, pool)
             pairs.append((specs[0], made[0], made[1]))
-    except (EngineError, ValueError) as err:
+    except DataError:
         pool.close()
-        raise DataError(str(err)) from None
+        raise
     rows: list[tuple[ReferenceRow, ReferenceRow, ReferenceRow]] = []
     for spec, eng, _ in pairs:
         prior = ReferenceRow(f"prior: {eng.spec.evaluator}", "prior")
