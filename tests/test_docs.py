@@ -100,6 +100,20 @@ def test_the_quick_documented_commands_run(page: str, cmd: str, tmp_path: Path, 
     assert main(shlex.split(cmd)[1:]) == 0, f"{page}: `{cmd}`"
 
 
+PYTHON = re.compile(r"(?ms)^<!-- quick -->\n```python\n(.*?)^```")
+SNIPPETS = [(p.relative_to(ROOT).as_posix(), m.group(1)) for p in PAGES for m in PYTHON.finditer(p.read_text())]
+
+
+@pytest.mark.parametrize("page, code", SNIPPETS, ids=[p for p, _ in SNIPPETS])
+def test_the_quick_python_examples_run(page: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, page, "exec"), {"__name__": "__docs__"})  # noqa: S102 - our own documentation
+
+
+def test_the_notebook_example_is_documented() -> None:
+    assert any(p == "docs/notebook.md" for p, _ in SNIPPETS)
+
+
 def test_the_checker_refuses_what_does_not_exist() -> None:
     assert check(["searchbench", "matchx"]) is not None
     assert check(["searchbench", "match", "a", "b", "--gamez", "4"]) == "match has no option --gamez"
