@@ -608,29 +608,65 @@ def finding(md: str, folder: Path | None = None) -> str:
     return ""
 
 
+#: the suite's questions, in the order the answer page asks them, and which report folders answer
+#: each (the first pattern a folder's path under reports/ matches; fnmatch patterns)
+QUESTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("paradigms", "Which paradigm is strongest, per node, per evaluator call and per second?",
+     ("quick-*", "chess-scale", "ab-vs-mcts/*", "zh-paradigms", "small-budgets")),
+    ("switches", "What is each switch worth?",
+     ("zh-switches", "zh-defaults", "zh-qvalue", "zh-batch", "zh-gumbel-*", "ab-pruning")),
+    ("networks", "Networks and inference: what does int8 cost?", ("int8-*",)),
+    ("selfplay", "Does self-play make a stronger player?", ("rl-*",)),
+    ("bughouse", "Bughouse: how do our teams play, against each other and against Sjeng?", ("bughouse-*",)),
+    ("other", "Other reports", ("*",)),
+)
+
+
+def question_of(rel: str) -> str:
+    """The key of the question a report folder (its path under reports/) answers (:data:`QUESTIONS`)."""
+    import fnmatch
+
+    return next(key for key, _, pats in QUESTIONS if any(fnmatch.fnmatch(rel, p) for p in pats))
+
+
+def _title_html(title: str) -> str:
+    """A report's title as HTML: its Markdown rendered (code, bold), its leading '#' gone."""
+    return _inline(title.lstrip("# ").strip())
+
+
 def index_page(reports_dir: str | Path) -> Path:
-    """``REPORTS/index.html``: every report below ``reports_dir`` with its one-line finding."""
+    """``REPORTS/index.html``, the suite's answer page: every report below ``reports_dir`` under the
+    question it answers (:data:`QUESTIONS`), with its title and its one-line finding (intervals as the
+    report gives them) and a link to its page."""
     root = Path(reports_dir)
-    rows = []
+    groups: dict[str, list[str]] = {key: [] for key, _, _ in QUESTIONS}
     for md in sorted(p for name in MARKDOWN_FILES for p in root.rglob(name)):
         if md.parent == root or md.name == "README.md" and not (md.parent / "ratings.csv").exists():
             continue
         if md.is_symlink() or not md.is_file():  # a link or a FIFO: never read (it may point anywhere, or block)
             continue
         text = md.read_text()
-        title = text.splitlines()[0].lstrip("# ").strip() if text.strip() else md.parent.name
+        title = text.splitlines()[0] if text.strip() else md.parent.name
         rel = md.parent.relative_to(root).as_posix()
         link = _local_href(f"{rel}/{PAGE}" if (md.parent / PAGE).exists() else f"{rel}/{md.name}")
-        rows.append(f'<tr data-report="{html.escape(rel)}"><td><a href="{html.escape(link)}">{html.escape(rel)}</a></td>'
-                    f"<td>{html.escape(title)}</td><td>{_inline(finding(text, md.parent))}</td></tr>")
+        groups[question_of(rel)].append(
+            f'<tr data-report="{html.escape(rel)}"><td><a href="{html.escape(link)}">{html.escape(rel)}</a></td>'
+            f"<td>{_title_html(title)}</td><td>{_inline(finding(text, md.parent))}</td></tr>")
+    sections = []
+    for key, question, _ in QUESTIONS:
+        if groups[key]:
+            sections.append(f'<h2 id="q-{key}">{html.escape(question)}</h2>\n<table data-question="{key}"><thead><tr>'
+                            f"<th>report</th><th>title</th><th>finding</th></tr></thead><tbody>\n"
+                            + "\n".join(groups[key]) + "\n</tbody></table>")
+    toc = " · ".join(f'<a href="#q-{key}">{html.escape(q)}</a>' for key, q, _ in QUESTIONS if groups[key])
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>searchbench reports</title><style>{CSS}</style></head>
-<body><div id="sb-body"><h1>searchbench reports</h1>
-<p>Every shipped report, its page (figures, sortable tables, the games where the database was at hand) and its finding.
-Regenerate this list with <code>searchbench report --index {html.escape(str(reports_dir))}</code>.</p>
-<table><thead><tr><th>report</th><th>title</th><th>finding</th></tr></thead><tbody>
-{chr(10).join(rows)}
-</tbody></table></div>
+<html lang="en"><head><meta charset="utf-8"><title>searchbench: what the reports found</title><style>{CSS}</style></head>
+<body><div id="sb-body"><h1>searchbench: what the reports found</h1>
+<p>Every shipped report under the question it answers, with its finding (Elo differences with their 95% intervals,
+as the report states them) and a link to its page (figures, sortable tables, the games where the database was at
+hand). Regenerate this page with <code>searchbench report --index {html.escape(str(reports_dir))}</code>.</p>
+<p class="note">{toc}</p>
+{chr(10).join(sections)}</div>
 <script type="application/json" id="sb-data">{{"title":"reports","variant":"chess","charts":[],"games":[]}}</script>
 <script>{_script()}</script>
 </body></html>
@@ -640,5 +676,5 @@ Regenerate this list with <code>searchbench report --index {html.escape(str(repo
     return out
 
 
-__all__ = ["GameView", "MAX_GAMES", "PAGE", "ablation_chart", "finding", "folder_page", "game_json", "index_page",
+__all__ = ["GameView", "MAX_GAMES", "PAGE", "QUESTIONS", "question_of", "ablation_chart", "finding", "folder_page", "game_json", "index_page",
            "markdown_html", "ratings_chart", "render", "rl_charts", "scale_chart", "teams_chart"]

@@ -196,9 +196,12 @@ def test_the_shipped_report_pages_load(browser: Any) -> None:
     for p in pages:
         _open(browser, p)
         assert not _errors(browser), p
-        if p.parent == root:
+        if p.parent == root:  # the answer page: every report once, under the question it answers
             links = browser.find_elements("css selector", "tr[data-report] a")
             assert len(links) == len(pages) - 1
+            asked = [t.get_attribute("data-question") for t in browser.find_elements("css selector", "table[data-question]")]
+            assert asked[:5] == ["paradigms", "switches", "networks", "selfplay", "bughouse"]
+            assert not [t.text for t in browser.find_elements("css selector", "tr[data-report] td") if "`" in t.text]
             continue
         charts = browser.find_elements("css selector", "div.chart")
         assert charts and browser.find_elements("css selector", "circle.mark"), p

@@ -207,3 +207,18 @@ def test_a_page_holds_an_equal_share_of_every_pairing() -> None:
     assert per == {"big": 15, "m0": 10, "m1": 10, "m2": 10}  # 60 // 4 pairings each, or all a pairing has
     assert [g.id for g in got] == sorted(g.id for g in got)
     assert sample(games[:10], most=60) == games[:10]  # type: ignore[arg-type]
+
+
+def test_the_index_groups_reports_by_the_question_they_answer(tmp_path: Path) -> None:
+    from reports import html as page
+
+    for rel, name in (("quick-x", "elo_vs_nodes.md"), ("zh-switches", "ablation.md"), ("int8-y", "ablation.md"),
+                      ("bughouse-z", "teams.md"), ("odd", "ablation.md")):
+        d = tmp_path / rel
+        d.mkdir(parents=True)
+        (d / name).write_text(f"# Report `{rel}` **bold**\n\n**Findings.** {rel} is +5 [-3, +13].\n")
+    text = page.index_page(tmp_path).read_text()
+    order = [text.index(f'id="q-{k}"') for k in ("paradigms", "switches", "networks", "bughouse", "other")]
+    assert order == sorted(order)
+    assert "<code>quick-x</code>" in text and "`" not in text.split("<tbody>")[1].split("</tbody>")[0]
+    assert page.question_of("ab-vs-mcts/rise-chess") == "paradigms" and page.question_of("rl-crazyhouse") == "selfplay"
