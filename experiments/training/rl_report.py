@@ -495,11 +495,11 @@ def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dic
 
     sp, tr, gt, rt = cfg.selfplay, cfg.train, cfg.gate, cfg.rate
     rounds = cfg.mode == "rounds"
-    lines = [f"# Self-play loop: {cfg.name}", "",
-             "Regenerate (every stage resumes; finished games and generations are not played again):", "",
-             "```", f"searchbench rl {cfg.path}", "```", ""]
-    if rt["notes"]:
+    lines = [f"# Self-play loop: {cfg.name}", ""]
+    if rt["notes"]:  # the finding first, then the command that regenerates it
         lines += [rt["notes"].strip(), ""]
+    lines += ["Regenerate (every stage resumes; finished games and generations are not played again):", "",
+              "```", f"searchbench rl {cfg.path}", "```", ""]
     fixed = [x["search"] for x in sections if x["search"]["name"]]
     window = (f"the newest rounds back to {tr['window_positions']} positions" if tr.get("window_positions")
               else f"window {tr['window']} generations")
