@@ -273,3 +273,32 @@ def test_the_joint_bootstrap_resamples_an_opening_once_across_pairings() -> None
     # the same opening's games across both pairings share their unit: one draw takes both
     units = {(g.match, g.opening_moves[0]): int(u) for g, u in zip(games, joint.unit_of)}
     assert all(units[("m1", op)] == units[("m2", op)] for op in ("e2e4", "d2d4", "c2c4"))
+
+
+def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--state-to copies the small state out after a run; --state-from on another folder (a new
+    machine) restores it, and the next round goes on from it: round 1 is not played again and round 2
+    trains from round 1's network and optimizer."""
+    from experiments.cli.main import main as cli
+    from experiments.training import rl_state
+    from tests.test_rl import _rounds_config
+
+    path = _rounds_config(tmp_path)
+    text = open(path).read().replace('generations = 2', 'generations = 1')
+    open(path, "w").write(text)
+    assert cli(["rl", path, "--quiet", "--until", "gate", "--state-to", str(tmp_path / "state")]) == 0
+    files = set(rl_state.state_files(rl.parse(path)))
+    assert {"loop.json", "puct/state.json", "puct/gen-001/train/model.pt", "puct/gen-001/train/checkpoint.pt"} <= files
+    assert any(f.startswith("puct/gen-001/selfplay/") and f.endswith(".npz") for f in files)
+    assert all((tmp_path / "state" / f).is_file() for f in files)
+    # a new machine: another folder, the state restored, one more round
+    moved = text.replace(f'out = "{tmp_path / "out"}"', f'out = "{tmp_path / "out2"}"').replace("generations = 1", "generations = 2")
+    open(path, "w").write(moved)
+    assert cli(["rl", path, "--quiet", "--until", "train", "--state-from", str(tmp_path / "state")]) == 0
+    st = json.loads((tmp_path / "out2" / "puct" / rl.STATE).read_text())
+    assert st["gens"]["1"] == json.loads((tmp_path / "out" / "puct" / rl.STATE).read_text())["gens"]["1"]
+    assert st["gens"]["2"]["train"]["init"] == 1
+    assert "gen-001/train/checkpoint.pt" in (tmp_path / "out2" / "puct" / "gen-002" / "train" / "command.txt").read_text()
+    assert "state:" in capsys.readouterr().out
+    rc = cli(["rl", path, "--quiet", "--state-from", str(tmp_path / "nothing")])
+    assert rc == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import board
 from board.variants import CRAZYHOUSE
@@ -29,7 +30,19 @@ def _cmd_rl(args: argparse.Namespace) -> int:
     from experiments.training import rl
 
     cfg = rl.parse(args.config)
+    if args.state_from:
+        from experiments.paths import DirLock, check_dir
+        from experiments.training import rl_state
+
+        check_dir(cfg.out, "loop folder")
+        os.makedirs(cfg.out, exist_ok=True)
+        with DirLock(cfg.out, "loop folder"):
+            print(f"state: {rl_state.restore(cfg, args.state_from)} files from {args.state_from}")
     summary = rl.run(cfg, progress=not args.quiet, until=args.until)
+    if args.state_to:
+        from experiments.training import rl_state
+
+        print(f"state: {rl_state.export(cfg, args.state_to)} files to {args.state_to}")
     for arm in cfg.arms:
         gens = summary[arm.name]["gens"]
         decisions = ", ".join(f"gen {g}: {'accepted' if r['gate']['accepted'] else 'rejected'} ({r['gate']['score']:.3f})"
@@ -73,5 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     r.add_argument("config")
     r.add_argument("--until", choices=("selfplay", "train", "gate"), default=None,
                    help="stop after this stage of the last generation (no rating)")
+    r.add_argument("--state-from", metavar="DIR", help="first copy a loop state (--state-to's folder) into the "
+                                                       "loop's folder, where it has no such file: resume on a new machine")
+    r.add_argument("--state-to", metavar="DIR", help="after the run, copy the loop's small state (networks, records, "
+                                                     "self-play shards, last optimizer) to DIR, to commit")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=_cmd_rl)

@@ -1,0 +1,92 @@
+"""The small state of a self-play loop (:mod:`experiments.training.rl`), to commit and carry to a new
+machine: ``searchbench rl CONFIG --state-to DIR`` copies it out of the loop's folder after the run,
+``--state-from DIR`` copies it into an empty loop folder before the run, which then resumes where the
+first machine stopped.
+
+The state is what later rounds and the report need and nothing that can be made again: the run's
+record (``loop.json``), gate 0, the calibration and round 0's held-out figures; each arm's
+``state.json``; every round's trained network (``model.pt``), its metrics and command, its clocks and
+model card, its self-play shards (the replay window); and each arm's last optimizer state
+(``checkpoint.pt`` of its newest round: the next round carries its momentum).  Not the rating's games
+(``rate.sqlite``, the games of a finished report are in its page), the supervised samples (drawn again
+from their seed), the journals or the calibration's own networks.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from experiments.training.rl import LoopConfig
+
+#: files of the loop's folder itself
+TOP = ("loop.json", "gate0.json", "calibration.json", "heldout-0.json", "targets.json")
+#: files of a round's folder (``ARM/gen-NNN``), relative to it
+ROUND = ("card.md", "clock-selfplay.json", "clock-train.json", "clock-gate.json", "train/model.pt",
+         "train/metrics.csv", "train/command.txt")
+
+
+def state_files(cfg: "LoopConfig") -> list[str]:
+    """The state's files, relative to the loop's folder (those that exist)."""
+    from experiments.training import datagen
+    from experiments.training.rl import STATE
+
+    out = Path(cfg.out)
+    rel = [f for f in TOP if (out / f).is_file()]
+    rel += sorted(p.relative_to(out).as_posix() for p in out.glob("calibrate/*/calibration.json"))
+    for arm in cfg.arms:
+        if (out / arm.name / STATE).is_file():
+            rel.append(f"{arm.name}/{STATE}")
+        gens = sorted(out.glob(f"{arm.name}/gen-[0-9][0-9][0-9]"))
+        for g in gens:
+            base = g.relative_to(out).as_posix()
+            rel += [f"{base}/{f}" for f in ROUND if (g / f).is_file()]
+            sp = g / "selfplay"
+            rel += [os.path.relpath(p, out) for p in datagen.shard_paths(str(sp))] if sp.is_dir() else []
+            if (sp / "selfplay.json").is_file():
+                rel.append(f"{base}/selfplay/selfplay.json")
+        if gens and (gens[-1] / "train" / "checkpoint.pt").is_file():
+            rel.append(f"{gens[-1].relative_to(out).as_posix()}/train/checkpoint.pt")
+    return rel
+
+
+def export(cfg: "LoopConfig", dest: str | Path) -> int:
+    """Copy the state into ``dest`` (its files replaced; others left); returns the files copied."""
+    from experiments.paths import check_dir
+
+    check_dir(dest, "state folder")
+    files = state_files(cfg)
+    for rel in files:
+        target = Path(dest) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()  # replaced, never written through
+        shutil.copyfile(Path(cfg.out) / rel, target)
+    return len(files)
+
+
+def restore(cfg: "LoopConfig", src: str | Path) -> int:
+    """Copy a state from ``src`` into the loop's folder, file by file where the folder has none (what
+    this machine has already done is kept); returns the files copied.  One line if ``src`` is no
+    loop state."""
+    from experiments.paths import InputError
+
+    root = Path(src)
+    if not (root / "loop.json").is_file():
+        raise InputError(f"{src} holds no loop state (no loop.json): give the folder --state-to wrote")
+    n = 0
+    for p in sorted(root.rglob("*")):
+        if not p.is_file() or p.is_symlink():
+            continue
+        target = Path(cfg.out) / p.relative_to(root)
+        if target.exists() or target.is_symlink():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, target)
+        n += 1
+    return n
+
+
+__all__ = ["ROUND", "TOP", "export", "restore", "state_files"]
