@@ -51,7 +51,7 @@ $(VENV)/.package-checked: $(VENV)/.installed pyproject.toml setup.py evaluators/
 # where the database is in runs/ under the report's name (an rl loop's: runs/rl/NAME/rate.sqlite), and
 # reports/index.html.
 pages: install
-	@for md in $$(find reports -mindepth 2 \( -name elo_vs_nodes.md -o -name ablation.md -o -name README.md \) | sort); do \
+	@for md in $$(find reports -mindepth 2 \( -name elo_vs_nodes.md -o -name ablation.md -o -name teams.md -o -name README.md \) | sort); do \
 		d=$$(dirname $$md); db=runs/$$(basename $$d).sqlite; [ -f $$db ] || db=runs/rl/$$(basename $$d)/rate.sqlite; \
 		$(BIN)/searchbench report $$d $$( [ -f $$db ] && echo --db $$db ) || exit 1; \
 	done

@@ -472,20 +472,24 @@ def game_json(g: GameView, variant: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- the page
 
 def render(title: str, variant: str, markdown: str, folder: Path | None, charts: list[dict[str, Any]],
-           games: Sequence[GameView], total_games: int | None = None, source: str = "") -> str:
-    """The page's HTML (self-contained)."""
+           games: Sequence[GameView], total_games: int | None = None, source: str = "",
+           kept: list[dict[str, Any]] | None = None) -> str:
+    """The page's HTML (self-contained); ``kept``: games as an earlier page held them (their JSON),
+    shown where ``games`` is empty."""
     by_stem = {stem: i for i, c in enumerate(charts) for stem in c.get("replaces", [])}
     players = {p["player"] for c in charts for s in c["series"] for p in s["points"]}
     players |= {g.white for g in games} | {g.black for g in games}
+    players |= {str(g.get(k, "")) for g in kept or [] for k in ("w", "b")}
     body = markdown_html(markdown, folder, by_stem, players)
     placed = {int(m) for m in re.findall(r'data-chart="(\d+)"', body)}
     extra = "".join(f'<div class="chart" data-chart="{i}"></div>' for i in range(len(charts)) if i not in placed)
     if extra:  # charts whose figure the Markdown does not show go after the first heading
         cut = body.find("</h1>")
         body = body[: cut + 5] + extra + body[cut + 5:] if cut >= 0 else extra + body
-    shown = list(games)[:MAX_GAMES]
-    total = len(games) if total_games is None else total_games
-    data = {"title": title, "variant": variant, "charts": charts, "games": [game_json(g, variant) for g in shown]}
+    shown_json = [game_json(g, variant) for g in list(games)[:MAX_GAMES]] if games or not kept else kept[:MAX_GAMES]
+    shown = shown_json
+    total = len(games or shown_json) if total_games is None else total_games
+    data = {"title": title, "variant": variant, "charts": charts, "games": shown_json}
     payload = script_json(data)
     script = _script()
     if shown:
@@ -572,8 +576,29 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
         charts = rl_charts(_read_csv(folder / "ratings.csv"), title)
     v = variant or _variant_of(md)
     out = folder / PAGE
-    _write_text(out, render(title, v, md, folder, charts, games, total_games, source))
+    kept, kept_total, kept_source = _kept_games(out) if not games else (None, None, "")
+    if kept:  # no database given: the games the page already holds stay (a rewrite loses no game)
+        total_games, source = kept_total, source or kept_source
+    _write_text(out, render(title, v, md, folder, charts, games, total_games, source, kept))
     return out
+
+
+def _kept_games(page_path: Path) -> tuple[list[dict[str, Any]] | None, int | None, str]:
+    """The games an existing page of ours holds (their JSON), how many its note says the database
+    has, and the note's source (``; all of them in DB``); (None, None, "") if none."""
+    if page_path.is_symlink() or not page_path.is_file() or not _ours(page_path):
+        return None, None, ""
+    text = page_path.read_text()
+    m = re.search(r'<script type="application/json" id="sb-data">(.*?)</script>', text, re.DOTALL)
+    try:
+        games = json.loads(m.group(1).replace("<\\/", "</"))["games"] if m else None
+    except (ValueError, KeyError, TypeError):
+        return None, None, ""
+    if not isinstance(games, list) or not games or not all(isinstance(g, dict) for g in games):
+        return None, None, ""
+    note = re.search(r'<p class="note">(\d+) of (\d+) games(?: \([^)]*\))?(; all of them in \S+?)?\.\s', text)
+    total = int(note.group(2)) if note else len(games)
+    return games, total, html.unescape(note.group(3)) if note and note.group(3) else ""
 
 
 def _variant_of(md: str) -> str:

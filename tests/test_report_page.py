@@ -222,3 +222,21 @@ def test_the_index_groups_reports_by_the_question_they_answer(tmp_path: Path) ->
     assert order == sorted(order)
     assert "<code>quick-x</code>" in text and "`" not in text.split("<tbody>")[1].split("</tbody>")[0]
     assert page.question_of("ab-vs-mcts/rise-chess") == "paradigms" and page.question_of("rl-crazyhouse") == "selfplay"
+
+
+def test_a_page_rewritten_without_its_database_keeps_its_games(tmp_path: Path) -> None:
+    """make pages on a machine without the databases (runs/ is not in git) rewrites each shipped page
+    from its Markdown: the games the page held stay, with their count and source."""
+    import shutil
+
+    from reports import html as page
+
+    src = Path(__file__).resolve().parent.parent / "reports" / "quick-crazyhouse"
+    d = tmp_path / "quick-crazyhouse"
+    shutil.copytree(src, d)
+    before = (d / page.PAGE).read_text()
+    n = before.count('"id":')
+    page.folder_page(d)
+    after = (d / page.PAGE).read_text()
+    assert n > 100 and after.count('"id":') == n
+    assert "404 of 404 games; all of them in runs/quick-crazyhouse.sqlite." in after

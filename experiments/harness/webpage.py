@@ -42,24 +42,16 @@ def views(games: Sequence[GameRecord]) -> list[page.GameView]:
 
 def sample(games: Sequence[GameRecord], most: int = page.MAX_GAMES) -> list[GameRecord]:
     """The games a page holds: all of them, or where there are more than ``most`` an equal share of
-    every pairing (its first games by id, taken a round at a time: every pairing's first game, then
-    every pairing's second, ...), so that every player's row still lists games, however many
-    pairings there are (up to ``most`` of them)."""
+    every pairing (its first games by id; at least one each, so that every player's row still lists
+    games however many pairings there are, up to ``most`` of them)."""
     ordered = sorted(games, key=lambda g: (g.id or 0))
     if len(ordered) <= most:
         return ordered
     by_match: dict[str, list[GameRecord]] = {}
     for g in ordered:
         by_match.setdefault(g.match, []).append(g)
-    picked: list[GameRecord] = []
-    depth = 0
-    while len(picked) < most:
-        row = [gs[depth] for gs in by_match.values() if depth < len(gs)]
-        if not row:
-            break
-        picked += row[: most - len(picked)]
-        depth += 1
-    return sorted(picked, key=lambda g: (g.id or 0))
+    per = max(1, most // len(by_match))  # at least 2 cut every pairing past the 750th out
+    return sorted((g for gs in by_match.values() for g in gs[:per]), key=lambda g: (g.id or 0))[:most]
 
 
 def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str | None,
