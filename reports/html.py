@@ -642,7 +642,7 @@ QUESTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("zh-switches", "zh-defaults", "zh-qvalue", "zh-batch", "zh-gumbel-*", "ab-pruning")),
     ("networks", "Networks and inference: what does int8 cost?", ("int8-*",)),
     ("selfplay", "Does self-play make a stronger player?", ("rl-*",)),
-    ("bughouse", "Bughouse: how do our teams play, against each other and against Sjeng?", ("bughouse-*",)),
+    ("two-boards", "Bughouse: how do our teams play, against each other and against Sjeng?", ("bughouse-*",)),
     ("other", "Other reports", ("*",)),
 )
 

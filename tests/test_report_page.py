@@ -218,7 +218,7 @@ def test_the_index_groups_reports_by_the_question_they_answer(tmp_path: Path) ->
         d.mkdir(parents=True)
         (d / name).write_text(f"# Report `{rel}` **bold**\n\n**Findings.** {rel} is +5 [-3, +13].\n")
     text = page.index_page(tmp_path).read_text()
-    order = [text.index(f'id="q-{k}"') for k in ("paradigms", "switches", "networks", "bughouse", "other")]
+    order = [text.index(f'id="q-{k}"') for k in ("paradigms", "switches", "networks", "two-boards", "other")]
     assert order == sorted(order)
     assert "<code>quick-x</code>" in text and "`" not in text.split("<tbody>")[1].split("</tbody>")[0]
     assert page.question_of("ab-vs-mcts/rise-chess") == "paradigms" and page.question_of("rl-crazyhouse") == "selfplay"
