@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 import board
 from board.variants import CRAZYHOUSE
@@ -50,6 +51,8 @@ def _cmd_rl(args: argparse.Namespace) -> int:
         print(f"{arm.name}: best generation {summary[arm.name]['best']}; {decisions or 'no gate yet'}")
     if "report" in summary:
         print(f"report: {summary['report']}")
+    if summary.get("stopped"):
+        print(f"rl: {summary['stopped']}", file=sys.stderr)
     return 0
 
 

@@ -781,13 +781,16 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
 
 
 def _train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
-    """Train the round, then gate 1: a failing round stops the loop (:class:`GateError`), or with
-    ``on_fail = "halve"`` is trained again at half the learning rate (``retries`` times), the rate
-    kept for the rounds after it."""
+    """Train the round, then gate 1: a failing round stops the loop (:class:`GateError`; the round's
+    record keeps why, so a resume stops there too), or with ``on_fail = "halve"`` is trained again at
+    half the learning rate (``retries`` times), the rate kept for the rounds after it."""
     import shutil
 
     from experiments.training.rl_gates import GateError, check_gate1
 
+    rec = state.gen(gen)
+    if rec.get("gate1_stopped"):
+        raise GateError(str(rec["gate1_stopped"]))
     for attempt in range(cfg.gate1["retries"] + 1):
         train_candidate(cfg, arm, gen, state, progress)
         why = check_gate1(cfg, arm, gen, state)
@@ -795,7 +798,9 @@ def _train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bo
             return
         lr = float(state.gen(gen)["train"].get("lr") or 0.0)
         if cfg.gate1["on_fail"] != "halve" or attempt == cfg.gate1["retries"]:
-            raise GateError(f"gate 1 stops the loop: {arm.name} round {gen} (lr {lr:g}): {why}")
+            state.gen(gen)["gate1_stopped"] = f"gate 1 stops the loop: {arm.name} round {gen} (lr {lr:g}): {why}"
+            state.save()
+            raise GateError(state.gen(gen)["gate1_stopped"])
         state.gen(gen).setdefault("gate1_failed", []).append({**state.gen(gen)["gate1"], "lr": lr})
         state.data["lr"] = lr / 2
         for k in ("train", "gate1"):
@@ -818,18 +823,27 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)
         states[arm.name] = State(os.path.join(cfg.arm_dir(arm.name), STATE))
+    stopped = None
     for gen in range(1, cfg.generations + 1):
         for arm in cfg.arms:
             st = states[arm.name]
             generate(cfg, arm, gen, st, progress)
             if until == "selfplay" and gen == cfg.generations:
                 continue
-            _train_gated(cfg, arm, gen, st, progress)
+            try:
+                _train_gated(cfg, arm, gen, st, progress)
+            except rl_gates.GateError as e:  # no more rounds; the rounds that passed are rated and reported
+                stopped = str(e)
+                break
             if until == "train" and gen == cfg.generations:
                 continue
             gate(cfg, arm, gen, st, progress)
             model_card(cfg, arm, gen, st)
+        if stopped:
+            break
     summary: dict[str, Any] = {a: {"best": s.best, "gens": s.data["gens"]} for a, s in states.items()}
+    if stopped:
+        summary["stopped"] = stopped
     if until is None and cfg.rate:
         from experiments.training import rl_report
 

@@ -109,7 +109,7 @@ def run_gate0(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
     engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
     key = {"engines": engines, "data": g["data"], "positions": g["positions"], "reference": g["reference"],
-           "nodes": sp["nodes"], "evals": sp["evals"], "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
+           "nodes": sp["nodes"], **({"evals": sp["evals"]} if sp["evals"] else {}), "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
            "seed": cfg.seed}
     rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, lambda: targets.measure_reference(
         engines, g["data"], g["reference"], positions=g["positions"], nodes=sp["nodes"], seed=cfg.seed,

@@ -203,6 +203,10 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
             for a in anchors:
                 pairing(name, g0, a, per)
         rounds = sch["rounds"] or list(range(1, cfg.generations + 1))
+        # a loop stopped by gate 1: a round asked for but not played is rated at the last round every
+        # arm finished (the report says so)
+        last = max(g for g in range(cfg.generations + 1) if all(done(a.name, g) for a in cfg.arms))
+        rounds = sorted({min(g, last) for g in rounds} - {0})
         controls = [a for a in cfg.arms if a.kind == "control"]
         for gen in rounds:
             for arm in cfg.arms:
@@ -486,6 +490,12 @@ def _gates_section(cfg: "LoopConfig") -> list[str]:
                      f"{b['value_loss']:.4f})" if b else "") + ".", "",
                   "| arm | round | games | evaluator calls | CPU h | training samples | lr | held-out NLL | prior entropy | "
                   "value loss | gate 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", *rows, ""]
+    for arm in cfg.arms:
+        st = record(os.path.join(arm.name, rl.STATE))
+        for g, rec in sorted((st or {}).get("gens", {}).items(), key=lambda kv: int(kv[0])):
+            if rec.get("gate1_stopped"):
+                lines += [f"**{rec['gate1_stopped']}.** No round after it was played; a fixed search that asked "
+                          f"for a later round rates round {int(g) - 1}, the last every arm finished.", ""]
     return lines
 
 
