@@ -362,6 +362,7 @@ def test_python_chess_drives_the_engine_at_a_short_fixed_time_without_overrun() 
     root = str(Path(__file__).resolve().parent.parent)
     with chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "experiments.cli", "uci", "--engine", "rise-mcts-chess"],
                                              cwd=root) as eng:
+        eng.ping()  # isready: the network warmed, as a GUI's handshake does before the clock starts
         board = chess.Board()
         times = []
         for _ in range(6):

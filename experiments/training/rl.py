@@ -780,38 +780,6 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
         return _run(cfg, progress, until)
 
 
-def _train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
-    """Train the round, then gate 1: a failing round stops the loop (:class:`GateError`; the round's
-    record keeps why, so a resume stops there too), or with ``on_fail = "halve"`` is trained again at
-    half the learning rate (``retries`` times), the rate kept for the rounds after it."""
-    import shutil
-
-    from experiments.training.rl_gates import GateError, check_gate1
-
-    rec = state.gen(gen)
-    if rec.get("gate1_stopped"):
-        raise GateError(str(rec["gate1_stopped"]))
-    for attempt in range(cfg.gate1["retries"] + 1):
-        train_candidate(cfg, arm, gen, state, progress)
-        why = check_gate1(cfg, arm, gen, state)
-        if why is None:
-            return
-        lr = float(state.gen(gen)["train"].get("lr") or 0.0)
-        if cfg.gate1["on_fail"] != "halve" or attempt == cfg.gate1["retries"]:
-            state.gen(gen)["gate1_stopped"] = f"gate 1 stops the loop: {arm.name} round {gen} (lr {lr:g}): {why}"
-            state.save()
-            raise GateError(state.gen(gen)["gate1_stopped"])
-        state.gen(gen).setdefault("gate1_failed", []).append({**state.gen(gen)["gate1"], "lr": lr})
-        state.data["lr"] = lr / 2
-        for k in ("train", "gate1"):
-            state.gen(gen).pop(k, None)
-        state.save()
-        shutil.rmtree(os.path.join(cfg.gen_dir(arm.name, gen), "train"), ignore_errors=True)
-        for f in ("clock-train.json",):
-            if os.path.exists(os.path.join(cfg.gen_dir(arm.name, gen), f)):
-                os.remove(os.path.join(cfg.gen_dir(arm.name, gen), f))
-
-
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     from experiments.training import rl_gates
 
@@ -831,7 +799,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
             if until == "selfplay" and gen == cfg.generations:
                 continue
             try:
-                _train_gated(cfg, arm, gen, st, progress)
+                rl_gates.train_gated(cfg, arm, gen, st, progress)
             except rl_gates.GateError as e:  # no more rounds; the rounds that passed are rated and reported
                 stopped = str(e)
                 break

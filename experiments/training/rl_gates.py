@@ -191,6 +191,38 @@ def check_gate1(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State") -> str 
     return why
 
 
+def train_gated(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State", progress: bool) -> None:
+    """Train the round, then gate 1: a failing round stops the loop (:class:`GateError`; the round's
+    record keeps why, so a resume stops there too), or with ``on_fail = "halve"`` is trained again at
+    half the learning rate (``retries`` times), the rate kept for the rounds after it."""
+    import shutil
+
+    from experiments.training.rl import train_candidate
+
+    rec = state.gen(gen)
+    if rec.get("gate1_stopped"):
+        raise GateError(str(rec["gate1_stopped"]))
+    for attempt in range(cfg.gate1["retries"] + 1):
+        train_candidate(cfg, arm, gen, state, progress)
+        why = check_gate1(cfg, arm, gen, state)
+        if why is None:
+            return
+        lr = float(state.gen(gen)["train"].get("lr") or 0.0)
+        if cfg.gate1["on_fail"] != "halve" or attempt == cfg.gate1["retries"]:
+            state.gen(gen)["gate1_stopped"] = f"gate 1 stops the loop: {arm.name} round {gen} (lr {lr:g}): {why}"
+            state.save()
+            raise GateError(state.gen(gen)["gate1_stopped"])
+        state.gen(gen).setdefault("gate1_failed", []).append({**state.gen(gen)["gate1"], "lr": lr})
+        state.data["lr"] = lr / 2
+        for k in ("train", "gate1"):
+            state.gen(gen).pop(k, None)
+        state.save()
+        shutil.rmtree(os.path.join(cfg.gen_dir(arm.name, gen), "train"), ignore_errors=True)
+        for f in ("clock-train.json",):
+            if os.path.exists(os.path.join(cfg.gen_dir(arm.name, gen), f)):
+                os.remove(os.path.join(cfg.gen_dir(arm.name, gen), f))
+
+
 def parse_gates(root: Section, cfg: "LoopConfig") -> None:
     """``[gate0]``, ``[gate1]`` and ``[calibrate]`` (the module docstring), checked before anything runs."""
     from experiments.training.rl import _list_of
@@ -242,4 +274,4 @@ def parse_gates(root: Section, cfg: "LoopConfig") -> None:
 
 
 __all__ = ["CALIBRATION", "GATE0", "GateError", "HELDOUT0", "TARGETS", "measure_targets", "calibrate", "check_gate1", "heldout_figures",
-           "parse_gates", "run_gate0"]
+           "parse_gates", "run_gate0", "train_gated"]

@@ -378,7 +378,8 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
         pts = [r for r in rows if r["arm"] == arm]
         xs = [float(r[x]) for r in pts]
         ys = [r["elo"] for r in pts]
-        err = [[r["elo"] - r["lo"] for r in pts], [r["hi"] - r["elo"] for r in pts]]
+        # a percentile interval of few bootstrap replicates may leave out its own point: no negative bar
+        err = [[max(0.0, r["elo"] - r["lo"]) for r in pts], [max(0.0, r["hi"] - r["elo"]) for r in pts]]
         line = ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=arm)
         rej = [r for r in pts if r["gate"] == "rejected"]
         ax.scatter([float(r[x]) for r in rej], [r["elo"] for r in rej], s=80, facecolors="none",
