@@ -218,9 +218,9 @@ def train_gated(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State", progres
             state.gen(gen).pop(k, None)
         state.save()
         shutil.rmtree(os.path.join(cfg.gen_dir(arm.name, gen), "train"), ignore_errors=True)
-        for f in ("clock-train.json",):
-            if os.path.exists(os.path.join(cfg.gen_dir(arm.name, gen), f)):
-                os.remove(os.path.join(cfg.gen_dir(arm.name, gen), f))
+        clock = os.path.join(cfg.gen_dir(arm.name, gen), "clock-train.json")
+        if os.path.exists(clock):
+            os.remove(clock)
 
 
 def parse_gates(root: Section, cfg: "LoopConfig") -> None:
