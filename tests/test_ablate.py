@@ -116,6 +116,9 @@ def test_toy_run_writes_the_report_and_resumes(tmp_path: Path, capsys: pytest.Ca
         assert float(r["nodes_per_move"]) > 0 and float(r["evals_per_move"]) > 0
     md = (report / "ablation.md").read_text()
     assert "searchbench ablate" in md and "```toml" in md and "q_value_selection" in md
+    head = md.split("\n")  # the answer first: the finding, then the command
+    assert head[2].startswith("**Finding.** Against `") and "`no-q-value-selection`" in head[2]
+    assert head[4].startswith("Regenerate") and head[7].startswith("searchbench ablate")
     assert cli.main(["ablate", str(cfg), "--quiet"]) == 0  # resume: nothing to play
     assert "0 games played, 16 already stored" in capsys.readouterr().out
     cfg.write_text(cfg.read_text().replace("games = 4", "games = 6"))  # extended: only the new pairs

@@ -236,6 +236,9 @@ def test_report_from_stored_games(tmp_path: Path, capsys: pytest.CaptureFixture[
     md = (out / "teams.md").read_text()
     assert "searchbench bughouse-report" in md and "| a | `bughouse-mcts` | `sjeng` | 60+0 | 2 (1) | 0-2-0 |" in md
     assert "draw (max_plies) 2" in md
+    head = md.split("\n")  # the answer first: the finding, then the command
+    assert head[2].startswith("**Finding.** `a` 50.0% (0-2-0) against `sjeng`, Elo ") and head[2].endswith("], 2 games.")
+    assert head[7].startswith("searchbench bughouse-report")
     html = (out / "index.html").read_text()
     assert "Elo against the reference team" in html
     # a second run plays nothing and writes the same table

@@ -162,6 +162,9 @@ def test_end_to_end_with_fake_engines(tmp_path: Path, capsys: pytest.CaptureFixt
     assert all(float(r["seconds_per_move"]) >= 0 for r in rows)
     md = (out / "elo_vs_nodes.md").read_text()
     assert "searchbench scale c.toml" in md and "| stepped |" in md and "How to read it" in md
+    head = md.split("\n")  # the answer first: the finding, then the command
+    assert head[2].startswith("**Finding.** Strongest engine under test: ") and "anchor:loser" not in head[2]
+    assert head[7] == "searchbench scale c.toml"
     n_games = sum(r.games for r in ratings) // 2
     # a second run resumes: nothing left to play, same games rated
     ratings2, _ = scale.run(scale.load(cfg(tmp_path)), "x", factory=Factory(), progress=False)

@@ -53,6 +53,7 @@ from typing import Any, Sequence
 
 from engines.registry import join_spec
 from experiments.harness import openings as openings_mod
+from experiments.harness.answer import AblationRow, ablation_finding, history, opening
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.sprt import Sprt
 from experiments.harness.stats import pentanomial, pentanomial_elo
@@ -310,6 +311,13 @@ def findings(ab: Ablation, rs: Sequence[Row]) -> list[str]:
     return out
 
 
+def finding(ab: Ablation, rs: Sequence[Row]) -> str:
+    """The report's opening paragraph (:func:`experiments.harness.answer.ablation_finding`)."""
+    sprt = (ab.sprt["elo0"], ab.sprt["elo1"]) if ab.sprt else None
+    return ablation_finding(ab.baseline, [AblationRow(r.variant, f"{r.axis} {r.budget:g}", r.games, r.elo, r.lo, r.hi,
+                                                      r.verdict) for r in rs], sprt)
+
+
 def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[GameRecord] = ()) -> list[Path]:
     import csv
 
@@ -335,12 +343,10 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
     counts = sorted({v.games or s.games for v in ab.variants})
     per = f"{counts[0]} games per variant and budget" if len(counts) == 1 else \
         f"{' or '.join(map(str, counts))} games per variant and budget (see the variants)"
-    md = [f"# Ablation: {s.name}", "",
+    md = [f"# Ablation: {s.name}", "", *opening(finding(ab, rs), command),
           f"Variant {s.variant}; baseline `{ab.baseline}`{batch_text(ab.baseline)}; {per} (colour-reversed "
           f"pairs, each pair on its own opening, drawn per variant and budget from `{_shown_path(s.openings)}`); Elo of each variant against the baseline with the 95% interval "
           f"of the pentanomial pair statistics (fishtest/fastchess); the baseline is 0.", "",
-          *([s.notes, ""] if s.notes else []),
-          "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
           "![forest plot](ablation.png)", "",
           "| variant | budget | games (openings) | W-D-L | score | Elo | 95% interval | pentanomial | "
           + ("LLR | verdict | " if ab.sprt else "") + "nodes/move | evals/move | s/move (variant / baseline) |",
@@ -360,7 +366,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
     md += ["", f"To narrow the intervals, raise `games` in `{ab.config_path}` and run the command again (only the "
            "new games are played); `workers` and `backend = \"ray\"` (with `ray_address`) spread the games over more "
            "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",
-           "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items()))]
+           "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items())), *history(s.notes)]
     md_path = out / "ablation.md"
     write_atomic(md_path, "\n".join(md) + "\n", "report")
     from experiments.harness.webpage import report_page

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 from board.bughouse import BOARD_LETTERS, BughouseBoard, BughouseGame, team_of
 from board.variants import BUGHOUSE
+from experiments.harness.answer import TeamRow, opening, team_finding
 from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
@@ -433,6 +434,16 @@ def findings(rs: Sequence[Row]) -> list[str]:
     return out
 
 
+def finding(rs: Sequence[Row]) -> str:
+    """The report's opening paragraph (:func:`experiments.harness.answer.team_finding`)."""
+    rows = []
+    for r in rs:
+        elo, interval = elo_text(r)
+        rows.append(TeamRow(r.spec.name, r.spec.team, r.spec.opponent, r.games, r.wins, r.draws, r.losses, elo, interval,
+                            sum(v for k, v in r.ends.items() if k.startswith("flag won"))))
+    return team_finding(rows)
+
+
 def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], command: str) -> list[Path]:
     from experiments.harness.webpage import report_page
     from experiments.paths import write_atomic
@@ -463,6 +474,7 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
               "under real clocks (`BASE+INC` seconds a seat" +
               ("; `none`: no clocks, node limits)" if any(r.spec.base_ms < 0 for r in rs) else ")"))
     lines = [f"# Bughouse against {'Sjeng' if opponents == '`sjeng`' else opponents}: {cfg.name}", "",
+             *opening(finding(rs), command),
              f"Variant bughouse; each row is one of our teams against the reference team on the other two "
              f"seats, played by the four-seat server {clocks}. Games come "
              f"in colour- and board-reversed pairs (the team on A-white and B-black takes A-black and B-white), "
@@ -474,7 +486,6 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
              f"interval of the pentanomial pair statistics (fishtest/fastchess; a sweep, every pair lost or "
              f"every pair won, has no finite Elo: the table gives the bound of the Wilson interval of the pair "
              f"scores). {total} games in all.", "",
-             "Regenerate (resumes from the database, plays only missing games):", "", "```", command, "```", "",
              "![forest plot](teams.png)", "",
              "| row | team | opponent | clock | games (openings) | W-D-L | score | Elo | 95% interval | pentanomial "
              "| nodes/move | evals/move | reference nodes/move | reference evals/move | s/move | plies/game |",

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
+from experiments.harness.answer import Difference, Rated, history, opening, scale_finding
 from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord
@@ -224,10 +225,10 @@ number. Compare our Elo with other reports only through these engines and limits
 absolute numbers."""
 
 
-def differences(sc: Scale, fit: Any) -> list[str]:
-    """Markdown rows: at every budget two or more families share, each family against the first one
-    there, with the bootstrap interval of the difference itself (from the same replicates)."""
-    rows_md: list[str] = []
+def difference_rows(sc: Scale, fit: Any) -> list[Difference]:
+    """At every budget two or more families share, each family against the first one there, with the
+    bootstrap interval of the difference itself (from the same replicates)."""
+    out: list[Difference] = []
     first = sc.families[0] if sc.families else None
     for f in sc.families[1:]:
         for p, n in zip(f.players, f.nodes):
@@ -235,8 +236,16 @@ def differences(sc: Scale, fit: Any) -> list[str]:
                 continue
             q = first.players[first.nodes.index(n)]
             d, lo, hi = fit.difference(p.name, q.name)
-            verdict = "stronger" if lo > 0 else "weaker" if hi < 0 else "not distinguishable"
-            rows_md.append(f"| {n} | {f.name} − {first.name} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+            out.append(Difference(n, f"{f.name} − {first.name}", d, lo, hi))
+    return out
+
+
+def differences(sc: Scale, fit: Any) -> list[str]:
+    """Markdown rows of :func:`difference_rows`, with a verdict each."""
+    rows_md: list[str] = []
+    for r in difference_rows(sc, fit):
+        verdict = "stronger" if r.lo > 0 else "weaker" if r.hi < 0 else "not distinguishable"
+        rows_md.append(f"| {r.nodes} | {r.pair} | {r.elo:+.0f} | [{r.lo:+.0f}, {r.hi:+.0f}] | {verdict} |")
     if not rows_md:
         return []
     return ["", "Differences at equal nodes (each family against the first, the 95% bootstrap interval of the "
@@ -298,14 +307,15 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
          f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}", f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}",
          f"{r.cost.seconds:.4f}"] for r in rs]), "report table")
     s = sc.settings
+    n_open = len({g.opening_fen for g in game_records})
     md = [f"# Elo versus nodes: {s.name}", "",
+          *opening(scale_finding(s.anchor, [Rated(r.family, "" if r.nodes is None else str(r.nodes), r.rating.elo,
+                                                  r.rating.lo, r.rating.hi, r.rating.games) for r in rs],
+                                 difference_rows(sc, fit) if fit is not None else [], games, n_open), command),
           f"Variant {s.variant}; {games} games on {len({g.opening_fen for g in game_records})} distinct openings "
           f"(each pairing draws its own, one per colour-reversed pair); anchor {s.anchor} = {s.anchor_elo:g} Elo; "
           f"95% intervals from {s.bootstrap} bootstrap samples over game pairs; "
           f"logistic Bradley-Terry fit (draws = half points).", "",
-          *([s.notes, ""] if s.notes else []),
-          "Regenerate (resumes from the database, plays only missing games):", "",
-          "```", command, "```", "",
           "![Elo versus nodes](elo_vs_nodes.png)", "",
           "What a move costs (means per move over the stored games: nodes, evaluator calls = positions sent to "
           "a network or static evaluations, 0 for external engines; seconds on this machine):", "",
@@ -327,7 +337,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
                                                         f"{a.player.limits_text()}" for a in sc.anchors))]
     md += ["", f"To narrow the intervals raise `games` / `cross_games` in the config and run the command again "
            "(only new games are played); `workers` and `backend = \"ray\"` spread the games over more cores or "
-           "a cluster."]
+           "a cluster.", *history(s.notes)]
     md_path = out / "elo_vs_nodes.md"
     write_atomic(md_path, "\n".join(md) + "\n", "report")
     figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})", save=save_figure)

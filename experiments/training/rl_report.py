@@ -21,7 +21,7 @@ Keys (defaults in brackets)::
             searches [[]] (tables: name, engine (a spec without weights), nodes, rounds [all], anchors [true],
             games [rate.games] (a comparison))
 
-**Fixed searches** (``[rate] searches``, issue 31: ratings that can see what training did): every
+**Fixed searches** (``[rate] searches``: ratings that can see what training did): every
 round's network of every arm is rated under the *same* searches, whatever search its arm played
 (e.g. the raw policy, ``nodes = 1``; PUCT at 64 nodes without noise; tuned Gumbel).  Under each
 search, one pool: round 0 (one player: every arm starts from the same network) plays ``rate.games``
