@@ -48,6 +48,16 @@ def _cmd_bench_int8_calibration(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
+    from experiments.bench import selfplay as bench_selfplay
+
+    r = bench_selfplay.run(args.engine, args.variant, args.inferences, games=args.games, nodes=args.nodes,
+                           fast_nodes=args.fast_nodes, full_fraction=args.full_fraction, concurrency=args.concurrency,
+                           workers=args.workers, rounds=args.rounds, seconds=args.seconds, progress=not args.json)
+    print(json.dumps(r) if args.json else bench_selfplay.format_table(r))
+    return 0
+
+
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from experiments.bench.net import BATCHES, GRAPHS, NETWORKS
     from experiments.cli.main import MAX_BENCH_BATCH, count, positive_float
@@ -71,6 +81,26 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     c.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 speed trials")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=_cmd_bench_int8_calibration)
+    from evaluators.base import BACKENDS
+    from experiments.bench import selfplay as bsp
+
+    sp = bench_sub.add_parser("selfplay", help="self-play games/hour at the loop's settings per inference backend, "
+                                               "and its evaluator calls as a share of the raw network's rate")
+    sp.add_argument("--engine", default=bsp.ENGINE, help="an MCTS-family engine (default: %(default)s)")
+    sp.add_argument("--variant", choices=tuple(board.VARIANTS), default="crazyhouse")
+    sp.add_argument("--inferences", nargs="+", choices=BACKENDS, default=list(bsp.INFERENCES),
+                    help="backends compared, the first is the reference of the ratio (default: %(default)s)")
+    sp.add_argument("--games", type=count(1, 10_000), default=32, help="games a round and backend (default: %(default)s)")
+    sp.add_argument("--nodes", type=count(1, 100_000), default=bsp.NODES, help="full search (default: %(default)s)")
+    sp.add_argument("--fast-nodes", type=count(1, 100_000), default=bsp.FAST_NODES, help="fast search (default: %(default)s)")
+    sp.add_argument("--full-fraction", type=positive_float, default=bsp.FULL_FRACTION,
+                    help="share of full searches, 1 for no playout-cap randomisation (default: %(default)s)")
+    sp.add_argument("--concurrency", type=count(1, 4096), default=16, help="games pooled a process (default: %(default)s)")
+    sp.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes (default: %(default)s)")
+    sp.add_argument("--rounds", type=count(1, 100), default=2, help="alternating rounds, the best counts (default: %(default)s)")
+    sp.add_argument("--seconds", type=positive_float, default=0.5, help="length of each raw-rate trial")
+    sp.add_argument("--json", action="store_true", help="print one JSON object")
+    sp.set_defaults(func=_cmd_bench_selfplay)
     p = bench_sub.add_parser("search", help="MCTS overhead vs OpenSpiel, alpha-beta vs python-chess, MCTS with a net")
     p.add_argument("--variant", choices=("both",) + tuple(board.VARIANTS), default="both")
     p.add_argument("--sims", type=_positive, default=3000, help="MCTS simulations per position (ours)")

@@ -1,0 +1,27 @@
+"""``searchbench bench selfplay``: real self-play games per backend, their rate against the raw network's."""
+from __future__ import annotations
+
+import pytest
+
+from experiments.bench import selfplay as bench_selfplay
+from experiments.cli import main as cli
+
+
+def test_bench_selfplay_measures_each_backend_against_its_raw_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    r = bench_selfplay.run(inferences=("onnxruntime", "onnxruntime-int8"), games=3, nodes=8, fast_nodes=2,
+                           full_fraction=0.5, concurrency=3, workers=1, rounds=1, seconds=0.05)
+    assert [x["inference"] for x in r["rows"]] == ["onnxruntime", "onnxruntime-int8"]
+    for x in r["rows"]:
+        assert x["games"] == 3 and x["positions"] > 0 and x["eval_leaves"] >= x["eval_calls"] > 0
+        assert x["leaves_per_call"] >= 1 and x["raw_batch"] >= 1 and x["raw_evals_per_s"] > 0
+        assert 0 < x["share"] < 2  # the pooled rate cannot far exceed what the network alone does
+        assert x["running"] == x["inference"]
+    assert r["rows"][0]["vs_first"] == 1.0
+    assert "games/h ratio" in bench_selfplay.format_table(r)
+
+
+def test_bench_selfplay_bad_settings_get_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["bench", "selfplay", "--full-fraction", "2", "--games", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "full_fraction must be in (0, 1]" in err[0]
+    assert cli.main(["bench", "selfplay", "--inferences", "nonsense"]) == 2
