@@ -175,6 +175,13 @@ def test_selfplay_command_line(tmp_path, capsys) -> None:  # type: ignore[no-unt
                  "--out", str(tmp_path / "d"), "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["games"] == 2 and out["shards"] == 1
+    # every shard records the backend that made its games; the explicitly asked one here
+    assert main(["selfplay", "--engine", f"rise-mcts:weights={w},inference=onnxruntime-int8", "--games", "2", "--nodes",
+                 "4", "--max-plies", "12", "--out", str(tmp_path / "q"), "--quiet"]) == 0
+    capsys.readouterr()
+    for d, want in (("d", {"onnxruntime", "onnxruntime-int8"}), ("q", {"onnxruntime-int8"})):
+        with np.load(datagen.shard_paths(str(tmp_path / d))[0]) as z:
+            assert set(z["game_backend"].tolist()) <= want and len(z["game_backend"]) == 2
     assert main(["selfplay", "--engine", "material-ab", "--out", str(tmp_path / "e"), "--quiet"]) == 2
     assert "MCTS-family" in capsys.readouterr().err
 

@@ -26,6 +26,8 @@ policy target being entries ``policy_offset[i] .. policy_offset[i + 1] - 1`` (M 
                                    with a value target only, a fast search under playout-cap randomisation)
     root_q        float32 [N]      the search's value of the position for the side to move
     score                          holds the root value in centipawns, as the engine reported it
+    game_backend  str     [G]      the inference backend the network ran in ("onnxruntime",
+                                   "onnxruntime-int8", ...; shards written before it was recorded lack it)
 
 A data set that mixes shards with and without targets gives the others a one-hot target (the
 played move) and ``root_q`` NaN (no search value: the value target is the result alone).
@@ -180,6 +182,8 @@ class GameRecord:
     #: self-play: each position's policy target (moves, probabilities) and root value
     policy: list[tuple[list[int], list[float]]] = field(default_factory=list)
     root_q: list[float] = field(default_factory=list)
+    #: self-play: the inference backend the network ran in ("onnxruntime", "onnxruntime-int8", ...)
+    backend: str = ""
 
 
 def random_opening(variant: str, rng: random.Random, min_plies: int, max_plies: int) -> tuple[list[str], int] | None:
@@ -294,6 +298,8 @@ def write_shard(directory: str, games: list[GameRecord]) -> str:
         "game_fen": np.array([g.start_fen for g in games], dtype=np.str_),
         "variant": np.array(games[0].variant if games else CRAZYHOUSE.name),
     }
+    if any(g.backend for g in games):  # self-play: which backend made each game's targets
+        arrays["game_backend"] = np.array([g.backend for g in games], dtype=np.str_)
     if any(g.policy for g in games):
         if any(len(g.policy) != len(g.moves) or len(g.root_q) != len(g.moves) for g in games):
             raise DataError("a shard's games must all carry a policy target and a root value for every position")

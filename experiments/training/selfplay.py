@@ -194,7 +194,8 @@ def to_record(line: dict[str, Any], variant: str) -> datagen.GameRecord:
     for u in opening:
         pos.push_uci(u)
     rec = datagen.GameRecord(int(line["uid"]), variant, new_position(variant).fen(), opening,
-                             result=RESULT_CODES[line["result"]], termination=line["reason"])
+                             result=RESULT_CODES[line["result"]], termination=line["reason"],
+                             backend=str(line.get("inference") or ""))
     for uci, (moves, probs, q) in zip(line["moves"], line["targets"]):
         m = pos.parse_uci(uci)
         rec.raw.append(pos.raw_state())
@@ -220,6 +221,8 @@ def _bad_line(line: Any) -> str | None:
         return f"result {line.get('result')!r} is not one of {', '.join(RESULT_CODES)}"
     if not isinstance(line.get("reason"), str):
         return "'reason' is not text"
+    if not isinstance(line.get("inference", ""), str):
+        return "'inference' is not text"
     targets = line.get("targets")
     if not isinstance(targets, list) or len(targets) != len(line["moves"]):
         return "'targets' is not one target per move"
@@ -384,7 +387,7 @@ def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], b
         if g.targets is None or len(g.targets) != len(g.moves):
             raise SelfPlayError(f"game {g.key} came back without its targets")
         journal.add({"uid": g.seed, "opening": list(g.opening_moves), "moves": g.moves, "result": g.result,
-                     "reason": g.reason, "targets": [[m, [round(p, 6) for p in ps], round(q, 6)]
+                     "reason": g.reason, "inference": g.white_settings.get("inference") or "", "targets": [[m, [round(p, 6) for p in ps], round(q, 6)]
                                                       for m, ps, q in g.targets]})
         stats["games"] += 1
         stats["positions"] += len(g.moves)
