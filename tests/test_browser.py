@@ -200,7 +200,7 @@ def test_the_shipped_report_pages_load(browser: Any) -> None:
             links = browser.find_elements("css selector", "tr[data-report] a")
             assert len(links) == len(pages) - 1
             asked = [t.get_attribute("data-question") for t in browser.find_elements("css selector", "table[data-question]")]
-            assert asked[:5] == ["paradigms", "switches", "networks", "selfplay", "two-boards"]
+            assert asked[:6] == ["paradigms", "switches", "speed", "networks", "selfplay", "two-boards"]
             assert not [t.text for t in browser.find_elements("css selector", "tr[data-report] td") if "`" in t.text]
             continue
         charts = browser.find_elements("css selector", "div.chart")

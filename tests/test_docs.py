@@ -131,3 +131,10 @@ def test_relative_links_lead_to_files(page: Path) -> None:
         if not (page.parent / target.split("#")[0]).exists():
             bad.append(target)
     assert not bad, f"{page.name}: {bad}"
+
+
+def test_every_shipped_report_is_one_click_from_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    pages = sorted(p.parent.relative_to(ROOT / "reports").as_posix() for p in (ROOT / "reports").rglob("index.html")
+                   if p.parent != ROOT / "reports" and "state" not in p.parts)
+    assert pages and not [d for d in pages if f"(reports/{d}/" not in readme]

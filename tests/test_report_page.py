@@ -222,6 +222,7 @@ def test_the_index_groups_reports_by_the_question_they_answer(tmp_path: Path) ->
     assert order == sorted(order)
     assert "<code>quick-x</code>" in text and "`" not in text.split("<tbody>")[1].split("</tbody>")[0]
     assert page.question_of("ab-vs-mcts/rise-chess") == "paradigms" and page.question_of("rl-crazyhouse") == "selfplay"
+    assert page.question_of("int8-rise-chess-time") == "speed" and page.question_of("int8-rise-chess") == "networks"
 
 
 def test_a_page_rewritten_without_its_database_keeps_its_games(tmp_path: Path) -> None:
