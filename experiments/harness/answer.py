@@ -33,7 +33,11 @@ def history(notes: str) -> list[str]:
 
 
 def _elo(x: float) -> str:
-    return f"{round(x):+d}"  # -0.4 reads +0, not -0
+    """Whole Elo as the table's one decimal rounds (half away from 0), so the paragraph and the
+    table agree; -0.4 reads +0, not -0."""
+    v = abs(float(f"{x:.1f}"))
+    n = int(v + 0.5)
+    return f"{-n if x < 0 and n else n:+d}"
 
 
 def _interval(elo: float, lo: float, hi: float) -> str:
@@ -70,7 +74,7 @@ def ablation_finding(baseline: str, rows: Sequence[AblationRow], sprt: tuple[flo
             parts.append(f"`{r.variant}` at {r.budget}: {_interval(r.elo, r.lo, r.hi)} over {r.games} games, so it "
                          f"{bound} at this budget (95% lower bound); the SPRT of [{sprt[0]:g}, {sprt[1]:g}] normalised Elo is {state}")
         return (f"Against `{baseline}` (0 Elo): " + "; ".join(parts)
-                + ". The verdict holds at the budgets played here and no other.")
+                + ". The bound holds at the budgets played here and no other.")
     order = list(dict.fromkeys(r.variant for r in played))
     said, quiet = [], []
     for v in order:
