@@ -18,7 +18,7 @@ Config (every key is checked; a bad one is reported with its line)::
     bootstrap = 200                # bootstrap samples for the error bars
     backend = "local"              # or "ray" (Ray actors; ray_address = "..." for a cluster)
                                    # (the run's page, reports.html, is written beside the database: DB.html)
-    notes = "..."                  # Markdown printed in the report (what changed since its last version)
+    notes = "..."                  # Markdown at the end of the report, under "Notes and history"
     inference = "frozen"           # every network engine that names no inference mode runs in this one
                                    # (default: the evaluators' own, ONNX Runtime; reports played with
                                    # TorchScript pin "frozen" so they replay game for game)
