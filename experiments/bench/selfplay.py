@@ -65,9 +65,9 @@ def run(engine: str = ENGINE, variant: str = "crazyhouse", inferences: Sequence[
                 best[mode] = row
     rows = [best[m] for m in inferences]
     for row in rows:
-        spec = registry.resolve(join_spec(engine, {"inference": row["inference"]}))
+        resolved = registry.resolve(join_spec(engine, {"inference": row["inference"]}))
         try:
-            ev = registry.EvaluatorPool().get(spec, variant)
+            ev = registry.EvaluatorPool().get(resolved, variant)
         except EngineError as e:
             raise BenchSelfPlayError(f"bench selfplay: {e}") from None
         batch = max(1, int(round(row["leaves_per_call"])))

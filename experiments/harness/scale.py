@@ -309,7 +309,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
     s = sc.settings
     n_open = len({g.opening_fen for g in game_records})
     md = [f"# Elo versus nodes: {s.name}", "",
-          *opening(scale_finding(s.anchor, [Rated(r.family, "" if r.nodes is None else str(r.nodes), r.rating.elo,
+          *opening(scale_finding(str(s.anchor), [Rated(r.family, "" if r.nodes is None else str(r.nodes), r.rating.elo,
                                                   r.rating.lo, r.rating.hi, r.rating.games) for r in rs],
                                  difference_rows(sc, fit) if fit is not None else [], games, n_open), command),
           f"Variant {s.variant}; {games} games on {len({g.opening_fen for g in game_records})} distinct openings "
