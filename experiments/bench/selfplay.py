@@ -19,6 +19,7 @@ import os
 import tempfile
 from typing import Any, Sequence
 
+from board.variants import CRAZYHOUSE
 from experiments.harness.tomlconfig import ConfigError
 
 #: the loop's settings (experiments/configs/rl-crazyhouse.toml)
@@ -31,7 +32,7 @@ class BenchSelfPlayError(ConfigError):
     """Bad settings for ``bench selfplay`` (one line, exit code 2)."""
 
 
-def run(engine: str = ENGINE, variant: str = "crazyhouse", inferences: Sequence[str] = INFERENCES, games: int = 32,
+def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequence[str] = INFERENCES, games: int = 32,
         nodes: int = NODES, fast_nodes: int = FAST_NODES, full_fraction: float = FULL_FRACTION,
         concurrency: int = 16, workers: int = 2, rounds: int = 2, seconds: float = 0.5, seed: int = 1,
         progress: bool = False) -> dict[str, Any]:

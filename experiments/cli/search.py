@@ -81,13 +81,14 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     c.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 speed trials")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=_cmd_bench_int8_calibration)
+    from board.variants import CRAZYHOUSE
     from evaluators.base import BACKENDS
     from experiments.bench import selfplay as bsp
 
     sp = bench_sub.add_parser("selfplay", help="self-play games/hour at the loop's settings per inference backend, "
                                                "and its evaluator calls as a share of the raw network's rate")
     sp.add_argument("--engine", default=bsp.ENGINE, help="an MCTS-family engine (default: %(default)s)")
-    sp.add_argument("--variant", choices=tuple(board.VARIANTS), default="crazyhouse")
+    sp.add_argument("--variant", choices=tuple(board.VARIANTS), default=CRAZYHOUSE.name)
     sp.add_argument("--inferences", nargs="+", choices=BACKENDS, default=list(bsp.INFERENCES),
                     help="backends compared, the first is the reference of the ratio (default: %(default)s)")
     sp.add_argument("--games", type=count(1, 10_000), default=32, help="games a round and backend (default: %(default)s)")
