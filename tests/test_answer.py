@@ -104,3 +104,11 @@ def test_no_report_config_model_card_or_doc_cites_a_ticket_number() -> None:
              ROOT / "CHANGELOG.md", *(ROOT / "engines").glob("*.toml")]
     cited = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in TICKET.finditer(p.read_text())]
     assert not cited, cited[:5]
+
+
+def test_the_paragraph_rounds_as_its_table_does() -> None:
+    # a scale table prints whole numbers straight from the float; an ablation table one decimal
+    d = scale_finding("a", [Rated("x", "8", 10, 5, 15, 4)], [Difference(8, "x − a", 44.2, -163.46, 22.4)], 4, 2)
+    assert "(+44 [-163, +22])" in d
+    a = ablation_finding("b", [AblationRow("v", "nodes 8", 4, -52.53, -119.0, 10.4)])
+    assert "-53 [-119, +10]" in a  # the table's -52.5 rounds away from 0, as the bullet's -52.53 does

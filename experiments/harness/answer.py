@@ -32,16 +32,19 @@ def history(notes: str) -> list[str]:
     return ["", HISTORY, "", notes.strip()] if notes.strip() else []
 
 
-def _elo(x: float) -> str:
-    """Whole Elo as the table's one decimal rounds (half away from 0), so the paragraph and the
-    table agree; -0.4 reads +0, not -0."""
+def _elo(x: float, tenths: bool = True) -> str:
+    """Whole Elo as the report's table rounds it, so the paragraph and the table agree: an
+    ablation's table prints one decimal (``tenths``: rounded from that, half away from 0; -0.4 reads
+    +0, not -0), a scale report's whole numbers (``format``'s rounding)."""
+    if not tenths:
+        return f"{x:+.0f}"
     v = abs(float(f"{x:.1f}"))
     n = int(v + 0.5)
     return f"{-n if x < 0 and n else n:+d}"
 
 
-def _interval(elo: float, lo: float, hi: float) -> str:
-    return f"{_elo(elo)} [{_elo(lo)}, {_elo(hi)}]"
+def _interval(elo: float, lo: float, hi: float, tenths: bool = True) -> str:
+    return f"{_elo(elo, tenths)} [{_elo(lo, tenths)}, {_elo(hi, tenths)}]"
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Differenc
         return "No games yet."
     top = max(tested, key=lambda r: r.elo)
     text = (f"Strongest engine under test: {top.family}" + (f" at {top.nodes} nodes" if top.nodes else "")
-            + f", {_interval(top.elo, top.lo, top.hi)} Elo over the anchor {anchor} ({games} games on {openings} "
+            + f", {_interval(top.elo, top.lo, top.hi, False)} Elo over the anchor {anchor} ({games} games on {openings} "
             "distinct openings; 95% intervals).")
     pairs = list(dict.fromkeys(d.pair for d in diffs))
     said = []
@@ -140,7 +143,7 @@ def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Differenc
         groups: dict[str, list[str]] = {}
         for d in mine:
             key = "stronger" if d.lo > 0 else "weaker" if d.hi < 0 else "not distinguishable"
-            groups.setdefault(key, []).append(f"{d.nodes} ({_interval(d.elo, d.lo, d.hi)})")
+            groups.setdefault(key, []).append(f"{d.nodes} ({_interval(d.elo, d.lo, d.hi, False)})")
         said.append(f"{p}: " + "; ".join(f"{k} at {', '.join(v)}" for k, v in groups.items()))
     if said:
         text += " At equal nodes (the difference's own 95% interval): " + ". ".join(said) + "."
