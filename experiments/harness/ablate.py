@@ -53,7 +53,7 @@ from typing import Any, Sequence
 
 from engines.registry import join_spec
 from experiments.harness import openings as openings_mod
-from experiments.harness.answer import AblationRow, ablation_finding, history, opening
+from experiments.harness.answer import AblationRow, ablation_finding, history, opening, verdict
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.sprt import Sprt
 from experiments.harness.stats import pentanomial, pentanomial_elo
@@ -302,8 +302,7 @@ def findings(ab: Ablation, rs: Sequence[Row]) -> list[str]:
             continue
         groups: dict[str, list[str]] = {"stronger": [], "weaker": [], "not distinguishable": []}
         for r in mine:
-            key = "stronger" if r.lo > 0 else "weaker" if r.hi < 0 else "not distinguishable"
-            groups[key].append(f"{AXIS_LABEL[r.axis]} {r.budget:g} ({r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}])")
+            groups[verdict(r.lo, r.hi)].append(f"{AXIS_LABEL[r.axis]} {r.budget:g} ({r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}])")
         parts = [f"{k} at {', '.join(b)}" for k, b in groups.items() if b]
         width = sum(r.hi - r.lo for r in mine) / len(mine)
         out.append(f"- `{v.name}`: {'; '.join(parts)}; intervals about {width:.0f} Elo wide with "

@@ -32,6 +32,11 @@ def history(notes: str) -> list[str]:
     return ["", HISTORY, "", notes.strip()] if notes.strip() else []
 
 
+def verdict(lo: float, hi: float) -> str:
+    """What a 95% interval of a difference allows: stronger or weaker only where it leaves out 0."""
+    return "stronger" if lo > 0 else "weaker" if hi < 0 else "not distinguishable"
+
+
 def _elo(x: float, tenths: bool = True) -> str:
     """Whole Elo as the report's table rounds it, so the paragraph and the table agree: an
     ablation's table prints one decimal (``tenths``: rounded from that, half away from 0; -0.4 reads
@@ -142,8 +147,7 @@ def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Differenc
         mine = [d for d in diffs if d.pair == p]
         groups: dict[str, list[str]] = {}
         for d in mine:
-            key = "stronger" if d.lo > 0 else "weaker" if d.hi < 0 else "not distinguishable"
-            groups.setdefault(key, []).append(f"{d.nodes} ({_interval(d.elo, d.lo, d.hi, False)})")
+            groups.setdefault(verdict(d.lo, d.hi), []).append(f"{d.nodes} ({_interval(d.elo, d.lo, d.hi, False)})")
         said.append(f"{p}: " + "; ".join(f"{k} at {', '.join(v)}" for k, v in groups.items()))
     if said:
         text += " At equal nodes (the difference's own 95% interval): " + ". ".join(said) + "."

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod
-from experiments.harness.answer import Difference, Rated, history, opening, scale_finding
+from experiments.harness.answer import Difference, Rated, history, opening, scale_finding, verdict
 from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord
@@ -240,12 +240,10 @@ def difference_rows(sc: Scale, fit: Any) -> list[Difference]:
     return out
 
 
-def differences(sc: Scale, fit: Any) -> list[str]:
+def differences(rows: Sequence[Difference]) -> list[str]:
     """Markdown rows of :func:`difference_rows`, with a verdict each."""
-    rows_md: list[str] = []
-    for r in difference_rows(sc, fit):
-        verdict = "stronger" if r.lo > 0 else "weaker" if r.hi < 0 else "not distinguishable"
-        rows_md.append(f"| {r.nodes} | {r.pair} | {r.elo:+.0f} | [{r.lo:+.0f}, {r.hi:+.0f}] | {verdict} |")
+    rows_md = [f"| {r.nodes} | {r.pair} | {r.elo:+.0f} | [{r.lo:+.0f}, {r.hi:+.0f}] | {verdict(r.lo, r.hi)} |"
+               for r in rows]
     if not rows_md:
         return []
     return ["", "Differences at equal nodes (each family against the first, the 95% bootstrap interval of the "
@@ -308,11 +306,12 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
          f"{r.cost.seconds:.4f}"] for r in rs]), "report table")
     s = sc.settings
     n_open = len({g.opening_fen for g in game_records})
+    diffs = difference_rows(sc, fit) if fit is not None else []  # once: the finding and the table read them
     md = [f"# Elo versus nodes: {s.name}", "",
           *opening(scale_finding(str(s.anchor), [Rated(r.family, "" if r.nodes is None else str(r.nodes), r.rating.elo,
                                                   r.rating.lo, r.rating.hi, r.rating.games) for r in rs],
-                                 difference_rows(sc, fit) if fit is not None else [], games, n_open), command),
-          f"Variant {s.variant}; {games} games on {len({g.opening_fen for g in game_records})} distinct openings "
+                                 diffs, games, n_open), command),
+          f"Variant {s.variant}; {games} games on {n_open} distinct openings "
           f"(each pairing draws its own, one per colour-reversed pair); anchor {s.anchor} = {s.anchor_elo:g} Elo; "
           f"95% intervals from {s.bootstrap} bootstrap samples over game pairs; "
           f"logistic Bradley-Terry fit (draws = half points).", "",
@@ -329,8 +328,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
                   f"{r.cost.nodes:.0f} | {r.cost.evals:.0f} | {1000 * r.cost.seconds:.1f} |")
     if any(r.rating.sweep_bounded for r in rs):
         md += ["", SWEEP_NOTE]
-    if fit is not None:
-        md += differences(sc, fit)
+    md += differences(diffs)
     if sc.anchors:
         md += ["", ANCHOR_NOTE.format(anchor=s.anchor, anchor_elo=s.anchor_elo,
                                       anchors=", ".join(f"`{a.player.name}` = `{a.player.engine}` "

@@ -387,8 +387,8 @@ def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], b
         if g.targets is None or len(g.targets) != len(g.moves):
             raise SelfPlayError(f"game {g.key} came back without its targets")
         journal.add({"uid": g.seed, "opening": list(g.opening_moves), "moves": g.moves, "result": g.result,
-                     "reason": g.reason, "inference": g.white_settings.get("inference") or "", "targets": [[m, [round(p, 6) for p in ps], round(q, 6)]
-                                                      for m, ps, q in g.targets]})
+                     "reason": g.reason, "inference": g.white_settings.get("inference") or "",
+                     "targets": [[m, [round(p, 6) for p in ps], round(q, 6)] for m, ps, q in g.targets]})
         stats["games"] += 1
         stats["positions"] += len(g.moves)
         bar.update(1)
