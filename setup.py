@@ -21,6 +21,7 @@ MYPYC_MODULES = [
     "search/timeman.py",
     "search/checks.py",
     "search/iterative.py",
+    "search/ab_config.py",
     "search/ab_order.py",
     "search/alphabeta.py",
     "search/comparator.py",

@@ -56,6 +56,7 @@ from board import Position, move_from_uci
 from board.convert import to_python_chess
 from board.variants import CHESS, variant_of
 from engines.base import Engine, EngineError, EngineSpec, MoveResult
+from engines.catalog import builtin_programs, external_programs_allowed
 from engines.process import die_with_parent
 from evaluators.scale import cp_to_value
 from engines.options import OptionInfo, find_option, optional, parse_float, parse_int, parse_str
@@ -149,8 +150,6 @@ def find_program(name: str) -> str:
     """The executable for ``name``: a path, else PATH, else /usr/games; EngineError if none.  The one
     finder of external programs (engines, data generation, opening generation, bughouse seats): under
     ``--no-external-programs`` only a built-in engine's program, by name, is found."""
-    from engines.registry import builtin_programs, external_programs_allowed
-
     if not external_programs_allowed() and (os.sep in name or name not in builtin_programs()):
         raise EngineError(f"external programs are disabled (--no-external-programs): {name!r} is not the program "
                           f"of a built-in engine ({', '.join(sorted(builtin_programs()))})")

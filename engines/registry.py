@@ -1,4 +1,6 @@
-"""The engine registry: names and spec strings to :class:`EngineSpec`, and specs to engines.
+"""The engine registry: names and spec strings to :class:`EngineSpec`, with the
+evaluators and searches they name; :mod:`engines.factory` makes engines of the specs, and
+:mod:`engines.catalog` holds the built-in engines' table.
 
 Grammar of a spec string (values cannot contain ``,``)::
 
@@ -19,23 +21,18 @@ itself announces when it starts.
 from __future__ import annotations
 
 import importlib
-from importlib import resources
-import os
-import tomllib
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar, overload
+from dataclasses import dataclass
+from typing import Any
 
 import board
-from board.variants import ALL as ALL_VARIANTS, BUGHOUSE, CHESS, variant_of
+from board.variants import BUGHOUSE, CHESS
 from evaluators.families import FAMILIES
-from engines.base import Engine, EngineError, EngineSpec
+from engines.base import EngineError, EngineSpec
+from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, is_external
+from engines.external import EXTERNAL_OPTIONS, check_external_options, find_program
 from engines.options import OptionInfo, parse_int
 from evaluators.base import Evaluator
 from evaluators.classical import KD_WEIGHT
-
-BUILTIN_FILE = Path(str(resources.files("engines") / "builtin.toml"))  # package data, installed or not
-PROTOCOLS = ("uci", "xboard")
 
 
 @dataclass(frozen=True)
@@ -99,45 +96,6 @@ SEAT_SEARCHES: tuple[str, ...] = tuple(n for n, e in SEARCHES.items() if e.varia
 ALIASES: dict[str, str] = {"material": "classical", "ab": "alphabeta"}
 
 
-@dataclass(frozen=True)
-class BuiltinInfo:
-    spec: EngineSpec
-    variants: tuple[str, ...]
-    description: str
-    #: option (or ``search``, ``evaluator``) -> the shipped report whose ablation chose that default
-    #: (builtin.toml's ``evidence``)
-    evidence: dict[str, str] = field(default_factory=dict)
-
-
-def _load_builtins() -> dict[str, BuiltinInfo]:
-    with BUILTIN_FILE.open("rb") as f:
-        data = tomllib.load(f)
-    out: dict[str, BuiltinInfo] = {}
-    for name, entry in data.get("engines", {}).items():
-        options = {str(k): _toml_text(v) for k, v in entry.get("options", {}).items()}
-        spec = EngineSpec(name, str(entry["evaluator"]), str(entry["search"]), options)
-        out[name] = BuiltinInfo(spec, tuple(entry.get("variants", board.VARIANTS)), str(entry.get("description", "")),
-                                {str(k): str(v) for k, v in entry.get("evidence", {}).items()})
-    return out
-
-
-def _toml_text(v: object) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-_BUILTINS: dict[str, BuiltinInfo] | None = None
-
-
-def builtins() -> dict[str, BuiltinInfo]:
-    """Built-in engines by name, in file order."""
-    global _BUILTINS
-    if _BUILTINS is None:
-        _BUILTINS = _load_builtins()
-    return _BUILTINS
-
-
 def list_engines() -> list[EngineSpec]:
     """Specs of the built-in engines (copies: callers may change them)."""
     return [_copy(b.spec) for b in builtins().values()]
@@ -154,29 +112,9 @@ def default_variant(spec: EngineSpec) -> str:
     return CHESS.name if CHESS.name in variants or not variants else variants[0]
 
 
-def is_external(spec: EngineSpec) -> bool:
-    return spec.search in PROTOCOLS
-
-
-#: environment switch of ``searchbench --no-external-programs`` (inherited by worker processes)
-NO_EXTERNAL_ENV = "SEARCHBENCH_NO_EXTERNAL"
-
-
-def external_programs_allowed() -> bool:
-    """False under ``--no-external-programs``: then a spec may name only the built-in external
-    engines, with the adapter's own options (nothing passed through to the program)."""
-    return os.environ.get(NO_EXTERNAL_ENV, "") in ("", "0")
-
-
-def builtin_programs() -> set[str]:
-    """The programs the built-in external engines run (``stockfish``, ``fairy-stockfish``, ``sjeng``)."""
-    return {b.spec.evaluator for b in builtins().values() if is_external(b.spec)}
-
-
 def _check_external_allowed(head: str, overrides: dict[str, str]) -> None:
     if external_programs_allowed():
         return
-    from engines.external import EXTERNAL_OPTIONS
     from engines.options import norm_key as norm
 
     if head not in builtins():
@@ -263,7 +201,6 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
     canonical: dict[str, str] = {}
     config = None
     if is_external(base):
-        from engines.external import EXTERNAL_OPTIONS, check_external_options
 
         canonical = check_external_options(overrides)
         options.update(canonical)
@@ -299,7 +236,7 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
     return EngineSpec(name, base.evaluator, base.search, options, settings, config)
 
 
-def _parsed(spec: EngineSpec) -> EngineSpec:
+def parsed(spec: EngineSpec) -> EngineSpec:
     """``spec`` itself if the registry resolved it, else parsed now (a hand-made EngineSpec)."""
     return spec if spec.settings else with_options(spec, spec.options)
 
@@ -389,13 +326,13 @@ def evaluator_options(name: str) -> tuple[OptionInfo, ...]:
 
 def evaluator_params(spec: EngineSpec) -> dict[str, Any]:
     """The values of the evaluator's own options in an in-process spec (defaults filled in)."""
-    st = _parsed(spec).settings
+    st = parsed(spec).settings
     return {o.name: st.get(o.name, o.default) for o in evaluator_options(spec.evaluator)}
 
 
 def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, str]:
     """(weights, threads, inference, device) of an in-process spec: what its evaluator is loaded with."""
-    st = _parsed(spec).settings
+    st = parsed(spec).settings
     weights = st.get("weights")
     return ((weights if isinstance(weights, str) else None), int(st.get("threads") or 1), st.get("inference"),
             str(st.get("device") or "auto"))
@@ -461,7 +398,7 @@ def option_infos(spec: EngineSpec) -> list[Any]:
 
 def effective_values(spec: EngineSpec) -> dict[str, str]:
     """Every option of an in-process engine with the value it will run with (preset applied)."""
-    spec = _parsed(spec)
+    spec = parsed(spec)
     values: dict[str, str] = {}
     for o in option_infos(spec):
         outer, dot, inner = o.name.partition(".")
@@ -472,10 +409,10 @@ def effective_values(spec: EngineSpec) -> dict[str, str]:
     return values
 
 
-def spec_limits(name_or_spec: str) -> dict[str, Any]:
+def spec_limits(spec: str | EngineSpec) -> dict[str, Any]:
     """The limits written in an engine spec (``material-mcts:nodes=32``): ``nodes``, ``depth`` and
     ``movetime`` (and ``evals`` for ours), None where the spec sets none (EngineError for a bad spec)."""
-    st = resolve(name_or_spec).settings
+    st = (resolve(spec) if isinstance(spec, str) else parsed(spec)).settings
     return {k: st.get(k) for k in ("nodes", "evals", "playouts", "depth", "movetime")}
 
 
@@ -489,87 +426,6 @@ def variants_of(spec: EngineSpec) -> tuple[str, ...]:
 
 
 # ---- creating ---------------------------------------------------------------------------------------
-
-EngineT = TypeVar("EngineT")
-
-
-@overload
-def create(spec: str | EngineSpec, variant: str, *, evaluator: Evaluator | None = None) -> Engine: ...
-
-
-@overload
-def create(spec: str | EngineSpec, variant: str, *, kind: type[EngineT], evaluator: Evaluator | None = None,
-           seed: int = 1, pool: EvaluatorPool | None = None) -> EngineT: ...
-
-
-def create(spec: str | EngineSpec, variant: str, *, kind: type[Any] = Engine, evaluator: Evaluator | None = None,
-           seed: int = 1, pool: EvaluatorPool | None = None) -> Any:
-    """A ready engine for ``variant`` (the one factory of engines, one-board and bughouse).
-
-    One-board variants give an :class:`Engine`; ``evaluator`` (in-process engines only) shares an
-    evaluator already loaded (the caller then owns it: closing the engine closes it too).
-    A multi-board variant (bughouse) gives a seat, one player of the four
-    (:class:`engines.seats.Seat`: ask for it with ``kind=Seat``): ours stepped by the four-seat server
-    with the spec's nodes/playouts/evals/movetime, our alpha-beta in a process of its own, or an
-    XBoard program; ``seed`` unless the spec sets one; seats of one ``pool`` with the same evaluator
-    settings share one evaluator, so their leaves go into one batch. ``kind``: the class the caller
-    expects (:class:`EngineError` if the variant makes another)."""
-    spec = resolve(spec) if isinstance(spec, str) else _parsed(spec)
-    try:
-        record = variant_of(variant)
-    except ValueError:
-        record = None
-    if record is None or record.name != variant:
-        raise EngineError(f"unknown variant {variant!r}; known: {', '.join(v.name for v in ALL_VARIANTS)}")
-    engine: Any
-    if record.boards > 1:
-        from engines.seats import seat_for
-
-        engine = seat_for(spec, seed, pool if pool is not None else EvaluatorPool(), evaluator)
-    elif is_external(spec):
-        from engines.external import ExternalEngine
-
-        engine = ExternalEngine(spec, variant)
-    else:
-        engine = _create_ours(spec, variant, evaluator)
-    if not isinstance(engine, kind):
-        engine.close()
-        raise EngineError(f"{spec.name} in {variant} is a {type(engine).__name__}, not an engine of kind {kind.__name__}")
-    return engine
-
-
-def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) -> Engine:
-    from engines import ours
-
-    search_cls = search_class(spec.search)
-    entry = SEARCHES[spec.search]
-    if spec.config is None:
-        search_config_class(spec.search)  # raises: the module is missing
-    if evaluator is None:
-        evaluator = evaluator_for(spec, variant)
-    if variant not in evaluator.variants:
-        raise EngineError(f"evaluator {spec.evaluator!r} does not play {variant} "
-                          f"(it plays {', '.join(sorted(evaluator.variants))})")
-    if spec.settings.get("clock_moves") is not None or spec.settings.get("stall"):
-        raise EngineError(f"{spec.name}: clock_moves and stall are options of bughouse seats; {variant} engines "
-                          "take their time from the search's time manager")
-    seed = int(spec.settings["seed"])
-    config = spec.config
-    ev = evaluator
-
-    def make_search() -> Any:
-        try:
-            if entry.takes_rng:
-                return search_cls(ev, config, ours.make_rng(seed))
-            return search_cls(ev, config)
-        except EngineError:
-            raise
-        except ValueError as e:  # EvaluatorError: the evaluator cannot serve this search
-            raise EngineError(f"cannot pair {spec.evaluator} with {spec.search}: {e}") from None
-
-    st = spec.settings
-    return ours.OurEngine(spec, variant, evaluator, make_search, nodes=st["nodes"], depth=st["depth"],
-                          movetime=st["movetime"], evals=st["evals"], playouts=st["playouts"])
 
 
 def describe(spec: EngineSpec) -> dict[str, str]:
@@ -592,7 +448,6 @@ def availability(spec: EngineSpec) -> str:
     import importlib.util
 
     if is_external(spec):
-        from engines.external import find_program
 
         try:
             find_program(spec.evaluator)

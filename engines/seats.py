@@ -3,7 +3,7 @@ server of :mod:`experiments.harness.bughouse` drives them.
 
 A seat sees the running game through a :class:`GameContext` (the game, the clocks in real time, the
 other seats) and acts on it: it submits a move with a :class:`MoveStat`, a forfeit, or a
-partner message.  Seats are engines of the registry: ``registry.create(spec, "bughouse", kind=Seat)``
+partner message.  Seats are engines of the registry: ``factory.create(spec, "bughouse", kind=Seat)``
 (:func:`make_seat` for a spec text) makes one, through the registry's one spec parser
 (:func:`engines.registry.resolve`) and its evaluator pool: ``bughouse-mcts`` (classical evaluator),
 ``rise-bughouse-mcts`` (the LazyBug-style network; ``weights=FILE``), ``sjeng`` or
@@ -44,16 +44,14 @@ import re
 import time
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Sequence
+from typing import Any, Final, Sequence
 
 from board import move_to_uci
 from board.bughouse import BughouseBoard, BughouseGame, partner_seat
 from board.variants import BUGHOUSE
+from engines import catalog, registry
 from engines.base import EngineError, EngineSpec, MoveStat
 from evaluators.base import Evaluator, value_to_cp
-
-if TYPE_CHECKING:
-    from engines.registry import EvaluatorPool
 
 log = logging.getLogger(__name__)
 
@@ -252,8 +250,6 @@ class OurSeat(Seat):
                 "config": dataclasses.asdict(self.search.config), "sits": self.game_sits}
 
     def _new_search(self, rng: random.Random) -> Any:
-        from engines import registry
-
         return registry.search_class(self.search_name)(self.evaluator, self.config, rng)
 
     def start_game(self, ctx: GameContext, seat: int, partner_name: str) -> None:
@@ -372,7 +368,6 @@ class OurSeat(Seat):
 def _alphabeta_worker(conn: Any, spec_text: str) -> None:
     """The process of an :class:`AlphaBetaSeat`: jobs ``(job, fen, board_id, movetime, nodes,
     depth)`` in, ``(job, uci, nodes, evals, depth, cp, seconds)`` out; ``None`` ends it."""
-    from engines import registry
     from search.base import Limits
 
     try:
@@ -572,23 +567,22 @@ class TeamSpec:
 
     text: str
     seat_specs: tuple[str, str]
+    #: the two seats' specs, resolved once (:func:`parse_team`) and named by their text as given: what
+    #: the seats are made of (:func:`engines.factory.make_seat`); ``seat_specs`` is what games store
+    resolved: tuple[EngineSpec, EngineSpec] = dataclasses.field(compare=False, repr=False)
 
     @property
     def name(self) -> str:
         return self.text
 
 
-def _bughouse_spec(text: str) -> Any:
+def bughouse_spec(text: str) -> Any:
     """The resolved spec of a seat (:func:`engines.registry.resolve`), refused unless it plays bughouse."""
-    from engines import registry
-
-    return _plays_bughouse(registry.resolve(text))
+    return plays_bughouse(registry.resolve(text))
 
 
-def _plays_bughouse(spec: EngineSpec) -> EngineSpec:
-    from engines import registry
-
-    if BUGHOUSE.name not in registry.variants_of(spec) and not (registry.is_external(spec) and spec.search == "xboard"):
+def plays_bughouse(spec: EngineSpec) -> EngineSpec:
+    if BUGHOUSE.name not in registry.variants_of(spec) and not (catalog.is_external(spec) and spec.search == "xboard"):
         raise SeatError(f"{spec.name} does not play bughouse: use bughouse-mcts[:opts], rise-bughouse-mcts[:opts], "
                         f"sjeng[:opts] or PROGRAM+xboard")
     return spec
@@ -597,8 +591,6 @@ def _plays_bughouse(spec: EngineSpec) -> EngineSpec:
 def parse_team(text: str) -> TeamSpec:
     """A team spec; ``/`` separates the two seats' specs only before an engine name, so that option
     values may be paths (``rise-bughouse-mcts:weights=runs/x/model.pt``)."""
-    from engines import registry
-
     def is_head(piece: str) -> bool:
         try:
             registry.resolve(piece.partition(":")[0])
@@ -620,43 +612,8 @@ def parse_team(text: str) -> TeamSpec:
     if not parts or any(not p for p in parts) or len(parts) > 2:
         raise SeatError(f"a team is 'SPEC' or 'SPEC_A/SPEC_B', got {text!r}")
     specs = (parts[0], parts[-1])
-    for s in specs:
-        _bughouse_spec(s)
-    return TeamSpec(text.strip(), specs)
+    a = dataclasses.replace(bughouse_spec(specs[0]), name=specs[0])  # the name games store: the text as given
+    b = a if specs[1] == specs[0] else dataclasses.replace(bughouse_spec(specs[1]), name=specs[1])
+    return TeamSpec(text.strip(), specs, (a, b))
 
 
-def make_seat(text: str, seed: int, evaluators: EvaluatorPool) -> Seat:
-    """A seat for an engine spec text, refused unless it plays bughouse (:func:`registry.create
-    <engines.registry.create>` makes it; the seat is named by ``text``)."""
-    from engines import registry
-
-    spec = dataclasses.replace(_bughouse_spec(text), name=text)  # the name games store: the text as given
-    return registry.create(spec, BUGHOUSE.name, kind=Seat, seed=seed, pool=evaluators)
-
-
-def seat_for(spec: EngineSpec, seed: int, evaluators: EvaluatorPool, evaluator: Evaluator | None = None) -> Seat:
-    """The seat of a resolved spec (called by :func:`engines.registry.create` for bughouse): ours
-    (``evaluator``, else the one of ``evaluators`` with its settings) or an XBoard program; ``seed``
-    unless the spec sets one."""
-    from engines import registry
-    from engines.external import find_program
-    from engines.xboard_seat import XBoardSeat
-
-    st = _plays_bughouse(spec).settings
-    if registry.is_external(spec):
-        unknown = [k for k in spec.options if k not in ("depth", "startup", "timeout")]
-        if unknown:
-            raise SeatError(f"{spec.name}: a bughouse XBoard seat takes depth and startup only, not {', '.join(unknown)}")
-        startup = float(st["startup"]) if "startup" in spec.options or "timeout" not in spec.options else float(st["timeout"])
-        return XBoardSeat(spec.name, [find_program(spec.evaluator)], startup, st["depth"], dict(spec.options))
-    if spec.search == "alphabeta":
-        return AlphaBetaSeat(spec.name, spec.name, st["nodes"], st["movetime"], st["depth"], dict(spec.options),
-                             clock_moves=st["clock_moves"], stall=bool(st["stall"]))
-    if spec.search not in registry.SEAT_SEARCHES:
-        raise SeatError(f"{spec.name}: a bughouse seat of ours runs {', '.join(registry.SEAT_SEARCHES)} or alphabeta, "
-                        f"not {spec.search}")
-    if evaluator is None:
-        evaluator = evaluators.get(spec, BUGHOUSE.name)
-    return OurSeat(spec.name, evaluator, spec.config, st["nodes"], st["movetime"],
-                   int(st["seed"]) if "seed" in spec.options else seed, dict(spec.options), st["playouts"], st["evals"],
-                   st["clock_moves"], spec.search, bool(st["stall"]))

@@ -51,7 +51,7 @@ from engines.base import EngineError, EngineSpec, InProcessEngine
 from engines.options import OptionInfo, find_option, norm_key, parse_int
 from engines.ours import OurEngine
 from evaluators.base import Evaluation, Evaluator, Leaf
-from search.alphabeta import TT_SLOT_BYTES
+from search.ab_config import TT_SLOT_BYTES
 from search.base import Limits, PVLine, SearchResult
 from search.mcts_config import TREE_NODE_BYTES
 
@@ -677,16 +677,16 @@ class Responsive(Evaluator):
 
 def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = CHESS.name) -> None:
     """Run a UCI session for ``spec`` (an in-process engine) until ``quit`` or end of input."""
-    from engines import registry
+    from engines import factory, registry
 
     infos = registry.option_infos(spec)
 
-    def factory(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
+    def make(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
         ev = evaluator if isinstance(evaluator, Evaluator) else Responsive(registry.evaluator_for(s, v))
-        engine = registry.create(s, v, evaluator=ev)
+        engine = factory.create(s, v, evaluator=ev)
         assert isinstance(engine, InProcessEngine)
         return engine
 
-    server = UCIServer(spec, out, factory, infos, variant=variant, variants=registry.variants_of(spec))
-    server.set_engine(factory(spec, variant, None))  # a bad spec fails here, before any output
+    server = UCIServer(spec, out, make, infos, variant=variant, variants=registry.variants_of(spec))
+    server.set_engine(make(spec, variant, None))  # a bad spec fails here, before any output
     server.run(iter(inp.readline, ""))

@@ -297,6 +297,7 @@ class NeuralEvaluator(Evaluator):
             raise EvaluatorError(f"unknown half mode {half!r}; known: {', '.join(HALF_MODES)}")
         #: where the network runs (see the module docstring)
         self.device = resolve_device(device) if isinstance(device, str) else device
+        self._on_gpu = self.device.type != "cpu"  # read twice per evaluator call: kept, not recomputed
         self.half_mode = half
         #: whether the network runs under bfloat16 autocast (decided at its first run), and the
         #: top-move agreement with float32 measured for ``half=auto``
@@ -343,7 +344,7 @@ class NeuralEvaluator(Evaluator):
 
     @property
     def on_gpu(self) -> bool:
-        return self.device.type != "cpu"
+        return self._on_gpu
 
     def to_device(self, x: np.ndarray) -> tuple[torch.Tensor, int]:
         """A batch of encoded inputs as the network takes it, and its true size: on the CPU as it is

@@ -2,7 +2,8 @@
 import board  # noqa: F401  (first: installs the pure-Python import hook when SEARCHBENCH_PURE=1)
 
 # isort: split
-from search.alphabeta import ABConfig, AlphaBeta
+from search.ab_config import ABConfig
+from search.alphabeta import AlphaBeta
 from search.base import Limits, Search, SearchResult
 from search.comparator import ComparatorAlphaBeta, ComparatorConfig
 from search.mcts import MCTS, MCTSConfig

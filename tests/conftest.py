@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 def _no_external_switch_stays_in_its_test() -> object:
     """``searchbench --no-external-programs`` sets an environment variable for its process (worker
     processes inherit it); a test that runs the command in-process must not pass it on to the next."""
-    from engines.registry import NO_EXTERNAL_ENV
+    from engines.catalog import NO_EXTERNAL_ENV
 
     before = os.environ.get(NO_EXTERNAL_ENV)
     yield

@@ -77,7 +77,8 @@ def run_cases() -> dict[str, Any]:
     import random
 
     from evaluators.classical import ClassicalEvaluator
-    from search.alphabeta import ABConfig, AlphaBeta
+    from search.ab_config import ABConfig
+    from search.alphabeta import AlphaBeta
     from search.base import Limits
     from search.comparator import ComparatorAlphaBeta, ComparatorConfig
     from search.mcts import MCTS

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 import board
 from evaluators.base import POLICY_VALUE, Evaluator, EvaluatorError
 from evaluators.classical import ClassicalEvaluator
-from search.alphabeta import MATE, ABConfig, AlphaBeta
+from search.ab_config import ABConfig
+from search.alphabeta import MATE, AlphaBeta
 from search.base import Limits
 from tests.positions import MATES, random_position
 
@@ -183,7 +184,7 @@ def test_batched_leaves_search_the_same_tree(variant: str, fen: str) -> None:
     """batch_leaves sends a frontier node's children (and a quiescence node's captures) in one call:
     the move, score, PV and nodes equal the one-at-a-time search; only the evaluator calls grow."""
     from evaluators.classical import ClassicalEvaluator
-    from search.alphabeta import ABConfig
+    from search.ab_config import ABConfig
 
     ev = ClassicalEvaluator()
     one = AlphaBeta(ev, ABConfig()).run(board.new_position(variant, fen), Limits(depth=4))
@@ -196,7 +197,7 @@ def test_batched_leaves_with_a_network_search_the_same_tree() -> None:
     """With RISE (TorchScript padded to whole blocks, so a position's value does not depend on its batch)
     the batched search equals the one-at-a-time search."""
     from engines import registry
-    from search.alphabeta import ABConfig
+    from search.ab_config import ABConfig
 
     rise = registry.load_evaluator("rise", None, 1, "frozen", device="cpu", variant="crazyhouse")
     rise.pad_single = True  # type: ignore[attr-defined]

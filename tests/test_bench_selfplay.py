@@ -9,15 +9,16 @@ from experiments.cli import main as cli
 
 def test_bench_selfplay_measures_each_backend_against_its_raw_rate(capsys: pytest.CaptureFixture[str]) -> None:
     r = bench_selfplay.run(inferences=("onnxruntime", "onnxruntime-int8"), games=3, nodes=8, fast_nodes=2,
-                           full_fraction=0.5, concurrency=3, workers=1, rounds=1, seconds=0.05)
-    assert [x["inference"] for x in r["rows"]] == ["onnxruntime", "onnxruntime-int8"]
+                           full_fraction=0.5, concurrencies=(3, 2), workers=1, rounds=1, seconds=0.05)
+    assert [(x["inference"], x["concurrency"]) for x in r["rows"]] == [
+        ("onnxruntime", 3), ("onnxruntime", 2), ("onnxruntime-int8", 3), ("onnxruntime-int8", 2)]
     for x in r["rows"]:
         assert x["games"] == 3 and x["positions"] > 0 and x["eval_leaves"] >= x["eval_calls"] > 0
         assert x["leaves_per_call"] >= 1 and x["raw_batch"] >= 1 and x["raw_evals_per_s"] > 0
         assert 0 < x["share"] < 2  # the pooled rate cannot far exceed what the network alone does
         assert x["running"] == x["inference"]
-    assert r["rows"][0]["vs_first"] == 1.0
-    assert "games/h ratio" in bench_selfplay.format_table(r)
+    assert r["rows"][0]["vs_first"] == r["rows"][0]["positions_vs_first"] == 1.0
+    assert "ratio: games/h" in bench_selfplay.format_table(r)
 
 
 def test_bench_selfplay_bad_settings_get_one_line(capsys: pytest.CaptureFixture[str]) -> None:

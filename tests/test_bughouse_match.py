@@ -16,7 +16,8 @@ from experiments.cli import main as cli
 from experiments.harness.ratings import from_games, rate
 from engines.base import EngineError
 from engines.registry import EvaluatorPool
-from engines.seats import GameContext, OurSeat, Seat, SeatError, make_seat, parse_team
+from engines.factory import make_seat
+from engines.seats import GameContext, OurSeat, Seat, SeatError, parse_team
 from engines.xboard_seat import XBoardSeat, fen_without_pockets
 from experiments.harness.bughouse import BughouseMatchError, BughouseStore, play_game, rebuild_game, run_match
 from search.bughouse_mcts import BughouseMCTSConfig
@@ -373,12 +374,12 @@ def test_team_specs_and_errors():
 def test_registry_create_builds_bughouse_seats():
     """The one factory of engines makes bughouse seats too, with the one-board limit units."""
     from board.variants import BUGHOUSE
-    from engines import registry
+    from engines import factory
     from engines.base import Engine
     from engines.seats import OurSeat, Seat
 
     pool = EvaluatorPool()
-    seats = [registry.create(f"{name}:nodes=90,playouts=30,evals=20", BUGHOUSE.name, kind=Seat, seed=5, pool=pool)
+    seats = [factory.create(f"{name}:nodes=90,playouts=30,evals=20", BUGHOUSE.name, kind=Seat, seed=5, pool=pool)
              for name in ("rise-bughouse-mcts", "rise-bughouse-mcts", "bughouse-mcts")]
     try:
         assert all(isinstance(s, OurSeat) for s in seats)
@@ -392,19 +393,19 @@ def test_registry_create_builds_bughouse_seats():
             s.close()
         pool.close()
     with pytest.raises(EngineError, match="not an engine of kind Engine"):
-        registry.create("bughouse-mcts", BUGHOUSE.name)  # a seat is not a one-board engine
+        factory.create("bughouse-mcts", BUGHOUSE.name)  # a seat is not a one-board engine
     with pytest.raises(EngineError, match="not an engine of kind Seat"):
-        registry.create("material-ab", "chess", kind=Seat)
-    assert isinstance(registry.create("material-ab", "chess", kind=Engine), Engine)
+        factory.create("material-ab", "chess", kind=Seat)
+    assert isinstance(factory.create("material-ab", "chess", kind=Engine), Engine)
     with pytest.raises(SeatError, match="does not play bughouse"):
-        registry.create("material-mcts", BUGHOUSE.name, kind=Seat)
+        factory.create("material-mcts", BUGHOUSE.name, kind=Seat)
 
 
 def test_clock_moves_sets_the_share_of_the_clock_a_timed_move_takes():
     """``clock_moves`` (a bughouse seat option): a move takes the clock left / clock_moves (30 unset),
     capped by movetime; one-board engines refuse it."""
     from board.variants import BUGHOUSE
-    from engines import registry
+    from engines import factory, registry
     from engines.seats import CLOCK_MOVES, allocate
 
     ctx = GameContext(BughouseGame(base_ms=60_000, inc_ms=0), [], t0=time.monotonic())
@@ -414,14 +415,14 @@ def test_clock_moves_sets_the_share_of_the_clock_a_timed_move_takes():
     assert allocate(ctx, 0, 1.5, 15) == pytest.approx(1.5)
     untimed = GameContext(BughouseGame(), [], t0=time.monotonic())
     assert allocate(untimed, 0, None, 15) == float("inf")
-    seat = registry.create("bughouse-mcts:clock_moves=12", BUGHOUSE.name, kind=Seat, pool=EvaluatorPool())
+    seat = factory.create("bughouse-mcts:clock_moves=12", BUGHOUSE.name, kind=Seat, pool=EvaluatorPool())
     try:
         assert isinstance(seat, OurSeat) and seat.clock_moves == 12
         assert seat.settings()["options"]["clock_moves"] == "12"  # stored with the game
     finally:
         seat.close()
     with pytest.raises(EngineError, match="clock_moves and stall are options of bughouse seats"):
-        registry.create("material-ab:clock_moves=15", "chess")
+        factory.create("material-ab:clock_moves=15", "chess")
     with pytest.raises(EngineError, match=r"must be in \[2, 1000\]"):
         registry.resolve("bughouse-ab:clock_moves=1")
 

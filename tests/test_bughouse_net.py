@@ -331,7 +331,8 @@ def test_heldout_compares_networks_on_the_same_games(tmp_path: Path, capsys: pyt
 def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
     from engines.base import EngineError
     from engines.registry import EvaluatorPool
-    from engines.seats import OurSeat, make_seat, parse_team
+    from engines.factory import make_seat
+    from engines.seats import OurSeat, parse_team
 
     w = tmp_path / "sub" / "w.pt"
     w.parent.mkdir()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from board.bughouse import BughouseGame
-from engines.base import MoveStat
+from engines.base import EngineSpec, MoveStat
 from engines.seats import GameContext, SeatError
 from experiments.cli import main as cli
 from experiments.harness import bughouse_report as br
@@ -60,8 +60,8 @@ def test_xboard_seats_start_from_an_opening():
 def test_game_pairs_start_from_their_own_openings(tmp_path: Path):
     db = tmp_path / "o.sqlite"
 
-    def factory(spec: str, seed: int, pool: object) -> ShuffleSeat:
-        return ShuffleSeat(spec, delay_ms=1)
+    def factory(spec: EngineSpec, seed: int, pool: object) -> ShuffleSeat:
+        return ShuffleSeat(spec.name, delay_ms=1)
 
     s = run_match("bughouse-mcts", "sjeng", 4, 60000, 0, db, seed=1, max_plies=12, progress=False,
                   seat_factory=factory, openings=ZH)
@@ -220,8 +220,8 @@ def test_config_errors(tmp_path: Path):
 def test_report_from_stored_games(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     from experiments.harness import bughouse as bm
 
-    def factory(spec: str, seed: int, pool: object) -> ShuffleSeat:
-        return ShuffleSeat(spec, delay_ms=1)
+    def factory(spec: EngineSpec, seed: int, pool: object) -> ShuffleSeat:
+        return ShuffleSeat(spec.name, delay_ms=1)
 
     monkeypatch.setattr(bm, "make_seat", factory)
     real = bm.run_match

@@ -8,7 +8,7 @@ import pytest
 
 from board.bughouse import BughouseGame
 from board.variants import BUGHOUSE
-from engines import registry
+from engines import factory
 from engines.base import EngineError
 from engines.registry import EvaluatorPool
 from engines.seats import (STALL_RESERVE_MS, STALL_WAIT_MS, AlphaBetaSeat, ClockWatch, GameContext, OurSeat, Seat,
@@ -101,7 +101,7 @@ def test_a_held_move_is_searched_again_when_the_pockets_changed_and_a_mate_is_ne
 def test_an_mcts_seat_holds_its_move_too_and_the_option_is_the_bughouse_seats_alone():
     start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
     ctx, clock = timed_ctx(start)
-    seat = registry.create("bughouse-mcts:stall=true,nodes=40,sit_ratio=1000", BUGHOUSE.name, kind=Seat,
+    seat = factory.create("bughouse-mcts:stall=true,nodes=40,sit_ratio=1000", BUGHOUSE.name, kind=Seat,
                            pool=EvaluatorPool())
     assert isinstance(seat, OurSeat) and seat.stall
     seat.start_game(ctx, 0, "partner")
@@ -116,5 +116,5 @@ def test_an_mcts_seat_holds_its_move_too_and_the_option_is_the_bughouse_seats_al
     seat.tick(ctx)
     assert ctx.actions[0][2][0] == held and ctx.actions[0][2][1].time == pytest.approx(1.1)
     with pytest.raises(EngineError, match="clock_moves and stall are options of bughouse seats"):
-        registry.create("material-ab:stall=true", "chess")
+        factory.create("material-ab:stall=true", "chess")
 

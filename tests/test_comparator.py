@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 import board
 from evaluators.base import SCORE, Evaluator, EvaluatorError
 from evaluators.classical import ClassicalEvaluator, white_score_raw
-from search.alphabeta import ABConfig, AlphaBeta
+from search.ab_config import ABConfig
+from search.alphabeta import AlphaBeta
 from search.base import Limits
 from search.comparator import BLACK_MATED, POSITION, WHITE_MATED, ComparatorAlphaBeta, ComparatorConfig
 from tests.positions import random_position

@@ -8,11 +8,12 @@ import random
 import pytest
 
 import board
-from engines import registry
+from engines import factory
 from evaluators.classical import ClassicalEvaluator
 from evaluators.scale import CP_PROVEN, cp_to_value, value_to_cp
 from experiments.harness.tasks import Adjudication
-from search.alphabeta import ABConfig, AlphaBeta
+from search.ab_config import ABConfig
+from search.alphabeta import AlphaBeta
 from search.base import Limits
 from search.mcts import MCTS, MCTSConfig
 from tests.positions import random_position
@@ -53,7 +54,7 @@ def _assert_on_the_scale(r: object, variant: str) -> None:
                                     "deepchess-ab:depth=1"])
 @pytest.mark.parametrize("variant", ["crazyhouse", "chess"])
 def test_every_paradigm_reports_cp_on_the_one_scale(engine: str, variant: str) -> None:
-    e = registry.create(engine, variant)
+    e = factory.create(engine, variant)
     try:
         for seed in (1, 2):
             pos = random_position(variant, seed, 12)

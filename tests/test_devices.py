@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import board
-from engines import registry
+from engines import factory, registry
 from engines.base import EngineError
 from evaluators.base import EvaluatorError, Leaf
 from evaluators.devices import resolve_device
@@ -38,7 +38,7 @@ def test_device_names() -> None:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_cuda_without_cuda_is_one_line_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(EngineError, match="CUDA is not available"):
-        registry.create("rise-mcts:device=cuda", "crazyhouse")
+        factory.create("rise-mcts:device=cuda", "crazyhouse")
     with pytest.raises(EngineError, match="bad value"):
         registry.resolve("rise-mcts:device=gpu")
     for argv in (["match", "rise-mcts:device=cuda", "material-ab", "--nodes", "8", "--games", "2", "--db",
@@ -51,7 +51,7 @@ def test_cuda_without_cuda_is_one_line_everywhere(tmp_path: Path, capsys: pytest
 
 
 def test_device_option_reaches_the_evaluator() -> None:
-    e = registry.create("rise-mcts:device=cpu", "crazyhouse")
+    e = factory.create("rise-mcts:device=cpu", "crazyhouse")
     assert e.evaluator.device == torch.device("cpu")  # type: ignore[attr-defined]
     assert "device" in {o.name for o in registry.option_infos(registry.resolve("rise-mcts"))}
     e.close()
@@ -125,7 +125,7 @@ def test_cpu_and_gpu_evaluations_agree(variant: str) -> None:
 @cuda
 @pytest.mark.cuda
 def test_gpu_search_and_training_step(tmp_path: Path) -> None:
-    e = registry.create("rise-mcts:device=cuda", "crazyhouse")
+    e = factory.create("rise-mcts:device=cuda", "crazyhouse")
     r = e.play(board.new_position("crazyhouse"), Limits(nodes=64))
     assert r.forfeit is None
     e.close()

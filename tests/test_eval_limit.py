@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 
 import board
-from engines import registry
+from engines import factory
 from evaluators.classical import ClassicalEvaluator
-from search.alphabeta import ABConfig, AlphaBeta
+from search.ab_config import ABConfig
+from search.alphabeta import AlphaBeta
 from search.base import Limits
 from search.comparator import ComparatorAlphaBeta
 from search.mcts import MCTS, MCTSConfig
@@ -32,8 +33,8 @@ def test_alpha_beta_searches_stop_at_their_evaluations(variant: str) -> None:
 
 
 def test_evals_as_an_engine_option_and_a_player_limit() -> None:
-    e = registry.create("material-mcts:evals=64", "chess")
+    e = factory.create("material-mcts:evals=64", "chess")
     r = e.play(board.new_position("chess"), Limits())
     assert r.info is not None and r.info.evals == 64
     with pytest.raises(Exception, match="evaluator-call limit"):
-        registry.create("fairy-stockfish", "chess").check_limits(Limits(evals=10))
+        factory.create("fairy-stockfish", "chess").check_limits(Limits(evals=10))

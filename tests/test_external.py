@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import board
-from engines import registry
+from engines import factory
 from engines.base import EngineError, EngineSpec
 from engines.external import ExternalEngine, find_program
 from search.base import Limits
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(300)
 def fake(mode: str, *extra: str, timeout: float = WATCHDOG, startup: float = 10.0) -> ExternalEngine:
     spec = EngineSpec(f"fake-{mode}", sys.executable, "uci",
                       {"args": " ".join([str(FAKE), mode, *extra]), "timeout": str(timeout), "startup": str(startup)})
-    e = registry.create(spec, "chess")
+    e = factory.create(spec, "chess")
     assert isinstance(e, ExternalEngine)
     return e
 
@@ -99,9 +99,9 @@ def test_engine_that_never_starts_is_an_engine_error() -> None:
 
 def test_configuration_errors() -> None:
     with pytest.raises(EngineError, match="not installed"):
-        registry.create("no-such-program-xyz+uci", "chess")
+        factory.create("no-such-program-xyz+uci", "chess")
     with pytest.raises(EngineError, match="unknown option 'Frobnicate'"):
-        registry.create(EngineSpec("f", sys.executable, "uci", {"args": f"{FAKE} ok", "Frobnicate": "1"}), "chess")
+        factory.create(EngineSpec("f", sys.executable, "uci", {"args": f"{FAKE} ok", "Frobnicate": "1"}), "chess")
     e = fake("ok")
     with pytest.raises(EngineError, match="no limit"):
         e.play(board.new_position("chess"), Limits())
@@ -112,7 +112,7 @@ def test_configuration_errors() -> None:
 
 @needs["stockfish"]
 def test_stockfish_elo_and_options() -> None:
-    e = registry.create("stockfish:elo=1500,hash=16", "chess")
+    e = factory.create("stockfish:elo=1500,hash=16", "chess")
     assert isinstance(e, ExternalEngine)
     assert e.engine_options == {"UCI_LimitStrength": True, "UCI_Elo": 1500, "Hash": 16}
     pos = board.new_position("chess")
@@ -122,16 +122,16 @@ def test_stockfish_elo_and_options() -> None:
     assert r.info is not None and r.info.nodes > 0 and r.info.pv and r.info.pv[0] == r.move
     e.close()
     with pytest.raises(EngineError, match="UCI_Elo"):
-        registry.create("stockfish:elo=100", "chess")
+        factory.create("stockfish:elo=100", "chess")
     with pytest.raises(EngineError, match="does not play crazyhouse"):
-        registry.create("stockfish", "crazyhouse")
+        factory.create("stockfish", "crazyhouse")
     with pytest.raises(EngineError, match="set by the adapter"):
-        registry.create("stockfish:UCI_Variant=chess", "chess")
+        factory.create("stockfish:UCI_Variant=chess", "chess")
 
 
 @needs["fairy-stockfish"]
 def test_fairy_stockfish_crazyhouse_with_drops() -> None:
-    e = registry.create("fairy-stockfish:skill=0", "crazyhouse")
+    e = factory.create("fairy-stockfish:skill=0", "crazyhouse")
     pos = board.new_position("crazyhouse")
     for m in "e2e4 d7d5 e4d5 d8d5 b1c3 d5a5".split():
         pos.push_uci(m)
@@ -147,7 +147,7 @@ def test_fairy_stockfish_crazyhouse_with_drops() -> None:
 
 @needs["sjeng"]
 def test_sjeng_depth_and_crazyhouse_rules() -> None:
-    e = registry.create("sjeng:depth=2", "crazyhouse")
+    e = factory.create("sjeng:depth=2", "crazyhouse")
     pos = board.new_position("crazyhouse")
     for m in "e2e4 d7d5 e4d5 d8d5".split():  # initial position plus moves: pockets come from the moves
         pos.push_uci(m)
@@ -158,7 +158,7 @@ def test_sjeng_depth_and_crazyhouse_rules() -> None:
         e.play(board.new_position("crazyhouse", "r1bqkbnr/pppppppp/2n5/8/8/8/PPPPPPPP/RNBQKBNR[Pp] w KQkq - 0 1"),
                Limits(depth=2))
     e.close()
-    plain = registry.create("sjeng", "chess")
+    plain = factory.create("sjeng", "chess")
     with pytest.raises(EngineError, match="depth or time"):
         plain.play(board.new_position("chess"), Limits(nodes=1000))
     # XBoard's st is whole seconds (Sjeng read "st 0.2" as several seconds): refused, not mis-timed

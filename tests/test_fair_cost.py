@@ -404,10 +404,10 @@ def test_a_positions_network_outputs_do_not_depend_on_its_batch(inference: str) 
     """Pooled runs put a position in batches of any size with any companions: its outputs must not
     change (under TorchScript they did by up to 1.2e-6 before CPU batches were padded, which changed
     searches; ONNX Runtime's do not, even alone)."""
-    from engines import registry
+    from engines import factory
     from evaluators.base import Leaf
 
-    ev = registry.create(f"rise-mcts:inference={inference}", "crazyhouse").evaluator
+    ev = factory.create(f"rise-mcts:inference={inference}", "crazyhouse").evaluator
     leaves = [Leaf.of(p) for p in ev.sample_positions(48, seed=1)]
     ref = [(e.value, tuple(e.priors)) for e in ev.evaluate(leaves)]
     for size in (2, 3, 5, 7, 9, 13, 33):
@@ -467,7 +467,7 @@ def test_a_changed_builtin_default_changes_neither_a_replay_nor_a_resumed_run(tm
     stored games replaying, and a run resumed on them refuses to mix the two engines (one line)."""
     import dataclasses
 
-    from engines import registry
+    from engines import catalog, registry
     from experiments.cli import main as cli
     from experiments.harness.tasks import MatchError
 
@@ -475,9 +475,9 @@ def test_a_changed_builtin_default_changes_neither_a_replay_nor_a_resumed_run(tm
     play_tournament(db, 2, 2, 1, 30, [("m", "material-mcts", 24), ("a", "material-ab", 64)])
     assert cli.main(["replay", str(db), "--quiet"]) == 0
     assert "2 games replayed, every move agrees" in capsys.readouterr().out
-    info = registry.builtins()["material-mcts"]
+    info = catalog.builtins()["material-mcts"]
     changed = dataclasses.replace(info, spec=dataclasses.replace(info.spec, options={"virtual_loss": "1", "batch_size": "1"}))
-    monkeypatch.setitem(registry.builtins(), "material-mcts", changed)
+    monkeypatch.setitem(catalog.builtins(), "material-mcts", changed)
     assert registry.resolve("material-mcts").options == {"virtual_loss": "1", "batch_size": "1"}
     assert cli.main(["replay", str(db), "--quiet"]) == 0
     assert "2 games replayed, every move agrees" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import board
-from engines import registry
+from engines import factory
 from evaluators.classical import ClassicalEvaluator
 from search.base import Limits
 from search.gumbel import considered_visits, improved_policy
@@ -99,7 +99,7 @@ def test_gumbel_finds_mates_in_one_at_small_budgets(variant: str, fen: str) -> N
 
 @pytest.mark.parametrize("engine", ["material-gumbel", "rise-gumbel", "sixtyfour-gumbel"])
 def test_gumbel_engines_play(engine: str) -> None:
-    e = registry.create(engine, "crazyhouse")
+    e = factory.create(engine, "crazyhouse")
     pos = board.new_position("crazyhouse")
     for _ in range(4):
         r = e.play(pos, Limits(nodes=24))
@@ -171,7 +171,7 @@ def test_mcgs_values_on_the_graph(variant: str) -> None:
 
 def test_mcgs_switch_on_every_mcts_engine() -> None:
     for name in ("material-mcts", "rise-mcts", "sixtyfour-mcts", "material-gumbel"):
-        e = registry.create(f"{name}:mcgs=true", "chess")
+        e = factory.create(f"{name}:mcgs=true", "chess")
         pos = random_position("chess", 2, 6)
         r = e.play(pos, Limits(nodes=64))
         assert r.forfeit is None and r.move in pos.legal_moves()
@@ -240,7 +240,7 @@ def test_epsilon_settings_are_checked() -> None:
                 dict(epsilon_greedy=0.05, root_rule="gumbel", score_formula="gumbel")):
         with pytest.raises(MCTSConfigError):
             MCTSConfig(**bad).validate()  # type: ignore[arg-type]
-    e = registry.create("material-mcts:epsilon_greedy=0.05,epsilon_checks=0.01", "crazyhouse")
+    e = factory.create("material-mcts:epsilon_greedy=0.05,epsilon_checks=0.01", "crazyhouse")
     pos = board.new_position("crazyhouse")
     r = e.play(pos, Limits(nodes=64))
     assert r.forfeit is None and r.move in pos.legal_moves()

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from board import new_position
-from engines import registry
+from engines import factory, registry
 from engines.base import EngineError
 from engines.uci import UCIServer
 from evaluators import encodings as enc
@@ -186,7 +186,7 @@ def test_inference_option_through_the_registry_and_uci() -> None:
 
     base = registry.resolve("rise-mcts:nodes=20")
     out = io.StringIO()
-    server = UCIServer(base, out, lambda s, v, e: registry.create(s, v, evaluator=e), registry.option_infos(base),
+    server = UCIServer(base, out, lambda s, v, e: factory.create(s, v, evaluator=e), registry.option_infos(base),
                        variant="crazyhouse")
     try:
         server.handle("uci")

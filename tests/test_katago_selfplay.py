@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import board
-from engines import registry
+from engines import factory, registry
 from experiments.harness import ratings
 from experiments.harness.store import GameRecord
 from experiments.training import rl, rl_gates, targets
@@ -35,7 +35,7 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _engine(spec: str):  # type: ignore[no-untyped-def]
-    return registry.create(registry.resolve(spec), "crazyhouse")
+    return factory.create(registry.resolve(spec), "crazyhouse")
 
 
 def _root(eng):  # type: ignore[no-untyped-def]

@@ -1,5 +1,5 @@
 """The house rules of the layout, checked on the source: imports go one way (board <- evaluators <-
-search <- engines <- reports <- experiments), a search sees evaluators only through
+search <- engines <- reports <- experiments) and round no circle, a search sees evaluators only through
 evaluators/base.py, no module outside board/ exceeds ~800 lines nor a function ~120, no module of
 search/ 600 lines, and no variant's name is written outside board/ (code asks board.variants)."""
 from __future__ import annotations
@@ -72,3 +72,54 @@ def test_no_variant_name_outside_board() -> None:
              for node in ast.walk(ast.parse(p.read_text()))
              if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
     assert not found, found
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_circles() -> None:
+    """No two modules import each other, directly or round a loop, at the top or inside a function
+    (a function-local import that only dodges a circle is still a circle): Tarjan's strongly
+    connected components of the import graph, every one a single module."""
+    modules = {_module_of(p): p for top in ORDER for p in _sources(top)}
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for m, p in modules.items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            for n in names:
+                if n in modules and n != m and modules[n].name != "__init__.py":
+                    graph[m].add(n)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan (recursive: the graph is a few hundred modules)
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for m in sorted(graph):
+        if m not in index:
+            visit(m)
+    assert not circles, circles

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from board import new_position
-from engines import registry
+from engines import factory, registry
 from evaluators import neural, onnx_runtime
 from evaluators.base import EvaluatorError, Leaf
 from search.base import Limits
@@ -84,7 +84,7 @@ def test_a_match_and_uci_take_the_option() -> None:
     from experiments.cli.main import main
 
     assert main(["engines", "rise-mcts:inference=onnxruntime"]) == 0
-    e = registry.create("rise-mcts:inference=onnxruntime", "crazyhouse")
+    e = factory.create("rise-mcts:inference=onnxruntime", "crazyhouse")
     r = e.play(new_position("crazyhouse"), Limits(nodes=64))
     assert r.forfeit is None and e.evaluator.inference == "onnxruntime"
 

@@ -27,11 +27,11 @@ def _shipped(path: Path) -> bool:
 
 
 def test_every_data_file_the_code_reads_is_package_data() -> None:
-    from engines import registry
+    from engines import catalog
     from evaluators import neural
     from experiments.harness import openings
 
-    assert _shipped(registry.BUILTIN_FILE)
+    assert _shipped(catalog.BUILTIN_FILE)
     weights = sorted(Path(neural.WEIGHTS_DIR).glob("*.pt"))
     assert weights and all(_shipped(w) and _shipped(w.with_suffix(".md")) for w in weights)
     suites = sorted(openings.SUITE_DIR.glob("*.epd"))

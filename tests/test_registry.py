@@ -12,7 +12,7 @@ from typing import Literal, Sequence
 import pytest
 
 import board
-from engines import registry
+from engines import factory, registry
 from engines.base import EngineError, EngineSpec, InProcessEngine
 from engines.options import build_config, config_options, presets
 from engines.ours import OurEngine, hard_stop_after, merge_limits
@@ -119,16 +119,16 @@ def test_config_fields_become_options_by_type() -> None:
 
 
 def test_options_reach_the_search_config() -> None:
-    e = registry.create("material-mcts:batch_size=4,qvalue=off,time.move_overhead=0.1,seed=3", "chess")
+    e = factory.create("material-mcts:batch_size=4,qvalue=off,time.move_overhead=0.1,seed=3", "chess")
     assert isinstance(e, OurEngine)
     cfg = e.search.config  # type: ignore[attr-defined]
     assert cfg.batch_size == 4 and cfg.q_value_selection is False and cfg.time.move_overhead == 0.1
-    v = registry.create("material-mcts:preset=vanilla", "chess")
+    v = factory.create("material-mcts:preset=vanilla", "chess")
     assert v.search.config.fpu == 0.0 and v.search.config.q_value_selection is False  # type: ignore[attr-defined]
-    ab = registry.create("material-ab:quiescence=off,tt_size=1024", "crazyhouse")
+    ab = factory.create("material-ab:quiescence=off,tt_size=1024", "crazyhouse")
     assert ab.search.config.quiescence is False and ab.search.config.tt_size == 1024  # type: ignore[attr-defined]
     with pytest.raises(EngineError, match="tt_size"):
-        registry.create("material-ab:tt_size=1000", "chess")  # the config's own validate()
+        factory.create("material-ab:tt_size=1000", "chess")  # the config's own validate()
     deep = registry.resolve("bughouse-ab-deep")  # the bughouse team's null-move pruning and reductions
     assert deep.config.null_move and deep.config.lmr and not registry.resolve("bughouse-ab").config.null_move
 
@@ -136,7 +136,7 @@ def test_options_reach_the_search_config() -> None:
 @pytest.mark.parametrize("name, variant", [("material-ab", "chess"), ("material-ab", "crazyhouse"),
                                            ("material-mcts", "chess"), ("material-mcts", "crazyhouse")])
 def test_in_process_engines_play_legal_moves(name: str, variant: str) -> None:
-    e = registry.create(name, variant)
+    e = factory.create(name, variant)
     pos = board.new_position(variant)
     for uci in ("e2e4", "d7d5", "e4d5", "d8d5"):
         pos.push_uci(uci)
@@ -151,8 +151,8 @@ def test_in_process_engines_play_legal_moves(name: str, variant: str) -> None:
 
 def test_ask_tell_pools_leaves_of_two_games() -> None:
     shared = ClassicalEvaluator()
-    a = registry.create("material-mcts", "crazyhouse", evaluator=shared)
-    b = registry.create("material-mcts:seed=1", "crazyhouse", evaluator=shared)
+    a = factory.create("material-mcts", "crazyhouse", evaluator=shared)
+    b = factory.create("material-mcts:seed=1", "crazyhouse", evaluator=shared)
     assert isinstance(a, InProcessEngine) and isinstance(b, InProcessEngine)
     assert a.evaluator is b.evaluator is shared
     pa = board.new_position("crazyhouse")
@@ -190,7 +190,7 @@ class BrokenEvaluator(Evaluator):
 
 
 def test_a_failing_evaluator_is_a_forfeit_not_an_exception() -> None:
-    e = registry.create("material-mcts", "chess", evaluator=BrokenEvaluator())
+    e = factory.create("material-mcts", "chess", evaluator=BrokenEvaluator())
     r = e.play(board.new_position("chess"), Limits(nodes=50))
     assert r.move == 0 and r.forfeit is not None and r.forfeit.startswith("crash: RuntimeError: network exploded")
     # the engine goes on with the next move once the evaluator works again
@@ -218,30 +218,30 @@ def test_limits_merge_and_hard_stop() -> None:
     assert hard_stop_after(Limits(wtime=1.0, movestogo=1), 0) == pytest.approx(0.95)
     assert hard_stop_after(Limits(nodes=5, infinite=True), 0) is None
     assert hard_stop_after(Limits(nodes=5), 0) is None
-    e = registry.create("material-ab:nodes=300", "chess")
+    e = factory.create("material-ab:nodes=300", "chess")
     r = e.play(board.new_position("chess"), Limits())
     assert r.info is not None and 300 <= r.info.nodes <= 400  # the spec's default node limit applies
 
 
 def test_creation_errors_are_engine_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(EngineError, match="unknown variant"):
-        registry.create("material-ab", "bughouse-9000")
+        factory.create("material-ab", "bughouse-9000")
     with pytest.raises(EngineError, match="not installed"):
-        registry.create("surely-not-an-engine-xyz+uci", "chess")
+        factory.create("surely-not-an-engine-xyz+uci", "chess")
     with pytest.raises(EngineError, match="takes no weights"):
-        registry.create("material-ab:weights=/tmp/x.pt", "chess")
+        factory.create("material-ab:weights=/tmp/x.pt", "chess")
     with pytest.raises(EngineError) as err:
-        registry.create("rise-mcts:weights=/nonexistent/rise.pt", "crazyhouse")
+        factory.create("rise-mcts:weights=/nonexistent/rise.pt", "crazyhouse")
     assert "rise" in str(err.value)
     monkeypatch.setitem(registry.SEARCHES, "mcts", registry.SearchEntry("search.no_such_module", "MCTS",
                                                                          "MCTSConfig", True))
     with pytest.raises(EngineError, match="cannot import search.no_such_module"):
-        registry.create("material-mcts", "chess")
+        factory.create("material-mcts", "chess")
 
 
 def test_spec_objects_are_accepted() -> None:
     spec = EngineSpec("mine", "classical", "alphabeta", {"depth": "2"})
-    e = registry.create(spec, "chess")
+    e = factory.create(spec, "chess")
     assert e.name == "mine" and e.play(board.new_position("chess"), Limits()).info.depth == 2  # type: ignore[union-attr]
 
 
@@ -268,7 +268,7 @@ def test_every_in_process_builtin_plays(name: str) -> None:
     spec = registry.resolve(name)
     variant = registry.default_variant(spec)
     try:
-        e = registry.create(spec, variant)
+        e = factory.create(spec, variant)
     except EngineError as err:
         if "weights file not found" in str(err):
             pytest.skip(f"no shipped weights: {err}")
@@ -295,7 +295,7 @@ def test_a_spec_is_parsed_once_into_one_record() -> None:
     spec = registry.resolve("material-mcts:nodes=32,q_value_selection=off,cpuct_init=3")
     assert spec.settings["nodes"] == 32 and spec.config is not None
     assert spec.config.q_value_selection is False and spec.config.cpuct_init == 3.0
-    e = registry.create(spec, "chess")
+    e = factory.create(spec, "chess")
     assert e.search.config is spec.config  # type: ignore[attr-defined]  # created from the record, not re-parsed
     assert registry.spec_limits("material-mcts:nodes=32") == {"nodes": 32, "evals": None, "playouts": None, "depth": None, "movetime": None}
     assert registry.evaluator_settings(registry.resolve("rise-mcts:threads=2")) == (None, 2, "auto", "auto")
@@ -306,7 +306,7 @@ def test_a_spec_is_parsed_once_into_one_record() -> None:
 @pytest.mark.parametrize("name", ["rise-mcts", "sixtyfour-mcts", "deepchess-ab", "rise-ab"])
 def test_one_engine_name_plays_both_variants_with_their_weights(name: str) -> None:
     for variant in ("crazyhouse", "chess"):
-        e = registry.create(f"{name}:nodes=8,depth=1", variant)
+        e = factory.create(f"{name}:nodes=8,depth=1", variant)
         try:
             assert e.evaluator.variants == frozenset({variant})  # type: ignore[attr-defined]
             assert getattr(e.evaluator, "path", "").endswith(f"_{variant}.pt")  # type: ignore[attr-defined]
@@ -324,7 +324,43 @@ def test_a_variant_without_weights_is_one_line(tmp_path: Path, monkeypatch: pyte
 
     shutil.copy(Path(neural.WEIGHTS_DIR) / "rise_crazyhouse.pt", tmp_path / "rise_crazyhouse.pt")
     monkeypatch.setattr(neural, "WEIGHTS_DIR", str(tmp_path))
-    registry.create("rise-mcts", "crazyhouse").close()
+    factory.create("rise-mcts", "crazyhouse").close()
     with pytest.raises(EngineError, match="no shipped weights for chess") as err:
-        registry.create("rise-mcts", "chess")
+        factory.create("rise-mcts", "chess")
     assert "\n" not in str(err.value)
+
+
+def _count_resolves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every :func:`engines.registry.resolve` call from here on, by its argument."""
+    calls: list[str] = []
+    real = registry.resolve
+
+    def counting(text: str) -> EngineSpec:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(registry, "resolve", counting)
+    return calls
+
+
+def test_a_match_resolves_each_player_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line resolves each engine once; the spec travels with the player to the games."""
+    from experiments.cli import main as cli
+
+    calls = _count_resolves(monkeypatch)
+    assert cli.main(["match", "material-ab", "material-mcts", "--nodes", "8", "--games", "2", "--workers", "1",
+                     "--db", str(tmp_path / "m.sqlite"), "--quiet"]) == 0
+    assert sorted(calls) == ["material-ab", "material-mcts"]
+
+
+def test_a_bughouse_match_resolves_each_seat_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A team is resolved when it is parsed (a team of one spec: once for both its seats); its seats are
+    made from those values, not from their text."""
+    from experiments.cli import main as cli
+
+    calls = _count_resolves(monkeypatch)
+    assert cli.main(["bughouse-match", "bughouse-mcts:nodes=10", "bughouse-mcts:nodes=10,seed=2/bughouse-mcts:nodes=12",
+                     "--games", "1", "--tc", "5+0", "--max-plies", "12", "--db", str(tmp_path / "b.sqlite"),
+                     "--quiet"]) == 0
+    seats = [c for c in calls if ":" in c]  # the team parser also looks up the head after a "/" (no options)
+    assert sorted(seats) == ["bughouse-mcts:nodes=10", "bughouse-mcts:nodes=10,seed=2", "bughouse-mcts:nodes=12"]

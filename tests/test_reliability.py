@@ -244,10 +244,10 @@ def test_limits_in_specs_play_a_match(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_engine_overrunning_its_movetime_forfeits(tmp_path: Path) -> None:
     from board import new_position
-    from engines import registry
+    from engines import factory
     from search.base import Limits
 
-    e = registry.create(f"{sys.executable}+uci:args={FAKE} slow", "chess")
+    e = factory.create(f"{sys.executable}+uci:args={FAKE} slow", "chess")
     try:
         r = e.play(new_position("chess"), Limits(movetime=0.2))
         assert r.forfeit is not None and r.forfeit.startswith("overrun:")

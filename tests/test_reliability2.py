@@ -470,7 +470,7 @@ def _alive_with(marker: str) -> list[int]:
 
 
 def test_hung_wrapper_script_engine_is_killed_with_its_children(tmp_path: Path) -> None:
-    from engines import registry
+    from engines import factory
     from engines.base import EngineSpec
     from search.base import Limits
 
@@ -478,7 +478,7 @@ def test_hung_wrapper_script_engine_is_killed_with_its_children(tmp_path: Path) 
     wrapper = tmp_path / "engine.sh"
     wrapper.write_text(f"#!/bin/sh\n{sys.executable} {FAKE} hang {marker}\n")  # not exec: a child process
     wrapper.chmod(0o755)
-    e = registry.create(EngineSpec("wrapped", str(wrapper), "uci", {"timeout": "0.5"}), "chess")
+    e = factory.create(EngineSpec("wrapped", str(wrapper), "uci", {"timeout": "0.5"}), "chess")
     r = e.play(board.new_position("chess"), Limits(nodes=10))
     assert r.forfeit is not None and r.forfeit.startswith("hang")
     e.close()
@@ -501,18 +501,18 @@ def test_engine_that_is_not_an_engine_gives_one_line() -> None:
 # ------------------------------------------------------------------ security
 
 def test_no_external_programs(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from engines import registry
+    from engines import catalog, registry
 
-    monkeypatch.delenv(registry.NO_EXTERNAL_ENV, raising=False)
+    monkeypatch.delenv(catalog.NO_EXTERNAL_ENV, raising=False)
     db = tmp_path / "r.sqlite"
     rc, _, err = run_cli(capsys, "--no-external-programs", "match", f"{sys.executable}+uci:args={FAKE} ok",
                          "material-ab", "--nodes", "8", "--variant", "chess", "--db", str(db), *QUICK)
     assert rc == 2 and "external programs are disabled" in one_line_error(err)
-    monkeypatch.setenv(registry.NO_EXTERNAL_ENV, "1")
+    monkeypatch.setenv(catalog.NO_EXTERNAL_ENV, "1")
     with pytest.raises(Exception, match="Debug Log File"):
         registry.resolve(f"stockfish:Debug Log File={tmp_path / 'x.log'}")
     registry.resolve("stockfish:nodes=100,threads=1")  # the built-in engines and the adapter's options stay
-    monkeypatch.delenv(registry.NO_EXTERNAL_ENV)
+    monkeypatch.delenv(catalog.NO_EXTERNAL_ENV)
     registry.resolve(f"{sys.executable}+uci:args={FAKE} ok")
     assert not db.exists()
 

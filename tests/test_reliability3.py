@@ -79,7 +79,7 @@ def script(tmp_path: Path) -> tuple[Path, Path]:
 def test_g01_no_external_programs_refuses_a_program_path(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          script: tuple[Path, Path], command: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from engines.registry import NO_EXTERNAL_ENV
+    from engines.catalog import NO_EXTERNAL_ENV
 
     monkeypatch.setenv(NO_EXTERNAL_ENV, "0")  # restored after the test (the command sets it to 1)
     exe, ran = script
@@ -99,7 +99,7 @@ def test_g01_no_external_programs_refuses_a_program_path(tmp_path: Path, capsys:
 def test_g01_replay_refuses_a_stored_program_before_any_game(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              script: tuple[Path, Path],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from engines.registry import NO_EXTERNAL_ENV
+    from engines.catalog import NO_EXTERNAL_ENV
 
     monkeypatch.setenv(NO_EXTERNAL_ENV, "0")  # restored after the test (the command sets it to 1)
     exe, ran = script

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from board import new_position
-from engines import registry
+from engines import factory
 from evaluators import nets
 from experiments.training import datagen, selfplay
 from evaluators.families import FAMILIES
@@ -20,7 +20,7 @@ from search.gumbel import improved_policy
 
 
 def _searched(engine: str, nodes: int = 48, seed: int = 3) -> tuple[object, object]:
-    eng = registry.create(engine, "crazyhouse")
+    eng = factory.create(engine, "crazyhouse")
     pos = new_position("crazyhouse")
     for u in ("e2e4", "d7d5", "e4d5"):
         pos.push_uci(u)

@@ -9,7 +9,7 @@ import chess.engine
 import chess.pgn
 import pytest
 
-from engines import registry
+from engines import catalog, factory, registry
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -33,14 +33,14 @@ def test_standard_chess_is_the_default_without_uci_variant(engine: str) -> None:
 
 
 def test_every_builtin_defaults_to_chess_where_it_can_play_it() -> None:
-    for name in registry.builtins():
+    for name in catalog.builtins():
         spec = registry.resolve(name)
         variants = registry.variants_of(spec)
         assert registry.default_variant(spec) == ("chess" if "chess" in variants else variants[0]), name
 
 
 def test_the_network_is_warm_before_readyok() -> None:
-    ev = registry.create("rise-mcts", "crazyhouse").evaluator
+    ev = factory.create("rise-mcts", "crazyhouse").evaluator
     assert ev._forward is None
     ev.warm_up()
     assert ev._forward is not None and ev.inference == "onnxruntime"
@@ -129,7 +129,8 @@ def test_alpha_beta_multipv_lines_are_exact() -> None:
     of a single-PV search of the same depth with the better lines' moves taken away."""
     from board import new_position
     from evaluators.classical import ClassicalEvaluator
-    from search.alphabeta import ABConfig, AlphaBeta
+    from search.ab_config import ABConfig
+    from search.alphabeta import AlphaBeta
     from search.base import Limits
 
     fen = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"
@@ -184,9 +185,9 @@ def test_spin_options_have_real_bounds() -> None:
     the -10^9..10^9 placeholder (batch_size used to)."""
     from engines.options import OptionInfo
 
-    for name in registry.builtins():
+    for name in catalog.builtins():
         spec = registry.resolve(name)
-        if registry.is_external(spec):
+        if catalog.is_external(spec):
             continue
         for o in registry.option_infos(spec):
             if o.kind == "spin":

@@ -235,7 +235,7 @@ def test_a_seat_of_the_registry_plays_it_and_its_games_replay(tmp_path):
     """The seat made by the registry runs the shared-driver search; untimed games do not depend on
     the worker that plays them, and replay move for move."""
     from engines.registry import EvaluatorPool
-    from engines.seats import make_seat
+    from engines.factory import make_seat
     from experiments.harness.replay import replay
     from tests.harness_fakes import bughouse_games_by_workers
 

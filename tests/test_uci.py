@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines import registry
+from engines import factory, registry
 from engines.base import EngineSpec, InProcessEngine
 from engines.ours import OurEngine
 from engines.uci import UCIServer
@@ -176,13 +176,13 @@ class LockedOut(io.StringIO):
 def make_server(name: str = "material-ab:depth=3") -> tuple[UCIServer, LockedOut]:
     spec = registry.resolve(name)
 
-    def factory(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
-        e = registry.create(s, v)
+    def make(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
+        e = factory.create(s, v)
         assert isinstance(e, InProcessEngine)
         return e
 
     out = LockedOut()
-    return UCIServer(spec, out, factory, registry.option_infos(spec)), out
+    return UCIServer(spec, out, make, registry.option_infos(spec)), out
 
 
 def test_server_commands_in_process() -> None:

@@ -92,10 +92,10 @@ class UciFactory:
 def _network_evaluator(engine: str, threads: int = 1, inference: str | None = None) -> Any:
     """The engine's evaluator (in ``inference`` mode, None: the engine's own) if it has a network
     to measure (else None)."""
-    from engines import registry
+    from engines import catalog, registry
 
     spec = registry.resolve(registry.join_spec(engine, {"inference": inference}) if inference else engine)
-    if registry.is_external(spec):
+    if catalog.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
     ev = registry.EvaluatorPool(threads).get(spec, None)
     return ev if hasattr(ev, "network_throughput") else None
@@ -306,7 +306,7 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     """Measure the network table, tune the pooled side, then play the rows ``rounds`` times,
     alternating (see the module doc).  ``inferences`` (e.g. ``onnxruntime,onnxruntime-int8``) adds a
     pooled row per inference mode, the engine's network run in it, the same games otherwise."""
-    from engines import registry
+    from engines import catalog, registry
 
     uci_list = _parse_list(uci_threads, "--uci-threads") if uci_threads else []
     conc, wk = _auto(concurrency, "--concurrency"), _auto(workers, "--workers")
@@ -316,7 +316,7 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     if rounds < 1:
         raise BenchError(f"rounds must be at least 1, got {rounds}")
     spec = registry.resolve(engine)
-    if registry.is_external(spec):
+    if catalog.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
     from engines.base import EngineError
     from experiments.harness.runner import check_players
@@ -436,13 +436,13 @@ def run_device(engine: str, variant: str, games: int, nodes: int, device: str, c
     pooled run actually formed (its mean leaves per call), measured in the same run: the pooled
     evaluations per second as a share of the raw network's (goal on a GPU: >= 70%).  ``timers``: see
     :func:`_timed` (the games only, not the raw measurement)."""
-    from engines import registry
+    from engines import catalog, registry
     from engines.base import EngineError
     from engines.registry import join_spec
 
     spec_text = join_spec(engine, {"device": device})
     spec = registry.resolve(spec_text)
-    if registry.is_external(spec):
+    if catalog.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
     suite = load_suite(default_suite(variant), variant)
     a, b = Player("A", spec_text, nodes=nodes), Player("B", spec_text, nodes=nodes)

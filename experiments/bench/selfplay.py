@@ -3,12 +3,14 @@
 Self-play at the loop's settings (``searchbench selfplay`` itself: playout-cap randomisation, full
 searches of ``nodes`` on ``full_fraction`` of the moves and ``fast_nodes`` otherwise, exploration,
 ``concurrency`` games pooled a process, ``workers`` processes), once per backend (``inference=``
-on the engine), ``rounds`` times alternating so that a busy moment of the machine falls on both; the
-best round of each counts.  For each backend: games an hour, positions an hour, evaluator calls
+on the engine) and number of pooled games (``concurrencies``: the batch the network sees grows with
+it), ``rounds`` times alternating so that a busy moment of the machine falls on every row; the best
+round of each counts.  For each backend: games an hour, positions an hour, evaluator calls
 (leaves) a second, the mean leaves a network call, and that rate as a share of the raw network's at
 that batch (:meth:`evaluators.neural.PolicyValueEvaluator.network_throughput`, one thread, measured
-in the same run) times the workers, each of which has a core of its own.  The ratio of games an hour
-to the first backend's is the speed-up the loop gets from the others.
+in the same run) times the workers, each of which has a core of its own.  The ratios of games and of
+positions an hour to the first row's are the speed-up the loop gets from the others (games vary in
+length between backends, so both are given).
 
 The games are real self-play games into a temporary folder (deleted after): their targets and
 shards are written as the loop writes them, so everything the loop pays for is in the figure.
@@ -26,6 +28,7 @@ from experiments.harness.tomlconfig import ConfigError
 ENGINE = "rise-mcts"
 NODES, FAST_NODES, FULL_FRACTION = 128, 16, 0.25
 INFERENCES = ("onnxruntime", "onnxruntime-int8")
+CONCURRENCIES = (32,)  # the loop's
 
 
 class BenchSelfPlayError(ConfigError):
@@ -34,7 +37,7 @@ class BenchSelfPlayError(ConfigError):
 
 def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequence[str] = INFERENCES, games: int = 32,
         nodes: int = NODES, fast_nodes: int = FAST_NODES, full_fraction: float = FULL_FRACTION,
-        concurrency: int = 16, workers: int = 2, rounds: int = 2, seconds: float = 0.5, seed: int = 1,
+        concurrencies: Sequence[int] = CONCURRENCIES, workers: int = 2, rounds: int = 2, seconds: float = 0.5, seed: int = 1,
         progress: bool = False) -> dict[str, Any]:
     from engines import registry
     from engines.base import EngineError
@@ -43,9 +46,12 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
 
     if not inferences:
         raise BenchSelfPlayError("bench selfplay: --inferences: name at least one backend")
-    best: dict[str, dict[str, Any]] = {}
+    if not concurrencies or min(concurrencies) < 1:
+        raise BenchSelfPlayError("bench selfplay: --concurrency: give one or more positive numbers")
+    setups = [(mode, c) for mode in dict.fromkeys(inferences) for c in dict.fromkeys(concurrencies)]
+    best: dict[tuple[str, int], dict[str, Any]] = {}
     for r in range(rounds):
-        for mode in inferences:
+        for mode, concurrency in setups:
             spec = join_spec(engine, {"inference": mode})
             with tempfile.TemporaryDirectory(prefix="sb-bench-selfplay-") as out:
                 cfg = selfplay.SelfPlayConfig(engine=spec, out=os.path.join(out, "sp"), variant=variant, games=games,
@@ -57,14 +63,14 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
                 except selfplay.SelfPlayError as e:
                     raise BenchSelfPlayError(f"bench selfplay: {e}") from None
             secs = max(float(st["seconds"]), 1e-9)
-            row = {"inference": mode, "engine": st["engine"], "round": r, "games": st["games"],
+            row = {"inference": mode, "concurrency": concurrency, "engine": st["engine"], "round": r, "games": st["games"],
                    "positions": st["positions"], "seconds": secs, "games_per_hour": 3600 * st["games"] / secs,
                    "positions_per_hour": 3600 * st["positions"] / secs, "eval_calls": st["eval_calls"],
                    "eval_leaves": st["eval_leaves"], "evals_per_s": st["eval_leaves"] / secs,
                    "leaves_per_call": st["eval_leaves"] / st["eval_calls"] if st["eval_calls"] else 0.0}
-            if mode not in best or row["games_per_hour"] > best[mode]["games_per_hour"]:
-                best[mode] = row
-    rows = [best[m] for m in inferences]
+            if (mode, concurrency) not in best or row["games_per_hour"] > best[mode, concurrency]["games_per_hour"]:
+                best[mode, concurrency] = row
+    rows = [best[k] for k in setups]
     for row in rows:
         resolved = registry.resolve(join_spec(engine, {"inference": row["inference"]}))
         try:
@@ -76,28 +82,31 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
         row.update(raw_batch=batch, running=getattr(ev, "inference", None),
                    raw_evals_per_s=raw, raw_all_workers=raw * workers if raw else None,
                    share=row["evals_per_s"] / (raw * workers) if raw else None,
-                   vs_first=row["games_per_hour"] / rows[0]["games_per_hour"] if rows[0]["games_per_hour"] else None)
+                   vs_first=row["games_per_hour"] / rows[0]["games_per_hour"] if rows[0]["games_per_hour"] else None,
+                   positions_vs_first=(row["positions_per_hour"] / rows[0]["positions_per_hour"]
+                                       if rows[0]["positions_per_hour"] else None))
     return {"engine": engine, "variant": variant, "games": games, "nodes": nodes, "fast_nodes": fast_nodes,
-            "full_fraction": full_fraction, "concurrency": concurrency, "workers": workers, "rounds": rounds,
+            "full_fraction": full_fraction, "concurrencies": list(dict.fromkeys(concurrencies)), "workers": workers, "rounds": rounds,
             "cpus": os.cpu_count(), "rows": rows}
 
 
 def format_table(r: dict[str, Any]) -> str:
     cap = (f"{r['nodes']} nodes on {100 * r['full_fraction']:g}% of the moves, {r['fast_nodes']} otherwise"
            if r["full_fraction"] < 1.0 else f"{r['nodes']} nodes a move")
-    lines = [f"self-play {r['engine']} ({r['variant']}), {cap}; {r['games']} games a round, {r['concurrency']} pooled "
-             f"a process, {r['workers']} worker(s) on {r['cpus']} CPUs; best of {r['rounds']} alternating rounds", "",
-             f"{'inference':<20}{'games/h':>9}{'positions/h':>13}{'evals/s':>9}{'leaves/call':>13}"
-             f"{'raw evals/s x workers':>24}{'share':>7}{'games/h ratio':>15}"]
+    lines = [f"self-play {r['engine']} ({r['variant']}), {cap}; {r['games']} games a round, "
+             f"{r['workers']} worker(s) on {r['cpus']} CPUs; best of {r['rounds']} alternating rounds", "",
+             f"{'inference':<20}{'pooled':>7}{'games/h':>9}{'positions/h':>13}{'evals/s':>9}{'leaves/call':>13}"
+             f"{'raw evals/s x workers':>24}{'share':>7}{'ratio: games/h':>16}{'positions/h':>13}"]
     lines.append("-" * len(lines[-1]))
     for x in r["rows"]:
         raw = f"{x['raw_all_workers']:,.0f} (batch {x['raw_batch']})" if x["raw_all_workers"] else "-"
         share = f"{100 * x['share']:.0f}%" if x["share"] else "-"
-        lines.append(f"{x['inference']:<20}{x['games_per_hour']:>9,.0f}{x['positions_per_hour']:>13,.0f}"
+        lines.append(f"{x['inference']:<20}{x['concurrency']:>7}{x['games_per_hour']:>9,.0f}"
+                     f"{x['positions_per_hour']:>13,.0f}"
                      f"{x['evals_per_s']:>9,.0f}{x['leaves_per_call']:>13.1f}{raw:>24}{share:>7}"
-                     f"{x['vs_first']:>14.2f}x")
+                     f"{x['vs_first']:>15.2f}x{x['positions_vs_first']:>12.2f}x")
         if x["running"] != x["inference"]:
             lines.append(f"{'':<20}the evaluator runs {x['running']}")
-    lines += ["", "share: self-play's evaluator calls a second over the raw network's at the batch the pooled games "
-                  "formed (one thread) times the workers; games/h ratio: against the first backend, same run"]
+    lines += ["", "pooled: games a process; share: self-play's evaluator calls a second over the raw network's at the "
+                  "batch the pooled games formed (one thread) times the workers; ratios: against the first row, same run"]
     return "\n".join(lines)

@@ -45,18 +45,18 @@ def _cmd_engines(args: argparse.Namespace) -> int:
 
 
 def _show_options(name: str, as_json: bool) -> int:
-    from engines import registry
+    from engines import catalog, registry
     from engines.external import EXTERNAL_OPTIONS
 
     spec = registry.resolve(name)
-    infos = list(EXTERNAL_OPTIONS) if registry.is_external(spec) else registry.option_infos(spec)
-    effective = {} if registry.is_external(spec) else registry.effective_values(spec)
+    infos = list(EXTERNAL_OPTIONS) if catalog.is_external(spec) else registry.option_infos(spec)
+    effective = {} if catalog.is_external(spec) else registry.effective_values(spec)
     rows = []
     for o in infos:
         value = effective.get(o.name, spec.options.get(o.name, o.format(o.default)))
         rows.append({"option": o.name, "type": o.kind, "value": value, "help": o.help})
     if as_json:
-        info = registry.builtins().get(spec.name.partition(":")[0])
+        info = catalog.builtins().get(spec.name.partition(":")[0])
         print(json.dumps({"spec": str(spec), "name": spec.name, "options": rows,
                           "evidence": info.evidence if info else {}}, indent=1))
         return 0
@@ -64,9 +64,9 @@ def _show_options(name: str, as_json: bool) -> int:
     w = max(len(r["option"]) for r in rows)
     for r in rows:
         print(f"  {r['option'].ljust(w)}  {r['type']:<6}  {r['value']:<10}  {r['help']}".rstrip())
-    if registry.is_external(spec):
+    if catalog.is_external(spec):
         print("  (any other option the program announces can be set by its own name)")
-    info = registry.builtins().get(spec.name.partition(":")[0])
+    info = catalog.builtins().get(spec.name.partition(":")[0])
     if info is not None and info.evidence:
         print("defaults chosen by the suite's own ablations:")
         for k, report in info.evidence.items():
@@ -77,11 +77,11 @@ def _show_options(name: str, as_json: bool) -> int:
 
 
 def _cmd_uci(args: argparse.Namespace) -> int:
-    from engines import registry, uci
+    from engines import catalog, registry, uci
     from engines.base import EngineError
 
     spec = registry.resolve(args.engine)
-    if registry.is_external(spec):
+    if catalog.is_external(spec):
         raise EngineError(f"{spec.name} is an external engine; run the program itself as the UCI engine")
     inp = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
     uci.serve(spec, inp, sys.stdout, variant=args.variant or registry.default_variant(spec))

@@ -13,6 +13,7 @@ from typing import Any
 
 import board
 from board.variants import ALL, CRAZYHOUSE, variant_of
+from engines.base import EngineSpec
 from experiments.cli.main import count, number, positive_float, seed
 from experiments.harness import match as match_mod
 from experiments.harness import openings as openings_mod
@@ -63,7 +64,7 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
 
 
-def _side_limits(args: argparse.Namespace, side: str, engine: str) -> dict[str, Any]:
+def _side_limits(args: argparse.Namespace, side: str, engine: EngineSpec) -> dict[str, Any]:
     """The limits of one side: its own flag (``--nodes-a``), else a limit in its engine spec
     (``material-mcts:nodes=32``), else the match-wide flag (``--nodes``): :func:`engines.base.layered_limits`."""
     from engines import registry
@@ -78,13 +79,17 @@ def _side_limits(args: argparse.Namespace, side: str, engine: str) -> dict[str, 
 
 
 def _players(args: argparse.Namespace) -> tuple[match_mod.Player, match_mod.Player]:
-    la, lb = _side_limits(args, "a", args.a), _side_limits(args, "b", args.b)
+    """The two players, each engine resolved once here: its spec travels with the player."""
+    from engines import registry
+
+    sa, sb = registry.resolve(args.a), registry.resolve(args.b)
+    la, lb = _side_limits(args, "a", sa), _side_limits(args, "b", sb)
     na, nb = args.a, args.b
     if args.a == args.b:
         na, nb = (f"{args.a}@{match_mod.limits_text(**la)}", f"{args.b}@{match_mod.limits_text(**lb)}")
         if na == nb:
             na, nb = na + "#1", nb + "#2"
-    return match_mod.Player(na, args.a, **la), match_mod.Player(nb, args.b, **lb)
+    return match_mod.Player(na, args.a, **la, resolved=sa), match_mod.Player(nb, args.b, **lb, resolved=sb)
 
 
 def _adjudication(args: argparse.Namespace) -> match_mod.Adjudication:

@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_external_programs:
         import os
 
-        from engines.registry import NO_EXTERNAL_ENV
+        from engines.catalog import NO_EXTERNAL_ENV
 
         os.environ[NO_EXTERNAL_ENV] = "1"  # worker processes inherit it
     func: Callable[[argparse.Namespace], int] = args.func

@@ -52,7 +52,7 @@ def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
     from experiments.bench import selfplay as bench_selfplay
 
     r = bench_selfplay.run(args.engine, args.variant, args.inferences, games=args.games, nodes=args.nodes,
-                           fast_nodes=args.fast_nodes, full_fraction=args.full_fraction, concurrency=args.concurrency,
+                           fast_nodes=args.fast_nodes, full_fraction=args.full_fraction, concurrencies=args.concurrency,
                            workers=args.workers, rounds=args.rounds, seconds=args.seconds, progress=not args.json)
     print(json.dumps(r) if args.json else bench_selfplay.format_table(r))
     return 0
@@ -96,7 +96,8 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     sp.add_argument("--fast-nodes", type=count(1, 100_000), default=bsp.FAST_NODES, help="fast search (default: %(default)s)")
     sp.add_argument("--full-fraction", type=positive_float, default=bsp.FULL_FRACTION,
                     help="share of full searches, 1 for no playout-cap randomisation (default: %(default)s)")
-    sp.add_argument("--concurrency", type=count(1, 4096), default=16, help="games pooled a process (default: %(default)s)")
+    sp.add_argument("--concurrency", type=count(1, 4096), nargs="+", default=list(bsp.CONCURRENCIES),
+                    help="games pooled a process, one row per value and backend (default: %(default)s, the loop's)")
     sp.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes (default: %(default)s)")
     sp.add_argument("--rounds", type=count(1, 100), default=2, help="alternating rounds, the best counts (default: %(default)s)")
     sp.add_argument("--seconds", type=positive_float, default=0.5, help="length of each raw-rate trial")

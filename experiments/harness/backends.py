@@ -114,7 +114,7 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
             loopback_only()
             # local workers import this checkout (and the tests' helpers) like the driver
             env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            from engines.registry import NO_EXTERNAL_ENV
+            from engines.catalog import NO_EXTERNAL_ENV
 
             if os.environ.get(NO_EXTERNAL_ENV):
                 env[NO_EXTERNAL_ENV] = os.environ[NO_EXTERNAL_ENV]

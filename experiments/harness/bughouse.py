@@ -59,8 +59,10 @@ from board.bughouse import (
 )
 from board.variants import BUGHOUSE
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
-    GameContext, OurSeat, Seat, SeatError, TeamSpec, make_seat, parse_team,
+    GameContext, OurSeat, Seat, SeatError, TeamSpec, parse_team,
 )
+from engines.base import EngineSpec
+from engines.factory import make_seat
 from engines.registry import EvaluatorPool
 from experiments.harness.openings import Opening
 from experiments.harness.pgn import append_text, game_id, ids_in
@@ -316,8 +318,7 @@ def check_untimed(team: TeamSpec) -> None:
     answers, so its games depend on the machine's speed."""
     from engines import registry
 
-    for text in team.seat_specs:
-        spec = registry.resolve(text)
+    for text, spec in zip(team.seat_specs, team.resolved):
         if spec.search not in registry.SEAT_SEARCHES or spec.settings.get("movetime"):
             raise BughouseMatchError(f"{text}: a game without clocks takes our MCTS seats (bughouse-mcts, "
                                      f"rise-bughouse-mcts) with node, playout or eval limits and no movetime")
@@ -340,7 +341,7 @@ class _Job:
     match: str
     uid: str
     starts: list[Opening | None]
-    seat_factory: Callable[[str, int, EvaluatorPool], Seat]
+    seat_factory: Callable[[EngineSpec, int, EvaluatorPool], Seat]
 
 
 @dataclass
@@ -359,8 +360,8 @@ class _Played:
 def _make_seats(job: _Job, cache: EvaluatorPool) -> dict[str, list[Seat]]:
     """Two seats per team, created once for the whole match (or worker)."""
     f, sd = job.seat_factory, job.seed
-    return {"a": [f(job.a.seat_specs[0], sd, cache), f(job.a.seat_specs[1], sd + 1, cache)],
-            "b": [f(job.b.seat_specs[0], sd + 2, cache), f(job.b.seat_specs[1], sd + 3, cache)]}
+    return {"a": [f(job.a.resolved[0], sd, cache), f(job.a.resolved[1], sd + 1, cache)],
+            "b": [f(job.b.resolved[0], sd + 2, cache), f(job.b.resolved[1], sd + 3, cache)]}
 
 
 def _play_index(job: _Job, i: int, seats_of: dict[str, list[Seat]]) -> _Played:
@@ -428,7 +429,7 @@ def _serve(job: _Job, tasks: Any, put: Callable[[_Played], None], stop: Callable
 def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, db: str | Path,
               bpgn: str | Path | None = None, seed: int = 1, run: str = "bughouse-match",
               max_plies: int = 600, progress: bool = True,
-              seat_factory: Callable[[str, int, EvaluatorPool], Seat] = make_seat,
+              seat_factory: Callable[[EngineSpec, int, EvaluatorPool], Seat] = make_seat,
               openings: str | Path | None = None, workers: int = 1, openings_as: str | None = None) -> MatchSummary:
     """Play ``games`` games of team A vs team B (colours alternating per pair), storing each.
     ``base_ms`` < 0: no clocks (our MCTS seats only, :func:`check_untimed`).

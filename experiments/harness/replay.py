@@ -71,16 +71,16 @@ def spec_of(settings: dict[str, Any], legacy: str | None = LEGACY_INFERENCE) -> 
     (``inference``, recorded since ONNX Runtime became the default; a network game without it ran
     TorchScript: ``legacy``; a bughouse seat always recorded its mode) unless its options name one.
     :class:`engines.base.EngineError` (one line) when the stored engine no longer resolves."""
-    from engines import registry
+    from engines import catalog, registry
 
     options, ev, se = settings.get("options"), settings.get("evaluator"), settings.get("search")
-    if isinstance(options, dict) and isinstance(ev, str) and isinstance(se, str) and se not in registry.PROTOCOLS:
+    if isinstance(options, dict) and isinstance(ev, str) and isinstance(se, str) and se not in catalog.PROTOCOLS:
         stored = {str(k): str(v) for k, v in options.items()}
         spec = registry.with_options(EngineSpec(str(settings.get("engine", f"{ev}+{se}")), ev, se, {}), stored)
     else:
         spec = registry.resolve(str(settings["engine"]))
     mode = settings.get("inference") or (legacy if "weights" in settings else None)
-    if mode is not None and not registry.is_external(spec) and "inference" not in spec.options:
+    if mode is not None and not catalog.is_external(spec) and "inference" not in spec.options:
         spec = registry.with_options(spec, {**spec.options, "inference": str(mode)})
     return spec
 
@@ -119,7 +119,7 @@ def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> O
     """Play the bughouse game ``g`` again (module doc); ``details``: its ``bughouse_games`` row;
     ``pool``: the :class:`engines.registry.EvaluatorPool` its seats' evaluators come from."""
     from board.variants import BUGHOUSE
-    from engines import registry
+    from engines import factory
     from engines.seats import Seat
     from experiments.harness.bughouse import play_game
 
@@ -133,7 +133,7 @@ def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> O
         return out
     from experiments.harness.bughouse import network_of
 
-    made = [registry.create(spec_of(s, legacy=None), BUGHOUSE.name, kind=Seat, seed=int(s["seed"]), pool=pool)
+    made = [factory.create(spec_of(s, legacy=None), BUGHOUSE.name, kind=Seat, seed=int(s["seed"]), pool=pool)
             for s in seats]
     changed = [s["weights"] for s, seat in zip(seats, made)
                if "weights" in s and network_of(seat).get("weights") != s["weights"]]

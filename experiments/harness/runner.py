@@ -7,7 +7,7 @@ import random
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, cast
 
 from board import WHITE, Position, move_to_uci
 from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
@@ -98,12 +98,12 @@ class RegistryFactory:
         self.pool = self._new_pool()
 
     def __call__(self, player: Player, variant: str) -> Engine:
-        from engines import registry
+        from engines import catalog, factory
 
         spec = player.spec  # resolved once per player
-        if registry.is_external(spec):
-            return registry.create(spec, variant)
-        return registry.create(spec, variant, evaluator=self.pool.get(spec, variant))
+        if catalog.is_external(spec):
+            return factory.create(spec, variant)
+        return factory.create(spec, variant, evaluator=self.pool.get(spec, variant))
 
     def close(self) -> None:
         self.pool.close()
@@ -344,9 +344,8 @@ class Runner:
             if g.state == _IDLE:
                 self._start_move(g)
                 progressed = True
-            if g.state == _THINKING:
-                eng = g.mover
-                assert isinstance(eng, InProcessEngine)
+            if g.state == _THINKING:  # only an in-process engine thinks here (_start_move)
+                eng = cast(InProcessEngine, g.mover)
                 try:
                     if eng.done():
                         mr = eng.finish()
@@ -389,8 +388,7 @@ class Runner:
             answers = None
         i = 0
         for g, leaves in items:
-            eng = g.mover
-            assert isinstance(eng, InProcessEngine)
+            eng = cast(InProcessEngine, g.mover)  # it asked for these leaves (_step)
             try:
                 if answers is None:
                     part = list(ev.evaluate(leaves))

@@ -64,8 +64,9 @@ class Player:
     #: search and a policy target, the node limit of the other moves, whose positions keep only a value
     #: target); drawn per move from the game's seed, so a replay draws the same
     playout_cap: tuple[float, int] | None = None
-    #: the engine as a value already resolved (a replay's, read back from the stored game's evaluator,
-    #: search and options: :func:`experiments.harness.replay.player_of`); None: ``engine`` resolved
+    #: the engine as a value already resolved (by the command line that named it, or a replay's, read
+    #: back from the stored game's evaluator, search and options: :func:`experiments.harness.replay.player_of`);
+    #: None: ``engine`` resolved
     resolved: EngineSpec | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -191,13 +191,13 @@ class Tournament:
 def _options_now(engine: str, cache: dict[str, dict[str, str] | None]) -> dict[str, str] | None:
     """The options ``engine`` resolves to now (None for an external engine or one that cannot
     resolve), remembered in ``cache`` (one run's)."""
-    from engines import registry
+    from engines import catalog, registry
     from engines.base import EngineError
 
     if engine not in cache:
         try:
             spec = registry.resolve(engine)
-            cache[engine] = None if registry.is_external(spec) else dict(spec.options)
+            cache[engine] = None if catalog.is_external(spec) else dict(spec.options)
         except EngineError:
             cache[engine] = None
     return cache[engine]

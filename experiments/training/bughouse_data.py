@@ -135,7 +135,8 @@ def _check_seats(pairs: Sequence[tuple[str, str]]) -> None:
     """Every seat of the pairs made once (a program started, a network loaded) and closed: an engine
     that cannot start is one line here, before any worker starts, not a traceback from each."""
     from engines.registry import EvaluatorPool
-    from engines.seats import make_seat, parse_team
+    from engines.factory import make_seat
+    from engines.seats import parse_team
 
     pool = EvaluatorPool()
     try:

@@ -243,7 +243,7 @@ def check_settings(cfg: LoopConfig) -> None:
     """Refuse to resume ``cfg.out`` with settings other than those its rounds were played with (its
     games and rounds.md would mix two runs); record them on the first run.  More rounds are allowed."""
     from experiments.paths import InputError, read_json, write_atomic
-    from experiments.training.rl import _first_difference
+    from experiments.training.rl_config import first_difference
 
     want = _settings(cfg)
     path = cfg.out / RUN_FILE
@@ -252,7 +252,7 @@ def check_settings(cfg: LoopConfig) -> None:
             have = read_json(path, "loop run file")
         except InputError as e:
             raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
-        diff = _first_difference(have, want) or _first_difference(want, have)
+        diff = first_difference(have, want) or first_difference(want, have)
         if diff:
             k, a, b = diff
             raise ConfigError(f"{cfg.out} holds a bughouse-rl run with {k} {a!r:.60}, not {b!r:.60}: give the same "

@@ -87,7 +87,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import board
@@ -95,72 +94,15 @@ from board.variants import CRAZYHOUSE
 from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
+from experiments.training import rl_gates
+from experiments.training.rl_config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
+                                            check_suite, first_difference, list_of, selfplay_search, weights_of,
+                                            with_weights)
+from experiments.training.rl_report import parse_rate, rate_and_report
 from experiments.training.selfplay import SelfPlayConfig, SelfPlayError
 
-STATE = "state.json"
-#: rounds or generations a loop may ask for (each is minutes of work: more is a typo, not a plan)
-MAX_GENERATIONS = 10_000
 
-
-@dataclass
-class Arm:
-    name: str
-    engine: str
-    gate_engine: str
-    #: "selfplay", or "control" (rounds: no self-play, the supervised data only, for the CPU time the
-    #: self-play arm before it spent on that round: what self-play must beat)
-    kind: str = "selfplay"
-    #: the arm's own seed of its self-play games (two arms of one search with two seeds: a replicate)
-    seed: int | None = None
-
-
-@dataclass
-class LoopConfig:
-    """A parsed ``rl`` config (module docstring)."""
-
-    name: str
-    initial: str
-    arms: list[Arm]
-    variant: str = CRAZYHOUSE.name
-    model: str = "rise"
-    generations: int = 3
-    seed: int = 1
-    out: str = ""
-    mode: str = "generations"  # or "rounds" (module docstring)
-    selfplay: dict[str, Any] = field(default_factory=dict)
-    train: dict[str, Any] = field(default_factory=dict)
-    gate: dict[str, Any] = field(default_factory=dict)
-    rate: dict[str, Any] = field(default_factory=dict)
-    gate0: dict[str, Any] = field(default_factory=dict)
-    gate1: dict[str, Any] = field(default_factory=dict)
-    calibrate: dict[str, Any] = field(default_factory=dict)
-    path: str = ""
-
-    def arm_dir(self, arm: str) -> str:
-        return os.path.join(self.out, arm)
-
-    def gen_dir(self, arm: str, gen: int) -> str:
-        return os.path.join(self.out, arm, f"gen-{gen:03d}")
-
-
-def check_suite(sec: Section, key: str, path: str, variant: str, pairs: int) -> None:
-    """The opening suite ``path`` ("": the variant's own) loads and has ``pairs`` distinct openings."""
-    from experiments.harness import openings as openings_mod
-
-    try:
-        n = len(openings_mod.load_suite(path or str(openings_mod.default_suite(variant)), variant))
-    except ValueError as e:
-        raise sec.error(key, str(e)) from None
-    if n < pairs:
-        raise sec.error(key, f"{pairs} game pairs need {pairs} distinct openings; the suite has {n}")
-
-
-#: ``[train]`` keys the loop reads itself (the rest are the trainer's, :class:`TrainConfig`)
-LOOP_TRAIN_KEYS = ("window", "supervised", "supervised_games", "window_positions", "supervised_fraction",
-                   "supervised_taper")
-
-
-def _check_train(t: Section, cfg: "LoopConfig") -> None:
+def _check_train(t: Section, cfg: LoopConfig) -> None:
     """The ``[train]`` values as the trainer itself checks them (before any self-play)."""
     from experiments.training.recipe import TrainConfig
 
@@ -169,13 +111,6 @@ def _check_train(t: Section, cfg: "LoopConfig") -> None:
         TrainConfig(model=cfg.model, data=[], out="", **keys).resolved()
     except ValueError as e:
         raise t.error(None, str(e)) from None
-
-
-def _list_of(sec: Section, k: str, kind: type, default: list[Any]) -> list[Any]:
-    v = sec.get(k, list, default)
-    if not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):
-        raise sec.error(k, f"must be an array of {kind.__name__}")
-    return list(v)
 
 
 def parse(path: str) -> LoopConfig:
@@ -230,7 +165,7 @@ def parse(path: str) -> LoopConfig:
     if not cfg.arms:
         raise root.error("arms", "give at least one [[arms]] table")
     s = root.table("selfplay")
-    plies = _list_of(s, "random_plies", int, [0, 0])
+    plies = list_of(s, "random_plies", int, [0, 0])
     if len(plies) != 2 or not 0 <= plies[0] <= plies[1]:
         raise s.error("random_plies", "must be [min, max] with 0 <= min <= max")
     cfg.selfplay = dict(games=s.positive("games", 200), nodes=s.positive("nodes", 16),
@@ -257,7 +192,7 @@ def parse(path: str) -> LoopConfig:
                      lr=t.get("lr", float, None), value_weight=t.get("value_weight", float, None),
                      q_weight=t.get("q_weight", float, 0.0, unit), weight_decay=t.get("weight_decay", float, 1e-4),
                      threads=t.positive("threads", 1), bf16=t.get("bf16", bool, False), mirror=t.get("mirror", bool, False),
-                     supervised=_list_of(t, "supervised", str, []), supervised_games=t.get("supervised_games", int, 0),
+                     supervised=list_of(t, "supervised", str, []), supervised_games=t.get("supervised_games", int, 0),
                      minutes=t.get("minutes", float, None), val_fraction=t.get("val_fraction", float, 0.1, unit),
                      select_fraction=t.get("select_fraction", float, 0.05, unit),
                      schedule=t.choice("schedule", ("family", "constant"), "constant" if rounds else "family"),
@@ -294,82 +229,13 @@ def parse(path: str) -> LoopConfig:
             raise g.error("elo1" if "elo1" in str(e) else "alpha", str(e)) from None
     check_suite(g, "openings", cfg.gate["openings"], cfg.variant, cfg.gate["games"] // 2)
     g.done()
-    from experiments.training import rl_gates, rl_report
-
-    cfg.rate = rl_report.parse_rate(root.table("rate"), cfg)
+    cfg.rate = parse_rate(root.table("rate"), cfg)
     rl_gates.parse_gates(root, cfg)
     root.done()
     return cfg
 
 
 # --------------------------------------------------------------------------- state
-
-class State:
-    """``OUT/ARM/state.json``: the best generation and what finished, per generation."""
-
-    def __init__(self, path: str) -> None:
-        from experiments.paths import InputError, read_json
-
-        self.path = path
-        self.data: dict[str, Any] = {"best": 0, "gens": {}}
-        if os.path.lexists(path):
-            try:
-                self.data = read_json(path, "loop state file")  # type: ignore[assignment]  # checked below
-            except InputError as e:
-                raise ConfigError(f"{path} is not a loop state file ({e})") from None
-            why = _bad_state(self.data)
-            if why:
-                raise ConfigError(f"{path} is not a loop state file: {why} (move it away to run the arm afresh)")
-
-    @property
-    def best(self) -> int:
-        return int(self.data["best"])
-
-    def gen(self, g: int) -> dict[str, Any]:
-        out: dict[str, Any] = self.data["gens"].setdefault(str(g), {})
-        return out
-
-    def save(self) -> None:
-        from experiments.paths import write_atomic
-
-        write_atomic(self.path, json.dumps(self.data, indent=1), "loop state file")
-
-
-#: what each stage's record in ``state.json`` holds (name: type), besides ``seconds`` and ``cores``
-_STAGE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "selfplay": {"games": int, "positions": int, "network": int, "engine": str},
-    "train": {"init": int, "data": list},
-    "gate": {"against": int, "games": int, "wins": int, "draws": int, "losses": int, "score": (int, float),
-             "accepted": bool, "rule": str, "nodes": int},
-}
-
-
-def _bad_state(d: Any) -> str | None:
-    """Why ``d`` is not the content of a ``state.json`` (None: it is)."""
-    def number(v: Any) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-    if not isinstance(d, dict) or not isinstance(d.get("gens"), dict):
-        return "expected an object with 'best' and 'gens'"
-    best = d.get("best")
-    if not isinstance(best, int) or isinstance(best, bool) or best < 0:
-        return f"'best' is {best!r}, not a generation"
-    for g, rec in d["gens"].items():
-        if not (isinstance(g, str) and g.isdigit() and int(g) >= 1 and isinstance(rec, dict)):
-            return f"generation {g!r} is not a generation's record"
-        for stage, want in _STAGE_FIELDS.items():
-            if stage not in rec:
-                continue
-            r = rec[stage]
-            if not isinstance(r, dict) or not number(r.get("seconds")) or not number(r.get("cores")):
-                return f"generation {g}: the {stage} record has no seconds and cores"
-            for k, kind in want.items():
-                kinds = kind if isinstance(kind, tuple) else (kind,)
-                if not isinstance(r.get(k), kinds) or (bool not in kinds and isinstance(r.get(k), bool)):
-                    return f"generation {g}: the {stage} record's {k!r} is {r.get(k)!r}"
-    if best and not d["gens"].get(str(best), {}).get("gate", {}).get("accepted"):
-        return f"'best' is generation {best}, which no gate accepted"
-    return None
 
 
 def cpu_now() -> float:
@@ -446,12 +312,11 @@ class StageClock:
 #: the settings a loop's games, networks and decisions depend on (``OUT/loop.json``): a rerun on the
 #: same folder with others is refused; the resources (workers, concurrency, threads) may change
 RUN_FILE = "loop.json"
-_FREE = {"concurrency", "workers", "backend", "ray_address", "threads"}
 #: keys added after runs were recorded without them, with the value those runs had
 _ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0}
 
 
-def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
+def _run_record(cfg: LoopConfig) -> dict[str, Any]:
     from evaluators.neural import weights_path
     from experiments.harness.store import file_id
 
@@ -459,22 +324,11 @@ def _run_record(cfg: "LoopConfig") -> dict[str, Any]:
             "initial_file": file_id(weights_path(cfg.initial)),
             "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine, "kind": a.kind,
                               **({"seed": a.seed} if a.seed is not None else {})} for a in cfg.arms},
-            **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in _FREE}
+            **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in FREE_KEYS}
                for sec in ("selfplay", "train", "gate")}}
 
 
-def _first_difference(old: Any, new: Any, key: str = "") -> tuple[str, Any, Any] | None:
-    """The first key (dotted) where ``new`` differs from ``old``, with both values; None if none."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        for k in new:
-            d = _first_difference(old.get(k), new[k], f"{key}.{k}" if key else str(k))
-            if d:
-                return d
-        return None
-    return None if old == new else (key, old, new)
-
-
-def check_run(cfg: "LoopConfig") -> None:
+def check_run(cfg: LoopConfig) -> None:
     """Refuse a rerun of ``cfg.out`` with settings other than those it was started with (its games,
     networks and decisions would mix two runs, and the report would name only the new ones); record
     them on the first run.  More generations, new arms and other ``[rate]`` keys are allowed."""
@@ -499,24 +353,12 @@ def check_run(cfg: "LoopConfig") -> None:
         for (sec, k), v in _ADDED.items():
             if isinstance(have.get(sec), dict):
                 have[sec].setdefault(k, v)
-        diff = _first_difference(have, want)
+        diff = first_difference(have, want)
         if diff:
             k, a, b = diff
             raise ConfigError(f"{cfg.out} holds a loop run with {k} {a!r}, not {b!r}: give the same settings "
                               f"to resume it, or another out")
     write_atomic(path, json.dumps(want, indent=1, sort_keys=True), "loop run file")
-
-
-def weights_of(cfg: LoopConfig, arm: str, gen: int) -> str:
-    """The network of generation ``gen`` of an arm (0: the initial one, as the config names it: a
-    shipped name stays a name, so engine strings and game keys do not depend on the checkout's path)."""
-    return cfg.initial if gen == 0 else os.path.join(cfg.gen_dir(arm, gen), "train", "model.pt")
-
-
-def _with_weights(engine: str, weights: str) -> str:
-    from engines.registry import join_spec
-
-    return join_spec(engine, {"weights": weights})
 
 
 # --------------------------------------------------------------------------- the stages
@@ -531,7 +373,7 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
         rec["selfplay"] = {"games": 0, "positions": 0, "seconds": 0.0, "cores": 0, "network": state.best, "engine": ""}
         state.save()
         return
-    sp = SelfPlayConfig(engine=_with_weights(selfplay_search(cfg, arm.engine), weights_of(cfg, arm.name, state.best)),
+    sp = SelfPlayConfig(engine=with_weights(selfplay_search(cfg, arm.engine), weights_of(cfg, arm.name, state.best)),
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
                         seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, **cfg.selfplay)
     with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
@@ -543,21 +385,6 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
                        "cores": sp.workers, "network": state.best, "engine": stats["engine"], "cpu": clock.cpu,
                        "evals": stats.get("eval_leaves", 0)}
     state.save()
-
-
-def selfplay_search(cfg: "LoopConfig", engine: str) -> str:
-    """The arm's self-play engine: in rounds, a PUCT search without check enhancement unless the spec
-    sets it (the target then does not learn the check bias that play adds back: ``searchbench targets``
-    found the PUCT target at 16 nodes with it 33.7% top-1 with 0.39 of its mass on checks, without it
-    36.0% and 0.20, the prior 34.7% and 0.18)."""
-    from engines import registry
-    from search.mcts_config import MCTSConfig
-
-    spec = registry.resolve(engine)
-    if cfg.mode != "rounds" or not isinstance(spec.config, MCTSConfig) or spec.config.root_rule != "puct" \
-            or "check_enhancement" in spec.options:
-        return engine
-    return registry.join_spec(engine, {"check_enhancement": "false"})
 
 
 def _positions(directory: str) -> int:
@@ -701,9 +528,9 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
         state.data["best"] = gen
         state.save()
         return
-    cand = match_mod.Player(f"{arm.name}-gen{gen}", _with_weights(arm.gate_engine, weights_of(cfg, arm.name, gen)),
+    cand = match_mod.Player(f"{arm.name}-gen{gen}", with_weights(arm.gate_engine, weights_of(cfg, arm.name, gen)),
                             nodes=gt["nodes"])
-    champ = match_mod.Player(f"{arm.name}-gen{best}", _with_weights(arm.gate_engine, weights_of(cfg, arm.name, best)),
+    champ = match_mod.Player(f"{arm.name}-gen{best}", with_weights(arm.gate_engine, weights_of(cfg, arm.name, best)),
                              nodes=gt["nodes"])
     suite = gt["openings"] or str(openings_mod.default_suite(cfg.variant))
     pairs = gt["games"] // 2
@@ -781,8 +608,6 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
 
 
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
-    from experiments.training import rl_gates
-
     rl_gates.measure_targets(cfg, progress)
     if cfg.calibrate["lrs"]:
         cfg.train["lr"] = rl_gates.calibrate(cfg, progress)["chosen"]
@@ -799,7 +624,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
             if until == "selfplay" and gen == cfg.generations:
                 continue
             try:
-                rl_gates.train_gated(cfg, arm, gen, st, progress)
+                rl_gates.train_gated(cfg, arm, gen, st, progress, train_candidate)
             except rl_gates.GateError as e:  # no more rounds; the rounds that passed are rated and reported
                 stopped = str(e)
                 break
@@ -813,9 +638,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     if stopped:
         summary["stopped"] = stopped
     if until is None and cfg.rate:
-        from experiments.training import rl_report
-
-        summary["report"] = rl_report.rate_and_report(cfg, states, progress)
+        summary["report"] = rate_and_report(cfg, states, progress)
     return summary
 
 

@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 from experiments.harness.tomlconfig import ConfigError, Section
 from experiments.paths import write_atomic
-
-if TYPE_CHECKING:
-    from experiments.training.rl import Arm, LoopConfig, State
+from experiments.training.rl_config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, list_of,
+                                            selfplay_search, weights_of, with_weights)
 
 
 TARGETS = "targets.json"
 
 
-def measure_targets(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
+def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     """Each arm's self-play target against generation 0's prior on the held-out positions of
     ``[rate] heldout`` (:mod:`experiments.training.targets`), before any self-play: kept in
     ``OUT/targets.json`` (measured once), quoted by the report, and a warning for every target that
@@ -28,14 +27,13 @@ def measure_targets(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
 
     from experiments.paths import InputError, read_json
     from experiments.training import targets
-    from experiments.training.rl import _with_weights, selfplay_search, weights_of
 
     data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
     n = int(cfg.rate.get("target_positions", 0))
     if not data or n <= 0:
         return []
     path = os.path.join(cfg.out, TARGETS)
-    engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+    engines = [with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
     key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
            "explore": cfg.selfplay["explore"], **({"evals": cfg.selfplay["evals"]} if cfg.selfplay.get("evals") else {})}
@@ -94,19 +92,18 @@ def heldout_figures(weights: str, data: list[str]) -> dict[str, float]:
     return {k: round(float(r[f"val_{k}"]), 5) for k in ("policy_loss", "value_loss", "policy_entropy", "policy_acc")}
 
 
-def run_gate0(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
+def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     """Gate 0, before any self-play game: each self-play arm's target as self-play writes it against a
     deep search of generation 0 (:func:`experiments.training.targets.measure_reference`), kept in
     ``OUT/gate0.json``; :class:`GateError` naming the figures unless every target passes."""
     from experiments.training import targets
-    from experiments.training.rl import _with_weights, selfplay_search, weights_of
 
     g = cfg.gate0
     if not g["enabled"]:
         return []
     sp = cfg.selfplay
     cap = (sp["full_fraction"], sp["fast_nodes"]) if sp["full_fraction"] < 1 else None
-    engines = [_with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+    engines = [with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
     key = {"engines": engines, "data": g["data"], "positions": g["positions"], "reference": g["reference"],
            "nodes": sp["nodes"], **({"evals": sp["evals"]} if sp["evals"] else {}), "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
@@ -120,13 +117,12 @@ def run_gate0(cfg: "LoopConfig", progress: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def calibrate(cfg: "LoopConfig", progress: bool) -> dict[str, Any]:
+def calibrate(cfg: LoopConfig, progress: bool) -> dict[str, Any]:
     """The learning rate of the loop: one control round (generation 0's network on the supervised
     data alone, the constant schedule, ``[calibrate] cpu_seconds`` of process CPU) at each of
     ``[calibrate] lrs``; the largest whose network's held-out policy NLL is below generation 0's is
     kept (none: :class:`GateError`).  Kept in ``OUT/calibration.json`` with every try's figures."""
     from experiments.training import train
-    from experiments.training.rl import _FREE, LOOP_TRAIN_KEYS
 
     c = cfg.calibrate
     if not c["lrs"]:
@@ -137,7 +133,7 @@ def calibrate(cfg: "LoopConfig", progress: bool) -> dict[str, Any]:
     for lr in c["lrs"]:
         out = os.path.join(cfg.out, "calibrate", f"lr-{lr:g}")
         key = {"lr": lr, "cpu_seconds": c["cpu_seconds"], "data": c["data"], "supervised": cfg.train["supervised"],
-               "initial": cfg.initial, "train": {k: v for k, v in t.items() if k not in _FREE}}
+               "initial": cfg.initial, "train": {k: v for k, v in t.items() if k not in FREE_KEYS}}
 
         def one(lr: float = lr, out: str = out) -> dict[str, Any]:
             tc = train.TrainConfig(model=cfg.model, data=list(cfg.train["supervised"]), out=out, init=cfg.initial,
@@ -159,17 +155,16 @@ def calibrate(cfg: "LoopConfig", progress: bool) -> dict[str, Any]:
     return result
 
 
-def _heldout0(cfg: "LoopConfig", data: list[str]) -> dict[str, float]:
+def _heldout0(cfg: LoopConfig, data: list[str]) -> dict[str, float]:
     key = {"initial": cfg.initial, "data": data}
     return dict(_cached(os.path.join(cfg.out, HELDOUT0), key, lambda: heldout_figures(cfg.initial, data)))
 
 
-def check_gate1(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State") -> str | None:
+def check_gate1(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> str | None:
     """Gate 1 after a round's training (self-play arms): the new network's held-out policy NLL at most
     ``max_nll_rise`` above generation 0's, its mean prior entropy at least ``min_entropy_ratio`` times
     generation 0's, its value loss at most ``max_value_rise`` above generation 0's.  The figures go
     into the round's record (``gate1``); returns why it fails (None: it passes)."""
-    from experiments.training.rl import weights_of
 
     g = cfg.gate1
     rec = state.gen(gen)
@@ -191,19 +186,19 @@ def check_gate1(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State") -> str 
     return why
 
 
-def train_gated(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State", progress: bool) -> None:
-    """Train the round, then gate 1: a failing round stops the loop (:class:`GateError`; the round's
+def train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool,
+                train: Callable[[LoopConfig, Arm, int, State, bool], None]) -> None:
+    """Train the round (``train``: the loop's trainer), then gate 1: a failing round stops the loop (:class:`GateError`; the round's
     record keeps why, so a resume stops there too), or with ``on_fail = "halve"`` is trained again at
     half the learning rate (``retries`` times), the rate kept for the rounds after it."""
     import shutil
 
-    from experiments.training.rl import train_candidate
 
     rec = state.gen(gen)
     if rec.get("gate1_stopped"):
         raise GateError(str(rec["gate1_stopped"]))
     for attempt in range(cfg.gate1["retries"] + 1):
-        train_candidate(cfg, arm, gen, state, progress)
+        train(cfg, arm, gen, state, progress)
         why = check_gate1(cfg, arm, gen, state)
         if why is None:
             return
@@ -223,15 +218,14 @@ def train_gated(cfg: "LoopConfig", arm: "Arm", gen: int, state: "State", progres
             os.remove(clock)
 
 
-def parse_gates(root: Section, cfg: "LoopConfig") -> None:
+def parse_gates(root: Section, cfg: LoopConfig) -> None:
     """``[gate0]``, ``[gate1]`` and ``[calibrate]`` (the module docstring), checked before anything runs."""
-    from experiments.training.rl import _list_of
 
     heldout = list(cfg.rate.get("heldout", [])) if cfg.rate else []
     ratio = lambda v: None if 0.0 <= v <= 2.0 else "must be from 0 to 2"  # noqa: E731
     rounds = cfg.mode == "rounds"
     g0 = root.table("gate0")
-    data = _list_of(g0, "data", str, heldout)
+    data = list_of(g0, "data", str, heldout)
     cfg.gate0 = dict(enabled=g0.get("enabled", bool, bool(data) and rounds), positions=g0.positive("positions", 400),
                      reference=g0.positive("reference", 400), min_entropy_ratio=g0.get("min_entropy_ratio", float, 0.8, ratio),
                      data=data, reuse=g0.get("reuse", bool, True))
@@ -247,7 +241,7 @@ def parse_gates(root: Section, cfg: "LoopConfig") -> None:
             raise g0.error("data", f"no data at {d!r}")
     g0.done()
     g1 = root.table("gate1")
-    data1 = _list_of(g1, "data", str, heldout)
+    data1 = list_of(g1, "data", str, heldout)
     cfg.gate1 = dict(enabled=g1.get("enabled", bool, bool(data1) and rounds), data=data1,
                      max_nll_rise=g1.get("max_nll_rise", float, 0.02, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"),
                      min_entropy_ratio=g1.get("min_entropy_ratio", float, 0.8, ratio),
@@ -261,10 +255,10 @@ def parse_gates(root: Section, cfg: "LoopConfig") -> None:
             raise g1.error("data", f"no data at {d!r}")
     g1.done()
     c = root.table("calibrate")
-    lrs = _list_of(c, "lrs", float, [])
+    lrs = list_of(c, "lrs", float, [])
     if any(not 0 < v < 10 for v in lrs) or len(set(lrs)) != len(lrs):
         raise c.error("lrs", "must be distinct learning rates between 0 and 10")
-    cfg.calibrate = dict(lrs=sorted(lrs, reverse=True), data=_list_of(c, "data", str, heldout),
+    cfg.calibrate = dict(lrs=sorted(lrs, reverse=True), data=list_of(c, "data", str, heldout),
                          cpu_seconds=c.get("cpu_seconds", float, 600.0,
                                            lambda v: None if 1 <= v <= 1e6 else "must be from 1 to 1e6"))
     if lrs and (not rounds or not cfg.train["supervised"] or not cfg.calibrate["data"]):

@@ -44,16 +44,14 @@ import csv
 import io
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from experiments.harness.tomlconfig import Section, writable_dir
 from experiments.paths import save_atomic, write_atomic
-
-if TYPE_CHECKING:
-    from experiments.training.rl import LoopConfig, State
+from experiments.training.rl_config import STATE, LoopConfig, State, check_suite, weights_of, with_weights
 
 
-def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
+def parse_rate(r: Section, cfg: LoopConfig) -> dict[str, Any]:
     from engines import registry
     from engines.base import EngineError
 
@@ -111,7 +109,6 @@ def parse_rate(r: Section, cfg: "LoopConfig") -> dict[str, Any]:
                seed=r.get("seed", int, 1), anchors=anchors, searches=fixed,
                heldout=_strings(r, "heldout"), notes=r.get("notes", str, ""),
                report_dir=r.get("report_dir", str, f"reports/{cfg.name}", check=writable_dir))
-    from experiments.training.rl import check_suite
 
     check_suite(r, "games", cfg.gate["openings"], cfg.variant, max([out["games"]] + [x["games"] for x in fixed]) // 2)
     r.done()
@@ -136,25 +133,24 @@ def _player_name(arm: str, gen: int, search: str = "") -> str:
     return f"{arm}-g{gen}" + (f"@{search}" if search else "")
 
 
-def searches(cfg: "LoopConfig") -> list[dict[str, Any]]:
+def searches(cfg: LoopConfig) -> list[dict[str, Any]]:
     """The rating searches: ``[rate] searches``, or the one search of the older design (each arm's
     gate engine at ``rate.nodes``, name "")."""
     return cfg.rate.get("searches") or [{"name": "", "engine": "", "nodes": cfg.rate["nodes"], "rounds": [], "anchors": True}]
 
 
-def player(cfg: "LoopConfig", arm: str, gen: int, search: str) -> str:
+def player(cfg: LoopConfig, arm: str, gen: int, search: str) -> str:
     """A rated player's name; under a fixed search every arm's round 0 is the same network, one player."""
     return _player_name(cfg.arms[0].name if search and gen == 0 else arm, gen, search)
 
 
-def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: bool = True) -> str:
+def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = True) -> str:
     """Play the rating games (resumable), rate, write the report; returns the report's folder."""
     from experiments.harness import match as match_mod
     from experiments.harness import openings as openings_mod
     from experiments.harness import pgn as pgn_out
     from experiments.harness import ratings as ratings_mod
     from experiments.harness.store import Store
-    from experiments.training.rl import _with_weights, weights_of
 
     rt = cfg.rate
     suite = cfg.gate["openings"] or str(openings_mod.default_suite(cfg.variant))
@@ -179,7 +175,7 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
 
         def make(arm: Any, gen: int) -> match_mod.Player:
             return match_mod.Player(player(cfg, arm.name, gen, name),
-                                    _with_weights(sch["engine"] or arm.gate_engine, weights_of(cfg, arm.name, gen)),
+                                    with_weights(sch["engine"] or arm.gate_engine, weights_of(cfg, arm.name, gen)),
                                     nodes=sch["nodes"])
 
         if not name:  # the older design: each arm's generations against its generation 0 and the anchors
@@ -231,7 +227,7 @@ def rate_and_report(cfg: "LoopConfig", states: dict[str, "State"], progress: boo
     return write_report(cfg, states, fits, games, tasks)
 
 
-def _cumulative(state: "State", gen: int) -> tuple[int, float]:
+def _cumulative(state: State, gen: int) -> tuple[int, float]:
     """(self-play games, CPU hours) an arm spent up to and including generation ``gen``."""
     games, secs = 0, 0.0
     for g in range(1, gen + 1):
@@ -243,7 +239,7 @@ def _cumulative(state: "State", gen: int) -> tuple[int, float]:
     return games, secs / 3600.0
 
 
-def write_report(cfg: "LoopConfig", states: dict[str, "State"], fits: dict[str, Any], games: list[Any],
+def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any], games: list[Any],
                  tasks: list[Any]) -> str:
     """The report of the rating ``fits`` (one a search, :func:`searches`) and the loop's records."""
     out = Path(cfg.rate["report_dir"])
@@ -349,10 +345,9 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     write_atomic(path, buf.getvalue(), "report table")
 
 
-def _heldout(cfg: "LoopConfig", networks: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+def _heldout(cfg: LoopConfig, networks: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """``searchbench heldout`` of every (name, arm, generation) network."""
     from experiments.training.policy_value import heldout
-    from experiments.training.rl import weights_of
 
     data = [d for d in cfg.rate["heldout"] if os.path.exists(d)]
     if not data:
@@ -401,7 +396,7 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
     return stem
 
 
-def _targets_section(cfg: "LoopConfig") -> list[str]:
+def _targets_section(cfg: LoopConfig) -> list[str]:
     """The policy targets of each arm's self-play search against generation 0's prior
     (``OUT/targets.json``, :func:`experiments.training.rl_gates.measure_targets`)."""
     from experiments.paths import InputError, read_json
@@ -426,12 +421,12 @@ def _targets_section(cfg: "LoopConfig") -> list[str]:
     return lines + [""] + notes + ([""] if notes else [])
 
 
-def _gates_section(cfg: "LoopConfig") -> list[str]:
+def _gates_section(cfg: LoopConfig) -> list[str]:
     """Gate 0's table (the target against a deep search, before any game), the learning-rate
     calibration, and every round's gate 1 figures with the work each arm spent (the control's budget:
     the self-play arm's process CPU seconds), from the loop's records in ``OUT``."""
     from experiments.paths import InputError, read_json
-    from experiments.training import rl, rl_gates, targets
+    from experiments.training import rl_gates, targets
 
     def record(name: str) -> Any:
         path = Path(cfg.out) / name
@@ -468,7 +463,7 @@ def _gates_section(cfg: "LoopConfig") -> list[str]:
         lines.append("")
     rows = []
     for arm in cfg.arms:
-        st = record(os.path.join(arm.name, rl.STATE))
+        st = record(os.path.join(arm.name, STATE))
         for g, rec in sorted((st or {}).get("gens", {}).items(), key=lambda kv: int(kv[0])):
             tr, sp = rec.get("train", {}), rec.get("selfplay", {})
             g1 = rec.get("gate1", {})
@@ -492,7 +487,7 @@ def _gates_section(cfg: "LoopConfig") -> list[str]:
                   "| arm | round | games | evaluator calls | CPU h | training samples | lr | held-out NLL | prior entropy | "
                   "value loss | gate 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", *rows, ""]
     for arm in cfg.arms:
-        st = record(os.path.join(arm.name, rl.STATE))
+        st = record(os.path.join(arm.name, STATE))
         for g, rec in sorted((st or {}).get("gens", {}).items(), key=lambda kv: int(kv[0])):
             if rec.get("gate1_stopped"):
                 lines += [f"**{rec['gate1_stopped']}.** No round after it was played; a fixed search that asked "
@@ -500,7 +495,7 @@ def _gates_section(cfg: "LoopConfig") -> list[str]:
     return lines
 
 
-def _markdown(cfg: "LoopConfig", sections: list[dict[str, Any]], gates: list[dict[str, Any]], held: list[dict[str, Any]],
+def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[str, Any]], held: list[dict[str, Any]],
               n_games: int, n_openings: int) -> str:
     from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE
 

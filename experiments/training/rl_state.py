@@ -16,10 +16,8 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from experiments.training.rl import LoopConfig
+from experiments.training.rl_config import STATE, LoopConfig
 
 #: files of the loop's folder itself
 TOP = ("loop.json", "gate0.json", "calibration.json", "heldout-0.json", "targets.json")
@@ -28,11 +26,9 @@ ROUND = ("card.md", "clock-selfplay.json", "clock-train.json", "clock-gate.json"
          "train/metrics.csv", "train/command.txt")
 
 
-def state_files(cfg: "LoopConfig") -> list[str]:
+def state_files(cfg: LoopConfig) -> list[str]:
     """The state's files, relative to the loop's folder (those that exist)."""
     from experiments.training import datagen
-    from experiments.training.rl import STATE
-
     out = Path(cfg.out)
     rel = [f for f in TOP if (out / f).is_file()]
     rel += sorted(p.relative_to(out).as_posix() for p in out.glob("calibrate/*/calibration.json"))
@@ -52,7 +48,7 @@ def state_files(cfg: "LoopConfig") -> list[str]:
     return rel
 
 
-def export(cfg: "LoopConfig", dest: str | Path) -> int:
+def export(cfg: LoopConfig, dest: str | Path) -> int:
     """Copy the state into ``dest`` (its files replaced; others left); returns the files copied."""
     from experiments.paths import check_dir
 
@@ -67,7 +63,7 @@ def export(cfg: "LoopConfig", dest: str | Path) -> int:
     return len(files)
 
 
-def restore(cfg: "LoopConfig", src: str | Path) -> int:
+def restore(cfg: LoopConfig, src: str | Path) -> int:
     """Copy a state from ``src`` into the loop's folder, file by file where the folder has none (what
     this machine has already done is kept); returns the files copied.  One line if ``src`` is no
     loop state."""

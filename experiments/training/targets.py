@@ -80,7 +80,7 @@ def sequential_halving_phases(n: int, m: int) -> int:
 def _engines(specs: list[str], variant: str, pool: Any) -> list[Any]:
     """An in-process engine for each spec, their networks from ``pool`` (closed on a failure, which is
     one :class:`DataError`)."""
-    from engines import registry
+    from engines import factory, registry
     from engines.base import EngineError
     from engines.ours import OurEngine
 
@@ -88,7 +88,7 @@ def _engines(specs: list[str], variant: str, pool: Any) -> list[Any]:
     try:
         for spec in specs:
             resolved = registry.resolve(spec)
-            eng = registry.create(resolved, variant, evaluator=pool.get(resolved, variant))
+            eng = factory.create(resolved, variant, evaluator=pool.get(resolved, variant))
             if not isinstance(eng, OurEngine):
                 raise DataError(f"{spec!r} is not an in-process engine")
             made.append(eng)

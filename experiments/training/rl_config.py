@@ -1,0 +1,195 @@
+"""A self-play loop's settings and records (:mod:`experiments.training.rl`), shared by the loop, its
+gates (:mod:`~experiments.training.rl_gates`) and its report (:mod:`~experiments.training.rl_report`):
+the parsed config (:class:`LoopConfig`, its arms), an arm's ``state.json`` (:class:`State`), where a
+round's network lies (:func:`weights_of`) and the engine that plays it (:func:`with_weights`,
+:func:`selfplay_search`).  It imports none of the three, so they import it and not each other.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from board.variants import CRAZYHOUSE
+from experiments.harness.tomlconfig import ConfigError, Section
+
+STATE = "state.json"
+
+
+#: rounds or generations a loop may ask for (each is minutes of work: more is a typo, not a plan)
+MAX_GENERATIONS = 10_000
+
+
+@dataclass
+class Arm:
+    name: str
+    engine: str
+    gate_engine: str
+    #: "selfplay", or "control" (rounds: no self-play, the supervised data only, for the CPU time the
+    #: self-play arm before it spent on that round: what self-play must beat)
+    kind: str = "selfplay"
+    #: the arm's own seed of its self-play games (two arms of one search with two seeds: a replicate)
+    seed: int | None = None
+
+
+@dataclass
+class LoopConfig:
+    """A parsed ``rl`` config (module docstring)."""
+
+    name: str
+    initial: str
+    arms: list[Arm]
+    variant: str = CRAZYHOUSE.name
+    model: str = "rise"
+    generations: int = 3
+    seed: int = 1
+    out: str = ""
+    mode: str = "generations"  # or "rounds" (module docstring)
+    selfplay: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)
+    gate: dict[str, Any] = field(default_factory=dict)
+    rate: dict[str, Any] = field(default_factory=dict)
+    gate0: dict[str, Any] = field(default_factory=dict)
+    gate1: dict[str, Any] = field(default_factory=dict)
+    calibrate: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+
+    def arm_dir(self, arm: str) -> str:
+        return os.path.join(self.out, arm)
+
+    def gen_dir(self, arm: str, gen: int) -> str:
+        return os.path.join(self.out, arm, f"gen-{gen:03d}")
+
+
+def check_suite(sec: Section, key: str, path: str, variant: str, pairs: int) -> None:
+    """The opening suite ``path`` ("": the variant's own) loads and has ``pairs`` distinct openings."""
+    from experiments.harness import openings as openings_mod
+
+    try:
+        n = len(openings_mod.load_suite(path or str(openings_mod.default_suite(variant)), variant))
+    except ValueError as e:
+        raise sec.error(key, str(e)) from None
+    if n < pairs:
+        raise sec.error(key, f"{pairs} game pairs need {pairs} distinct openings; the suite has {n}")
+
+
+#: ``[train]`` keys the loop reads itself (the rest are the trainer's, :class:`TrainConfig`)
+LOOP_TRAIN_KEYS = ("window", "supervised", "supervised_games", "window_positions", "supervised_fraction",
+                   "supervised_taper")
+
+
+def list_of(sec: Section, k: str, kind: type, default: list[Any]) -> list[Any]:
+    v = sec.get(k, list, default)
+    if not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):
+        raise sec.error(k, f"must be an array of {kind.__name__}")
+    return list(v)
+
+
+class State:
+    """``OUT/ARM/state.json``: the best generation and what finished, per generation."""
+
+    def __init__(self, path: str) -> None:
+        from experiments.paths import InputError, read_json
+
+        self.path = path
+        self.data: dict[str, Any] = {"best": 0, "gens": {}}
+        if os.path.lexists(path):
+            try:
+                self.data = read_json(path, "loop state file")  # type: ignore[assignment]  # checked below
+            except InputError as e:
+                raise ConfigError(f"{path} is not a loop state file ({e})") from None
+            why = _bad_state(self.data)
+            if why:
+                raise ConfigError(f"{path} is not a loop state file: {why} (move it away to run the arm afresh)")
+
+    @property
+    def best(self) -> int:
+        return int(self.data["best"])
+
+    def gen(self, g: int) -> dict[str, Any]:
+        out: dict[str, Any] = self.data["gens"].setdefault(str(g), {})
+        return out
+
+    def save(self) -> None:
+        from experiments.paths import write_atomic
+
+        write_atomic(self.path, json.dumps(self.data, indent=1), "loop state file")
+
+
+#: what each stage's record in ``state.json`` holds (name: type), besides ``seconds`` and ``cores``
+_STAGE_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "selfplay": {"games": int, "positions": int, "network": int, "engine": str},
+    "train": {"init": int, "data": list},
+    "gate": {"against": int, "games": int, "wins": int, "draws": int, "losses": int, "score": (int, float),
+             "accepted": bool, "rule": str, "nodes": int},
+}
+
+
+def _bad_state(d: Any) -> str | None:
+    """Why ``d`` is not the content of a ``state.json`` (None: it is)."""
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    if not isinstance(d, dict) or not isinstance(d.get("gens"), dict):
+        return "expected an object with 'best' and 'gens'"
+    best = d.get("best")
+    if not isinstance(best, int) or isinstance(best, bool) or best < 0:
+        return f"'best' is {best!r}, not a generation"
+    for g, rec in d["gens"].items():
+        if not (isinstance(g, str) and g.isdigit() and int(g) >= 1 and isinstance(rec, dict)):
+            return f"generation {g!r} is not a generation's record"
+        for stage, want in _STAGE_FIELDS.items():
+            if stage not in rec:
+                continue
+            r = rec[stage]
+            if not isinstance(r, dict) or not number(r.get("seconds")) or not number(r.get("cores")):
+                return f"generation {g}: the {stage} record has no seconds and cores"
+            for k, kind in want.items():
+                kinds = kind if isinstance(kind, tuple) else (kind,)
+                if not isinstance(r.get(k), kinds) or (bool not in kinds and isinstance(r.get(k), bool)):
+                    return f"generation {g}: the {stage} record's {k!r} is {r.get(k)!r}"
+    if best and not d["gens"].get(str(best), {}).get("gate", {}).get("accepted"):
+        return f"'best' is generation {best}, which no gate accepted"
+    return None
+
+
+FREE_KEYS = {"concurrency", "workers", "backend", "ray_address", "threads"}
+
+
+def first_difference(old: Any, new: Any, key: str = "") -> tuple[str, Any, Any] | None:
+    """The first key (dotted) where ``new`` differs from ``old``, with both values; None if none."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in new:
+            d = first_difference(old.get(k), new[k], f"{key}.{k}" if key else str(k))
+            if d:
+                return d
+        return None
+    return None if old == new else (key, old, new)
+
+
+def weights_of(cfg: LoopConfig, arm: str, gen: int) -> str:
+    """The network of generation ``gen`` of an arm (0: the initial one, as the config names it: a
+    shipped name stays a name, so engine strings and game keys do not depend on the checkout's path)."""
+    return cfg.initial if gen == 0 else os.path.join(cfg.gen_dir(arm, gen), "train", "model.pt")
+
+
+def with_weights(engine: str, weights: str) -> str:
+    from engines.registry import join_spec
+
+    return join_spec(engine, {"weights": weights})
+
+
+def selfplay_search(cfg: "LoopConfig", engine: str) -> str:
+    """The arm's self-play engine: in rounds, a PUCT search without check enhancement unless the spec
+    sets it (the target then does not learn the check bias that play adds back: ``searchbench targets``
+    found the PUCT target at 16 nodes with it 33.7% top-1 with 0.39 of its mass on checks, without it
+    36.0% and 0.20, the prior 34.7% and 0.18)."""
+    from engines import registry
+    from search.mcts_config import MCTSConfig
+
+    spec = registry.resolve(engine)
+    if cfg.mode != "rounds" or not isinstance(spec.config, MCTSConfig) or spec.config.root_rule != "puct" \
+            or "check_enhancement" in spec.options:
+        return engine
+    return registry.join_spec(engine, {"check_enhancement": "false"})
