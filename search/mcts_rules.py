@@ -15,12 +15,13 @@ import math
 import random
 from typing import Any
 
-from mypy_extensions import i64
+from mypy_extensions import i64, mypyc_attr
 
 from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, cpuct, final_policy, u_divisor
 from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a rule may live outside search/, uncompiled (docs/extending.md)
 class TreeRule:
     """The selection hook: which edge a simulation follows from an expanded node (PUCT,
     SixtyFour's score, ...; :data:`search.mcts_config.TREE_RULES` names them).  A rule is built

@@ -1,0 +1,34 @@
+"""A toy MCTS tree rule written outside search/, to show (tests/test_extending.py) that a new tree rule
+is one file and one line in :data:`search.mcts_config.TREE_RULES`: the edge with the fewest visits,
+highest prior first among equals (breadth first), with the solver's verdicts as every rule has them."""
+from __future__ import annotations
+
+from search.mcts_rules import TreeRule
+from search.mcts_tree import _Tree
+
+
+class FewestVisits(TreeRule):
+    #: selections made by any instance (the test checks the rule ran)
+    selections = 0
+
+    def select(self, tree: _Tree, node: int) -> int:
+        FewestVisits.selections += 1
+        self.win_e = -1
+        self.lose_e = -1
+        e0 = int(tree.nd_edge0[node])
+        best_e, best = -1, (0.0, 0.0)
+        for e in range(e0, e0 + int(tree.nd_nedges[node])):
+            child = int(tree.ed_child[e])
+            visits = 0.0
+            if child >= 0:
+                if self.solver:
+                    verdict = self.proven(tree, e, child)
+                    if verdict == 2:  # mates at once
+                        return e
+                    if verdict == 1:  # decided: skipped
+                        continue
+                visits = float(tree.nd_n[child] + tree.nd_vl[child])
+            key = (visits, -float(tree.ed_prior[e]))
+            if best_e < 0 or key < best:
+                best_e, best = e, key
+        return self.fallback(best_e, e0)
