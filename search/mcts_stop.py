@@ -1,5 +1,7 @@
-"""When an MCTS move ends: the move's limits resolved once, then small stoppers (as lc0's
-``stoppers``), each asked after every batch (mypyc-compiled; notation in :mod:`search.mcts`).
+"""When an MCTS move ends: the move's limits resolved once (:class:`Stoppers`), then a chain of small
+stoppers (:class:`Stopper`, as lc0's ``ChainedSearchStopper``), each asked after every batch
+(mypyc-compiled; notation in :mod:`search.mcts`); a new stopper is a class and a line in
+:data:`STOPPERS`.
 
 The stoppers, in the order they are asked:
 
@@ -20,6 +22,11 @@ The stoppers, in the order they are asked:
 """
 from __future__ import annotations
 
+import importlib
+from typing import Final
+
+from mypy_extensions import mypyc_attr
+
 from search.base import Limits
 from search.mcts_config import MCTSConfig, MCTSConfigError, playout_depth_for_clock, simulation_cap
 from search.mcts_tree import EXPANDED, UNKNOWN, _Tree
@@ -39,6 +46,7 @@ class Stoppers:
         self.single_move = 0  # the one legal move when the search is skipped, else 0
         self.spent_out = False  # a reused root has the visits the limit asks for already
         self.proven_at = -1  # simulations when the root was proven won (-1: not proven)
+        self.chain = make_chain()  # the stoppers asked after every batch, in order (STOPPERS)
 
     def begin(self, limits: Limits, turn: int, fullmove: int, moves: list[int], visits0: int) -> None:
         """Resolve ``limits`` for the search of a position (``turn`` to move at full move ``fullmove``,
@@ -108,18 +116,86 @@ class Stoppers:
 
     def should_stop(self, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
                     last_q: float | None) -> bool:
-        """Any stopper but ``stop`` fires (``last_q``: the last move's Q for the side to move now, or
-        None when there is none)."""
-        if self.root_settled(tree, root, nodes) or tree.n_nodes >= self.cfg.max_tree_nodes:
-            return True
-        if self.node_limit > 0 and nodes >= self.node_limit:
-            return True
-        if self.eval_limit > 0 and evals >= self.eval_limit:
-            return True
-        if self.time is not None and tree.nd_state[root] == EXPANDED:
-            critical = last_q is not None and is_critical(tree, root, last_q, self.cfg.time.critical_drop)
-            return self.time.should_stop(elapsed, is_easy(tree, root, self.cfg.time.easy_prior), critical)
+        """Any stopper of the chain but ``stop`` fires, asked in order (``last_q``: the last move's Q
+        for the side to move now, or None when there is none)."""
+        for stopper in self.chain:
+            if stopper.should_stop(self, tree, root, nodes, evals, elapsed, last_q):
+                return True
         return False
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # a stopper may live outside search/, uncompiled
+class Stopper:
+    """One condition that ends a move (lc0's ``SearchStopper``): asked after every batch with the
+    move's resolved limits (``s``) and where the search stands.  A new stopper is a subclass and a
+    line in :data:`STOPPERS`."""
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        raise NotImplementedError
+
+
+class RootSettledStopper(Stopper):
+    """The root is decided (solver or fix-checkmates; :meth:`Stoppers.root_settled`)."""
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        return s.root_settled(tree, root, nodes)
+
+
+class TreeFullStopper(Stopper):
+    """The tree holds ``max_tree_nodes`` (UCI Hash)."""
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        return tree.n_nodes >= s.cfg.max_tree_nodes
+
+
+class NodeLimitStopper(Stopper):
+    """The node or playout limit (or ``default_nodes``) is reached."""
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        return s.node_limit > 0 and nodes >= s.node_limit
+
+
+class EvalLimitStopper(Stopper):
+    """The evaluator-call limit is reached."""
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        return s.eval_limit > 0 and evals >= s.eval_limit
+
+
+class TimeStopper(Stopper):
+    """The allocated time is spent, sooner in an easy position, later in a critical one."""
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        if s.time is None or tree.nd_state[root] != EXPANDED:
+            return False
+        critical = last_q is not None and is_critical(tree, root, last_q, s.cfg.time.critical_drop)
+        return s.time.should_stop(elapsed, is_easy(tree, root, s.cfg.time.easy_prior), critical)
+
+
+#: the chain, in the order it is asked: "module:Class" of a :class:`Stopper` (a new stopper is a class
+#: and a line here; its order is its place in the chain)
+STOPPERS: Final = [
+    "search.mcts_stop:RootSettledStopper",
+    "search.mcts_stop:TreeFullStopper",
+    "search.mcts_stop:NodeLimitStopper",
+    "search.mcts_stop:EvalLimitStopper",
+    "search.mcts_stop:TimeStopper",
+]
+
+
+def make_chain() -> list[Stopper]:
+    """One instance of every stopper of :data:`STOPPERS`, in order."""
+    chain: list[Stopper] = []
+    for name in STOPPERS:
+        module, _, cls = name.partition(":")
+        chain.append(getattr(importlib.import_module(module), cls)())
+    return chain
 
 
 def is_easy(tree: _Tree, root: int, easy_prior: float) -> bool:

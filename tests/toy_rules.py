@@ -1,10 +1,12 @@
-"""A toy MCTS tree rule written outside search/, to show (tests/test_extending.py) that a new tree rule
-is one file and one line in :data:`search.mcts_config.TREE_RULES`: the edge with the fewest visits,
-highest prior first among equals (breadth first), with the solver's verdicts as every rule has them."""
+"""Toys written outside search/, to show (tests/test_extending.py) that a new tree rule is one class
+and one line in :data:`search.mcts_config.TREE_RULES` (the edge with the fewest visits, highest prior
+first among equals, with the solver's verdicts as every rule has them), and a new stopper one class
+and one line in :data:`search.mcts_stop.STOPPERS`."""
 from __future__ import annotations
 
 from search.mcts_rules import TreeRule
-from search.mcts_tree import _Tree
+from search.mcts_stop import Stopper, Stoppers
+from search.mcts_tree import EXPANDED, _Tree
 
 
 class FewestVisits(TreeRule):
@@ -32,3 +34,22 @@ class FewestVisits(TreeRule):
             if best_e < 0 or key < best:
                 best_e, best = e, key
         return self.fallback(best_e, e0)
+
+
+class CannotBeOvertaken(Stopper):
+    """A toy stopper (lc0's smart pruning, in its simplest form): the move ends once the most visited
+    root move leads the second by more visits than the node limit has left."""
+
+    #: times it ended a move (the test checks it did)
+    fired = 0
+
+    def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
+                    last_q: float | None) -> bool:
+        if s.node_limit <= 0 or tree.nd_state[root] != EXPANDED:
+            return False
+        e0 = int(tree.nd_edge0[root])
+        visits = sorted((tree.edge_n(e) for e in range(e0, e0 + int(tree.nd_nedges[root]))), reverse=True)
+        if len(visits) > 1 and visits[0] - visits[1] > s.node_limit - nodes:
+            CannotBeOvertaken.fired += 1
+            return True
+        return False
