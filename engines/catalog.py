@@ -8,13 +8,14 @@ specs), the external engines and the factory all read it.
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import board
-from engines.base import EngineSpec
+from engines.base import EngineError, EngineSpec
 
 BUILTIN_FILE = Path(str(resources.files("engines") / "builtin.toml"))  # package data, installed or not
 
@@ -78,3 +79,29 @@ def external_programs_allowed() -> bool:
 def builtin_programs() -> set[str]:
     """The programs the built-in external engines run (``stockfish``, ``fairy-stockfish``, ``sjeng``)."""
     return {b.spec.evaluator for b in builtins().values() if is_external(b.spec)}
+
+
+#: where Debian installs game engines (searched after PATH)
+SEARCH_DIRS = ("/usr/games", "/usr/local/games")
+
+
+def find_program(name: str) -> str:
+    """The executable for ``name``: a path, else PATH, else /usr/games; EngineError if none.  The one
+    finder of external programs (engines, data generation, opening generation, bughouse seats): under
+    ``--no-external-programs`` only a built-in engine's program, by name, is found."""
+    if not external_programs_allowed() and (os.sep in name or name not in builtin_programs()):
+        raise EngineError(f"external programs are disabled (--no-external-programs): {name!r} is not the program "
+                          f"of a built-in engine ({', '.join(sorted(builtin_programs()))})")
+    if os.sep in name:
+        if os.path.isfile(name) and os.access(name, os.X_OK):
+            return name
+        raise EngineError(f"engine program {name!r} not found or not executable")
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in SEARCH_DIRS:
+        p = os.path.join(d, name)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    raise EngineError(f"engine {name!r} is not installed (looked in PATH and {', '.join(SEARCH_DIRS)}; "
+                      f"`make sysdeps` installs stockfish, fairy-stockfish and sjeng)")

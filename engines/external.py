@@ -41,7 +41,6 @@ import concurrent.futures
 import logging
 import os
 import shlex
-import shutil
 import signal
 import sys
 import threading
@@ -56,17 +55,16 @@ from board import Position, move_from_uci
 from board.convert import to_python_chess
 from board.variants import CHESS, variant_of
 from engines.base import Engine, EngineError, EngineSpec, MoveResult
-from engines.catalog import builtin_programs, external_programs_allowed
+from engines.catalog import find_program
 from engines.process import die_with_parent
 from evaluators.scale import cp_to_value
-from engines.options import OptionInfo, find_option, optional, parse_float, parse_int, parse_str
+from engines.options import ADAPTER_KEYS, EXTERNAL_OPTIONS, check_external_options
 from search.base import Limits, SearchResult
 
 log = logging.getLogger(__name__)
 # python-chess logs a warning for every line it does not parse; Sjeng prints dozens per move.
 logging.getLogger("chess.engine").setLevel(logging.ERROR)
 
-SEARCH_DIRS = ("/usr/games", "/usr/local/games")
 #: seconds a move may exceed ``overrun`` times its movetime (process and pipe latency)
 OVERRUN_MARGIN = 0.5
 
@@ -112,61 +110,6 @@ class _DropClosedLoopWarning(logging.Filter):
 
 
 logging.getLogger("asyncio").addFilter(_DropClosedLoopWarning())
-
-#: options the adapter itself understands; any other name must be an option the program announces
-EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
-    OptionInfo("nodes", "spin", None, optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
-    OptionInfo("depth", "spin", None, optional(parse_int), help="default depth limit", minimum=1),
-    OptionInfo("movetime", "string", None, optional(parse_float), help="default seconds per move"),
-    OptionInfo("elo", "spin", None, optional(parse_int), help="UCI_LimitStrength + UCI_Elo"),
-    OptionInfo("skill", "spin", None, optional(parse_int), help="Skill Level", minimum=-20, maximum=20),
-    OptionInfo("threads", "spin", None, optional(parse_int), help="Threads", minimum=1, maximum=512),
-    OptionInfo("hash", "spin", None, optional(parse_int), help="Hash (MB)", minimum=1, maximum=1 << 20),
-    OptionInfo("timeout", "string", 30.0, parse_float,
-               help="watchdog: seconds allowed beyond the time limit, or per move under node/depth limits"),
-    OptionInfo("startup", "string", 10.0, parse_float, help="seconds allowed to start and configure"),
-    OptionInfo("overrun", "string", 3.0, parse_float,
-               help="forfeit a move that takes more than this many times its movetime (+0.5 s); 0: off"),
-    OptionInfo("args", "string", "", parse_str, help="extra command-line arguments (space separated)"),
-)
-_ADAPTER_KEYS = frozenset(o.name for o in EXTERNAL_OPTIONS)
-
-
-def check_external_options(options: dict[str, str]) -> dict[str, str]:
-    """Canonical names and values for the adapter's options; other names pass through unchanged
-    (checked against the program's own options by :class:`ExternalEngine`)."""
-    out: dict[str, str] = {}
-    for key, text in options.items():
-        try:
-            o = find_option(EXTERNAL_OPTIONS, key, prefix=False)
-        except EngineError:
-            out[key] = text
-            continue
-        out[o.name] = o.check(text)
-    return out
-
-
-def find_program(name: str) -> str:
-    """The executable for ``name``: a path, else PATH, else /usr/games; EngineError if none.  The one
-    finder of external programs (engines, data generation, opening generation, bughouse seats): under
-    ``--no-external-programs`` only a built-in engine's program, by name, is found."""
-    if not external_programs_allowed() and (os.sep in name or name not in builtin_programs()):
-        raise EngineError(f"external programs are disabled (--no-external-programs): {name!r} is not the program "
-                          f"of a built-in engine ({', '.join(sorted(builtin_programs()))})")
-    if os.sep in name:
-        if os.path.isfile(name) and os.access(name, os.X_OK):
-            return name
-        raise EngineError(f"engine program {name!r} not found or not executable")
-    found = shutil.which(name)
-    if found:
-        return found
-    for d in SEARCH_DIRS:
-        p = os.path.join(d, name)
-        if os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    raise EngineError(f"engine {name!r} is not installed (looked in PATH and {', '.join(SEARCH_DIRS)}; "
-                      f"`make sysdeps` installs stockfish, fairy-stockfish and sjeng)")
-
 
 def info_to_result(move: int, info: dict[str, Any], turn: chess.Color, elapsed: float, variant: str) -> SearchResult:
     """Our :class:`SearchResult` from a python-chess info dict (missing fields stay 0): the
@@ -214,7 +157,7 @@ class ExternalEngine(Engine):
         if command is None:
             command = [find_program(spec.evaluator)] + shlex.split(str(adapter["args"]))
         self.command = list(command)
-        self.engine_options = self._engine_options(adapter, {k: v for k, v in opts.items() if k not in _ADAPTER_KEYS})
+        self.engine_options = self._engine_options(adapter, {k: v for k, v in opts.items() if k not in ADAPTER_KEYS})
         self.variants = frozenset({variant})
         self.forfeits: list[str] = []
         self.restarts = 0

@@ -14,8 +14,8 @@ from typing import Any, TypeVar, overload
 from board.variants import ALL as ALL_VARIANTS, BUGHOUSE, variant_of
 from engines import ours
 from engines.base import Engine, EngineError, EngineSpec
-from engines.catalog import is_external
-from engines.external import ExternalEngine, find_program
+from engines.catalog import find_program, is_external
+from engines.external import ExternalEngine
 from engines.registry import (SEARCHES, SEAT_SEARCHES, EvaluatorPool, parsed, evaluator_for, resolve, search_class,
                               search_config_class)
 from engines.seats import AlphaBetaSeat, OurSeat, Seat, SeatError, bughouse_spec, plays_bughouse

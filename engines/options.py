@@ -312,3 +312,36 @@ def find_option(options: Sequence[OptionInfo], key: str, prefix: bool = True) ->
     if len(prefixed) > 1:
         raise EngineError(f"option {key!r} is ambiguous ({', '.join(o.name for o in prefixed)})")
     raise EngineError(f"unknown option {key!r}; known: {known}")
+
+
+#: options the adapter itself understands; any other name must be an option the program announces
+EXTERNAL_OPTIONS: tuple[OptionInfo, ...] = (
+    OptionInfo("nodes", "spin", None, optional(parse_int), help="default node limit (UCI engines only)", minimum=1),
+    OptionInfo("depth", "spin", None, optional(parse_int), help="default depth limit", minimum=1),
+    OptionInfo("movetime", "string", None, optional(parse_float), help="default seconds per move"),
+    OptionInfo("elo", "spin", None, optional(parse_int), help="UCI_LimitStrength + UCI_Elo"),
+    OptionInfo("skill", "spin", None, optional(parse_int), help="Skill Level", minimum=-20, maximum=20),
+    OptionInfo("threads", "spin", None, optional(parse_int), help="Threads", minimum=1, maximum=512),
+    OptionInfo("hash", "spin", None, optional(parse_int), help="Hash (MB)", minimum=1, maximum=1 << 20),
+    OptionInfo("timeout", "string", 30.0, parse_float,
+               help="watchdog: seconds allowed beyond the time limit, or per move under node/depth limits"),
+    OptionInfo("startup", "string", 10.0, parse_float, help="seconds allowed to start and configure"),
+    OptionInfo("overrun", "string", 3.0, parse_float,
+               help="forfeit a move that takes more than this many times its movetime (+0.5 s); 0: off"),
+    OptionInfo("args", "string", "", parse_str, help="extra command-line arguments (space separated)"),
+)
+ADAPTER_KEYS = frozenset(o.name for o in EXTERNAL_OPTIONS)
+
+
+def check_external_options(options: dict[str, str]) -> dict[str, str]:
+    """Canonical names and values for the adapter's options; other names pass through unchanged
+    (checked against the program's own options by :class:`ExternalEngine`)."""
+    out: dict[str, str] = {}
+    for key, text in options.items():
+        try:
+            o = find_option(EXTERNAL_OPTIONS, key, prefix=False)
+        except EngineError:
+            out[key] = text
+            continue
+        out[o.name] = o.check(text)
+    return out

@@ -15,7 +15,7 @@ Built-in specs are data (``engines/builtin.toml``).  Evaluators and searches are
 :class:`EngineError` naming it when an engine is created, never an ImportError at import time.
 Option names of in-process engines are checked against :data:`engines.options.ENGINE_OPTIONS` and the
 fields of the search's config dataclass (see :mod:`engines.options`); those of external engines against
-:data:`engines.external.EXTERNAL_OPTIONS`, or, for any other name, against the options the program
+:data:`engines.options.EXTERNAL_OPTIONS`, or, for any other name, against the options the program
 itself announces when it starts.
 """
 from __future__ import annotations
@@ -28,9 +28,8 @@ import board
 from board.variants import BUGHOUSE, CHESS
 from evaluators.families import FAMILIES
 from engines.base import EngineError, EngineSpec
-from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, is_external
-from engines.external import EXTERNAL_OPTIONS, check_external_options, find_program
-from engines.options import OptionInfo, parse_int
+from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, find_program, is_external
+from engines.options import EXTERNAL_OPTIONS, OptionInfo, check_external_options, parse_int
 from evaluators.base import Evaluator
 from evaluators.classical import KD_WEIGHT
 

@@ -3,9 +3,10 @@ of the selection and final-move rules (``cpuct``, ``udiv``, ``Qthresh``, SixtyFo
 and the registry of tree rules (:data:`TREE_RULES`; notation in :mod:`search.mcts`)."""
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from search.base import range_error
 from search.timeman import SPIN_RANGES as TIME_RANGES
@@ -24,6 +25,14 @@ ROOT_RULES: Final = {
     "puct": "search.mcts_rules:VisitsRoot",
     "gumbel": "search.gumbel:SequentialHalving",
 }
+
+
+def load(entry: str) -> Any:
+    """The class a registry entry names ("module:Class": :data:`TREE_RULES`, :data:`ROOT_RULES`,
+    :data:`search.mcts_stop.STOPPERS`), imported on first use."""
+    module, _, cls = entry.partition(":")
+    return getattr(importlib.import_module(module), cls)
+
 
 # SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
 SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]

@@ -10,14 +10,12 @@ visit-count root below.
 """
 from __future__ import annotations
 
-import importlib
 import math
 import random
-from typing import Any
 
 from mypy_extensions import i64, mypyc_attr
 
-from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, cpuct, final_policy, u_divisor
+from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, load, cpuct, final_policy, u_divisor
 from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
 
@@ -236,18 +234,13 @@ class VisitsRoot(RootRule):
         return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
 
 
-def _import(entry: str) -> Any:
-    module, _, cls = entry.partition(":")
-    return getattr(importlib.import_module(module), cls)
-
-
 def make_rule(cfg: MCTSConfig) -> TreeRule:
     """The tree rule ``cfg.score_formula`` names (:data:`search.mcts_config.TREE_RULES`)."""
-    rule: TreeRule = _import(TREE_RULES[cfg.score_formula])(cfg)
+    rule: TreeRule = load(TREE_RULES[cfg.score_formula])(cfg)
     return rule
 
 
 def make_root_rule(cfg: MCTSConfig, tree_rule: TreeRule) -> RootRule:
     """The root rule ``cfg.root_rule`` names (:data:`search.mcts_config.ROOT_RULES`)."""
-    rule: RootRule = _import(ROOT_RULES[cfg.root_rule])(cfg, tree_rule)
+    rule: RootRule = load(ROOT_RULES[cfg.root_rule])(cfg, tree_rule)
     return rule

@@ -22,13 +22,12 @@ The stoppers, in the order they are asked:
 """
 from __future__ import annotations
 
-import importlib
 from typing import Final
 
 from mypy_extensions import mypyc_attr
 
 from search.base import Limits
-from search.mcts_config import MCTSConfig, MCTSConfigError, playout_depth_for_clock, simulation_cap
+from search.mcts_config import MCTSConfig, MCTSConfigError, load, playout_depth_for_clock, simulation_cap
 from search.mcts_tree import EXPANDED, UNKNOWN, _Tree
 from search.timeman import TimeControl, move_time
 
@@ -191,11 +190,7 @@ STOPPERS: Final = [
 
 def make_chain() -> list[Stopper]:
     """One instance of every stopper of :data:`STOPPERS`, in order."""
-    chain: list[Stopper] = []
-    for name in STOPPERS:
-        module, _, cls = name.partition(":")
-        chain.append(getattr(importlib.import_module(module), cls)())
-    return chain
+    return [load(name)() for name in STOPPERS]
 
 
 def is_easy(tree: _Tree, root: int, easy_prior: float) -> bool:

@@ -11,7 +11,8 @@ import pytest
 import board
 from engines import factory
 from engines.base import EngineError, EngineSpec
-from engines.external import ExternalEngine, find_program
+from engines.catalog import find_program
+from engines.external import ExternalEngine
 from search.base import Limits
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_uci.py"

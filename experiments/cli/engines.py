@@ -46,7 +46,7 @@ def _cmd_engines(args: argparse.Namespace) -> int:
 
 def _show_options(name: str, as_json: bool) -> int:
     from engines import catalog, registry
-    from engines.external import EXTERNAL_OPTIONS
+    from engines.options import EXTERNAL_OPTIONS
 
     spec = registry.resolve(name)
     infos = list(EXTERNAL_OPTIONS) if catalog.is_external(spec) else registry.option_infos(spec)

@@ -231,9 +231,9 @@ def format_epd(op: Opening, pos: Position, depth: int) -> str:
 
 
 def find_engine(name: str) -> str:
-    """Path of an external engine binary (:func:`engines.external.find_program`)."""
+    """Path of an external engine binary (:func:`engines.catalog.find_program`)."""
     from engines.base import EngineError
-    from engines.external import find_program
+    from engines.catalog import find_program
 
     try:
         return find_program(name)

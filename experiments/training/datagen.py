@@ -77,10 +77,10 @@ class DataError(ValueError):
 # --------------------------------------------------------------------------- engine process
 
 def find_engine(name: str) -> str:
-    """Path of an external engine (:func:`engines.external.find_program`: a path, PATH, then /usr/games;
+    """Path of an external engine (:func:`engines.catalog.find_program`: a path, PATH, then /usr/games;
     under ``--no-external-programs`` a built-in engine's program only)."""
     from engines.base import EngineError
-    from engines.external import find_program
+    from engines.catalog import find_program
 
     try:
         return find_program(name)
