@@ -36,6 +36,7 @@ MYPYC_MODULES = [
     "search/mcts_explore.py",
     "search/mcgs.py",
     "search/mcts_report.py",
+    "search/walk.py",
     "search/mcts.py",
     "search/bughouse_mcts.py",
     "search/two_board_walk.py",

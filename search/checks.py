@@ -158,3 +158,35 @@ def mates_in_one_vec(pos: Position, moves: vec[i64], checks: vec[i64]) -> vec[i6
             pos.pop()
         i += 1
     return out
+
+
+def check_enhanced(priors: vec[float], checks: vec[i64], thresh: float, factor: float, cap: bool) -> vec[float]:
+    """CrazyAra's check enhancement: each checking move (``checks`` 1/0) whose prior is below
+    ``thresh`` gains ``factor`` times the highest prior (at most 0.1 with ``cap``), then all priors
+    are renormalised.  Empty when no check is below the threshold (the priors stand as they are)."""
+    boost = False
+    for i in range(len(priors)):
+        if checks[i] and priors[i] < thresh:
+            boost = True
+            break
+    if not boost:
+        return vec[float]()
+    top = priors[0]
+    for i in range(1, len(priors)):
+        if priors[i] > top:
+            top = priors[i]
+    bonus = min(0.1, factor * top) if cap else factor * top
+    # two passes (the sum, then the normalised priors) with the same arithmetic
+    total = 0.0
+    for i in range(len(priors)):
+        p = priors[i]
+        if checks[i] and p < thresh:
+            p += bonus
+        total += p
+    out = vec[float](capacity=len(priors))
+    for i in range(len(priors)):
+        p = priors[i]
+        if checks[i] and p < thresh:
+            p += bonus
+        out = append(out, p / total)
+    return out

@@ -30,45 +30,13 @@ named by ``score_formula``: CrazyAra's PUCT in :mod:`search.puct`, SixtyFour's s
 the driver: the stoppers (:mod:`search.mcts_stop`, as lc0's), exploration (root noise and
 ε-greedy, :mod:`search.mcts_explore`), transpositions (:mod:`search.transpositions`) and graph
 search (:mod:`search.mcgs`), the report (PV, multi-PV, :mod:`search.mcts_report`).  This module is
-the driver: walks, leaves, expansion and the final move.
+the driver: simulations, leaves, expansion and the final move, over any game's walk
+(:mod:`search.walk`: the one-board walk there, the two-board one in :mod:`search.two_board_walk`).
 
-Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
---------------------------------------------------------------------
-- batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
-- transposition table sharing evaluations (``transposition_table``): a new node whose position
-  (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
-  before reuses that value and prior without an evaluator call (an open-addressing index, flat vecs);
-- terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
-  inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
-  moves are tested for mate (a king step out of check rules one out cheaply), a node with a mate in
-  one is won and only that move is explored; the MCTS-solver (``solver``): proven wins, losses and
-  draws propagate up with their distance in plies, moves proven to lose are never selected, the
-  visits below a node proven won go to its other moves (looking for a shorter mate), and the search
-  stops once the root is lost, drawn or won by a mate in one, or, when won by a longer mate, after
-  as many simulations again as it took to prove it (at least 1000);
-- Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
-  variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
-  (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
-- check urgency (``check_urgency``, ``check_q_init``; our addition, off by default to keep the
-  default search CrazyAra's): an unvisited checking move starts from ``Q = 0`` instead of the fpu of
-  -1.  With fpu -1 a node whose first move came back with a good Q tries a second move only after
-  about ``((1 + Q) / (cpuct · P))²`` visits, so with a flat prior the solver never sees the forcing
-  moves that prove a mate (a crazyhouse mate in 3 with Q and R in hand was not found in a million
-  simulations); check enhancement raises their prior but cannot overcome the fpu gap of 1 + Q;
-- ε-greedy exploration (``epsilon_greedy``, ``epsilon_checks``; Czech, Korus, Kersting 2021, off by
-  default): a share ε of the simulations starts at a random depth of the most visited line and
-  tries there a move the rule would not (:mod:`search.mcts_explore`);
-- tree reuse between moves of one game (``tree_reuse``), root Dirichlet noise (``dirichlet_epsilon``,
-  0 in matches) and temperature (``temperature``), both drawn from the injected ``random.Random``;
-- multi-PV (``multipv``, UCI MultiPV): the move played, then the root moves the root rule ranks
-  next (:meth:`search.mcts_rules.RootRule.ranked`); the tree holds at most ``max_tree_nodes`` nodes
-  (UCI Hash): the search stops when it is full;
-- time management (:mod:`search.timeman`): allocated time, stop with one legal move, early stop in
-  easy positions, extension in critical ones; ``Limits.depth`` caps the depth of a simulation;
-- the SixtyFour variant (:meth:`MCTSConfig.sixtyfour`): its score formula, uniform prior noise that
-  decays with the move number, mates scored 1.5, and depth-limited playouts (a simulation stops
-  descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
-  the depth comes from the clock by SixtyFour's table when ``playout_depth_from_clock``).
+The pieces, each a switch of :class:`MCTSConfig` with CrazyAra 0.6.0's default (batches and
+virtual loss, the transposition table, terminal detection, fix checkmates and the MCTS-solver, the
+selection schedules, check enhancement and urgency, ε-greedy, tree reuse, noise and temperature,
+multi-PV, time management, the SixtyFour variant), are listed in :mod:`search.mcts_config`.
 
 Node accounting as :mod:`search.base` defines it: ``nodes`` = the root's visits (reused ones
 included), ``Limits.playouts`` caps the new simulations, ``evals`` = positions sent to the evaluator.
@@ -88,24 +56,25 @@ from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search import mcgs, mcts_explore, mcts_report
 from search.base import Limits, Search, SearchResult
-from search.checks import checking_moves_vec, mates_in_one_vec
+from search.checks import check_enhanced
 from search.mcts_config import (
     MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
 )
 from search.mcts_rules import RootRule, TreeRule, make_root_rule, make_rule
 from search.mcts_stop import Stoppers
 from search.mcts_tree import DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, _float_vec, _Tree
-from search.transpositions import EvalTable, counters_hash, position_key
+from search.transpositions import EvalTable, counters_hash
+from search.walk import BoardWalk, Walk
 
 
 class _Pending:
     """A leaf in flight: its node, the path of edges to it, its legal moves, transposition key, which
-    moves give check (1/0) and which of them mate (indices)."""
+    moves give check (1/0) and which of them mate (indices), the sign of its value in the tree."""
 
     def __init__(self, node: int, path: vec[i64], nodes: vec[i64], moves: vec[i64], key: i64,
-                 gives_check: vec[i64], mates: vec[i64]) -> None:
+                 gives_check: vec[i64], mates: vec[i64], sign: float) -> None:
         self.node, self.path, self.nodes, self.moves = node, path, nodes, moves
-        self.key, self.gives_check, self.mates = key, gives_check, mates
+        self.key, self.gives_check, self.mates, self.sign = key, gives_check, mates, sign
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -113,23 +82,30 @@ class MCTS(Search):
     """PUCT MCTS with CrazyAra's modifications; evaluator (POLICY_VALUE) and random state injected."""
 
     def __init__(self, evaluator: Evaluator, config: MCTSConfig | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, rule: TreeRule | None = None,
+                 root_rule: RootRule | None = None, teams: bool = False, summary: bool = True) -> None:
+        """``rule``, ``root_rule``: the interior and root rules (default: the config's); ``teams``:
+        the tree keeps team 0's values (a two-board walk); ``summary``: the driver makes its result
+        when the search stops (off: its owner, a bughouse seat, decides from the tree)."""
         require(evaluator, POLICY_VALUE)
         self.evaluator = evaluator
         self.config = config if config is not None else MCTSConfig()
         self.config.validate()
         self.rng = rng if rng is not None else random.Random(0)
-        self.rule: TreeRule = make_rule(self.config)
-        self.root_rule: RootRule = make_root_rule(self.config, self.rule)
+        self.rule: TreeRule = rule if rule is not None else make_rule(self.config)
+        self.root_rule: RootRule = root_rule if root_rule is not None else make_root_rule(self.config, self.rule)
+        self.teams = teams
+        self.summary = summary
         self.tree = self._new_tree()
-        self.root, self._root_ply = -1, -1
-        self._root_hash: i64 = 0
+        #: the position walked (:mod:`search.walk`; a placeholder before the first search)
+        self.walk: Walk = Walk()
+        self.root = -1
         #: the root's side to move and full-move number (the time manager's, the noise's, the report's)
         self._turn = 0
         self._fullmove = 1
         self._fast = False  # this move is a playout-cap fast search (Limits.fast): no root noise
         self._tt = EvalTable()
-        self._pos: Position = Position()
+        self._variant = ""
         self._pending: list[_Pending] = []
         # The edges made on the position beyond the root during an ask (the walks of one batch
         # share their first steps: see _collect); _on[0:_made] holds them.
@@ -159,63 +135,37 @@ class MCTS(Search):
     def new_game(self) -> None:
         """Forget the tree, the transposition table and the last move's Q."""
         self.tree = self._new_tree()
-        self.root, self._root_ply = -1, -1
+        self.root = -1
         self._tt = EvalTable()
         self._last_q = None
 
     def _new_tree(self) -> _Tree:
-        return _Tree(self.config, self.rule.check_urgency)
-
-    def _reuse_root(self, pos: Position) -> int:
-        """The node of ``pos`` in the previous tree (the moves since its root followed), or -1."""
-        if not self.config.tree_reuse or self.root < 0 or self._root_ply < 0:
-            return -1
-        gap = pos.ply() - self._root_ply
-        if gap < 0 or gap > 4:
-            return -1
-        stack = pos.move_stack
-        node = self.root
-        tree = self.tree
-        for m in stack[len(stack) - gap:]:
-            if tree.nd_state[node] != EXPANDED:
-                return -1
-            e0 = int(tree.nd_edge0[node])
-            nxt = -1
-            for e in range(e0, e0 + int(tree.nd_nedges[node])):
-                if tree.ed_move[e] == m:
-                    nxt = tree.node_after(e)
-                    break
-            if nxt < 0:
-                return -1
-            node = nxt
-        if tree.nd_hash[node] != pos.zobrist or tree.nd_state[node] != EXPANDED:
-            return -1
-        return node
+        return _Tree(self.config, self.rule.check_urgency, self.teams)
 
     def start(self, pos: Position, limits: Limits) -> None:
         require(self.evaluator, POLICY_VALUE, pos.variant)
         moves = pos.legal_moves()
         if not moves:
             raise MCTSConfigError(f"no legal moves in {pos.fen()}")
+        self._variant = pos.variant
+        self.begin(BoardWalk(pos), limits, moves)
+
+    def begin(self, walk: Walk, limits: Limits, moves: list[int]) -> None:
+        """Search from ``walk``'s position (legal ``moves``): the previous tree's node of it when
+        tree reuse finds one, else a fresh tree."""
         self._drop_abandoned()
-        self._pos = pos
-        reused = self._reuse_root(pos)
+        tree_reuse = self.config.tree_reuse and self.root >= 0
+        reused = walk.reuse(self.tree, self.root, self.walk) if tree_reuse else -1
+        self.walk = walk
+        key = walk.key()
         if reused < 0 or self.tree.n_nodes > self.config.max_tree_nodes:
             self.tree = self._new_tree()
-            reused = self.tree.new_node(pos.zobrist)
+            reused = self.tree.new_node(key)
             if self.config.mcgs:
-                self.tree.graph.put(position_key(pos), reused)
-        self._begin(reused, pos.ply(), pos.zobrist, pos.turn, pos.fullmove_number, moves, limits)
-
-    def _drop_abandoned(self) -> None:
-        if self._pending:
-            # The last search was abandoned with leaves in flight: its tree holds virtual losses.
-            self.tree = self._new_tree()
-            self.root = -1
-
-    def _begin(self, root: int, ply: int, key: i64, turn: int, fullmove: int, moves: list[int], limits: Limits) -> None:
-        """A move's search from ``root`` (fresh, or reused with its visits): the counters, the limits,
-        the root rule's start when the root is expanded already."""
+                self.tree.graph.put(walk.graph_key(), reused)
+        # the counters, the limits, the root rule's start when the root is expanded already
+        root = reused
+        turn, fullmove = walk.turn(), walk.fullmove()
         self._pending = []
         self._made = self._nodes = self._evals = self._seldepth = self._collisions = self._merges = 0
         self._stopped = False
@@ -223,8 +173,6 @@ class MCTS(Search):
         self._t0 = time.perf_counter()
         self._elapsed = 0.0
         self.root = root
-        self._root_ply = ply
-        self._root_hash = key
         self._turn, self._fullmove = turn, fullmove
         self._fast = self.root_rule.fast = limits.fast
         self._visits0 = 1 + int(self.tree.nd_sum_n[root]) if self.tree.nd_state[root] == EXPANDED else 0
@@ -233,8 +181,13 @@ class MCTS(Search):
         if self.tree.nd_state[self.root] == EXPANDED:
             self._root_ready()
         if self._stop.spent_out:
-            self._done = True
-            self._best = self._make_result()
+            self._finish()
+
+    def _drop_abandoned(self) -> None:
+        if self._pending:
+            # The last search was abandoned with leaves in flight: its tree holds virtual losses.
+            self.tree = self._new_tree()
+            self.root = -1
 
     # ------------------------------------------------------------------ ask / tell
 
@@ -269,7 +222,9 @@ class MCTS(Search):
             priors = _float_vec(raw) if isinstance(raw, list) else vec[float]([float(x) for x in raw])
             if len(priors) != len(p.moves):
                 raise EvaluatorError(f"evaluator returned {len(priors)} priors for {len(p.moves)} moves")
-            value = max(-1.0, min(1.0, float(ev.value)))
+            if self.teams:
+                priors = self.walk.normalise(priors, p.moves)
+            value = max(-1.0, min(1.0, float(ev.value))) * p.sign
             if self.config.transposition_table:
                 self._tt.store(p.key, value, priors)
             self._expand(p.node, p.moves, priors, value, p.gives_check, p.mates)
@@ -291,7 +246,11 @@ class MCTS(Search):
         self._elapsed = time.perf_counter() - self._t0
         last = self._last_q if self._last_q_turn == self._turn else None
         if self._stopped or self._stop.should_stop(self.tree, self.root, self._nodes, self._evals, self._elapsed, last):
-            self._done = True
+            self._finish()
+
+    def _finish(self) -> None:
+        self._done = True
+        if self.summary:
             self._best = self._make_result()
 
     # ------------------------------------------------------------------ one simulation
@@ -332,8 +291,8 @@ class MCTS(Search):
                 nodes = append(nodes, node)
                 self._make(depth, e)
                 depth += 1
-                if new_child:
-                    self._child_made(child)
+                if new_child and self.walk.child_made(tree, child):
+                    self._merges += 1
                 node = child
                 if tree.mcgs:
                     node = tree.nd_target[child]
@@ -364,18 +323,12 @@ class MCTS(Search):
         using it)."""
         if depth >= self._made or self._on[depth] != e:
             self._unmake_to(depth)
-            self._push(int(self.tree.ed_move[e]))
+            self.walk.push(int(self.tree.ed_move[e]))
             if depth < len(self._on):
                 self._on[depth] = e
             else:
                 self._on = append(self._on, e)
             self._made = depth + 1
-
-    def _child_made(self, child: int) -> None:
-        """A child node made for the edge whose move was just made: its hash; with MCGS its link."""
-        self.tree.nd_hash[child] = self._pos.zobrist
-        if self.tree.mcgs and mcgs.link(self.tree, self._pos, child):
-            self._merges += 1
 
     def _exploration_start(self) -> tuple[int, int, int]:
         """ε-greedy (:mod:`search.mcts_explore`): the node a simulation starts from, its depth (its
@@ -392,57 +345,39 @@ class MCTS(Search):
         if mode == 2:
             self._unmake_to(len(line))
             e0: i64 = tree.nd_edge0[node]
-            flags = checking_moves_vec(self._pos, tree.ed_move[e0:e0 + tree.nd_nedges[node]])
+            flags = self.walk.checks(tree.ed_move[e0:e0 + tree.nd_nedges[node]])
         return node, len(line), mcts_explore.exploration_edge(tree, node, flags, mode == 2, self.rng)
 
     def _unmake_to(self, depth: int) -> None:
         """Take back the moves made beyond ``depth`` plies below the root."""
         while self._made > depth:
-            self._pop()
+            self.walk.pop()
             self._made -= 1
-
-    def _push(self, move: int) -> None:
-        """Make a move on the walked position (here a :class:`Position`; the two-board driver's
-        is a :class:`search.two_board_walk.TwoBoardWalk`)."""
-        self._pos.push(move)
-
-    def _pop(self) -> None:
-        self._pos.pop()
 
     def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
         """A node reached for the first time: terminal, transposition, or a leaf to evaluate."""
         tree = self.tree
-        pos = self._pos
+        walk = self.walk
         cfg = self.config
-        moves = pos.legal_moves_vec()
+        moves = walk.moves()
         is_root = node == self.root
-        value = 0.0
-        terminal = False
-        if not moves:
-            terminal = True
-            if pos.is_check():
-                value = -cfg.mate_value
-                tree.nd_proven[node] = LOSS
-            else:
-                tree.nd_proven[node] = DRAW
-        elif not is_root and pos.is_search_draw():
-            terminal = True
-            tree.nd_proven[node] = DRAW
-        # Speed: below the root a repeated position ended above, so it has no earlier occurrence.
-        reps = -1 if is_root else 0
-        if terminal:
+        over, value = walk.outcome(tree, node, moves, is_root, cfg.mate_value)
+        if over:
             tree.nd_state[node] = TERMINAL
             tree.nd_value[node] = value
             tree.nd_plies[node] = 0
             tree.backup(path, nodes, node, value)
             self._nodes += 1
+            if is_root:  # the game is over here (a two-board walk's clock fell): nothing to search
+                self._stopped = True
             return None
-        need_checks = cfg.check_enhancement or cfg.fix_checkmates or self.tree.check_urgency
-        checks = checking_moves_vec(pos, moves) if need_checks else vec[i64]()
+        need_checks = cfg.check_enhancement or cfg.fix_checkmates or tree.check_urgency
+        checks = walk.checks(moves) if need_checks else vec[i64]()
         # Mates in one among the checks: found now, so no node ever misses a mate it has.
-        mates = mates_in_one_vec(pos, moves, checks) if cfg.fix_checkmates else vec[i64]()
-        key: i64 = position_key(pos, reps)
+        mates = walk.mates(moves, checks) if cfg.fix_checkmates else vec[i64]()
+        key: i64 = 0
         if cfg.transposition_table:
+            key = walk.eval_key(is_root)
             slot = self._tt.slot(key)
             if slot >= 0 and self._tt.length[slot] == len(moves):
                 value = self._tt.value[slot]
@@ -451,8 +386,9 @@ class MCTS(Search):
                 self._nodes += 1
                 return None
         tree.nd_state[node] = PENDING
-        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates))  # path: fresh per walk
-        return Leaf.snapshot(pos, moves, reps)
+        # path: fresh per walk
+        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates, walk.value_sign()))
+        return walk.leaf(moves, is_root)
 
     def _leaf_value(self, node: int, value: float) -> float:
         """The value a new node backs up: exact once it is proven (a mate in one found)."""
@@ -461,39 +397,15 @@ class MCTS(Search):
     def _expand(self, node: int, moves: vec[i64], priors: vec[float], value: float, checks: vec[i64],
                 mates: vec[i64]) -> None:
         cfg = self.config
-        boost = False
+        boosted = vec[float]()
         if cfg.check_enhancement and len(checks) > 0:
-            # Speed: the boosted list is built only when some check gets the bonus.
-            thresh = cfg.check_prior_threshold
-            for i in range(len(priors)):
-                if checks[i] and priors[i] < thresh:
-                    boost = True
-                    break
-        bonus = 0.0
-        total = 0.0
-        thresh = cfg.check_prior_threshold
-        if boost:
-            top = priors[0]
-            for i in range(1, len(priors)):
-                if priors[i] > top:
-                    top = priors[i]
-            bonus = min(0.1, cfg.check_factor * top) if cfg.check_cap else cfg.check_factor * top
-            # Two passes (the sum, then the normalised priors) with the same arithmetic; the
-            # second writes into the new edges (the transposition table keeps the evaluator's own).
-            for i in range(len(priors)):
-                p = priors[i]
-                if checks[i] and p < thresh:
-                    p += bonus
-                total += p
+            boosted = check_enhanced(priors, checks, cfg.check_prior_threshold, cfg.check_factor, cfg.check_cap)
         tree = self.tree
+        # the transposition table keeps the evaluator's own priors; the new edges get the boosted ones
         tree.expand_vec(node, moves, priors, value)
         e0c: i64 = tree.nd_edge0[node]
-        if boost:
-            for i in range(len(priors)):
-                p = priors[i]
-                if checks[i] and p < thresh:
-                    p += bonus
-                tree.ed_prior[e0c + i] = p / total
+        for i in range(len(boosted)):
+            tree.ed_prior[e0c + i] = boosted[i]
         if tree.check_urgency and len(checks) > 0:
             for i in range(len(checks)):
                 if checks[i]:
@@ -516,6 +428,10 @@ class MCTS(Search):
         self.root_rule.begin(self.tree, self.root, max(1, self._stop.root_budget(self._visits0) - 1), self.rng)
 
     # ------------------------------------------------------------------ the move and the report
+
+    def counters(self) -> tuple[int, int, float, int]:
+        """This move's new simulations, evaluator calls, seconds so far and selective depth."""
+        return self._nodes, self._evals, time.perf_counter() - self._t0, self._seldepth
 
     def root_stats(self) -> list[tuple[int, int, float, float]]:
         """(move, N, Q, P) of every root edge (Q from the root's side to move)."""
@@ -544,25 +460,9 @@ class MCTS(Search):
         if self._stop.single_move:
             return self._stop.single_move
         tree = self.tree
-        cfg = self.config
-        e0 = int(tree.nd_edge0[self.root])
-        k = int(tree.nd_nedges[self.root])
-        if k == 0:
+        if tree.nd_nedges[self.root] == 0:
             return 0
-        candidates: list[int] = []
-        best_win = -1
-        longest = -1
-        for e in range(e0, e0 + k):
-            child = tree.node_after(e)
-            pr = tree.nd_proven[child] if child >= 0 and (cfg.solver or cfg.fix_checkmates) else UNKNOWN
-            if pr == LOSS:
-                if best_win < 0 or tree.nd_plies[child] < tree.nd_plies[tree.node_after(best_win)]:
-                    best_win = e
-            elif pr == WIN and cfg.solver:
-                if longest < 0 or tree.nd_plies[child] > tree.nd_plies[tree.node_after(longest)]:
-                    longest = e
-            else:
-                candidates.append(e)
+        best_win, longest, candidates = tree.proven_moves(self.root, self.config.solver, self.config.fix_checkmates)
         if best_win >= 0:
             return int(tree.ed_move[best_win])
         if not candidates:
@@ -576,7 +476,7 @@ class MCTS(Search):
         if self._stop.single_move or tree.nd_state[self.root] != EXPANDED:
             return SearchResult(best_move=move, nodes=self._visits0 + self._nodes, evals=self._evals, time=elapsed,
                                 pv=[move], depth=1, seldepth=self._seldepth)
-        r = mcts_report.search_result(tree, self.root, self.config, self.root_rule, self._pos.variant, move,
+        r = mcts_report.search_result(tree, self.root, self.config, self.root_rule, self._variant, move,
                                       self._visits0 + self._nodes, self._evals, elapsed, self._seldepth)
         self._last_q = r.value
         self._last_q_turn = self._turn

@@ -1,6 +1,41 @@
 """The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults), the schedules
 of the selection and final-move rules (``cpuct``, ``udiv``, ``Qthresh``, SixtyFour's playout depth)
-and the registry of tree rules (:data:`TREE_RULES`; notation in :mod:`search.mcts`)."""
+and the registry of tree rules (:data:`TREE_RULES`; notation in :mod:`search.mcts`).
+
+Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
+--------------------------------------------------------------------
+- batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
+- transposition table sharing evaluations (``transposition_table``): a new node whose position
+  (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
+  before reuses that value and prior without an evaluator call (an open-addressing index, flat vecs);
+- terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
+  inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
+  moves are tested for mate (a king step out of check rules one out cheaply), a node with a mate in
+  one is won and only that move is explored; the MCTS-solver (``solver``): proven wins, losses and
+  draws propagate up with their distance in plies, moves proven to lose are never selected, the
+  visits below a node proven won go to its other moves (looking for a shorter mate), and the search
+  stops once the root is lost, drawn or won by a mate in one, or, when won by a longer mate, after
+  as many simulations again as it took to prove it (at least 1000);
+- Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
+  variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
+  (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
+- check urgency (``check_urgency``, ``check_q_init``; our addition, off by default): an unvisited
+  checking move starts from ``Q = 0`` instead of the fpu of -1 (why: :mod:`search.mcts_config`);
+- ε-greedy exploration (``epsilon_greedy``, ``epsilon_checks``; Czech, Korus, Kersting 2021, off by
+  default): a share ε of the simulations starts at a random depth of the most visited line and
+  tries there a move the rule would not (:mod:`search.mcts_explore`);
+- tree reuse between moves of one game (``tree_reuse``), root Dirichlet noise (``dirichlet_epsilon``,
+  0 in matches) and temperature (``temperature``), both drawn from the injected ``random.Random``;
+- multi-PV (``multipv``, UCI MultiPV): the move played, then the root moves the root rule ranks
+  next (:meth:`search.mcts_rules.RootRule.ranked`); the tree holds at most ``max_tree_nodes`` nodes
+  (UCI Hash): the search stops when it is full;
+- time management (:mod:`search.timeman`): allocated time, stop with one legal move, early stop in
+  easy positions, extension in critical ones; ``Limits.depth`` caps the depth of a simulation;
+- the SixtyFour variant (:meth:`MCTSConfig.sixtyfour`): its score formula, uniform prior noise that
+  decays with the move number, mates scored 1.5, and depth-limited playouts (a simulation stops
+  descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
+  the depth comes from the clock by SixtyFour's table when ``playout_depth_from_clock``).
+"""
 from __future__ import annotations
 
 import importlib
@@ -82,7 +117,12 @@ class MCTSConfig:
     check_prior_threshold: float = 0.1
     check_factor: float = 0.5
     check_cap: bool = False  # newer CrazyAra: add min(0.1, 0.5 max P) instead of 0.5 max P
-    check_urgency: bool = False  # not in CrazyAra 0.6.0: unvisited checks start at check_q_init
+    # Check urgency, not in CrazyAra 0.6.0: unvisited checks start at check_q_init.  With fpu -1 a
+    # node whose first move came back with a good Q tries a second move only after about
+    # ((1 + Q) / (cpuct P))^2 visits, so with a flat prior the solver never sees the forcing moves
+    # that prove a mate (a crazyhouse mate in 3 with Q and R in hand was not found in a million
+    # simulations); check enhancement raises their prior but cannot close the fpu gap of 1 + Q.
+    check_urgency: bool = False
     check_q_init: float = 0.0
     transposition_table: bool = True
     fix_checkmates: bool = True

@@ -255,6 +255,16 @@ class _Tree:
         """The position node edge e leads to (-1 while it has no child)."""
         return int(self.target(self.ed_child[e]))
 
+    def child_by_move(self, node: int, move: int) -> int:
+        """The node after ``node``'s edge of ``move`` (tree reuse), or -1."""
+        if node < 0 or self.nd_state[node] != EXPANDED:
+            return -1
+        e0 = int(self.nd_edge0[node])
+        for e in range(e0, e0 + int(self.nd_nedges[node])):
+            if self.ed_move[e] == move:
+                return self.node_after(e)
+        return -1
+
     @staticmethod
     def transposition_value(n: i64, w: float, target: float) -> float:
         """The value that brings an edge's Q (``w / n`` over ``n`` visits) to ``target`` in one more
@@ -367,6 +377,26 @@ class _Tree:
                 self.nd_proven[node] = LOSS
                 self.nd_plies[node] = loss_plies
         return self.nd_proven[node] != old_status or self.nd_plies[node] != old_plies
+
+    def proven_moves(self, node: int, solver: bool, fix_checkmates: bool) -> tuple[int, int, list[int]]:
+        """``node``'s edges by what is proven of them: the shortest win (-1: none), the longest
+        loss (-1: none) and the rest (the final move's candidates)."""
+        candidates: list[int] = []
+        best_win = -1
+        longest = -1
+        e0 = int(self.nd_edge0[node])
+        for e in range(e0, e0 + int(self.nd_nedges[node])):
+            child = self.node_after(e)
+            pr = self.nd_proven[child] if child >= 0 and (solver or fix_checkmates) else UNKNOWN
+            if pr == LOSS:
+                if best_win < 0 or self.nd_plies[child] < self.nd_plies[self.node_after(best_win)]:
+                    best_win = e
+            elif pr == WIN and solver:
+                if longest < 0 or self.nd_plies[child] > self.nd_plies[self.node_after(longest)]:
+                    longest = e
+            else:
+                candidates.append(e)
+        return best_win, longest, candidates
 
     def settled(self, node: int) -> bool:
         """Proven and nothing left to learn below: a loss, a draw, or a win by mate in one."""

@@ -40,25 +40,18 @@ seat gives a move its time).
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Final, Sequence
 
-from librt.vecs import vec
-from mypy_extensions import i64
-
-from board.bughouse import (
-    BOARD_SHIFT, SIT, BughouseBoard, BughouseGame, recent_move_ms, sit_move, split_move, team_of, two_board_move,
-)
+from board.bughouse import SIT, BughouseBoard, BughouseGame, recent_move_ms, split_move, team_of, two_board_move
 from board.variants import BUGHOUSE
-from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
-from search import mcgs
+from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import Limits, SearchResult, range_error, step
 from search.bughouse_mcts import BughouseLimits, BughouseResult
-from search.mcts import MCTS, _Pending
+from search.mcts import MCTS
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
 from search.mcts_config import MCTSConfig, MCTSConfigError
-from search.mcts_tree import EXPANDED, PENDING, TERMINAL, _Tree
+from search.mcts_tree import EXPANDED, TERMINAL, _Tree
 from search.timeman import TimeConfig
 from search.two_board_gumbel import BoardGumbel, SeatGumbel
 from search.two_board_rules import BoardPUCT, SeatRoot
@@ -117,35 +110,43 @@ class TwoBoardConfig(MCTSConfig):
             raise MCTSConfigError(bad)
 
 
-class TwoBoardMCTS(MCTS):
-    """LazyBug's bughouse MCTS for one seat on the shared driver (module docstring); the seat's
-    interface is :class:`search.bughouse_mcts.BughouseMCTS`'s (``start`` with the game and board,
-    :class:`BughouseResult`)."""
+class TwoBoardMCTS:
+    """LazyBug's bughouse MCTS for one seat (module docstring): it wraps a shared
+    :class:`search.mcts.MCTS` driver (the two-board walk, LazyBug's rules, a team-value tree) and
+    decides sit or move from its tree.  The seat's interface is :class:`search.bughouse_mcts.BughouseMCTS`'s
+    (``start`` with the game and board, :class:`BughouseResult`)."""
 
     def __init__(self, evaluator: Evaluator, config: TwoBoardConfig | None = None,
                  rng: random.Random | None = None) -> None:
-        self.seat_config = config if config is not None else TwoBoardConfig()
-        super().__init__(evaluator, self.seat_config, rng)
+        cfg = config if config is not None else TwoBoardConfig()
+        cfg.validate()
         require(evaluator, POLICY_VALUE, BUGHOUSE.name)
-        cfg = self.seat_config
-        rule = BoardGumbel if cfg.score_formula == "gumbel" else BoardPUCT
-        self.board_rule: BoardPUCT = rule(cfg, self.rng, cfg.cpuct_factor)
-        self.rule = self.board_rule
-        root = SeatGumbel if cfg.root_rule == "gumbel" else SeatRoot
-        self.seat_root: SeatRoot = root(cfg, self.board_rule, 0, cfg.root_own_p)
-        self.root_rule = self.seat_root
+        self.config = cfg
+        self.evaluator = evaluator
+        self.rng = rng if rng is not None else random.Random(0)
+        self.gumbel = cfg.root_rule == "gumbel"
+        board_rule: BoardPUCT = (BoardGumbel if cfg.score_formula == "gumbel" else BoardPUCT)(cfg, self.rng, cfg.cpuct_factor)
+        self.seat_root: SeatRoot = (SeatGumbel if self.gumbel else SeatRoot)(cfg, board_rule, 0, cfg.root_own_p)
+        #: the shared driver
+        self.mcts = MCTS(evaluator, cfg, self.rng, rule=board_rule, root_rule=self.seat_root, teams=True, summary=False)
         self.walk: TwoBoardWalk | None = None
-        #: per leaf in flight: the sign that turns the evaluator's value into team 0's
-        self._signs: list[float] = []
         #: the root's visits kept from the previous search (tree reuse)
         self.reused_visits = 0
 
-    def _new_tree(self) -> _Tree:
-        return _Tree(self.config, False, True)
+    @property
+    def tree(self) -> _Tree:
+        return self.mcts.tree
+
+    @property
+    def root(self) -> int:
+        return self.mcts.root
+
+    def new_game(self) -> None:
+        self.mcts.new_game()
 
     # ------------------------------------------------------------------ setup
 
-    def start(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,  # type: ignore[override]
+    def start(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,
               at_ms: int = -1, partner_sitting: bool = False,
               move_ms: Sequence[Sequence[int]] | None = None) -> None:
         """Search for the side to move on ``board_id`` of ``game`` (a private copy is walked).
@@ -153,7 +154,7 @@ class TwoBoardMCTS(MCTS):
         ``move_ms``: recent thinking times per seat (default: from the game's move times)."""
         if board_id not in (0, 1):
             raise MCTSConfigError(f"board_id must be 0 or 1, got {board_id}")
-        cfg = self.seat_config
+        cfg = self.config
         partner = 1 - board_id
         own_team = team_of(board_id, game.boards[board_id].turn)
         sit_board = partner if partner_sitting and team_of(partner, game.boards[partner].turn) == own_team else -1
@@ -161,124 +162,43 @@ class TwoBoardMCTS(MCTS):
         dt = [self._average(times[s]) for s in range(4)]
         clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
         walk = TwoBoardWalk(game.copy(), board_id, clocks, sit_board, dt)
-        key = walk.key()
-        self._drop_abandoned()
-        reused = self._reuse(walk, key)
         self.walk = walk
         self.seat_root.own_board = board_id
         self.seat_root.own_sign = walk.focus_sign()
-        self._signs = []
-        if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes:
-            self.tree = self._new_tree()
-            reused = self.tree.new_node(key)
-            if cfg.mcgs:
-                self.tree.graph.put(walk.graph_key(), reused)
-        self.reused_visits = 1 + int(self.tree.nd_sum_n[reused]) if self.tree.nd_state[reused] == EXPANDED else 0
         lim = limits or BughouseLimits()
-        moves = [int(m) for m in walk.legal_moves_vec()]
-        self._begin(reused, game.ply(), key, game.boards[board_id].turn, 1, moves,
-                    Limits(nodes=lim.nodes, playouts=lim.playouts, evals=lim.evals, movetime=lim.movetime))
+        self.mcts.begin(walk, Limits(nodes=lim.nodes, playouts=lim.playouts, evals=lim.evals, movetime=lim.movetime),
+                        [int(m) for m in walk.moves()])
+        tree, root = self.mcts.tree, self.mcts.root
+        self.reused_visits = 1 + int(tree.nd_sum_n[root]) if tree.nd_state[root] == EXPANDED else 0
         if not game.boards[board_id].has_legal_moves():  # nothing to choose: we wait
-            self._done = True
+            self.mcts.stop()
 
     def _average(self, times: Sequence[int]) -> int:
-        recent = list(times)[-self.seat_config.recent_moves:]
-        return max(1, sum(recent) // len(recent)) if recent else self.seat_config.default_move_ms
+        recent = list(times)[-self.config.recent_moves:]
+        return max(1, sum(recent) // len(recent)) if recent else self.config.default_move_ms
 
-    def _reuse(self, walk: TwoBoardWalk, key: i64) -> int:
-        """The node of ``walk``'s position (hash ``key``) in the previous search's tree (the moves
-        since on either board followed, then our partner's sit), or -1."""
-        old = self.walk
-        tree = self.tree
-        if (old is None or self.root < 0 or not self.config.tree_reuse or old.own_board != walk.own_board
-                or old.game.root_fen != walk.game.root_fen or old.game.base_ms != walk.game.base_ms
-                or old.game.inc_ms != walk.game.inc_ms):
-            return -1
-        before = old.game.move_stack
-        now = walk.game.move_stack
-        if len(now) < len(before) or now[:len(before)] != before:
-            return -1
-        node = self.root
-        for b, m in now[len(before):]:
-            node = self._child_by_move(node, two_board_move(b, m))
-            if node < 0:
-                return -1
-        if tree.nd_hash[node] != key and walk.sit_board >= 0:
-            node = self._child_by_move(node, sit_move(walk.sit_board))
-        if node < 0 or tree.nd_hash[node] != key or tree.nd_state[node] != EXPANDED:
-            return -1
-        return node
+    # ------------------------------------------------------------------ the search
 
-    def _child_by_move(self, node: int, bm: int) -> int:
-        tree = self.tree
-        if node < 0 or tree.nd_state[node] != EXPANDED:
-            return -1
-        e0 = int(tree.nd_edge0[node])
-        for e in range(e0, e0 + int(tree.nd_nedges[node])):
-            if tree.ed_move[e] == bm:
-                return tree.node_after(e)
-        return -1
-
-    # ------------------------------------------------------------------ the walk
-
-    def _push(self, move: int) -> None:
-        assert self.walk is not None
-        self.walk.push(move)
-
-    def _pop(self) -> None:
-        assert self.walk is not None
-        self.walk.pop()
-
-    def _child_made(self, child: int) -> None:
-        walk = self.walk
-        assert walk is not None
-        tree = self.tree
-        tree.nd_hash[child] = walk.key()
-        tree.nd_sign[child] = 1.0 if walk.last_team == 0 else -1.0
-        if tree.mcgs and mcgs.link_key(tree, walk.graph_key(), child):
-            self._merges += 1
-
-    def _visit_new(self, node: int, path: vec[i64], nodes: vec[i64]) -> Leaf | None:
-        walk = self.walk
-        assert walk is not None
-        tree = self.tree
-        moves = walk.legal_moves_vec()
-        over, value = walk.outcome(len(moves) > 0)
-        if over:
-            tree.nd_state[node] = TERMINAL
-            tree.nd_value[node] = value
-            tree.backup(path, nodes, node, value)
-            self._nodes += 1
-            if node == self.root:  # the game is over here (a clock fell): nothing to search
-                self._stopped = True
-            return None
-        tree.nd_state[node] = PENDING
-        self._pending.append(_Pending(node, path, nodes, moves, 0, vec[i64](), vec[i64]()))
-        self._signs.append(walk.focus_sign())
-        return walk.leaf(moves)
+    def ask(self) -> list[Leaf]:
+        return self.mcts.ask()
 
     def tell(self, evaluations: Sequence[Evaluation]) -> None:
-        """The evaluator's values made team 0's, its priors renormalised per board; then the driver's."""
-        if len(evaluations) != len(self._pending):
-            raise EvaluatorError(f"two-board MCTS expected {len(self._pending)} evaluations, got {len(evaluations)}")
-        told: list[Evaluation] = []
-        for i in range(len(evaluations)):
-            moves = self._pending[i].moves
-            priors = [float(p) for p in evaluations[i].priors]
-            if len(priors) != len(moves):
-                raise EvaluatorError(f"evaluator returned {len(priors)} priors for {len(moves)} moves")
-            totals = [0.0, 0.0]
-            for j in range(len(priors)):
-                totals[int(moves[j]) >> BOARD_SHIFT] += priors[j]
-            for j in range(len(priors)):
-                t = totals[int(moves[j]) >> BOARD_SHIFT]
-                if t > 0:
-                    priors[j] /= t
-            told.append(Evaluation(max(-1.0, min(1.0, float(evaluations[i].value))) * self._signs[i], priors))
-        self._signs = []
-        super().tell(told)
+        self.mcts.tell(evaluations)
+
+    def done(self) -> bool:
+        return self.mcts.done()
+
+    def stop(self) -> None:
+        self.mcts.stop()
 
     # ------------------------------------------------------------------ the move
+
+    def policy_target(self) -> list[tuple[int, float]]:
+        """(two-board move, probability) over the root's edges, both boards': the root rule's
+        training target (the driver's); the seat's move with probability 1 before the root is expanded."""
+        if self.tree.nd_state[self.root] != EXPANDED:
+            return [(self.choose_move(), 1.0)]
+        return self.mcts.policy_target()
 
     def root_evaluated(self) -> bool:
         return self.root >= 0 and self.tree.nd_state[self.root] in (EXPANDED, TERMINAL)
@@ -314,14 +234,14 @@ class TwoBoardMCTS(MCTS):
                 if best < 0 or (n, tree.ed_prior[e]) > (tree.edge_n(best), tree.ed_prior[best]):
                     best = e
         other += sits
-        if isinstance(self.seat_root, SeatGumbel):
+        if self.gumbel:
             return self._gumbel_decision(actions), own, other
         if best < 0:
             return SIT, own, other
-        if has_sit and other > self.seat_config.sit_ratio * own:
+        if has_sit and other > self.config.sit_ratio * own:
             return SIT, own, other
         move = split_move(int(tree.ed_move[best]))[1]
-        if self.seat_config.mate_guard and self._allows_mate(move):
+        if self.config.mate_guard and self._allows_mate(move):
             for e in sorted(moves, key=lambda e: (tree.edge_n(e), tree.ed_prior[e]), reverse=True):
                 m = split_move(int(tree.ed_move[e]))[1]
                 if not self._allows_mate(m):
@@ -336,7 +256,7 @@ class TwoBoardMCTS(MCTS):
             return SIT
         tree = self.tree
         ranked = [split_move(int(tree.ed_move[e]))[1] for e in self.seat_root.ranked(tree, self.root, actions)]
-        if self.seat_config.mate_guard:
+        if self.config.mate_guard:
             for m in ranked:
                 if m == SIT or not self._allows_mate(m):
                     return m
@@ -368,7 +288,7 @@ class TwoBoardMCTS(MCTS):
         sign = 1.0 if own_team == 0 else -1.0
         e0 = int(tree.nd_edge0[root])
         walk = self.walk
-        if isinstance(self.seat_root, SeatGumbel) and walk is not None and tree.nd_state[root] == EXPANDED:
+        if self.gumbel and walk is not None and tree.nd_state[root] == EXPANDED:
             bm = two_board_move(walk.own_board, move)
             for e in range(e0, e0 + int(tree.nd_nedges[root])):
                 if tree.ed_move[e] == bm and tree.edge_n(e) > 0:
@@ -393,31 +313,29 @@ class TwoBoardMCTS(MCTS):
             node = tree.node_after(e)
         return pv
 
-    def _make_result(self) -> SearchResult:
-        return self._summary(self._decision()[0])
-
     def _summary(self, move: int) -> SearchResult:
         """The result of playing ``move`` on our board (or SIT): value, PV, counters."""
         walk = self.walk
         assert walk is not None
         own_team = walk.team_to_move(walk.own_board)
         pv = self._pv()
+        nodes, evals, seconds, seldepth = self.mcts.counters()
         return SearchResult(best_move=two_board_move(walk.own_board, move), value=self._value(own_team, move),
-                            nodes=self._nodes, evals=self._evals, time=time.perf_counter() - self._t0,
-                            depth=len(pv), seldepth=self._seldepth, pv=pv)
+                            nodes=nodes, evals=evals, time=seconds, depth=len(pv), seldepth=seldepth, pv=pv)
 
-    def result(self) -> BughouseResult:  # type: ignore[override]
+    def result(self) -> BughouseResult:
         walk = self.walk
-        if walk is None or not self.root_evaluated() and not self._done:
+        if walk is None or not self.root_evaluated() and not self.mcts.done():
             raise MCTSConfigError("result() before the root was evaluated")
         move, own, other = self._decision()
         r = self._summary(move)
         return BughouseResult(walk.own_board, move, r.value, r.nodes, r.evals, r.time, own, other,
                               [split_move(m) for m in r.pv])
 
-    def run(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,  # type: ignore[override]
-            **kw: object) -> BughouseResult:
-        self.start(game, board_id, limits, **kw)  # type: ignore[arg-type]
+    def run(self, game: BughouseGame, board_id: int, limits: BughouseLimits | None = None,
+            at_ms: int = -1, partner_sitting: bool = False,
+            move_ms: Sequence[Sequence[int]] | None = None) -> BughouseResult:
+        self.start(game, board_id, limits, at_ms, partner_sitting, move_ms)
         while not self.done():
-            step(self, self.evaluator)
+            step(self.mcts, self.evaluator)
         return self.result()

@@ -25,9 +25,14 @@ from __future__ import annotations
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
-from board.bughouse import SIT, BughouseGame, leaf_state, seat_of, split_move, team_of, two_board_move, sit_move
+from board.bughouse import (
+    BOARD_SHIFT, SIT, BughouseGame, leaf_state, seat_of, split_move, team_of, two_board_move, sit_move,
+)
 from board.variants import BUGHOUSE
 from evaluators.base import Leaf
+from search import mcgs
+from search.mcts_tree import EXPANDED, _Tree
+from search.walk import Walk
 
 _MASK64 = (1 << 64) - 1
 _SIT_SALT = 0x9E3779B97F4A7C15
@@ -90,8 +95,10 @@ def sit_allowed(game: BughouseGame, b: int, sit_board: int, clocks: list[int] | 
     return clocks is not None and clocks[me] > clocks[other]
 
 
-class TwoBoardWalk:
-    """The walk cursor over a private copy of a bughouse game (module docstring)."""
+class TwoBoardWalk(Walk):
+    """The walk cursor over a private copy of a bughouse game (module docstring), as
+    :class:`search.walk.Walk` states the driver's needs: team 0's values, the evaluator's value
+    turned by :meth:`focus_sign`, priors renormalised per board."""
 
     def __init__(self, game: BughouseGame, own_board: int, clocks: list[int] | None, sit_board: int,
                  move_ms: list[int]) -> None:
@@ -149,7 +156,7 @@ class TwoBoardWalk:
         """+1 when team 0 moves on our board: the evaluator's value (for that team) times this is team 0's."""
         return 1.0 if self.team_to_move(self.own_board) == 0 else -1.0
 
-    def legal_moves_vec(self) -> vec[i64]:
+    def moves(self) -> vec[i64]:
         """Both boards' moves (board A first, each board's sit last when allowed)."""
         out = vec[i64]()
         for b in (0, 1):
@@ -161,7 +168,7 @@ class TwoBoardWalk:
                 out = append(out, sit_move(b))
         return out
 
-    def outcome(self, has_moves: bool) -> tuple[bool, float]:
+    def over(self, has_moves: bool) -> tuple[bool, float]:
         """(over, team 0's value) at the walk position; ``has_moves``: some edge leaves it."""
         value = game_over_value(self.game, self.clocks)
         if value is not None:
@@ -170,7 +177,67 @@ class TwoBoardWalk:
             return False, 0.0
         return True, stuck_value(self.game, self.clocks)
 
-    def leaf(self, moves: vec[i64]) -> Leaf:
+    def leaf(self, moves: vec[i64], is_root: bool) -> Leaf:
         """The leaf the evaluator sees: the two boards for our board's side to move, the clocks."""
         clocks = self.clocks if self.clocks is not None else [-1, -1, -1, -1]
         return Leaf(leaf_state(self.game, self.own_board, clocks), [int(m) for m in moves], BUGHOUSE.name)
+
+    # ------------------------------------------------------------------ the driver's walk
+
+    def ply(self) -> int:
+        return self.game.ply()
+
+    def turn(self) -> int:
+        return self.game.boards[self.own_board].turn
+
+    def fullmove(self) -> int:
+        return 1
+
+    def value_sign(self) -> float:
+        return self.focus_sign()
+
+    def outcome(self, tree: _Tree, node: int, moves: vec[i64], is_root: bool, mate_value: float) -> tuple[bool, float]:
+        return self.over(len(moves) > 0)
+
+    def child_made(self, tree: _Tree, child: int) -> bool:
+        """The child's hash and the team that moved into it (its sign); with MCGS its link."""
+        tree.nd_hash[child] = self.key()
+        tree.nd_sign[child] = 1.0 if self.last_team == 0 else -1.0
+        return tree.mcgs and mcgs.link_key(tree, self.graph_key(), child)
+
+    def normalise(self, priors: vec[float], moves: vec[i64]) -> vec[float]:
+        """Each board's priors summing to 1."""
+        totals = [0.0, 0.0]
+        for j in range(len(priors)):
+            totals[int(moves[j]) >> BOARD_SHIFT] += priors[j]
+        for j in range(len(priors)):
+            t = totals[int(moves[j]) >> BOARD_SHIFT]
+            if t > 0:
+                priors[j] /= t
+        return priors
+
+    def reuse(self, tree: _Tree, root: int, previous: Walk | None) -> int:
+        """The node of this position in ``tree`` whose root was ``previous``'s: the moves played
+        since on either board followed, then our partner's sit; -1 when the game, our board or the
+        time control differ."""
+        if not isinstance(previous, TwoBoardWalk):
+            return -1
+        old = previous
+        if (old.own_board != self.own_board or old.game.root_fen != self.game.root_fen
+                or old.game.base_ms != self.game.base_ms or old.game.inc_ms != self.game.inc_ms):
+            return -1
+        before = old.game.move_stack
+        now = self.game.move_stack
+        if len(now) < len(before) or now[:len(before)] != before:
+            return -1
+        key = self.key()
+        node = root
+        for b, m in now[len(before):]:
+            node = tree.child_by_move(node, two_board_move(b, m))
+            if node < 0:
+                return -1
+        if tree.nd_hash[node] != key and self.sit_board >= 0:
+            node = tree.child_by_move(node, sit_move(self.sit_board))
+        if node < 0 or tree.nd_hash[node] != key or tree.nd_state[node] != EXPANDED:
+            return -1
+        return node

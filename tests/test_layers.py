@@ -57,9 +57,17 @@ def test_module_and_function_sizes() -> None:
 
 
 def test_search_modules_stay_small() -> None:
+    # the legacy two-board search is the one exception while it is still in search/ (issue 55)
     big = [f"{p.relative_to(ROOT)}: {p.read_text().count(chr(10))} lines" for p in _sources("search")
-           if p.read_text().count("\n") > 600]
+           if p.read_text().count("\n") > 500 and p.name != "bughouse_mcts.py"]
     assert not big, big
+
+
+def test_no_search_overrides_a_signature() -> None:
+    """A search composes the driver instead of changing its methods' signatures in a subclass."""
+    bad = [f"{p.relative_to(ROOT)}:{i}" for p in _sources("search")
+           for i, line in enumerate(p.read_text().splitlines(), 1) if "type: ignore[override]" in line]
+    assert not bad, bad
 
 
 def test_no_variant_name_outside_board() -> None:

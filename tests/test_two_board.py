@@ -139,10 +139,10 @@ def test_the_walk_sits_simulates_clocks_and_undoes():
     g.set_clock(2, 10000)   # B-white, an opponent, to move: waiting wins on time
     w = TwoBoardWalk(g.copy(), 0, [g.time_left(s) for s in range(4)], -1, [1000, 1000, 1000, 1000])
     key = w.key()
-    assert sit_move(0) in w.legal_moves_vec()
+    assert sit_move(0) in w.moves()
     w.push(sit_move(0))
     assert w.sit_board == 0 and w.last_team == 0 and w.key() != key
-    assert all(split_move(int(m))[0] == 1 for m in w.legal_moves_vec())
+    assert all(split_move(int(m))[0] == 1 for m in w.moves())
     w.push(two_board_move(1, w.game.legal_moves(1)[0]))
     assert w.sit_board == -1 and w.clocks == [29000, 60000, 9000, 60000] and w.last_team == 1
     w.pop()
@@ -151,7 +151,7 @@ def test_the_walk_sits_simulates_clocks_and_undoes():
     g.set_clock(0, 50)  # our flag falls with our next simulated move
     w = TwoBoardWalk(g.copy(), 0, [50, 60000, 10000, 60000], -1, [1000] * 4)
     w.push(two_board_move(0, w.game.legal_moves(0)[0]))
-    assert w.outcome(True) == (True, -1.0)
+    assert w.over(True) == (True, -1.0)
 
 
 def test_simulated_clocks_make_flags_terminal():

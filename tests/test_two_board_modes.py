@@ -138,7 +138,7 @@ def test_graph_search_merges_and_plays_as_the_tree():
         assert r.value == pytest.approx(tree.value, abs=0.25)
         same += r.move == tree.move
         if k == 0:
-            assert s._merges > 0 and r.evals < r.nodes
+            assert s.mcts._merges > 0 and r.evals < r.nodes
     assert same >= 4
     # team signs on the graph: a position node's values are team 0's, edges see them by their sign
     s, _ = run(BughouseGame(), 0, nodes=800, seed=2, mcgs=True, root_own_p=0.5)
