@@ -53,7 +53,7 @@ Formats:
   ``BughouseBoards.parse_san("A. e4")`` reads the part after the number: :func:`bpgn_token`,
   :func:`parse_bpgn_token`.
 
-Leaves of the two-board search (what :mod:`search.bughouse_mcts` sends and the bughouse
+Leaves of the two-board search (what :mod:`search.two_board` sends and the bughouse
 evaluators read; ``Leaf.variant == "bughouse"``), defined here once:
 
 - ``Leaf.state`` = ``raw_A + raw_B + (focus, clock_0, clock_1, clock_2, clock_3)``

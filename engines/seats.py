@@ -11,7 +11,7 @@ partner message.  Seats are engines of the registry: ``factory.create(spec, "bug
 
 Seats
 -----
-:class:`OurSeat` (in-process): :class:`search.bughouse_mcts.BughouseMCTS` with the classical
+:class:`OurSeat` (in-process): :class:`search.two_board.TwoBoardMCTS` with the classical
 bughouse evaluator (``bughouse-mcts``) or the LazyBug-style network (``rise-bughouse-mcts``,
 ``weights=PATH``; seats with the same weights share one evaluator), stepped cooperatively by the loop (no threads: the two cores are shared). When
 it is to move it searches with ``movetime = min(spec movetime, left / clock_moves + 0.7 · increment)``
@@ -52,6 +52,7 @@ from board.variants import BUGHOUSE
 from engines import catalog, registry
 from engines.base import EngineError, EngineSpec, MoveStat
 from evaluators.base import Evaluator, value_to_cp
+from search.two_board import BughouseLimits
 
 log = logging.getLogger(__name__)
 
@@ -214,12 +215,12 @@ class OurSeat(Seat):
     def __init__(self, name: str, evaluator: Evaluator, config: Any = None, nodes: int | None = None,
                  movetime: float | None = None, seed: int = 1, options: dict[str, str] | None = None,
                  playouts: int | None = None, evals: int | None = None, clock_moves: int | None = None,
-                 search: str = "bughouse-mcts", stall: bool = False) -> None:
+                 search: str = "two-board-mcts", stall: bool = False) -> None:
         self.name = name
         #: the two-board search's registry name (:data:`engines.registry.SEAT_SEARCHES`)
         self.search_name = search
         self.evaluator = evaluator
-        #: limits a move, in :mod:`search.base`'s units (:class:`search.bughouse_mcts.BughouseLimits`)
+        #: limits a move, in :mod:`search.base`'s units (:class:`search.two_board.BughouseLimits`)
         self.nodes, self.playouts, self.evals = nodes, playouts, evals
         self.movetime = movetime
         self.clock_moves = clock_moves
@@ -287,8 +288,6 @@ class OurSeat(Seat):
         return allocate(ctx, self.seat, self.movetime, self.clock_moves)
 
     def tick(self, ctx: GameContext) -> bool:
-        from search.bughouse_mcts import BughouseLimits
-
         game = ctx.game
         b = self.seat >> 1
         if not ctx.to_move(self.seat):

@@ -160,17 +160,20 @@ def mates_in_one_vec(pos: Position, moves: vec[i64], checks: vec[i64]) -> vec[i6
     return out
 
 
-def check_enhanced(priors: vec[float], checks: vec[i64], thresh: float, factor: float, cap: bool) -> vec[float]:
+
+def check_enhance(priors: vec[float], checks: vec[i64], thresh: float, factor: float, cap: bool,
+                  out: vec[float], at: i64) -> None:
     """CrazyAra's check enhancement: each checking move (``checks`` 1/0) whose prior is below
     ``thresh`` gains ``factor`` times the highest prior (at most 0.1 with ``cap``), then all priors
-    are renormalised.  Empty when no check is below the threshold (the priors stand as they are)."""
+    are renormalised, written to ``out[at:]`` (a node's edges); nothing is written when no check is
+    below the threshold (the priors stand as they are)."""
     boost = False
     for i in range(len(priors)):
         if checks[i] and priors[i] < thresh:
             boost = True
             break
     if not boost:
-        return vec[float]()
+        return
     top = priors[0]
     for i in range(1, len(priors)):
         if priors[i] > top:
@@ -183,10 +186,8 @@ def check_enhanced(priors: vec[float], checks: vec[i64], thresh: float, factor: 
         if checks[i] and p < thresh:
             p += bonus
         total += p
-    out = vec[float](capacity=len(priors))
     for i in range(len(priors)):
         p = priors[i]
         if checks[i] and p < thresh:
             p += bonus
-        out = append(out, p / total)
-    return out
+        out[at + i] = p / total

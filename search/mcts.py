@@ -56,7 +56,7 @@ from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require
 from search import mcgs, mcts_explore, mcts_report
 from search.base import Limits, Search, SearchResult
-from search.checks import check_enhanced
+from search.checks import check_enhance
 from search.mcts_config import (
     MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
 )
@@ -387,7 +387,8 @@ class MCTS(Search):
                 return None
         tree.nd_state[node] = PENDING
         # path: fresh per walk
-        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates, walk.value_sign()))
+        sign = walk.value_sign() if self.teams else 1.0
+        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates, sign))
         return walk.leaf(moves, is_root)
 
     def _leaf_value(self, node: int, value: float) -> float:
@@ -397,15 +398,12 @@ class MCTS(Search):
     def _expand(self, node: int, moves: vec[i64], priors: vec[float], value: float, checks: vec[i64],
                 mates: vec[i64]) -> None:
         cfg = self.config
-        boosted = vec[float]()
-        if cfg.check_enhancement and len(checks) > 0:
-            boosted = check_enhanced(priors, checks, cfg.check_prior_threshold, cfg.check_factor, cfg.check_cap)
         tree = self.tree
         # the transposition table keeps the evaluator's own priors; the new edges get the boosted ones
         tree.expand_vec(node, moves, priors, value)
         e0c: i64 = tree.nd_edge0[node]
-        for i in range(len(boosted)):
-            tree.ed_prior[e0c + i] = boosted[i]
+        if cfg.check_enhancement and len(checks) > 0:
+            check_enhance(priors, checks, cfg.check_prior_threshold, cfg.check_factor, cfg.check_cap, tree.ed_prior, e0c)
         if tree.check_urgency and len(checks) > 0:
             for i in range(len(checks)):
                 if checks[i]:

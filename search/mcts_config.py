@@ -60,11 +60,16 @@ ROOT_RULES: Final = {
     "puct": "search.mcts_rules:VisitsRoot",
     "gumbel": "search.gumbel:SequentialHalving",
 }
+#: the Q transforms (``MCTSConfig.q_transform``): "module:function" of a
+#: :data:`search.qtransforms.QTransform`; "mean" the rules compute inline
+Q_TRANSFORMS: Final = {
+    "mean": "search.qtransforms:mean",
+}
 
 
 def load(entry: str) -> Any:
-    """The class a registry entry names ("module:Class": :data:`TREE_RULES`, :data:`ROOT_RULES`,
-    :data:`search.mcts_stop.STOPPERS`), imported on first use."""
+    """The class or function a registry entry names ("module:name": :data:`TREE_RULES`,
+    :data:`ROOT_RULES`, :data:`Q_TRANSFORMS`, :data:`search.mcts_stop.STOPPERS`), imported on first use."""
     module, _, cls = entry.partition(":")
     return getattr(importlib.import_module(module), cls)
 
@@ -147,6 +152,8 @@ class MCTSConfig:
     time: TimeConfig = field(default_factory=TimeConfig)
     # SixtyFour variant
     score_formula: str = "crazyara"
+    # the Q the tree rules read for a visited edge (search/qtransforms.py; "mean": W/N with virtual losses)
+    q_transform: str = "mean"
     sixtyfour_c: float = 0.5
     mate_value: float = 1.0
     prior_noise: float = 0.0
@@ -217,6 +224,8 @@ class MCTSConfig:
             raise MCTSConfigError("virtual_loss must not be negative")
         if self.score_formula not in TREE_RULES:
             raise MCTSConfigError(f"score_formula must be one of {', '.join(TREE_RULES)}, got {self.score_formula!r}")
+        if self.q_transform not in Q_TRANSFORMS:
+            raise MCTSConfigError(f"q_transform must be one of {', '.join(Q_TRANSFORMS)}, got {self.q_transform!r}")
         if not 0.0 <= self.dirichlet_epsilon <= 1.0:
             raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
         if self.dirichlet_alpha <= 0 or self.temperature < 0:

@@ -15,7 +15,8 @@ import random
 
 from mypy_extensions import i64, mypyc_attr
 
-from search.mcts_config import ROOT_RULES, TREE_RULES, MCTSConfig, load, cpuct, final_policy, u_divisor
+from search.mcts_config import Q_TRANSFORMS, ROOT_RULES, TREE_RULES, MCTSConfig, load, cpuct, final_policy, u_divisor
+from search.qtransforms import QTransform
 from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
 
@@ -38,6 +39,8 @@ class TreeRule:
         self.full_solver = cfg.solver
         self.win_e: i64 = -1
         self.lose_e: i64 = -1
+        #: the Q transform (:mod:`search.qtransforms`); None for "mean", which the rules compute inline
+        self.q_of: QTransform | None = None if cfg.q_transform == "mean" else load(Q_TRANSFORMS[cfg.q_transform])
 
     def select(self, tree: _Tree, node: int) -> int:
         """The edge to follow from ``node`` (EXPANDED)."""

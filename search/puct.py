@@ -2,7 +2,8 @@
 
     argmax_a  Q(s, a) + cpuct(s) · P(s, a) · sqrt(max(N(s), 1)) / (udiv(s) + N(s, a))
 
-with ``Q = fpu`` for an unvisited edge (``check_q_init`` for an unvisited check under check
+with ``Q`` a visited edge's Q transform (:mod:`search.qtransforms`; the mean by default), ``Q = fpu``
+for an unvisited edge (``check_q_init`` for an unvisited check under check
 urgency), virtual losses counted as visits of value -1, and the solver's proven children handled by
 :meth:`search.mcts_rules.TreeRule.proven`.
 """
@@ -67,6 +68,7 @@ class PUCT(TreeRule):
         best = -1e30
         best_e: i64 = -1
         fpu = cfg.fpu
+        q_of = self.q_of
         # Check urgency: an unvisited checking move starts from Q = check_q_init instead of fpu.
         urgent = tree.check_urgency
         fpu_check = cfg.check_q_init if urgent else fpu
@@ -112,7 +114,12 @@ class PUCT(TreeRule):
                     continue
             inflight = float(nd_vl[child]) * vl
             n = float(nd_n[child]) + inflight
-            q = (nd_w[child] - inflight) / n if n > 0.0 else fpu
+            if n <= 0.0:
+                q = fpu
+            elif q_of is None:
+                q = (nd_w[child] - inflight) / n
+            else:
+                q = q_of(tree, child, inflight)
             score = q + c * ed_prior[e] / (ud + n)
             if score > best:
                 best = score

@@ -53,7 +53,11 @@ class SixtyFourScore(TreeRule):
                         continue
                 inflight = float(nd_vl[child]) * vl
                 n = float(nd_n[child]) + inflight
-                q = 0.5 * (-tree.nd_value[tree.target(child)] + (nd_w[child] - inflight) / n) if n > 0.0 else fpu
+                if n <= 0.0:
+                    q = fpu
+                else:
+                    mean = (nd_w[child] - inflight) / n if self.q_of is None else self.q_of(tree, child, inflight)
+                    q = 0.5 * (-tree.nd_value[tree.target(child)] + mean)
                 score = q + c * ed_prior[e] / (1.0 + n)
             if score > best:
                 best = score

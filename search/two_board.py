@@ -1,8 +1,8 @@
 """Bughouse MCTS on the shared driver (mypyc-compiled): LazyBug's two-board search (SPEC.md section 4)
 as a walk cursor and two rules over :class:`search.mcts.MCTS`'s tree, batches and stoppers.
 
-Notation (as :mod:`search.mcts`; LazyBug's rules as :mod:`search.bughouse_mcts` states them)
---------------------------------------------------------------------------------------------
+Notation (as :mod:`search.mcts`; LazyBug's rules as SPEC.md section 4 states them)
+----------------------------------------------------------------------------------
 A node ``s`` is a two-board walk position (:mod:`search.two_board_walk`: both boards, the pockets,
 the sit, the simulated clocks); its edges ``(b, a)`` are the moves of both boards' sides to move,
 board A's first, each board's ``sit`` last where it is allowed.
@@ -21,7 +21,8 @@ board A's first, each board's ``sit`` last where it is allowed.
   since on either board (and our partner's sit) and keeps the node whose walk hash matches.
 
 The final-move rule is :meth:`TwoBoardMCTS.choose_move` (the only place it is decided): LazyBug's,
-as :class:`search.bughouse_mcts.BughouseMCTS` applies it, or with ``root_rule="gumbel"`` Gumbel's.
+as the legacy tree of its own applied it (``tests/oracles/bughouse_mcts.py``), or with
+``root_rule="gumbel"`` Gumbel's.
 
 Switches of the shared driver that hold here:
 
@@ -47,7 +48,6 @@ from board.bughouse import SIT, BughouseBoard, BughouseGame, recent_move_ms, spl
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import Limits, SearchResult, range_error, step
-from search.bughouse_mcts import BughouseLimits, BughouseResult
 from search.mcts import MCTS
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
 from search.mcts_config import MCTSConfig, MCTSConfigError
@@ -56,6 +56,35 @@ from search.timeman import TimeConfig
 from search.two_board_gumbel import BoardGumbel, SeatGumbel
 from search.two_board_rules import BoardPUCT, SeatRoot
 from search.two_board_walk import TwoBoardWalk
+
+
+@dataclass
+class BughouseLimits:
+    """When to stop (module docstring's units), and/or seconds (the server derives them from the clock)."""
+
+    nodes: int | None = None
+    movetime: float | None = None
+    playouts: int | None = None
+    evals: int | None = None
+
+
+@dataclass
+class BughouseResult:
+    """The decision for our seat: ``move`` on ``board_id``, or ``move == SIT`` (wait)."""
+
+    board_id: int
+    move: int
+    value: float = 0.0  # our team's value of the root
+    nodes: int = 0
+    evals: int = 0
+    time: float = 0.0
+    own_visits: int = 0
+    other_visits: int = 0
+    pv: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def sit(self) -> bool:
+        return self.move == SIT
 
 
 #: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
@@ -113,8 +142,8 @@ class TwoBoardConfig(MCTSConfig):
 class TwoBoardMCTS:
     """LazyBug's bughouse MCTS for one seat (module docstring): it wraps a shared
     :class:`search.mcts.MCTS` driver (the two-board walk, LazyBug's rules, a team-value tree) and
-    decides sit or move from its tree.  The seat's interface is :class:`search.bughouse_mcts.BughouseMCTS`'s
-    (``start`` with the game and board, :class:`BughouseResult`)."""
+    decides sit or move from its tree.  The seat's interface: ``start`` with the game and the board,
+    ``ask``/``tell``, a :class:`BughouseResult`."""
 
     def __init__(self, evaluator: Evaluator, config: TwoBoardConfig | None = None,
                  rng: random.Random | None = None) -> None:

@@ -74,7 +74,12 @@ class BoardPUCT(TreeRule):
         for e in range(lo, hi):
             virtual = tree.edge_vl(e) * vl
             n = tree.edge_n(e) + virtual
-            q = (tree.edge_w(e) - virtual) / n if n > 0 else cfg.fpu
+            if n <= 0:
+                q = cfg.fpu
+            elif self.q_of is None:
+                q = (tree.edge_w(e) - virtual) / n
+            else:
+                q = self.q_of(tree, int(tree.ed_child[e]), virtual)
             s = q + c * tree.ed_prior[e] / (1.0 + n)
             if s > best_score:
                 best_score = s

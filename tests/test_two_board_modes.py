@@ -11,7 +11,7 @@ import pytest
 from board import move_from_uci, move_to_uci
 from board.bughouse import SIT, BughouseGame, sit_move, split_move, two_board_move
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
-from search.bughouse_mcts import BughouseLimits
+from search.two_board import BughouseLimits
 from search.gumbel import considered_visits
 from search.two_board import TwoBoardConfig, TwoBoardMCTS
 from search.two_board_gumbel import SeatGumbel

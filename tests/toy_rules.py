@@ -1,7 +1,8 @@
 """Toys written outside search/, to show (tests/test_extending.py) that a new tree rule is one class
 and one line in :data:`search.mcts_config.TREE_RULES` (the edge with the fewest visits, highest prior
-first among equals, with the solver's verdicts as every rule has them), and a new stopper one class
-and one line in :data:`search.mcts_stop.STOPPERS`."""
+first among equals, with the solver's verdicts as every rule has them), a new stopper one class
+and one line in :data:`search.mcts_stop.STOPPERS`, and a new Q transform one function and one line
+in :data:`search.mcts_config.Q_TRANSFORMS`."""
 from __future__ import annotations
 
 from search.mcts_rules import TreeRule
@@ -53,3 +54,15 @@ class CannotBeOvertaken(Stopper):
             CannotBeOvertaken.fired += 1
             return True
         return False
+
+
+#: calls of the toy Q transform (the test checks the rules read it)
+PESSIMISTIC_CALLS = [0]
+
+
+def pessimistic(tree: _Tree, child: int, inflight: float) -> float:
+    """A toy Q transform: the mean with one more visit of value -1 (a visited edge looks worse the
+    fewer visits it has)."""
+    PESSIMISTIC_CALLS[0] += 1
+    return (tree.nd_w[child] - inflight - 1.0) / (float(tree.nd_n[child]) + inflight + 1.0)
+

@@ -51,8 +51,10 @@ that node becomes the root (through the partner board's sit edge when the partne
 Its visits and values are kept; the new root gets the real clocks, the nodes below keep the
 clocks simulated when they were made.
 
-The same rules run on the shared MCTS driver and tree in :mod:`search.two_board` (``two-board-mcts``);
-this tree of its own stays for the games stored with it (``bughouse-mcts``), which replay with it.
+The same rules run on the shared MCTS driver and tree in :mod:`search.two_board` (``two-board-mcts``,
+the suite's bughouse search).  This tree of its own left ``search/`` (issue 55) and stays here as a
+test oracle (the tests play the live search against it) and for the games stored with it (search
+``bughouse-mcts``), which replay with it from a checkout (README, "Old bughouse games").
 """
 from __future__ import annotations
 
@@ -68,6 +70,7 @@ from board.bughouse import (
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import range_error, step
+from search.two_board import BughouseLimits, BughouseResult
 from search.two_board_walk import clocks_after, game_over_value, sit_allowed, stuck_value
 
 NEW: Final = 0
@@ -113,35 +116,6 @@ class BughouseMCTSConfig:
             raise BughouseSearchError("batch_size and recent_moves must be >= 1, virtual_loss >= 0")
         if self.sit_ratio <= 0 or self.cpuct_base <= 0 or self.default_nodes < 1:
             raise BughouseSearchError("sit_ratio, cpuct_base and default_nodes must be positive")
-
-
-@dataclass
-class BughouseLimits:
-    """When to stop (module docstring's units), and/or seconds (the server derives them from the clock)."""
-
-    nodes: int | None = None
-    movetime: float | None = None
-    playouts: int | None = None
-    evals: int | None = None
-
-
-@dataclass
-class BughouseResult:
-    """The decision for our seat: ``move`` on ``board_id``, or ``move == SIT`` (wait)."""
-
-    board_id: int
-    move: int
-    value: float = 0.0  # our team's value of the root
-    nodes: int = 0
-    evals: int = 0
-    time: float = 0.0
-    own_visits: int = 0
-    other_visits: int = 0
-    pv: list[tuple[int, int]] = field(default_factory=list)
-
-    @property
-    def sit(self) -> bool:
-        return self.move == SIT
 
 
 def cpuct(cfg: BughouseMCTSConfig, n: float) -> float:
