@@ -357,6 +357,18 @@ def test_network_seats_and_team_specs_with_paths(tmp_path: Path):
 
 @pytest.mark.skipif(__import__("tests.engines_path", fromlist=["find_engine"]).find_engine("sjeng") is None,
                     reason="sjeng not installed")
+def test_generate_with_two_workers_on_the_worker_pool_fills_a_shard_each_and_resumes(tmp_path: Path):
+    from experiments.training.bughouse_data import count_all, count_games, generate, shard_paths
+
+    db = tmp_path / "g.sqlite"
+    pairs = [("sjeng:depth=1", "sjeng:depth=1")]
+    assert generate(db, pairs, 4, 30000, 0, chunk=2, progress=False, max_plies=60, workers=2) == count_all(db) == 4
+    assert [count_games(p) for p in shard_paths(db)] == [2, 2]  # one writer a shard, the games shared out
+    assert generate(db, pairs, 4, 30000, 0, chunk=2, progress=False, max_plies=60, workers=2) == 4  # nothing replayed
+
+
+@pytest.mark.skipif(__import__("tests.engines_path", fromlist=["find_engine"]).find_engine("sjeng") is None,
+                    reason="sjeng not installed")
 def test_generate_sjeng_games_resumes_and_gives_samples(tmp_path: Path):
     from experiments.training.bughouse_data import count_games, generate
 

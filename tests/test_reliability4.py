@@ -447,17 +447,15 @@ def test_h19_bughouse_datagen_with_an_engine_that_cannot_start_is_one_line(tmp_p
     assert not list(tmp_path.glob("g.w*.sqlite"))  # refused before any worker started
 
 
-def test_h19_a_failing_worker_sends_its_reason_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import queue
-
+def test_h19_a_failing_worker_sends_its_reason_not_a_traceback(tmp_path: Path) -> None:
+    """A bughouse datagen worker (on the one worker pool) that fails sends its reason as one line."""
+    from experiments.harness.workers import PoolError, run_pool
     from experiments.training import bughouse_data
 
-    errors: "queue.Queue[str]" = queue.Queue()
-    with pytest.raises(SystemExit) as e:
-        bughouse_data._worker(str(tmp_path / "g.sqlite"), [("sjeng:path=x", "sjeng")], 2, 60000, 0, None, 2, 1, 40,
-                              None, errors)
-    assert e.value.code == 2 and "Traceback" not in capsys.readouterr().err
-    assert "takes depth and startup only, not path" in errors.get_nowait()
+    with pytest.raises(PoolError) as e:
+        run_pool(bughouse_data._serve, ([("sjeng:path=x", "sjeng")], 60000, 0, None, 2, 40, None),
+                 [(str(tmp_path / "g.sqlite"), 2, 1)], 1, on_result=lambda _: None)
+    assert "takes depth and startup only, not path" in str(e.value) and "Traceback" not in str(e.value)
 
 
 # ---------------------------------------------------------------- h20: nothing measured is not a speed-up

@@ -10,8 +10,9 @@ the one that writes the store, so resume and "never a game twice" hold as in one
 a task does not change its game: each task carries its own seed.
 
 The one-board matches (:func:`experiments.harness.backends.play_processes`: a pooled runner a
-worker) and the bughouse matches (:mod:`experiments.harness.bughouse`: four seats a worker) both
-run on it. Spawned, never forked: a worker must not inherit a parent's reader threads.
+worker), the bughouse matches (:mod:`experiments.harness.bughouse`: four seats a worker) and the
+data generation (:mod:`experiments.training.datagen`: a UCI engine a worker, a game a task;
+:mod:`experiments.training.bughouse_data`: a shard a task) run on it. Spawned, never forked: a worker must not inherit a parent's reader threads.
 """
 from __future__ import annotations
 

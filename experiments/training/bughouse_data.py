@@ -31,7 +31,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -86,49 +86,48 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
         _generate(db, pairs, games - (count_all(db) - count_games(db)), base_ms, inc_ms, minutes, chunk, seed,
                   progress, max_plies, openings)
         return count_all(db)
-    import multiprocessing
+    import threading
 
     from tqdm import tqdm
 
+    from experiments.harness.workers import PoolError, run_pool
+
     left = max(0, games - count_all(db))
-    mp = multiprocessing.get_context("spawn")
-    errors = mp.Queue()
-    procs = []
-    for k in range(workers):
-        quota = count_games(shard(db, k)) + left // workers + (1 if k < left % workers else 0)
-        procs.append(mp.Process(target=_worker, args=(str(shard(db, k)), list(pairs), quota, base_ms, inc_ms,
-                                                      minutes, chunk, seed + k, max_plies,
-                                                      None if openings is None else str(openings), errors),
-                                daemon=True))
+    # one task a shard: worker k's database, its quota, its seed (a task is played where it lands)
+    tasks = [(str(shard(db, k)), count_games(shard(db, k)) + left // workers + (1 if k < left % workers else 0),
+              seed + k) for k in range(workers)]
     bar = tqdm(total=games, initial=min(games, count_all(db)), desc=f"bughouse datagen ({workers} workers)",
                disable=not progress, dynamic_ncols=True)
-    try:
-        for p in procs:
-            p.start()
-        while any(p.is_alive() for p in procs):
-            time.sleep(2.0)
+    over = threading.Event()
+
+    def watch() -> None:  # the games stored so far, read from the shards every 2 s
+        while not over.wait(2.0):
             bar.n = min(games, count_all(db))
             bar.refresh()
-    finally:
-        for p in procs:
-            if p.is_alive():  # interrupted: each worker keeps the games it finished
-                p.terminate()
-            p.join()
-        bar.close()
-    failed = [p.exitcode for p in procs if p.exitcode]
-    if failed:
-        import queue
 
-        reasons = []
-        while True:
-            try:
-                reasons.append(errors.get(timeout=0.2))
-            except queue.Empty:
-                break
-        why = f": {reasons[0]}" if reasons else f" (exit codes {failed})"
-        raise BughouseDataError(f"{len(failed)} of {workers} datagen workers failed{why}; their finished games are kept"
-                                + ("" if reasons else ": run the command again to resume"))
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        run_pool(_serve, (list(pairs), base_ms, inc_ms, minutes, chunk, max_plies,
+                          None if openings is None else str(openings)),
+                 tasks, workers, on_result=lambda _: None)
+    except PoolError as e:
+        raise BughouseDataError(f"a datagen worker failed: {e}; the finished games are kept: run the command again "
+                                "to resume") from None
+    finally:
+        over.set()
+        watcher.join()
+        bar.n = min(games, count_all(db))
+        bar.close()
     return count_all(db)
+
+
+def _serve(arg: tuple[list[tuple[str, str]], int, int, float | None, int, int, str | None],
+           tasks: Iterator[tuple[str, int, int]], put: Callable[[int], None], stop: Callable[[], bool]) -> None:
+    """A worker of :func:`experiments.harness.workers.run_pool`: each shard handed to it played to its quota."""
+    pairs, base_ms, inc_ms, minutes, chunk, max_plies, openings = arg
+    for db, quota, seed in tasks:
+        put(_generate(db, pairs, quota, base_ms, inc_ms, minutes, chunk, seed, False, max_plies, openings))
 
 
 def _check_seats(pairs: Sequence[tuple[str, str]]) -> None:
@@ -144,21 +143,6 @@ def _check_seats(pairs: Sequence[tuple[str, str]]) -> None:
             make_seat(spec, 0, pool).close()
     finally:
         pool.close()
-
-
-def _worker(db: str, pairs: list[tuple[str, str]], games: int, base_ms: int, inc_ms: int, minutes: float | None,
-            chunk: int, seed: int, max_plies: int, openings: str | None, errors: Any = None) -> None:
-    """One worker process: its games, or its failure as one line for the parent (no traceback)."""
-    import sys
-
-    try:
-        _generate(db, pairs, games, base_ms, inc_ms, minutes, chunk, seed, False, max_plies, openings)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as e:  # noqa: BLE001 - one line to the parent, which reports it
-        if errors is not None:
-            errors.put(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        sys.exit(2)
 
 
 def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_ms: int, inc_ms: int,

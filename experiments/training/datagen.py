@@ -53,13 +53,14 @@ import random
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
 import board
 from board import Position, new_position
 from board.variants import CHESS, CRAZYHOUSE, ONE_BOARD, Variant, of_pgn_tag, variant_of
+from experiments.harness.workers import PoolError, run_pool
 
 MATE_SCORE = 32000
 SCORE_UNKNOWN = -32768
@@ -543,8 +544,6 @@ def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
     deadline = None if cfg.minutes is None else time.monotonic() + 60 * cfg.minutes
     buf: list[GameRecord] = []
     stats = {"games": 0, "positions": 0, "errors": 0, "shards": 0, "existing_games": before}
-    ctx = mp.get_context("spawn")
-    pool = ctx.Pool(cfg.workers, initializer=_worker_init, initargs=(path, cfg.variant))
     bar = tqdm(total=cfg.games, desc=f"datagen {cfg.variant}", unit="game", disable=not progress)
 
     def flush() -> None:
@@ -554,38 +553,48 @@ def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
             buf.clear()
 
     failed_in_a_row = 0
+
+    def on_result(rec: GameRecord | str) -> None:
+        nonlocal failed_in_a_row
+        bar.update(1)
+        if isinstance(rec, str):
+            stats["errors"] += 1
+            failed_in_a_row += 1
+            bar.write(f"datagen: skipped {rec}")
+            if failed_in_a_row >= MAX_FAILURES_IN_A_ROW:
+                raise DataError(f"the engine failed {failed_in_a_row} games in a row (last: {rec}); stopped "
+                                f"({stats['games']} games kept)")
+            return
+        failed_in_a_row = 0
+        if rec.moves:
+            buf.append(rec)
+            stats["games"] += 1
+            stats["positions"] += len(rec.moves)
+            bar.set_postfix(positions=stats["positions"])
+        if len(buf) >= cfg.shard_games:
+            flush()
+
     try:
-        for rec in pool.imap_unordered(play_game, _jobs(cfg, used, rng, cfg.games)):
-            if isinstance(rec, str):
-                stats["errors"] += 1
-                failed_in_a_row += 1
-                bar.write(f"datagen: skipped {rec}")
-                if failed_in_a_row >= MAX_FAILURES_IN_A_ROW:
-                    raise DataError(f"the engine failed {failed_in_a_row} games in a row (last: {rec}); stopped "
-                                    f"({stats['games']} games kept)")
-                bar.update(1)
-                continue
-            failed_in_a_row = 0
-            if rec.moves:
-                buf.append(rec)
-                stats["games"] += 1
-                stats["positions"] += len(rec.moves)
-                bar.set_postfix(positions=stats["positions"])
-            bar.update(1)
-            if len(buf) >= cfg.shard_games:
-                flush()
-            if deadline is not None and time.monotonic() > deadline:
-                break
-    except (KeyboardInterrupt, DataError):
-        flush()
-        pool.terminate()
-        raise
+        run_pool(_serve, (path, cfg.variant), _jobs(cfg, used, rng, cfg.games), cfg.workers, on_result=on_result,
+                 stop=lambda: deadline is not None and time.monotonic() > deadline)
+    except PoolError as e:
+        raise DataError(f"a datagen worker failed: {e} ({stats['games']} games kept)") from None
     finally:
+        flush()  # interrupted too: the finished games are kept
         bar.close()
-    flush()
-    pool.terminate()
-    pool.join()
     return stats
+
+
+def _serve(arg: tuple[str, str], jobs: Iterator[tuple[int, str, list[str], int, int]],
+           put: Callable[[GameRecord | str], None], stop: Callable[[], bool]) -> None:
+    """A worker of :func:`experiments.harness.workers.run_pool`: one engine, the games handed to it."""
+    _worker_init(*arg)
+    try:
+        for job in jobs:
+            put(play_game(job))
+    finally:
+        if _ENGINE is not None:
+            _ENGINE.close()
 
 
 # --------------------------------------------------------------------------- PGN import
