@@ -20,9 +20,10 @@ board A's first, each board's ``sit`` last where it is allowed.
   ``playouts`` new simulations; ``evals`` evaluator calls).  Tree reuse follows the moves played
   since on either board (and our partner's sit) and keeps the node whose walk hash matches.
 
-The final-move rule is :meth:`TwoBoardMCTS.choose_move` (the only place it is decided): LazyBug's,
+The final-move rule is the seat root's ``decide`` (the only place it is decided; the rules are
+named in :data:`BOARD_RULES` and :data:`SEAT_ROOTS`): LazyBug's (:class:`search.two_board_rules.SeatRoot`),
 as the legacy tree of its own applied it (``tests/oracles/bughouse_mcts.py``), or with
-``root_rule="gumbel"`` Gumbel's.
+``root_rule="gumbel"`` Gumbel's (:class:`search.two_board_gumbel.SeatGumbel`).
 
 Switches of the shared driver that hold here:
 
@@ -50,10 +51,9 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search.base import Limits, SearchResult, range_error, step
 from search.mcts import MCTS
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
-from search.mcts_config import MCTSConfig, MCTSConfigError
+from search.mcts_config import MCTSConfig, MCTSConfigError, load
 from search.mcts_tree import EXPANDED, TERMINAL, _Tree
 from search.timeman import TimeConfig
-from search.two_board_gumbel import BoardGumbel, SeatGumbel
 from search.two_board_rules import BoardPUCT, SeatRoot
 from search.two_board_walk import TwoBoardWalk
 
@@ -87,6 +87,17 @@ class BughouseResult:
         return self.move == SIT
 
 
+#: the two-board rules, "module:Class" as :data:`search.mcts_config.TREE_RULES`: below the root
+#: (``score_formula``; a :class:`~search.two_board_rules.BoardPUCT`) and at our seat's root
+#: (``root_rule``; a :class:`~search.two_board_rules.SeatRoot`, which also decides sit or move)
+BOARD_RULES: Final = {
+    "crazyara": "search.two_board_rules:BoardPUCT",
+    "gumbel": "search.two_board_gumbel:BoardGumbel",
+}
+SEAT_ROOTS: Final = {
+    "puct": "search.two_board_rules:SeatRoot",
+    "gumbel": "search.two_board_gumbel:SeatGumbel",
+}
 #: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
 SPIN_RANGES: Final = {**MCTS_RANGES, "recent_moves": (1, 100), "default_move_ms": (1, 10**7)}
 
@@ -125,8 +136,8 @@ class TwoBoardConfig(MCTSConfig):
             ("q_value_selection", self.q_value_selection), ("q_pv", self.q_pv),
             ("check_enhancement", self.check_enhancement), ("check_urgency", self.check_urgency),
             ("epsilon_greedy", self.epsilon_greedy > 0 or self.epsilon_checks > 0),
-            (f"root_rule={self.root_rule}", self.root_rule not in ("puct", "gumbel")),
-            (f"score_formula={self.score_formula}", self.score_formula not in ("crazyara", "gumbel")),
+            (f"root_rule={self.root_rule}", self.root_rule not in SEAT_ROOTS),
+            (f"score_formula={self.score_formula}", self.score_formula not in BOARD_RULES),
             ("multipv", self.multipv != 1)) if on]
         if off:
             raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
@@ -153,9 +164,8 @@ class TwoBoardMCTS:
         self.config = cfg
         self.evaluator = evaluator
         self.rng = rng if rng is not None else random.Random(0)
-        self.gumbel = cfg.root_rule == "gumbel"
-        board_rule: BoardPUCT = (BoardGumbel if cfg.score_formula == "gumbel" else BoardPUCT)(cfg, self.rng, cfg.cpuct_factor)
-        self.seat_root: SeatRoot = (SeatGumbel if self.gumbel else SeatRoot)(cfg, board_rule, 0, cfg.root_own_p)
+        board_rule: BoardPUCT = load(BOARD_RULES[cfg.score_formula])(cfg, self.rng, cfg.cpuct_factor)
+        self.seat_root: SeatRoot = load(SEAT_ROOTS[cfg.root_rule])(cfg, board_rule, 0, cfg.root_own_p)
         #: the shared driver
         self.mcts = MCTS(evaluator, cfg, self.rng, rule=board_rule, root_rule=self.seat_root, teams=True, summary=False)
         self.walk: TwoBoardWalk | None = None
@@ -233,7 +243,8 @@ class TwoBoardMCTS:
         return self.root >= 0 and self.tree.nd_state[self.root] in (EXPANDED, TERMINAL)
 
     def _decision(self) -> tuple[int, int, int]:
-        """``(move, own_visits, other_visits)`` (move on our board, or SIT)."""
+        """``(move, own_visits, other_visits)`` (move on our board, or SIT): the seat root's rule
+        (:meth:`search.two_board_rules.SeatRoot.decide`) over our board's edges."""
         tree = self.tree
         root = self.root
         walk = self.walk
@@ -241,10 +252,7 @@ class TwoBoardMCTS:
         b = walk.own_board
         if tree.nd_state[root] != EXPANDED:
             return SIT, 0, 0
-        own = sits = other = 0
-        best = -1
-        has_sit = False
-        moves: list[int] = []  # our board's move edges
+        own = other = 0
         actions: list[int] = []  # our board's edges, the sit included
         e0 = int(tree.nd_edge0[root])
         for e in range(e0, e0 + int(tree.nd_nedges[root])):
@@ -252,44 +260,14 @@ class TwoBoardMCTS:
             n = tree.edge_n(e)
             if eb != b:
                 other += n
-                continue
-            actions.append(e)
-            if m == SIT:
-                has_sit = True
-                sits += n
             else:
-                own += n
-                moves.append(e)
-                if best < 0 or (n, tree.ed_prior[e]) > (tree.edge_n(best), tree.ed_prior[best]):
-                    best = e
-        other += sits
-        if self.gumbel:
-            return self._gumbel_decision(actions), own, other
-        if best < 0:
-            return SIT, own, other
-        if has_sit and other > self.config.sit_ratio * own:
-            return SIT, own, other
-        move = split_move(int(tree.ed_move[best]))[1]
-        if self.config.mate_guard and self._allows_mate(move):
-            for e in sorted(moves, key=lambda e: (tree.edge_n(e), tree.ed_prior[e]), reverse=True):
-                m = split_move(int(tree.ed_move[e]))[1]
-                if not self._allows_mate(m):
-                    return m, own, other
-        return move, own, other
-
-    def _gumbel_decision(self, actions: list[int]) -> int:
-        """Gumbel's move on our board (or SIT): the action with the most visits, equals by ``g + l +
-        σ(q̂)``; with ``mate_guard`` the first in that order after which our board's opponent cannot
-        mate at once, if any."""
-        if not actions:
-            return SIT
-        tree = self.tree
-        ranked = [split_move(int(tree.ed_move[e]))[1] for e in self.seat_root.ranked(tree, self.root, actions)]
-        if self.config.mate_guard:
-            for m in ranked:
-                if m == SIT or not self._allows_mate(m):
-                    return m
-        return ranked[0]
+                actions.append(e)
+                if m == SIT:
+                    other += n  # our sit's visits count for the other board
+                else:
+                    own += n
+        guard = self._allows_mate if self.config.mate_guard else None
+        return self.seat_root.decide(tree, root, actions, own, other, self.config.sit_ratio, guard), own, other
 
     def _allows_mate(self, m: int) -> bool:
         """``mate_guard``: after ``m`` our board's opponent mates at once, with the root's pockets."""
@@ -300,11 +278,7 @@ class TwoBoardMCTS:
         return pos.can_mate_at_once()
 
     def choose_move(self) -> int:
-        """The final-move rule (LazyBug's): sit when the other board got more than ``sit_ratio``
-        times our board's visits (our sit edge's visits count for the other board) and sitting is
-        allowed, or when our board has no legal move; else our board's most visited move (ties: the
-        higher prior); with ``mate_guard`` the most visited one after which our board's opponent
-        cannot mate at once, if any.  Returned as a two-board move."""
+        """The seat root's decision (:meth:`search.two_board_rules.SeatRoot.decide`) as a two-board move."""
         assert self.walk is not None
         return two_board_move(self.walk.own_board, self._decision()[0])
 
@@ -317,11 +291,10 @@ class TwoBoardMCTS:
         sign = 1.0 if own_team == 0 else -1.0
         e0 = int(tree.nd_edge0[root])
         walk = self.walk
-        if self.gumbel and walk is not None and tree.nd_state[root] == EXPANDED:
-            bm = two_board_move(walk.own_board, move)
-            for e in range(e0, e0 + int(tree.nd_nedges[root])):
-                if tree.ed_move[e] == bm and tree.edge_n(e) > 0:
-                    return tree.edge_q(e)
+        if walk is not None and tree.nd_state[root] == EXPANDED:
+            q = self.seat_root.action_value(tree, root, two_board_move(walk.own_board, move))
+            if q is not None:
+                return q
         w = 0.0
         n = 0
         for e in range(e0, e0 + int(tree.nd_nedges[root])):

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Callable
 
 from mypy_extensions import i64
 
+from board.bughouse import SIT, split_move
 from search.gumbel import GumbelTreeRule, SequentialHalving, _Stats
 from search.mcts_config import MCTSConfig
 from search.mcts_tree import _Tree
@@ -85,6 +87,28 @@ class SeatGumbel(SeatRoot):
         if lo == h.lo and hi == h.lo + h.k:
             return h.select(tree, root)
         return self.board_rule.board_select(tree, root, lo, hi)
+
+    def decide(self, tree: _Tree, root: int, actions: list[int], own: int, other: int, sit_ratio: float,
+               guard: Callable[[int], bool] | None) -> int:
+        """Gumbel's move on our board (or SIT): the action with the most visits, equals by ``g + l +
+        σ(q̂)``; with a ``guard`` (the mate guard) the first in that order it passes, if any."""
+        if not actions:
+            return SIT
+        ranked = [split_move(int(tree.ed_move[e]))[1] for e in self.ranked(tree, root, actions)]
+        if guard is not None:
+            for m in ranked:
+                if m == SIT or not guard(m):
+                    return m
+        return ranked[0]
+
+    def action_value(self, tree: _Tree, root: int, bm: int) -> float | None:
+        """The Q of our board's action ``bm`` once visited (Gumbel's plan spreads the visits over the
+        actions considered, so the root's mean is not the move's)."""
+        e0 = int(tree.nd_edge0[root])
+        for e in range(e0, e0 + int(tree.nd_nedges[root])):
+            if tree.ed_move[e] == bm and tree.edge_n(e) > 0:
+                return tree.edge_q(e)
+        return None
 
     def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
         """Our board's ``edges`` best first: by visits, equals by ``g + l + σ(q̂)``."""

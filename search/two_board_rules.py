@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Callable
 
 from mypy_extensions import i64
 
-from board.bughouse import BOARD_SHIFT
+from board.bughouse import BOARD_SHIFT, SIT, split_move
 from search.mcts_config import MCTSConfig
 from search.mcts_rules import RootRule, TreeRule
 from search.mcts_tree import _Tree
@@ -96,8 +97,8 @@ class BoardPUCT(TreeRule):
 
 
 class SeatRoot(RootRule):
-    """The root's board choice for our seat (our board with ``root_own_p``); the move played is the
-    driver's seat rule (:meth:`search.two_board.TwoBoardMCTS.choose_move`)."""
+    """The root's board choice for our seat (our board with ``root_own_p``) and the seat's decision,
+    sit or move (:meth:`decide`: LazyBug's rule)."""
 
     def __init__(self, cfg: MCTSConfig, tree_rule: BoardPUCT, own_board: int, root_own_p: float) -> None:
         super().__init__(cfg, tree_rule)
@@ -110,6 +111,39 @@ class SeatRoot(RootRule):
     def select(self, tree: _Tree, root: int) -> int:
         lo, hi = self.board_rule.board_edges(tree, root, self.own_board, self.root_own_p)
         return self.board_rule.board_select(tree, root, lo, hi)
+
+    def decide(self, tree: _Tree, root: int, actions: list[int], own: int, other: int, sit_ratio: float,
+               guard: Callable[[int], bool] | None) -> int:
+        """The seat's move on our board, or SIT (LazyBug's rule): sit when the other board got more
+        than ``sit_ratio`` times our board's visits (``other`` counts our sit's) and sitting is
+        allowed, or when our board has no move; else our board's most visited move (ties: the
+        higher prior); with a ``guard`` (the mate guard: True when a move lets our board's opponent
+        mate at once) the most visited move it passes, if any.  ``actions``: our board's edges."""
+        best = -1
+        has_sit = False
+        moves: list[int] = []
+        for e in actions:
+            if split_move(int(tree.ed_move[e]))[1] == SIT:
+                has_sit = True
+                continue
+            moves.append(e)
+            if best < 0 or (tree.edge_n(e), tree.ed_prior[e]) > (tree.edge_n(best), tree.ed_prior[best]):
+                best = e
+        if best < 0:
+            return SIT
+        if has_sit and other > sit_ratio * own:
+            return SIT
+        move = split_move(int(tree.ed_move[best]))[1]
+        if guard is not None and guard(move):
+            for e in sorted(moves, key=lambda e: (tree.edge_n(e), tree.ed_prior[e]), reverse=True):
+                m = split_move(int(tree.ed_move[e]))[1]
+                if not guard(m):
+                    return m
+        return move
+
+    def action_value(self, tree: _Tree, root: int, bm: int) -> float | None:
+        """Our team's value of playing ``bm`` when this rule has one of its own (None: the root's)."""
+        return None
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         best = candidates[0]
