@@ -158,13 +158,13 @@ class MCTS(Search):
         reused = walk.reuse(self.tree, self.root, self.walk) if tree_reuse else -1
         self.walk = walk
         key = walk.key()
-        if reused < 0 or self.tree.n_nodes > self.config.max_tree_nodes:
-            self.tree = self._new_tree()
-            reused = self.tree.new_node(key)
-            if self.config.mcgs:
-                self.tree.graph.put(walk.graph_key(), reused)
-        # the counters, the limits, the root rule's start when the root is expanded already
         root = reused
+        if root < 0 or self.tree.n_nodes > self.config.max_tree_nodes:
+            self.tree = self._new_tree()
+            root = self.tree.new_node(key)
+            if self.config.mcgs:
+                self.tree.graph.put(walk.graph_key(), root)
+        # the counters, the limits, the root rule's start when the root is expanded already
         turn, fullmove = walk.turn(), walk.fullmove()
         self._pending = []
         self._made = self._nodes = self._evals = self._seldepth = self._collisions = self._merges = 0
@@ -386,9 +386,8 @@ class MCTS(Search):
                 self._nodes += 1
                 return None
         tree.nd_state[node] = PENDING
-        # path: fresh per walk
         sign = walk.value_sign() if self.teams else 1.0
-        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates, sign))
+        self._pending.append(_Pending(node, path, nodes, moves, key, checks, mates, sign))  # path: fresh per walk
         return walk.leaf(moves, is_root)
 
     def _leaf_value(self, node: int, value: float) -> float:
@@ -426,6 +425,10 @@ class MCTS(Search):
         self.root_rule.begin(self.tree, self.root, max(1, self._stop.root_budget(self._visits0) - 1), self.rng)
 
     # ------------------------------------------------------------------ the move and the report
+
+    def reused_visits(self) -> int:
+        """The root's visits kept from the previous search (tree reuse) when this move's began."""
+        return self._visits0
 
     def counters(self) -> tuple[int, int, float, int]:
         """This move's new simulations, evaluator calls, seconds so far and selective depth."""

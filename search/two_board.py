@@ -169,8 +169,11 @@ class TwoBoardMCTS:
         #: the shared driver
         self.mcts = MCTS(evaluator, cfg, self.rng, rule=board_rule, root_rule=self.seat_root, teams=True, summary=False)
         self.walk: TwoBoardWalk | None = None
-        #: the root's visits kept from the previous search (tree reuse)
-        self.reused_visits = 0
+
+    @property
+    def reused_visits(self) -> int:
+        """The root's visits kept from the previous search (tree reuse)."""
+        return self.mcts.reused_visits()
 
     @property
     def tree(self) -> _Tree:
@@ -207,8 +210,6 @@ class TwoBoardMCTS:
         lim = limits or BughouseLimits()
         self.mcts.begin(walk, Limits(nodes=lim.nodes, playouts=lim.playouts, evals=lim.evals, movetime=lim.movetime),
                         [int(m) for m in walk.moves()])
-        tree, root = self.mcts.tree, self.mcts.root
-        self.reused_visits = 1 + int(tree.nd_sum_n[root]) if tree.nd_state[root] == EXPANDED else 0
         if not game.boards[board_id].has_legal_moves():  # nothing to choose: we wait
             self.mcts.stop()
 
