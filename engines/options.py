@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 from engines.base import EngineError
 from evaluators.base import INFERENCE_MODES
+from search.base import with_settings
 
 _TRUE = frozenset({"true", "on", "yes", "1"})
 _FALSE = frozenset({"false", "off", "no", "0"})
@@ -212,6 +213,9 @@ def config_options(config_cls: type, prefix: str = "") -> list[OptionInfo]:
         if not f.init or f.name.startswith("_"):
             continue
         default = getattr(defaults, f.name)
+        if f.metadata.get("flat"):  # a group set by its fields' own names (search.base.FLAT)
+            out += config_options(type(default), prefix)
+            continue
         if not prefix and dataclasses.is_dataclass(default) and not isinstance(default, type):
             out += config_options(type(default), prefix + f.name + ".")
             continue
@@ -252,18 +256,7 @@ def build_config(config_cls: type, settings: dict[str, str], preset: str | None 
     else:
         config = config_cls()
     try:
-        top: dict[str, Any] = {}
-        nested: dict[str, dict[str, object]] = {}
-        for name, text in settings.items():
-            value = infos[name].parse(text)
-            outer, dot, inner = name.partition(".")
-            if dot:
-                nested.setdefault(outer, {})[inner] = value
-            else:
-                top[name] = value
-        for outer, values in nested.items():
-            top[outer] = dataclasses.replace(getattr(config, outer), **values)
-        config = dataclasses.replace(config, **top)  # type: ignore[type-var]
+        config = with_settings(config, {name: infos[name].parse(text) for name, text in settings.items()})
         validate = getattr(config, "validate", None)
         if callable(validate):
             validate()

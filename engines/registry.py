@@ -33,6 +33,7 @@ from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, find
 from engines.options import EXTERNAL_OPTIONS, OptionInfo, check_external_options, parse_int
 from evaluators.base import Evaluator
 from evaluators.classical import KD_WEIGHT
+from search.base import setting
 
 
 @dataclass(frozen=True)
@@ -416,11 +417,10 @@ def effective_values(spec: EngineSpec) -> dict[str, str]:
     spec = parsed(spec)
     values: dict[str, str] = {}
     for o in option_infos(spec):
-        outer, dot, inner = o.name.partition(".")
         if o.name in spec.settings:
             values[o.name] = o.format(spec.settings[o.name])
         elif spec.config is not None:
-            values[o.name] = o.format(getattr(getattr(spec.config, outer), inner) if dot else getattr(spec.config, o.name))
+            values[o.name] = o.format(setting(spec.config, o.name))
     return values
 
 

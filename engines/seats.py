@@ -52,6 +52,7 @@ from board.variants import BUGHOUSE
 from engines import catalog, registry
 from engines.base import EngineError, EngineSpec, MoveStat
 from evaluators.base import Evaluator, value_to_cp
+from search.base import flat_view
 from search.two_board import BughouseLimits
 
 log = logging.getLogger(__name__)
@@ -248,7 +249,7 @@ class OurSeat(Seat):
         """Spec and search settings; for the game just played, its sit decisions."""
         return {"name": self.name, "kind": self.kind, "evaluator": self.evaluator.name,
                 "search": self.search_name, "options": self.options, "seed": self.seed,
-                "config": dataclasses.asdict(self.search.config), "sits": self.game_sits}
+                "config": flat_view(self.search.config), "sits": self.game_sits}
 
     def _new_search(self, rng: random.Random) -> Any:
         return registry.search_class(self.search_name)(self.evaluator, self.config, rng)

@@ -29,9 +29,10 @@ evaluator, or pairs to a comparator), the currency that is the same for every pa
 """
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Any, Final, Protocol, Sequence, TypeVar
 
 from board import Position
 from evaluators.base import Evaluation, Evaluator, Leaf
@@ -98,10 +99,75 @@ def range_error(config: object, ranges: dict[str, tuple[int, int]]) -> str | Non
     Each search config module keeps its ``SPIN_RANGES`` next to the class: its ``validate`` checks
     them and the option system (:mod:`engines.ours`) announces them as UCI spin bounds."""
     for name, (lo, hi) in ranges.items():
-        v = getattr(config, name)
+        v = setting(config, name)
         if not lo <= v <= hi:
             return f"{name} must be from {lo:,} to {hi:,}, got {v}"
     return None
+
+
+#: field metadata of a nested config whose fields are set and read by their own names (flat aliases:
+#: ``cpuct_init``, not ``puct.cpuct_init``); other nested configs are named with a dot (``time.move_overhead``)
+FLAT: Final = {"flat": True}
+
+C = TypeVar("C")
+
+
+_GROUPS: dict[type, dict[str, str]] = {}
+
+
+def flat_groups(config_cls: type) -> dict[str, str]:
+    """Each flat alias of ``config_cls`` (a field of one of its :data:`FLAT` groups) -> the group."""
+    known = _GROUPS.get(config_cls)
+    if known is not None:
+        return known
+    out: dict[str, str] = {}
+    defaults = config_cls()
+    for f in dataclasses.fields(config_cls):
+        if f.metadata.get("flat"):
+            for g in dataclasses.fields(getattr(defaults, f.name)):
+                out[g.name] = f.name
+    _GROUPS[config_cls] = out
+    return out
+
+
+def setting(config: object, name: str) -> Any:
+    """A config's setting by its option name: a field, a flat alias or ``outer.inner``."""
+    outer, dot, inner = name.partition(".")
+    if dot:
+        return getattr(getattr(config, outer), inner)
+    group = flat_groups(type(config)).get(name)
+    return getattr(getattr(config, group), name) if group is not None else getattr(config, name)
+
+
+def with_settings(config: C, values: dict[str, Any]) -> C:
+    """A copy of ``config`` with ``values`` (option names: fields, flat aliases, ``outer.inner``)
+    set; an unknown name is a ``TypeError``."""
+    groups = flat_groups(type(config))
+    top: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    for name, v in values.items():
+        outer, dot, inner = name.partition(".")
+        if dot:
+            nested.setdefault(outer, {})[inner] = v
+        elif name in groups:
+            nested.setdefault(groups[name], {})[name] = v
+        else:
+            top[name] = v
+    for outer, vs in nested.items():
+        top[outer] = dataclasses.replace(getattr(config, outer), **vs)
+    return dataclasses.replace(config, **top)  # type: ignore[type-var]
+
+
+def flat_view(config: object) -> dict[str, Any]:
+    """``dataclasses.asdict`` with the flat groups inlined: every setting under its option name."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(config):  # type: ignore[arg-type]
+        v = getattr(config, f.name)
+        if f.metadata.get("flat"):
+            out.update(dataclasses.asdict(v))
+        else:
+            out[f.name] = dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v
+    return out
 
 
 class Steppable(Protocol):

@@ -138,7 +138,7 @@ class _Stats:
                       c_visit: float, c_scale: float) -> None:
         """:meth:`measure` over the edges ``e0 .. end - 1`` of a node (those from ``touched`` on never
         visited) whose value for the side that moves them is ``value`` (two boards: one board's edges)."""
-        vl = tree.cfg.virtual_loss if inflight else 0.0
+        vl = tree.cfg.batching.virtual_loss if inflight else 0.0
         sum_n = 0.0
         max_n = 0.0
         sum_pq = 0.0
@@ -205,11 +205,11 @@ class GumbelTreeRule(TreeRule):
         self.win_e = -1
         self.lose_e = -1
         st = self.stats
-        st.measure(tree, node, True, cfg.c_visit, cfg.c_scale)
+        st.measure(tree, node, True, cfg.gumbel_params.c_visit, cfg.gumbel_params.c_scale)
         if touched < end and tree.nd_tail_from[node] != touched:
             tree.find_tail_best(node, touched, end, False)
         tail: i64 = tree.nd_tail_best[node] if touched < end else -1
-        vl = cfg.virtual_loss
+        vl = cfg.batching.virtual_loss
         # x(a) = P(a) e^(σ(a) - top), so that π'(a) = x(a) / Z; top is the largest σ of an edge with
         # P > 0 (σ spans c_visit + max N: with thousands of visits e^(σ - top) underflows elsewhere)
         x = self.x
@@ -310,18 +310,18 @@ class SequentialHalving(RootRule):
         base = vec[float]()
         for i in range(k):
             g = 0.0
-            if cfg.gumbel_scale > 0.0:
+            if cfg.gumbel_params.gumbel_scale > 0.0:
                 u = rng.random()
                 while u <= 0.0:
                     u = rng.random()
-                g = cfg.gumbel_scale * -math.log(-math.log(u))
+                g = cfg.gumbel_params.gumbel_scale * -math.log(-math.log(u))
             p = tree.ed_prior[lo + i]
             base = append(base, max(_LOW_LOGIT, g + (math.log(p) - top if p > 0.0 else _LOW_LOGIT)))
         self.base = base
         self.order = sorted(range(k), key=lambda i: (-base[i], i))
-        m = min(k, cfg.considered_actions)
-        if cfg.adaptive_considered:
-            m = min(m, budget_considered(cfg.considered_actions, max(1, budget)))
+        m = min(k, cfg.gumbel_params.considered_actions)
+        if cfg.gumbel_params.adaptive_considered:
+            m = min(m, budget_considered(cfg.gumbel_params.considered_actions, max(1, budget)))
         self.table = considered_visits(m, max(1, budget))
 
     def _score(self, tree: _Tree, e: i64, i: int) -> float:
@@ -338,7 +338,7 @@ class SequentialHalving(RootRule):
         hi = lo + self.k
         touched = max(lo, min(hi, tree.nd_touched[root]))
         self.stats.measure_edges(tree, lo, touched, hi, self.sign * tree.nd_value[root], False,
-                                 self.cfg.c_visit, self.cfg.c_scale)
+                                 self.cfg.gumbel_params.c_visit, self.cfg.gumbel_params.c_scale)
 
     def select(self, tree: _Tree, root: int) -> int:
         e0: i64 = self.lo
@@ -394,7 +394,7 @@ class SequentialHalving(RootRule):
         visits = [float(tree.edge_n(e)) for e in edges]
         qs = [tree.edge_q(e) if n > 0.0 else 0.0 for e, n in zip(edges, visits)]
         return improved_policy([tree.ed_prior[e] for e in edges], qs, visits, self.sign * tree.nd_value[root],
-                               self.cfg.c_visit, self.cfg.c_scale)
+                               self.cfg.gumbel_params.c_visit, self.cfg.gumbel_params.c_scale)
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         self._measure(tree, root)

@@ -154,15 +154,15 @@ class MCTS(Search):
         """Search from ``walk``'s position (legal ``moves``): the previous tree's node of it when
         tree reuse finds one, else a fresh tree."""
         self._drop_abandoned()
-        tree_reuse = self.config.tree_reuse and self.root >= 0
+        tree_reuse = self.config.tree.tree_reuse and self.root >= 0
         reused = walk.reuse(self.tree, self.root, self.walk) if tree_reuse else -1
         self.walk = walk
         key = walk.key()
         root = reused
-        if root < 0 or self.tree.n_nodes > self.config.max_tree_nodes:
+        if root < 0 or self.tree.n_nodes > self.config.stopping.max_tree_nodes:
             self.tree = self._new_tree()
             root = self.tree.new_node(key)
-            if self.config.mcgs:
+            if self.config.tree.mcgs:
                 self.tree.graph.put(walk.graph_key(), root)
         # the counters, the limits, the root rule's start when the root is expanded already
         turn, fullmove = walk.turn(), walk.fullmove()
@@ -225,7 +225,7 @@ class MCTS(Search):
             if self.teams:
                 priors = self.walk.normalise(priors, p.moves)
             value = max(-1.0, min(1.0, float(ev.value))) * p.sign
-            if self.config.transposition_table:
+            if self.config.tree.transposition_table:
                 self._tt.store(p.key, value, priors)
             self._expand(p.node, p.moves, priors, value, p.gives_check, p.mates)
             self.tree.backup(p.path, p.nodes, p.node, self._leaf_value(p.node, value))
@@ -298,7 +298,7 @@ class MCTS(Search):
                     node = tree.nd_target[child]
                     # every edge into a transposition is checked, the first parent's too
                     if tree.nd_parents[node] > 1 and \
-                            mcgs.transposition(tree, child, node, path, nodes, self.config.mcgs_q_eps):
+                            mcgs.transposition(tree, child, node, path, nodes, self.config.tree.mcgs_q_eps):
                         self._nodes += 1
                         break
             elif state == TERMINAL:
@@ -361,7 +361,7 @@ class MCTS(Search):
         cfg = self.config
         moves = walk.moves()
         is_root = node == self.root
-        over, value = walk.outcome(tree, node, moves, is_root, cfg.mate_value)
+        over, value = walk.outcome(tree, node, moves, is_root, cfg.sixtyfour_params.mate_value)
         if over:
             tree.nd_state[node] = TERMINAL
             tree.nd_value[node] = value
@@ -371,12 +371,12 @@ class MCTS(Search):
             if is_root:  # the game is over here (a two-board walk's clock fell): nothing to search
                 self._stopped = True
             return None
-        need_checks = cfg.check_enhancement or cfg.fix_checkmates or tree.check_urgency
+        need_checks = cfg.puct.check_enhancement or cfg.tree.fix_checkmates or tree.check_urgency
         checks = walk.checks(moves) if need_checks else vec[i64]()
         # Mates in one among the checks: found now, so no node ever misses a mate it has.
-        mates = walk.mates(moves, checks) if cfg.fix_checkmates else vec[i64]()
+        mates = walk.mates(moves, checks) if cfg.tree.fix_checkmates else vec[i64]()
         key: i64 = 0
-        if cfg.transposition_table:
+        if cfg.tree.transposition_table:
             key = walk.eval_key(is_root)
             slot = self._tt.slot(key)
             if slot >= 0 and self._tt.length[slot] == len(moves):
@@ -401,8 +401,8 @@ class MCTS(Search):
         # the transposition table keeps the evaluator's own priors; the new edges get the boosted ones
         tree.expand_vec(node, moves, priors, value)
         e0c: i64 = tree.nd_edge0[node]
-        if cfg.check_enhancement and len(checks) > 0:
-            check_enhance(priors, checks, cfg.check_prior_threshold, cfg.check_factor, cfg.check_cap, tree.ed_prior, e0c)
+        if cfg.puct.check_enhancement and len(checks) > 0:
+            check_enhance(priors, checks, cfg.puct.check_prior_threshold, cfg.puct.check_factor, cfg.puct.check_cap, tree.ed_prior, e0c)
         if tree.check_urgency and len(checks) > 0:
             for i in range(len(checks)):
                 if checks[i]:
@@ -412,7 +412,7 @@ class MCTS(Search):
             for j in range(len(mates)):
                 child = tree.child_of(e0c + mates[j])
                 tree.nd_state[child] = TERMINAL
-                tree.nd_value[child] = -cfg.mate_value
+                tree.nd_value[child] = -cfg.sixtyfour_params.mate_value
                 tree.nd_proven[child] = LOSS
             tree.update_proven(node)
         if node == self.root:
@@ -463,7 +463,7 @@ class MCTS(Search):
         tree = self.tree
         if tree.nd_nedges[self.root] == 0:
             return 0
-        best_win, longest, candidates = tree.proven_moves(self.root, self.config.solver, self.config.fix_checkmates)
+        best_win, longest, candidates = tree.proven_moves(self.root, self.config.tree.solver, self.config.tree.fix_checkmates)
         if best_win >= 0:
             return int(tree.ed_move[best_win])
         if not candidates:

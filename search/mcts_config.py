@@ -2,8 +2,8 @@
 of the selection and final-move rules (``cpuct``, ``udiv``, ``Qthresh``, SixtyFour's playout depth)
 and the registry of tree rules (:data:`TREE_RULES`; notation in :mod:`search.mcts`).
 
-Pieces (each a field of :class:`MCTSConfig`, CrazyAra 0.6.0 defaults)
---------------------------------------------------------------------
+Pieces (each a setting by its flat name, in a small config of :class:`MCTSConfig`; CrazyAra 0.6.0)
+-------------------------------------------------------------------------------------------------
 - batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
 - transposition table sharing evaluations (``transposition_table``): a new node whose position
   (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
@@ -41,9 +41,9 @@ from __future__ import annotations
 import importlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from search.base import range_error
+from search.base import FLAT, range_error, with_settings
 from search.timeman import SPIN_RANGES as TIME_RANGES
 from search.timeman import TimeConfig
 
@@ -78,6 +78,9 @@ def load(entry: str) -> Any:
 SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
 
 
+T = TypeVar("T", bound="MCTSConfig")
+
+
 class MCTSConfigError(ValueError):
     """A bad MCTS setting (one-line message)."""
 
@@ -94,15 +97,22 @@ TREE_NODE_BYTES: Final = 1024
 
 
 @dataclass
-class MCTSConfig:
-    """Every switch and parameter of the MCTS (CrazyAra 0.6.0 / paper defaults)."""
+class Batching:
+    """Leaves collected per step under virtual loss (CrazyAra: 8 leaves, virtual loss 3)."""
 
     batch_size: int = 8
     virtual_loss: float = 3.0
     # node (playout, evaluator-call) budgets up to this search one leaf at a time, larger ones and
-    # time limits batch_size leaves a step (0: batch_size always; see batch_for); a spec that names
-    # batch_size drops a built-in engine's single_leaf_nodes (engines.registry.complete)
+    # time limits batch_size leaves a step (0: batch_size always; see MCTSConfig.batch_for); a spec
+    # that names batch_size drops a built-in engine's single_leaf_nodes (engines.registry.complete)
     single_leaf_nodes: int = 0
+
+
+@dataclass
+class PUCTParams:
+    """CrazyAra's selection rule (search.puct): the cpuct and u-divisor schedules, FPU, check
+    enhancement and our check urgency."""
+
     cpuct_init: float = 2.5
     cpuct_base: float = 19652.0
     cpuct_schedule: bool = True
@@ -111,13 +121,6 @@ class MCTSConfig:
     u_init: float = 1.0
     u_final: float = 0.25
     u_base: float = 1965.0
-    q_value_selection: bool = True
-    q_factor: float = 0.7
-    q_thresh_init: float = 0.5
-    q_thresh_max: float = 0.9
-    q_thresh_base: float = 1965.0
-    q_pv: bool = True
-    q_pv_depth: int = 5
     check_enhancement: bool = True
     check_prior_threshold: float = 0.1
     check_factor: float = 0.5
@@ -129,42 +132,51 @@ class MCTSConfig:
     # simulations); check enhancement raises their prior but cannot close the fpu gap of 1 + Q.
     check_urgency: bool = False
     check_q_init: float = 0.0
-    transposition_table: bool = True
-    fix_checkmates: bool = True
-    solver: bool = True
-    tree_reuse: bool = True
-    dirichlet_epsilon: float = 0.0  # 0.25 for self-play
-    dirichlet_alpha: float = 0.2
+
+
+@dataclass
+class MoveChoice:
+    """Which move is played: Q-value selection with the Qthresh schedule, Q with principal
+    variation, temperature, multi-PV."""
+
+    q_value_selection: bool = True
+    q_factor: float = 0.7
+    q_thresh_init: float = 0.5
+    q_thresh_max: float = 0.9
+    q_thresh_base: float = 1965.0
+    q_pv: bool = True
+    q_pv_depth: int = 5
     temperature: float = 0.0
     temperature_moves: int = 0  # > 0: temperature only for the first so many full moves
     # the temperature's draw over the visit shares (the policy target: pruned where pruning is on)
     # instead of final_policy's Q-mixed distribution (the greedy move keeps final_policy)
     temperature_visits: bool = False
+    multipv: int = 1  # root moves reported with their Q and PV (UCI MultiPV); the move played is the first
+
+
+@dataclass
+class Exploration:
+    """Self-play's exploration: root Dirichlet noise, the ε-greedy starts, KataGo's forced playouts."""
+
+    dirichlet_epsilon: float = 0.0  # 0.25 for self-play
+    dirichlet_alpha: float = 0.2
+    # ε-greedy exploration (Czech et al. 2021; search.mcts_explore; CrazyAra's UCI defaults are 0.05
+    # and 0.01, off here so the 2020 defaults stay the default)
+    epsilon_greedy: float = 0.0
+    epsilon_checks: float = 0.0
     # KataGo's forced playouts (Wu 2019, section 3.1; self-play only): at the root of a full search
     # (not a playout-cap fast one) an edge with N(s, a) < sqrt(k · P(s, a) · N(s)) is visited first;
     # k = forced_playouts (2 in KataGo; 0: off).  policy_target_pruning takes them out of the target
     forced_playouts: float = 0.0
     policy_target_pruning: bool = False
-    stop_single_move: bool = True
-    default_nodes: int = 800
-    max_tree_nodes: int = 2_000_000  # the search stops when its tree holds this many nodes (UCI Hash)
-    multipv: int = 1  # root moves reported with their Q and PV (UCI MultiPV); the move played is the first
-    time: TimeConfig = field(default_factory=TimeConfig)
-    # SixtyFour variant
-    score_formula: str = "crazyara"
-    # the Q the tree rules read for a visited edge (search/qtransforms.py; "mean": W/N with virtual losses)
-    q_transform: str = "mean"
-    sixtyfour_c: float = 0.5
-    mate_value: float = 1.0
-    prior_noise: float = 0.0
-    prior_noise_decay: float = 6.0
-    max_playout_depth: int = 0  # 0: unlimited
-    playout_depth_from_clock: bool = False
-    # The root rule ("puct": the tree rule at the root and the final policy; "gumbel": Gumbel
-    # sampling with Sequential Halving, search/gumbel.py) and Gumbel's parameters: c_visit 50 as the
-    # paper and mctx; c_scale 1.0 as the paper's text (its Go and chess runs), while mctx's
-    # qtransform_completed_by_mix_value defaults to value_scale=0.1 (set c_scale=0.1 for mctx's)
-    root_rule: str = "puct"
+
+
+@dataclass
+class GumbelParams:
+    """Gumbel's root and interior rules (search.gumbel): c_visit 50 as the paper and mctx; c_scale
+    1.0 as the paper's text (its Go and chess runs), while mctx's qtransform_completed_by_mix_value
+    defaults to value_scale=0.1 (set c_scale=0.1 for mctx's)."""
+
     considered_actions: int = 16
     # consider at most the m <= considered_actions with 2 m ceil(log2 m) <= the budget (at least 2),
     # so Sequential Halving has at least two phases and every phase at least two visits an action
@@ -173,85 +185,143 @@ class MCTSConfig:
     c_visit: float = 50.0
     c_scale: float = 1.0
     gumbel_scale: float = 1.0  # 1: sample as in the paper; 0: deterministic
-    # Monte-Carlo graph search (Czech et al. 2021): transpositions share one node; a simulation
-    # reaching a node through an edge whose Q lags the node's by more than mcgs_q_eps backs up a
-    # correction instead of descending
+
+
+@dataclass
+class SixtyFourParams:
+    """SixtyFour's rule (search.sixtyfour): its constant, mates scored 1.5, decaying prior noise,
+    depth-limited playouts (0: unlimited; from the clock by SixtyFour's table)."""
+
+    sixtyfour_c: float = 0.5
+    mate_value: float = 1.0
+    prior_noise: float = 0.0
+    prior_noise_decay: float = 6.0
+    max_playout_depth: int = 0  # 0: unlimited
+    playout_depth_from_clock: bool = False
+
+
+@dataclass
+class TreeParams:
+    """What the tree knows: the transposition table, mates found at expansion, the MCTS-solver,
+    reuse between moves, and Monte-Carlo graph search (Czech et al. 2021: transpositions share one
+    node; a simulation reaching a node through an edge whose Q lags the node's by more than
+    mcgs_q_eps backs up a correction instead of descending)."""
+
+    transposition_table: bool = True
+    fix_checkmates: bool = True
+    solver: bool = True
+    tree_reuse: bool = True
     mcgs: bool = False
     mcgs_q_eps: float = 0.01
-    # The same paper's ε-greedy exploration (search.mcts.MCTS._exploration_start; CrazyAra's UCI
-    # defaults are 0.05 and 0.01, off here so the 2020 defaults stay the default)
-    epsilon_greedy: float = 0.0
-    epsilon_checks: float = 0.0
+
+
+@dataclass
+class Stopping:
+    """When a search stops besides its limits (search.mcts_stop): one legal move, the default node
+    budget, a full tree (UCI Hash)."""
+
+    stop_single_move: bool = True
+    default_nodes: int = 800
+    max_tree_nodes: int = 2_000_000  # the search stops when its tree holds this many nodes (UCI Hash)
+
+
+@dataclass
+class MCTSConfig:
+    """The MCTS's settings (CrazyAra 0.6.0 / paper defaults): the rules by name and each rule's or
+    feature's own small config.  The groups marked flat are set and read by their fields' own names
+    (``MCTSConfig.of(cpuct_init=2)``, the option ``cpuct_init``: :func:`search.base.with_settings`),
+    so every stored spec keeps resolving to the same search."""
+
+    # the tree rule (TREE_RULES), the root rule (ROOT_RULES: "puct", the tree rule at the root and
+    # the final policy; "gumbel", Gumbel sampling with Sequential Halving) and the Q transform
+    # (Q_TRANSFORMS; "mean": W/N with virtual losses)
+    score_formula: str = "crazyara"
+    root_rule: str = "puct"
+    q_transform: str = "mean"
+    batching: Batching = field(default_factory=Batching, metadata=FLAT)
+    puct: PUCTParams = field(default_factory=PUCTParams, metadata=FLAT)
+    choice: MoveChoice = field(default_factory=MoveChoice, metadata=FLAT)
+    exploration: Exploration = field(default_factory=Exploration, metadata=FLAT)
+    gumbel_params: GumbelParams = field(default_factory=GumbelParams, metadata=FLAT)
+    sixtyfour_params: SixtyFourParams = field(default_factory=SixtyFourParams, metadata=FLAT)
+    tree: TreeParams = field(default_factory=TreeParams, metadata=FLAT)
+    stopping: Stopping = field(default_factory=Stopping, metadata=FLAT)
+    time: TimeConfig = field(default_factory=TimeConfig)
+
+    @classmethod
+    def of(cls: type[T], **settings: Any) -> T:
+        """This config with ``settings`` by their flat names (``MCTSConfig.of(batch_size=1)``)."""
+        return with_settings(cls(), settings)
 
     def batch_for(self, budget: int | None) -> int:
         """Leaves a search step collects under a node, playout or evaluator-call ``budget`` (None: a
         time limit): 1 where the budget is at most ``single_leaf_nodes``, else ``batch_size``."""
-        return 1 if budget is not None and 0 < budget <= self.single_leaf_nodes else self.batch_size
+        return 1 if budget is not None and 0 < budget <= self.batching.single_leaf_nodes else self.batching.batch_size
 
     @classmethod
-    def sixtyfour(cls) -> MCTSConfig:
+    def sixtyfour(cls: type[T]) -> T:
         """The SixtyFour engine's search: its formula, prior noise, mate 1.5, depth from the clock."""
-        return cls(score_formula="sixtyfour", sixtyfour_c=0.5, mate_value=1.5, fpu=0.0,
+        return cls.of(score_formula="sixtyfour", sixtyfour_c=0.5, mate_value=1.5, fpu=0.0,
                    prior_noise=0.3, prior_noise_decay=6.0, playout_depth_from_clock=True,
                    q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
                    cpuct_schedule=False, batch_size=1, virtual_loss=1.0, check_urgency=False)
 
     @classmethod
-    def gumbel(cls) -> MCTSConfig:
+    def gumbel(cls: type[T]) -> T:
         """Gumbel AlphaZero's search (Danihelka et al. 2022): Gumbel-Top-k with Sequential Halving at
         the root, the deterministic improved-policy rule below it, the evaluator's priors as they
         are (no check enhancement), a fresh tree every move; the solver stays (mates)."""
-        return cls(root_rule="gumbel", score_formula="gumbel", check_enhancement=False, q_value_selection=False,
+        return cls.of(root_rule="gumbel", score_formula="gumbel", check_enhancement=False, q_value_selection=False,
                    q_pv=False, tree_reuse=False, check_urgency=False)
 
     @classmethod
-    def vanilla(cls) -> MCTSConfig:
+    def vanilla(cls: type[T]) -> T:
         """Plain PUCT (AlphaZero-like): every CrazyAra modification off, Q init 0."""
-        return cls(q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
+        return cls.of(q_value_selection=False, q_pv=False, u_divisor=False, check_enhancement=False,
                    fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
 
     def validate(self) -> None:
         bad = range_error(self, SPIN_RANGES) or range_error(self.time, TIME_RANGES)
         if bad is not None:
             raise MCTSConfigError(bad)
-        for name, v in (("cpuct_base", self.cpuct_base), ("u_base", self.u_base),
-                        ("q_thresh_base", self.q_thresh_base), ("prior_noise_decay", self.prior_noise_decay)):
+        for name, v in (("cpuct_base", self.puct.cpuct_base), ("u_base", self.puct.u_base),
+                        ("q_thresh_base", self.choice.q_thresh_base), ("prior_noise_decay", self.sixtyfour_params.prior_noise_decay)):
             if not v > 0:  # each divides: 0 would end every game in a ZeroDivisionError
                 raise MCTSConfigError(f"{name} must be positive, got {v}")
-        if self.cpuct_init < 0:
+        if self.puct.cpuct_init < 0:
             raise MCTSConfigError("cpuct_init must be >= 0")
-        if self.virtual_loss < 0:
+        if self.batching.virtual_loss < 0:
             raise MCTSConfigError("virtual_loss must not be negative")
         if self.score_formula not in TREE_RULES:
             raise MCTSConfigError(f"score_formula must be one of {', '.join(TREE_RULES)}, got {self.score_formula!r}")
         if self.q_transform not in Q_TRANSFORMS:
             raise MCTSConfigError(f"q_transform must be one of {', '.join(Q_TRANSFORMS)}, got {self.q_transform!r}")
-        if not 0.0 <= self.dirichlet_epsilon <= 1.0:
+        if not 0.0 <= self.exploration.dirichlet_epsilon <= 1.0:
             raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
-        if self.dirichlet_alpha <= 0 or self.temperature < 0:
+        if self.exploration.dirichlet_alpha <= 0 or self.choice.temperature < 0:
             raise MCTSConfigError("dirichlet_alpha must be positive, temperature >= 0")
-        if not 0.0 <= self.q_factor <= 1.0:
+        if not 0.0 <= self.choice.q_factor <= 1.0:
             raise MCTSConfigError("q_factor must be in [0, 1]")
-        if not -1.0 <= self.check_q_init <= 1.0:
+        if not -1.0 <= self.puct.check_q_init <= 1.0:
             raise MCTSConfigError("check_q_init must be in [-1, 1]")
         if self.root_rule not in ROOT_RULES:
             raise MCTSConfigError(f"root_rule must be one of {', '.join(ROOT_RULES)}, got {self.root_rule!r}")
-        if self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
+        if self.gumbel_params.c_visit < 0 or self.gumbel_params.c_scale < 0 or self.gumbel_params.gumbel_scale < 0:
             raise MCTSConfigError("c_visit, c_scale and gumbel_scale must be >= 0")
-        if self.mcgs_q_eps < 0:
+        if self.tree.mcgs_q_eps < 0:
             raise MCTSConfigError("mcgs_q_eps must be >= 0")
-        if not (0.0 <= self.epsilon_greedy <= 1.0 and 0.0 <= self.epsilon_checks <= 1.0
-                and self.epsilon_greedy + self.epsilon_checks <= 1.0):
+        if not (0.0 <= self.exploration.epsilon_greedy <= 1.0 and 0.0 <= self.exploration.epsilon_checks <= 1.0
+                and self.exploration.epsilon_greedy + self.exploration.epsilon_checks <= 1.0):
             raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")
-        if not 0.0 <= self.forced_playouts <= 100.0:
+        if not 0.0 <= self.exploration.forced_playouts <= 100.0:
             raise MCTSConfigError("forced_playouts (KataGo's k) must be from 0 to 100")
-        if (self.forced_playouts > 0 or self.policy_target_pruning or self.temperature_visits) \
+        if (self.exploration.forced_playouts > 0 or self.exploration.policy_target_pruning or self.choice.temperature_visits) \
                 and (self.root_rule != "puct" or self.score_formula != "crazyara"):
             raise MCTSConfigError("forced_playouts, policy_target_pruning and temperature_visits need PUCT "
                                   "(root_rule=puct, score_formula=crazyara)")
-        if self.policy_target_pruning and self.forced_playouts <= 0:
+        if self.exploration.policy_target_pruning and self.exploration.forced_playouts <= 0:
             raise MCTSConfigError("policy_target_pruning removes forced playouts: set forced_playouts > 0 (KataGo: 2)")
-        if (self.epsilon_greedy > 0 or self.epsilon_checks > 0) and self.root_rule != "puct":
+        if (self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0) and self.root_rule != "puct":
             raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
 
 
@@ -266,26 +336,26 @@ def simulation_cap(nodes: int | None, playouts: int | None, visits0: int) -> int
     return min(caps)
 
 
-def cpuct(cfg: MCTSConfig, n: float) -> float:
+def cpuct(cfg: PUCTParams, n: float) -> float:
     """The exploration constant for a node with ``n`` visits."""
     if not cfg.cpuct_schedule:
         return cfg.cpuct_init
     return math.log((n + cfg.cpuct_base + 1.0) / cfg.cpuct_base) + cfg.cpuct_init
 
 
-def u_divisor(cfg: MCTSConfig, n: float) -> float:
+def u_divisor(cfg: PUCTParams, n: float) -> float:
     """``udiv(s)``: 1 (u_init) for a fresh node, decaying to 0.25 (u_final) as it is visited."""
     if not cfg.u_divisor:
         return 1.0
     return cfg.u_final - math.exp(-n / cfg.u_base) * (cfg.u_final - cfg.u_init)
 
 
-def q_thresh(cfg: MCTSConfig, n: float) -> float:
+def q_thresh(cfg: MoveChoice, n: float) -> float:
     """``Qthresh(s)``: 0.5 for few visits, rising to 0.9."""
     return cfg.q_thresh_max - math.exp(-n / cfg.q_thresh_base) * (cfg.q_thresh_max - cfg.q_thresh_init)
 
 
-def final_policy(cfg: MCTSConfig, visits: list[int], qs: list[float]) -> list[float]:
+def final_policy(cfg: MoveChoice, visits: list[int], qs: list[float]) -> list[float]:
     """The move-selection distribution over root moves (before temperature).
 
     Vanilla: ``π = N / ΣN``.  With Q-value selection: ``Q' = (Q + 1) / 2`` set to 0 where

@@ -32,15 +32,15 @@ def root_noise(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random, full
     (``noisy`` False: none, as a playout-cap fast search has none)."""
     e0 = int(tree.nd_edge0[root])
     k = int(tree.nd_nedges[root]) if noisy else 0
-    if cfg.dirichlet_epsilon > 0.0 and k > 0:
-        noise = [rng.gammavariate(cfg.dirichlet_alpha, 1.0) for _ in range(k)]
+    if cfg.exploration.dirichlet_epsilon > 0.0 and k > 0:
+        noise = [rng.gammavariate(cfg.exploration.dirichlet_alpha, 1.0) for _ in range(k)]
         total = sum(noise)
         if total > 0:
-            eps = cfg.dirichlet_epsilon
+            eps = cfg.exploration.dirichlet_epsilon
             for i in range(k):
                 tree.ed_prior[e0 + i] = (1.0 - eps) * tree.ed_prior[e0 + i] + eps * noise[i] / total
-    if cfg.prior_noise > 0.0 and k > 0:
-        b = cfg.prior_noise / (1.0 + (fullmove_number - 1) / cfg.prior_noise_decay)
+    if cfg.sixtyfour_params.prior_noise > 0.0 and k > 0:
+        b = cfg.sixtyfour_params.prior_noise / (1.0 + (fullmove_number - 1) / cfg.sixtyfour_params.prior_noise_decay)
         ps = [max(0.0, tree.ed_prior[e0 + i] + rng.uniform(-b, b)) for i in range(k)]
         total = sum(ps)
         if total > 0:
@@ -52,7 +52,7 @@ def root_noise(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random, full
 
 
 def exploring(cfg: MCTSConfig) -> bool:
-    return cfg.epsilon_greedy > 0.0 or cfg.epsilon_checks > 0.0
+    return cfg.exploration.epsilon_greedy > 0.0 or cfg.exploration.epsilon_checks > 0.0
 
 
 def exploration_line(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random) -> tuple[vec[i64], int]:
@@ -61,11 +61,11 @@ def exploration_line(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random
     (ε-checks)."""
     u = rng.random()
     line = vec[i64]()
-    checks = u < cfg.epsilon_checks
-    if (not checks and u >= cfg.epsilon_checks + cfg.epsilon_greedy) or tree.nd_state[root] != EXPANDED \
+    checks = u < cfg.exploration.epsilon_checks
+    if (not checks and u >= cfg.exploration.epsilon_checks + cfg.exploration.epsilon_greedy) or tree.nd_state[root] != EXPANDED \
             or tree.settled(root):
         return line, 0
-    min_visits = round(1.0 / (cfg.epsilon_checks if checks else cfg.epsilon_greedy))
+    min_visits = round(1.0 / (cfg.exploration.epsilon_checks if checks else cfg.exploration.epsilon_greedy))
     goal = int(-math.log2(1.0 - rng.random()))
     node = root
     while len(line) < goal:

@@ -55,7 +55,7 @@ def principal_variation(tree: _Tree, root: int, first: int, proofs: bool) -> lis
 def search_result(tree: _Tree, root: int, cfg: MCTSConfig, root_rule: RootRule, variant: str, move: int,
                   nodes: int, evals: int, elapsed: float, seldepth: int) -> SearchResult:
     """The result of a search whose root is expanded and whose move is ``move``."""
-    proofs = cfg.solver or cfg.fix_checkmates
+    proofs = cfg.tree.solver or cfg.tree.fix_checkmates
     e0 = int(tree.nd_edge0[root])
     q = 0.0
     for e in range(e0, e0 + int(tree.nd_nedges[root])):
@@ -66,18 +66,18 @@ def search_result(tree: _Tree, root: int, cfg: MCTSConfig, root_rule: RootRule, 
     if pr == WIN and proofs:
         mate = (int(tree.nd_plies[root]) + 1) // 2
         q = 1.0
-    elif pr == LOSS and cfg.solver:
+    elif pr == LOSS and cfg.tree.solver:
         mate = -(int(tree.nd_plies[root]) // 2)
         q = -1.0
-    elif pr == DRAW and cfg.solver:
+    elif pr == DRAW and cfg.tree.solver:
         q = 0.0
     q = max(-1.0, min(1.0, q))
     pv = principal_variation(tree, root, move, proofs)
     lines: list[PVLine] = []
-    if cfg.multipv > 1:
+    if cfg.choice.multipv > 1:
         ranked = root_rule.ranked(tree, root, list(range(e0, e0 + int(tree.nd_nedges[root]))))
         lines.append(PVLine(move, q, value_to_cp(q, variant), mate, pv))
-        for e in [e for e in ranked if tree.ed_move[e] != move and tree.edge_n(e) > 0][: cfg.multipv - 1]:
+        for e in [e for e in ranked if tree.ed_move[e] != move and tree.edge_n(e) > 0][: cfg.choice.multipv - 1]:
             qe, m = max(-1.0, min(1.0, tree.edge_q(e))), int(tree.ed_move[e])
             lines.append(PVLine(m, qe, value_to_cp(qe, variant), None, principal_variation(tree, root, m, proofs)))
     return SearchResult(best_move=move, value=q, cp=value_to_cp(q, variant), mate=mate, nodes=nodes, evals=evals,

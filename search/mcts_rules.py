@@ -35,8 +35,8 @@ class TreeRule:
     def __init__(self, cfg: MCTSConfig) -> None:
         self.cfg = cfg
         self.check_urgency = False
-        self.solver = cfg.solver or cfg.fix_checkmates
-        self.full_solver = cfg.solver
+        self.solver = cfg.tree.solver or cfg.tree.fix_checkmates
+        self.full_solver = cfg.tree.solver
         self.win_e: i64 = -1
         self.lose_e: i64 = -1
         #: the Q transform (:mod:`search.qtransforms`); None for "mean", which the rules compute inline
@@ -135,7 +135,7 @@ class VisitsRoot(RootRule):
       ``final_policy``'s Q mix (the greedy move keeps ``final_policy``)."""
 
     def select(self, tree: _Tree, root: int) -> int:
-        k = self.cfg.forced_playouts
+        k = self.cfg.exploration.forced_playouts
         if k > 0.0 and not self.fast:
             e0 = int(tree.nd_edge0[root])
             total = tree.nd_sum_n[root]
@@ -162,14 +162,14 @@ class VisitsRoot(RootRule):
         k = int(tree.nd_nedges[root])
         ns = [float(tree.edge_n(e)) for e in range(e0, e0 + k)]
         cfg = self.cfg
-        if not cfg.policy_target_pruning or self.fast or k < 2:
+        if not cfg.exploration.policy_target_pruning or self.fast or k < 2:
             return ns
         total = sum(ns)
         top = max(range(k), key=lambda i: ns[i])
         if ns[top] <= 0.0:
             return ns
-        c = cpuct(cfg, total) * math.sqrt(total)
-        ud = u_divisor(cfg, total)
+        c = cpuct(cfg.puct, total) * math.sqrt(total)
+        ud = u_divisor(cfg.puct, total)
         best = tree.edge_q(e0 + top) + c * tree.ed_prior[e0 + top] / (ud + ns[top])
         out = list(ns)
         for i in range(k):
@@ -180,7 +180,7 @@ class VisitsRoot(RootRule):
             gap = best - tree.edge_q(e0 + i)
             if gap <= 0.0:
                 continue  # its score beats a*'s at any count: none of its visits were forced
-            keep = max(n - math.sqrt(cfg.forced_playouts * p * total), c * p / gap - ud)
+            keep = max(n - math.sqrt(cfg.exploration.forced_playouts * p * total), c * p / gap - ud)
             if keep < n:
                 out[i] = 0.0 if keep <= 1.0 else max(0.0, math.ceil(keep))
         return out
@@ -207,11 +207,11 @@ class VisitsRoot(RootRule):
                     best = i
             return candidates[best]
         qs = [tree.q_with_pv(e) for e in candidates]
-        pi = final_policy(cfg, visits, qs)
-        tau = cfg.temperature
-        if tau > 0.0 and (cfg.temperature_moves <= 0 or fullmove <= cfg.temperature_moves):
+        pi = final_policy(cfg.choice, visits, qs)
+        tau = cfg.choice.temperature
+        if tau > 0.0 and (cfg.choice.temperature_moves <= 0 or fullmove <= cfg.choice.temperature_moves):
             draw = pi
-            if cfg.temperature_visits:
+            if cfg.choice.temperature_visits:
                 e0 = int(tree.nd_edge0[root])
                 shares = self.pruned_visits(tree, root)
                 draw = [shares[e - e0] for e in candidates]
@@ -233,7 +233,7 @@ class VisitsRoot(RootRule):
         return candidates[best]
 
     def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
-        pi = final_policy(self.cfg, [tree.edge_n(e) for e in edges], [tree.q_with_pv(e) for e in edges])
+        pi = final_policy(self.cfg.choice, [tree.edge_n(e) for e in edges], [tree.q_with_pv(e) for e in edges])
         return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
 
 

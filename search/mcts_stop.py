@@ -39,7 +39,7 @@ class Stoppers:
         self.cfg = cfg
         self.node_limit = 0  # cap on new simulations (0: none), from the node and playout limits
         self.eval_limit = 0  # cap on evaluator calls (0: none)
-        self.batch = cfg.batch_size  # leaves a step (MCTSConfig.batch_for)
+        self.batch = cfg.batching.batch_size  # leaves a step (MCTSConfig.batch_for)
         self.playout_depth = 0  # depth cap of a simulation (0: none)
         self.time: TimeControl | None = None
         self.single_move = 0  # the one legal move when the search is skipped, else 0
@@ -70,21 +70,21 @@ class Stoppers:
         elif self.eval_limit > 0:
             self.node_limit = 16 * self.eval_limit + 1000
         elif budget is None and not limits.infinite:
-            self.node_limit = cfg.default_nodes
+            self.node_limit = cfg.stopping.default_nodes
         else:
             self.node_limit = 0
-        self.playout_depth = cfg.max_playout_depth
-        if cfg.playout_depth_from_clock and remaining is not None:
+        self.playout_depth = cfg.sixtyfour_params.max_playout_depth
+        if cfg.sixtyfour_params.playout_depth_from_clock and remaining is not None:
             self.playout_depth = playout_depth_for_clock(remaining)
         if limits.depth is not None:
             if limits.depth < 1:
                 raise MCTSConfigError(f"depth limit must be at least 1, got {limits.depth}")
             self.playout_depth = limits.depth if self.playout_depth == 0 else min(self.playout_depth, limits.depth)
-        self.single_move = moves[0] if len(moves) == 1 and cfg.stop_single_move else 0
+        self.single_move = moves[0] if len(moves) == 1 and cfg.stopping.stop_single_move else 0
 
     def root_budget(self, visits0: int) -> int:
         """The root's visits when the search ends, as far as the limits tell (the root rule's budget)."""
-        return visits0 + self.node_limit if self.node_limit > 0 else self.cfg.default_nodes
+        return visits0 + self.node_limit if self.node_limit > 0 else self.cfg.stopping.default_nodes
 
     def step_size(self, nodes: int, evals: int) -> int:
         """How many leaves the next batch may send (the batch, less what the limits have left)."""
@@ -102,7 +102,7 @@ class Stoppers:
 
     def root_settled(self, tree: _Tree, root: int, nodes: int) -> bool:
         """The root is decided (the second stopper above)."""
-        if not (self.cfg.solver or self.cfg.fix_checkmates):
+        if not (self.cfg.tree.solver or self.cfg.tree.fix_checkmates):
             return False
         if tree.nd_proven[root] == UNKNOWN:
             self.proven_at = -1
@@ -147,7 +147,7 @@ class TreeFullStopper(Stopper):
 
     def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
                     last_q: float | None) -> bool:
-        return tree.n_nodes >= s.cfg.max_tree_nodes
+        return tree.n_nodes >= s.cfg.stopping.max_tree_nodes
 
 
 class NodeLimitStopper(Stopper):

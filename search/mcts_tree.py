@@ -129,7 +129,7 @@ class _Tree:
         #: checking edges are flagged (``ed_check``) for the tree rule (:attr:`TreeRule.check_urgency`)
         self.check_urgency = check_urgency
         #: Monte-Carlo graph search: the graph arrays below exist (module docstring)
-        self.mcgs = cfg.mcgs
+        self.mcgs = cfg.tree.mcgs
         #: MCGS: position key -> its position node
         self.graph = KeyIndex()
         self.nd_target = vec[i64]()
@@ -245,7 +245,7 @@ class _Tree:
 
     def edge_q(self, e: int) -> float:
         n = self.edge_n(e)
-        return self.edge_w(e) / float(n) if n > 0 else self.cfg.fpu
+        return self.edge_w(e) / float(n) if n > 0 else self.cfg.puct.fpu
 
     def target(self, child: i64) -> i64:
         """The position node of an edge's child: itself, or with MCGS the node it links to."""
@@ -298,12 +298,12 @@ class _Tree:
         """Q of an edge, lowered to the Q met ``q_pv_depth`` plies down its principal variation when
         ``q_pv`` (``Q(s0, a) = min(Q(s0, a), Q(st, x))``, Q(st, x) seen from the first node's side)."""
         q = self.edge_q(e)
-        if not self.cfg.q_pv or self.edge_n(e) == 0:
+        if not self.cfg.choice.q_pv or self.edge_n(e) == 0:
             return q
         node = self.node_after(e)
         sign = -1.0
         last: float | None = None
-        for _ in range(1, self.cfg.q_pv_depth):
+        for _ in range(1, self.cfg.choice.q_pv_depth):
             if node < 0 or self.nd_state[node] != EXPANDED:
                 break
             x = -1
@@ -369,7 +369,7 @@ class _Tree:
         if win_plies >= 0:
             self.nd_proven[node] = WIN
             self.nd_plies[node] = win_plies
-        elif self.cfg.solver and all_known:
+        elif self.cfg.tree.solver and all_known:
             if any_draw:
                 self.nd_proven[node] = DRAW
                 self.nd_plies[node] = 0
@@ -406,9 +406,9 @@ class _Tree:
     def proven_value(self, node: int) -> float:
         pr = self.nd_proven[node]
         if pr == WIN:
-            return self.cfg.mate_value
+            return self.cfg.sixtyfour_params.mate_value
         if pr == LOSS:
-            return -self.cfg.mate_value
+            return -self.cfg.sixtyfour_params.mate_value
         return 0.0
 
     def add_virtual_loss(self, parent: int, e: int) -> None:
@@ -416,19 +416,19 @@ class _Tree:
         if e >= self.nd_touched[parent]:
             self.nd_touched[parent] = e + 1
         self.nd_vl[self.ed_child[e]] += 1
-        self.nd_sum_n[parent] += self.cfg.virtual_loss
+        self.nd_sum_n[parent] += self.cfg.batching.virtual_loss
 
     def remove_virtual_loss(self, path: vec[i64], nodes: vec[i64]) -> None:
         for i in range(len(path)):
             self.nd_vl[self.ed_child[path[i]]] -= 1
-            self.nd_sum_n[nodes[i]] -= self.cfg.virtual_loss
+            self.nd_sum_n[nodes[i]] -= self.cfg.batching.virtual_loss
 
     def _backup_teams(self, path: vec[i64], nodes: vec[i64], value0: float) -> None:
         """Two-board backup: no alternation (two teams move on two boards), W(s, a) += ±value0 by the
         team that made a (``nd_sign`` of a's child); no solver.  With the graph, as :meth:`backup`:
         position nodes average team 0's values, and the edge above a transposition gets the value
         that aligns its Q with the node's."""
-        vl = self.cfg.virtual_loss
+        vl = self.cfg.batching.virtual_loss
         v = value0
         i = len(path) - 1
         while i >= 0:
@@ -458,8 +458,8 @@ class _Tree:
             self._backup_teams(path, nodes, value)
             return
         v = value
-        vl = self.cfg.virtual_loss
-        settle = (self.cfg.solver or self.cfg.fix_checkmates) and self.nd_proven[leaf] != UNKNOWN
+        vl = self.cfg.batching.virtual_loss
+        settle = (self.cfg.tree.solver or self.cfg.tree.fix_checkmates) and self.nd_proven[leaf] != UNKNOWN
         i = len(path) - 1
         while i >= 0:
             child = self.ed_child[path[i]]
@@ -480,5 +480,5 @@ class _Tree:
                         t = -self.nd_vsum[parent] / float(self.nd_vcnt[parent])
                         v = -self.transposition_value(n, self.nd_w[above], t)  # flipped back at the loop's top
             if settle:
-                settle = self.update_proven(parent) and self.cfg.solver
+                settle = self.update_proven(parent) and self.cfg.tree.solver
             i -= 1

@@ -29,14 +29,14 @@ class PUCT(TreeRule):
 
     def __init__(self, cfg: MCTSConfig) -> None:
         super().__init__(cfg)
-        self.check_urgency = cfg.check_urgency
+        self.check_urgency = cfg.puct.check_urgency
         self.cpuct_table = _NANS[0:_SCHEDULE_SIZE]
         self.udiv_table = _NANS[0:_SCHEDULE_SIZE]
 
     def _schedules(self, sum_n: float) -> tuple[float, float]:
         """(cpuct(N), udiv(N)) of a node; for an integral N below _SCHEDULE_SIZE from tables filled on
         first use by the same functions (the same values, no log or exp)."""
-        cfg = self.cfg
+        cfg = self.cfg.puct
         if 0.0 <= sum_n < _SCHEDULE_SIZE and sum_n == math.floor(sum_n):
             idx = int(sum_n)
             cp = self.cpuct_table[idx]
@@ -59,7 +59,7 @@ class PUCT(TreeRule):
         e0: i64 = tree.nd_edge0[node]
         end: i64 = e0 + tree.nd_nedges[node]
         sum_n = tree.nd_sum_n[node]
-        vl = cfg.virtual_loss
+        vl = cfg.batching.virtual_loss
         solver = self.solver
         self.win_e = -1
         self.lose_e = -1
@@ -67,11 +67,11 @@ class PUCT(TreeRule):
         c = cp * math.sqrt(max(sum_n, 1.0))
         best = -1e30
         best_e: i64 = -1
-        fpu = cfg.fpu
+        fpu = cfg.puct.fpu
         q_of = self.q_of
         # Check urgency: an unvisited checking move starts from Q = check_q_init instead of fpu.
         urgent = tree.check_urgency
-        fpu_check = cfg.check_q_init if urgent else fpu
+        fpu_check = cfg.puct.check_q_init if urgent else fpu
         # Speed: an unvisited edge scores q0 + c·P/udiv (q0: fpu, or check_q_init for a check),
         # non-decreasing in P when 0 <= c < inf and udiv > 0 (IEEE rounding is monotone), so once
         # an unvisited edge of one kind with prior pu has been scored (and its score is <= best),

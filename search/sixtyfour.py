@@ -31,9 +31,9 @@ class SixtyFourScore(TreeRule):
         ed_child = tree.ed_child
         e0: i64 = tree.nd_edge0[node]
         end: i64 = e0 + tree.nd_nedges[node]
-        vl = cfg.virtual_loss
-        fpu = cfg.fpu
-        c = cfg.sixtyfour_c * math.sqrt(tree.nd_sum_n[node] + 1.0)
+        vl = cfg.batching.virtual_loss
+        fpu = cfg.puct.fpu
+        c = cfg.sixtyfour_params.sixtyfour_c * math.sqrt(tree.nd_sum_n[node] + 1.0)
         self.win_e = -1
         self.lose_e = -1
         best = -1e30

@@ -48,10 +48,10 @@ from typing import Final, Sequence
 from board.bughouse import SIT, BughouseBoard, BughouseGame, recent_move_ms, split_move, team_of, two_board_move
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
-from search.base import Limits, SearchResult, range_error, step
+from search.base import FLAT, Limits, SearchResult, range_error, step
 from search.mcts import MCTS
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
-from search.mcts_config import MCTSConfig, MCTSConfigError, load
+from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, PUCTParams, Stopping, TreeParams, load
 from search.mcts_tree import EXPANDED, TERMINAL, _Tree
 from search.timeman import TimeConfig
 from search.two_board_rules import BoardPUCT, SeatRoot
@@ -106,44 +106,62 @@ def _hard_clock() -> TimeConfig:
     return TimeConfig(move_overhead=0.0, stop_easy=False, extend_critical=False)
 
 
-@dataclass
-class TwoBoardConfig(MCTSConfig):
-    """LazyBug's parameters on the shared MCTS settings (the switches it has not are off)."""
+def _lazybug_puct() -> PUCTParams:
+    return PUCTParams(cpuct_init=2.0, u_divisor=False, check_enhancement=False)
 
-    cpuct_init: float = 2.0
+
+def _lazybug_choice() -> MoveChoice:
+    return MoveChoice(q_value_selection=False, q_pv=False)
+
+
+def _lazybug_tree() -> TreeParams:
+    return TreeParams(transposition_table=False, fix_checkmates=False, solver=False)
+
+
+def _lazybug_stopping() -> Stopping:
+    return Stopping(stop_single_move=False)
+
+
+@dataclass
+class LazyBugParams:
+    """LazyBug's board choice and seat: the cpuct factor of the partner's board, the root's share
+    of our board's prior, when to sit, the moves' clock."""
+
     cpuct_factor: float = 1.5
-    virtual_loss: float = 3.0
-    q_value_selection: bool = False
-    q_pv: bool = False
-    u_divisor: bool = False
-    check_enhancement: bool = False
-    transposition_table: bool = False
-    fix_checkmates: bool = False
-    solver: bool = False
-    stop_single_move: bool = False
-    time: TimeConfig = field(default_factory=_hard_clock)
     root_own_p: float = 0.9
     sit_ratio: float = 1.4
     recent_moves: int = 5
     default_move_ms: int = 1000
     mate_guard: bool = False
 
+
+@dataclass
+class TwoBoardConfig(MCTSConfig):
+    """LazyBug's parameters on the shared MCTS settings (the switches it has not are off)."""
+
+    puct: PUCTParams = field(default_factory=_lazybug_puct, metadata=FLAT)
+    choice: MoveChoice = field(default_factory=_lazybug_choice, metadata=FLAT)
+    tree: TreeParams = field(default_factory=_lazybug_tree, metadata=FLAT)
+    stopping: Stopping = field(default_factory=_lazybug_stopping, metadata=FLAT)
+    time: TimeConfig = field(default_factory=_hard_clock)
+    lazybug: LazyBugParams = field(default_factory=LazyBugParams, metadata=FLAT)
+
     def validate(self) -> None:
         super().validate()
         off = [name for name, on in (
-            ("solver", self.solver), ("fix_checkmates", self.fix_checkmates),
-            ("transposition_table", self.transposition_table),
-            ("q_value_selection", self.q_value_selection), ("q_pv", self.q_pv),
-            ("check_enhancement", self.check_enhancement), ("check_urgency", self.check_urgency),
-            ("epsilon_greedy", self.epsilon_greedy > 0 or self.epsilon_checks > 0),
+            ("solver", self.tree.solver), ("fix_checkmates", self.tree.fix_checkmates),
+            ("transposition_table", self.tree.transposition_table),
+            ("q_value_selection", self.choice.q_value_selection), ("q_pv", self.choice.q_pv),
+            ("check_enhancement", self.puct.check_enhancement), ("check_urgency", self.puct.check_urgency),
+            ("epsilon_greedy", self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0),
             (f"root_rule={self.root_rule}", self.root_rule not in SEAT_ROOTS),
             (f"score_formula={self.score_formula}", self.score_formula not in BOARD_RULES),
-            ("multipv", self.multipv != 1)) if on]
+            ("multipv", self.choice.multipv != 1)) if on]
         if off:
             raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
-        if not 0.0 <= self.root_own_p <= 1.0:
-            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
-        if self.sit_ratio <= 0 or self.cpuct_factor < 0:
+        if not 0.0 <= self.lazybug.root_own_p <= 1.0:
+            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.lazybug.root_own_p}")
+        if self.lazybug.sit_ratio <= 0 or self.lazybug.cpuct_factor < 0:
             raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
         bad = range_error(self, SPIN_RANGES)
         if bad is not None:
@@ -164,8 +182,8 @@ class TwoBoardMCTS:
         self.config = cfg
         self.evaluator = evaluator
         self.rng = rng if rng is not None else random.Random(0)
-        board_rule: BoardPUCT = load(BOARD_RULES[cfg.score_formula])(cfg, self.rng, cfg.cpuct_factor)
-        self.seat_root: SeatRoot = load(SEAT_ROOTS[cfg.root_rule])(cfg, board_rule, 0, cfg.root_own_p)
+        board_rule: BoardPUCT = load(BOARD_RULES[cfg.score_formula])(cfg, self.rng, cfg.lazybug.cpuct_factor)
+        self.seat_root: SeatRoot = load(SEAT_ROOTS[cfg.root_rule])(cfg, board_rule, 0, cfg.lazybug.root_own_p)
         #: the shared driver
         self.mcts = MCTS(evaluator, cfg, self.rng, rule=board_rule, root_rule=self.seat_root, teams=True, summary=False)
         self.walk: TwoBoardWalk | None = None
@@ -200,7 +218,7 @@ class TwoBoardMCTS:
         partner = 1 - board_id
         own_team = team_of(board_id, game.boards[board_id].turn)
         sit_board = partner if partner_sitting and team_of(partner, game.boards[partner].turn) == own_team else -1
-        times = move_ms if move_ms is not None else recent_move_ms(game, cfg.recent_moves)
+        times = move_ms if move_ms is not None else recent_move_ms(game, cfg.lazybug.recent_moves)
         dt = [self._average(times[s]) for s in range(4)]
         clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
         walk = TwoBoardWalk(game.copy(), board_id, clocks, sit_board, dt)
@@ -214,8 +232,8 @@ class TwoBoardMCTS:
             self.mcts.stop()
 
     def _average(self, times: Sequence[int]) -> int:
-        recent = list(times)[-self.config.recent_moves:]
-        return max(1, sum(recent) // len(recent)) if recent else self.config.default_move_ms
+        recent = list(times)[-self.config.lazybug.recent_moves:]
+        return max(1, sum(recent) // len(recent)) if recent else self.config.lazybug.default_move_ms
 
     # ------------------------------------------------------------------ the search
 
@@ -267,8 +285,8 @@ class TwoBoardMCTS:
                     other += n  # our sit's visits count for the other board
                 else:
                     own += n
-        guard = self._allows_mate if self.config.mate_guard else None
-        return self.seat_root.decide(tree, root, actions, own, other, self.config.sit_ratio, guard), own, other
+        guard = self._allows_mate if self.config.lazybug.mate_guard else None
+        return self.seat_root.decide(tree, root, actions, own, other, self.config.lazybug.sit_ratio, guard), own, other
 
     def _allows_mate(self, m: int) -> bool:
         """``mate_guard``: after ``m`` our board's opponent mates at once, with the root's pockets."""

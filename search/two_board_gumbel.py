@@ -37,7 +37,7 @@ class BoardGumbel(BoardPUCT):
 
     def board_select(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
         cfg = self.cfg
-        vl = cfg.virtual_loss
+        vl = cfg.batching.virtual_loss
         sign = 1.0  # the team moving on this board, from an edge's child (none: every σ is equal)
         for e in range(lo, hi):
             child = tree.ed_child[e]
@@ -45,7 +45,7 @@ class BoardGumbel(BoardPUCT):
                 sign = tree.nd_sign[child]
                 break
         st = self.stats
-        st.measure_edges(tree, lo, hi, hi, sign * tree.nd_value[node], True, cfg.c_visit, cfg.c_scale)
+        st.measure_edges(tree, lo, hi, hi, sign * tree.nd_value[node], True, cfg.gumbel_params.c_visit, cfg.gumbel_params.c_scale)
         sigmas = [GumbelTreeRule._sigma_of(tree, e, vl, st) for e in range(lo, hi)]
         top = -math.inf
         for i in range(len(sigmas)):

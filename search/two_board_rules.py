@@ -64,11 +64,11 @@ class BoardPUCT(TreeRule):
 
     def best_edge(self, tree: _Tree, lo: i64, hi: i64) -> int:
         cfg = self.cfg
-        vl = cfg.virtual_loss
+        vl = cfg.batching.virtual_loss
         total = 0.0
         for e in range(lo, hi):
             total += tree.edge_n(e) + tree.edge_vl(e) * vl
-        c = (self.cpuct_factor * math.log((1.0 + total + cfg.cpuct_base) / cfg.cpuct_base) + cfg.cpuct_init) \
+        c = (self.cpuct_factor * math.log((1.0 + total + cfg.puct.cpuct_base) / cfg.puct.cpuct_base) + cfg.puct.cpuct_init) \
             * math.sqrt(max(total, 1.0))
         best = lo
         best_score = -1e18
@@ -76,7 +76,7 @@ class BoardPUCT(TreeRule):
             virtual = tree.edge_vl(e) * vl
             n = tree.edge_n(e) + virtual
             if n <= 0:
-                q = cfg.fpu
+                q = cfg.puct.fpu
             elif self.q_of is None:
                 q = (tree.edge_w(e) - virtual) / n
             else:

@@ -57,8 +57,8 @@ def _mcts_configs() -> dict[str, Callable[[], Any]]:
         "default": MCTSConfig,
         "vanilla": MCTSConfig.vanilla,
         "sixtyfour": MCTSConfig.sixtyfour,
-        "urgency": lambda: MCTSConfig(check_urgency=True),
-        "noise": lambda: MCTSConfig(dirichlet_epsilon=0.25, temperature=1.0),
+        "urgency": lambda: MCTSConfig.of(check_urgency=True),
+        "noise": lambda: MCTSConfig.of(dirichlet_epsilon=0.25, temperature=1.0),
     }
 
 

@@ -50,6 +50,7 @@ def _config_specs() -> list[str]:
 def _resolved(text: str) -> dict[str, Any] | None:
     from engines import registry
     from engines.base import EngineError
+    from search.base import flat_view
 
     try:
         spec = registry.resolve(text)
@@ -58,7 +59,7 @@ def _resolved(text: str) -> dict[str, Any] | None:
     if spec.config is None or not dataclasses.is_dataclass(spec.config):
         return None  # an external program: nothing of ours to pin
     return {"evaluator": spec.evaluator, "search": spec.search, "config_class": type(spec.config).__name__,
-            "config": json.loads(json.dumps(dataclasses.asdict(spec.config), default=str)),
+            "config": json.loads(json.dumps(flat_view(spec.config), default=str)),
             "settings": json.loads(json.dumps(spec.settings, default=str))}
 
 

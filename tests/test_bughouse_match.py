@@ -213,7 +213,7 @@ def test_max_plies_holds_when_both_boards_move_in_one_pass():
 def test_sit_and_partner_state_in_the_server():
     # Our A-white seat with root_own_p = 0 sits whenever its partner (B-black, who thinks 300 ms)
     # is to move, and moves while an opponent (B-white, 200 ms) is to move on board B (no sit then).
-    sitter = OurSeat("sitter", BughouseClassicalEvaluator(), TwoBoardConfig(root_own_p=0.0), nodes=30)
+    sitter = OurSeat("sitter", BughouseClassicalEvaluator(), TwoBoardConfig.of(root_own_p=0.0), nodes=30)
     seats = [sitter, ShuffleSeat("a-black", 100), ShuffleSeat("b-white", 200), ShuffleSeat("b-black", 300)]
     r = play_game(seats, 4000, 0, max_plies=10)
     assert r.reason == "max_plies"

@@ -31,7 +31,7 @@ def test_the_same_evaluator_reports_the_same_cp_under_mcts_and_alpha_beta(varian
     k = len(pos.legal_moves())
     ab = AlphaBeta(ev, ABConfig(quiescence=False, check_extension=False, use_tt=False))
     r_ab = ab.run(pos.copy(), Limits(depth=1))
-    cfg = MCTSConfig(fpu=1.0, cpuct_init=1e-9, cpuct_schedule=False, u_divisor=False, batch_size=1,
+    cfg = MCTSConfig.of(fpu=1.0, cpuct_init=1e-9, cpuct_schedule=False, u_divisor=False, batch_size=1,
                      check_enhancement=False, fix_checkmates=False, solver=False, transposition_table=False,
                      q_pv=False)
     mcts = MCTS(ev, cfg, random.Random(1))

@@ -69,10 +69,10 @@ def _searches(**cfg: object) -> list[tuple[int, float, list[int]]]:
     out = []
     for variant in ("chess", "crazyhouse"):
         for extra in ({}, {"check_urgency": True}, {"score_formula": "sixtyfour", "fpu": 0.0}):
-            s = MCTS(ClassicalEvaluator(), MCTSConfig(**extra, **cfg), random.Random(3))  # type: ignore[arg-type]
+            s = MCTS(ClassicalEvaluator(), MCTSConfig.of(**extra, **cfg), random.Random(3))  # type: ignore[arg-type]
             r = s.run(new_position(variant), Limits(nodes=300))
             out.append((r.best_move, r.value, [n for _, n, _, _ in s.root_stats()]))
-    seat = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig(**cfg), random.Random(3))  # type: ignore[arg-type]
+    seat = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**cfg), random.Random(3))  # type: ignore[arg-type]
     br = seat.run(BughouseGame(), 0, BughouseLimits(nodes=300))
     t, root = seat.tree, seat.root
     out.append((br.move, br.value, [t.edge_n(e) for e in range(int(t.nd_edge0[root]), int(t.nd_edge0[root] + t.nd_nedges[root]))]))

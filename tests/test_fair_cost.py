@@ -40,7 +40,7 @@ def play_on(s: MCTS, pos: board.Position, r_move: int) -> None:
 @pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
 def test_node_limit_counts_the_visits_kept_from_the_last_move(variant: str, batch: int) -> None:
     pos = board.new_position(variant, QUIET if variant == "chess" else None)
-    s = MCTS(EV, MCTSConfig(batch_size=batch), random.Random(1))
+    s = MCTS(EV, MCTSConfig.of(batch_size=batch), random.Random(1))
     n = 256
     reused_seen = 0
     for _ in range(4):
@@ -56,7 +56,7 @@ def test_node_limit_counts_the_visits_kept_from_the_last_move(variant: str, batc
 def after_one_move(nodes: int) -> tuple[MCTS, board.Position]:
     """A batch-1 search of ``nodes`` from QUIET, its move and the tree's favourite reply played."""
     pos = board.new_position("chess", QUIET)
-    s = MCTS(EV, MCTSConfig(batch_size=1), random.Random(1))
+    s = MCTS(EV, MCTSConfig.of(batch_size=1), random.Random(1))
     r = s.run(pos, Limits(nodes=nodes))
     play_on(s, pos, r.best_move)
     return s, pos
@@ -122,9 +122,9 @@ def test_sequential_halving_is_planned_for_the_simulations_the_edges_get(nodes: 
     is planned for those (planned for n, the last phase was cut short)."""
     pos = board.new_position("chess", QUIET)
     cfg = MCTSConfig.gumbel()
-    cfg.gumbel_scale = 0.0
-    cfg.batch_size = 1
-    cfg.considered_actions = considered
+    cfg.gumbel_params.gumbel_scale = 0.0
+    cfg.batching.batch_size = 1
+    cfg.gumbel_params.considered_actions = considered
     s = MCTS(EV, cfg, random.Random(3))
     s.run(pos, Limits(nodes=nodes))
     t = s.tree
@@ -138,7 +138,7 @@ def test_sequential_halving_is_planned_for_the_simulations_the_edges_get(nodes: 
 
 def small_dag() -> tuple[_Tree, dict[str, int]]:
     """R -a-> A -c-> T,  R -b-> B -d-> T (a link: T has two parents),  T -e-> X."""
-    cfg = MCTSConfig(mcgs=True)
+    cfg = MCTSConfig.of(mcgs=True)
     t = _Tree(cfg)
     ids: dict[str, int] = {}
     ids["R"] = t.new_node(1)
@@ -193,7 +193,7 @@ def test_mcgs_search_checks_every_parent_edge() -> None:
     """After a graph search with transpositions, the edges into transposition nodes (the first
     parent's included) stay close to their node's value."""
     pos = board.new_position("chess", "r1bqkbnr/pppppppp/2n5/8/8/5N2/PPPPPPPP/RNBQKB1R w KQkq - 2 2")
-    cfg = MCTSConfig(mcgs=True, batch_size=1)
+    cfg = MCTSConfig.of(mcgs=True, batch_size=1)
     s = MCTS(EV, cfg, random.Random(2))
     s.run(pos, Limits(nodes=3000))
     t = s.tree
@@ -211,7 +211,7 @@ def test_mcgs_search_checks_every_parent_edge() -> None:
     assert gaps_first and gaps_all
     assert sum(gaps_all) / len(gaps_all) < 0.03
     assert Counter(g > 0.1 for g in gaps_all)[True] <= len(gaps_all) // 10
-    assert Counter(g > cfg.mcgs_q_eps for g in gaps_first)[True] < 0.7 * len(gaps_first)
+    assert Counter(g > cfg.tree.mcgs_q_eps for g in gaps_first)[True] < 0.7 * len(gaps_first)
 
 
 # ------------------------------------------------------------------------------------- openings

@@ -15,3 +15,39 @@ def test_every_stored_spec_resolves_to_the_pinned_search() -> None:
     assert not missing, f"no longer resolves: {missing[:5]}"
     changed = [k for k in want if have[k] != want[k]]
     assert not changed, f"resolves to another search: {changed[:5]}"
+
+
+def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
+    """MCTSConfig holds at most 12 fields of its own (the rules by name and each rule's or feature's
+    small config); every setting keeps its flat name: as an option, in ``MCTSConfig.of`` and
+    ``search.base.setting``, and a spec that writes it gets the same config as one built by hand."""
+    import dataclasses
+
+    from engines import registry
+    from engines.options import config_options
+    from search.base import flat_groups, flat_view, setting, with_settings
+    from search.mcts_config import MCTSConfig, PUCTParams
+    from search.two_board import TwoBoardConfig
+
+    assert len(dataclasses.fields(MCTSConfig)) <= 12
+    groups = flat_groups(MCTSConfig)
+    assert len(groups) >= 50 and groups["cpuct_init"] == "puct" and groups["mcgs"] == "tree"
+    names = [o.name for o in config_options(MCTSConfig)]
+    assert set(flat_view(MCTSConfig())) - {"time"} <= set(names) and "time.move_overhead" in names
+    assert not any(n.startswith(("puct.", "tree.", "batching.")) for n in names)  # no dotted group names
+    cfg = MCTSConfig.of(cpuct_init=1.5, mcgs=True, batch_size=2, considered_actions=8)
+    assert cfg.puct == PUCTParams(cpuct_init=1.5) and cfg.tree.mcgs and cfg.batching.batch_size == 2
+    assert [setting(cfg, n) for n in ("cpuct_init", "mcgs", "batch_size", "considered_actions", "root_rule")] \
+        == [1.5, True, 2, 8, "puct"]
+    assert with_settings(MCTSConfig(), {"time.move_overhead": 0.5}).time.move_overhead == 0.5
+    assert registry.resolve("material-mcts:cpuct_init=1.5,mcgs=true,batch_size=2,considered_actions=8").config \
+        == with_settings(registry.resolve("material-mcts").config, {"cpuct_init": 1.5, "mcgs": True, "batch_size": 2,
+                                                                    "considered_actions": 8})
+    two = TwoBoardConfig.of(root_own_p=0.5, fpu=0.5)
+    assert two.lazybug.root_own_p == 0.5 and two.puct.fpu == 0.5 and two.puct.cpuct_init == 2.0  # LazyBug's default
+    try:
+        MCTSConfig.of(no_such_setting=1)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("an unknown name must be refused")

@@ -66,7 +66,7 @@ def test_gumbel_budget_and_determinism() -> None:
     pos = random_position("crazyhouse", 4, 12)
     def run(seed: int, scale: float = 1.0) -> tuple[int, int, list[tuple[int, int, float, float]]]:
         cfg = MCTSConfig.gumbel()
-        cfg.gumbel_scale = scale
+        cfg.gumbel_params.gumbel_scale = scale
         m = MCTS(ClassicalEvaluator(), cfg, random.Random(seed))
         r = m.run(pos.copy(), Limits(nodes=200))
         assert r.nodes == 200 and sum(n for _, n, _, _ in m.root_stats()) == 199  # the root's own evaluation
@@ -118,11 +118,11 @@ def test_mcgs_is_tree_search_without_transpositions(variant: str) -> None:
         if not pos.legal_moves():
             continue
         for ev in (ZeroEvaluator(), ClassicalEvaluator()):
-            graph = MCTS(ev, MCTSConfig(mcgs=True), random.Random(seed))
+            graph = MCTS(ev, MCTSConfig.of(mcgs=True), random.Random(seed))
             r_graph = graph.run(pos.copy(), Limits(nodes=40))
             if graph._merges:
                 continue  # a transposition was merged: the searches may differ
-            tree = MCTS(ev, MCTSConfig(mcgs=False), random.Random(seed))
+            tree = MCTS(ev, MCTSConfig.of(mcgs=False), random.Random(seed))
             r_tree = tree.run(pos.copy(), Limits(nodes=40))
             assert (r_graph.best_move, r_graph.nodes, r_graph.value, r_graph.pv) == \
                 (r_tree.best_move, r_tree.nodes, r_tree.value, r_tree.pv)
@@ -134,7 +134,7 @@ def test_mcgs_is_tree_search_without_transpositions(variant: str) -> None:
 @pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
 def test_mcgs_values_on_the_graph(variant: str) -> None:
     pos = random_position(variant, 3, 8)
-    m = MCTS(ClassicalEvaluator(), MCTSConfig(mcgs=True, batch_size=1), random.Random(1))
+    m = MCTS(ClassicalEvaluator(), MCTSConfig.of(mcgs=True, batch_size=1), random.Random(1))
     r = m.run(pos, Limits(nodes=4000))
     tree = m.tree
     assert m._merges > 0  # transpositions were shared
@@ -187,16 +187,16 @@ def root_visits(m: MCTS) -> list[int]:
 @pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
 def test_epsilon_greedy_explores_below_the_policy(variant: str) -> None:
     pos = random_position(variant, 5, 10)
-    plain = MCTS(ClassicalEvaluator(), MCTSConfig(batch_size=1), random.Random(3))
+    plain = MCTS(ClassicalEvaluator(), MCTSConfig.of(batch_size=1), random.Random(3))
     r_plain = plain.run(pos.copy(), Limits(nodes=600))
-    greedy = MCTS(ClassicalEvaluator(), MCTSConfig(batch_size=1, epsilon_greedy=0.3), random.Random(3))
+    greedy = MCTS(ClassicalEvaluator(), MCTSConfig.of(batch_size=1, epsilon_greedy=0.3), random.Random(3))
     r_greedy = greedy.run(pos.copy(), Limits(nodes=600))
     assert r_plain.nodes == r_greedy.nodes == 600 and r_greedy.best_move in pos.legal_moves()
     # the root's statistics hold only the simulations that started there (the others started lower)
     assert sum(root_visits(plain)) == 599 and sum(root_visits(greedy)) < 599
     # and more of its moves were tried
     assert sum(n > 0 for n in root_visits(greedy)) > sum(n > 0 for n in root_visits(plain))
-    again = MCTS(ClassicalEvaluator(), MCTSConfig(batch_size=1, epsilon_greedy=0.3), random.Random(3))
+    again = MCTS(ClassicalEvaluator(), MCTSConfig.of(batch_size=1, epsilon_greedy=0.3), random.Random(3))
     assert again.run(pos.copy(), Limits(nodes=600)).best_move == r_greedy.best_move  # seeded
     assert root_visits(again) == root_visits(greedy)
 
@@ -210,7 +210,7 @@ def test_epsilon_checks_tries_every_check() -> None:
         checks = [mv for mv, c in zip(moves, checking_moves(pos, moves)) if c]
         if len(checks) >= 3:
             break
-    cfg = MCTSConfig(batch_size=1, epsilon_checks=0.5, check_enhancement=False)
+    cfg = MCTSConfig.of(batch_size=1, epsilon_checks=0.5, check_enhancement=False)
     m = MCTS(ZeroEvaluator(), cfg, random.Random(1))
     m.run(pos.copy(), Limits(nodes=400))
     visited = {mv for mv, n, _, _ in m.root_stats() if n > 0}
@@ -220,8 +220,8 @@ def test_epsilon_checks_tries_every_check() -> None:
 @pytest.mark.parametrize("variant", ["chess", "crazyhouse"])
 def test_epsilon_greedy_with_the_graph_and_batches(variant: str) -> None:
     pos = random_position(variant, 7, 12)
-    for cfg in (MCTSConfig(epsilon_greedy=0.2, epsilon_checks=0.05),
-                MCTSConfig(epsilon_greedy=0.2, mcgs=True, batch_size=1)):
+    for cfg in (MCTSConfig.of(epsilon_greedy=0.2, epsilon_checks=0.05),
+                MCTSConfig.of(epsilon_greedy=0.2, mcgs=True, batch_size=1)):
         m = MCTS(ClassicalEvaluator(), cfg, random.Random(2))
         r = m.run(pos.copy(), Limits(nodes=800))
         assert r.best_move in pos.legal_moves() and r.nodes == 800
@@ -239,7 +239,7 @@ def test_epsilon_settings_are_checked() -> None:
     for bad in (dict(epsilon_greedy=1.5), dict(epsilon_checks=-0.1), dict(epsilon_greedy=0.6, epsilon_checks=0.6),
                 dict(epsilon_greedy=0.05, root_rule="gumbel", score_formula="gumbel")):
         with pytest.raises(MCTSConfigError):
-            MCTSConfig(**bad).validate()  # type: ignore[arg-type]
+            MCTSConfig.of(**bad).validate()  # type: ignore[arg-type]
     e = factory.create("material-mcts:epsilon_greedy=0.05,epsilon_checks=0.01", "crazyhouse")
     pos = board.new_position("crazyhouse")
     r = e.play(pos, Limits(nodes=64))

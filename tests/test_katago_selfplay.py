@@ -79,8 +79,8 @@ def test_a_pruned_target_sums_to_one_and_drops_only_forced_visits() -> None:
     total = float(sum(ns))
     top = int(np.argmax(ns))
     assert kept[top] == ns[top]  # the most visited move keeps every visit
-    c = cpuct(cfg, total) * math.sqrt(total)
-    ud = u_divisor(cfg, total)
+    c = cpuct(cfg.puct, total) * math.sqrt(total)
+    ud = u_divisor(cfg.puct, total)
     best = tree.edge_q(e0 + top) + c * tree.ed_prior[e0 + top] / (ud + ns[top])
     dropped = 0.0
     for i in range(k):
@@ -121,18 +121,18 @@ def test_fast_searches_have_no_noise_and_no_forced_playouts(weights: str) -> Non
 
 def test_the_katago_switches_need_puct() -> None:
     with pytest.raises(MCTSConfigError, match="need PUCT"):
-        MCTSConfig(root_rule="gumbel", score_formula="gumbel", forced_playouts=2).validate()
+        MCTSConfig.of(root_rule="gumbel", score_formula="gumbel", forced_playouts=2).validate()
     with pytest.raises(MCTSConfigError, match="removes forced playouts"):
-        MCTSConfig(policy_target_pruning=True).validate()
+        MCTSConfig.of(policy_target_pruning=True).validate()
 
 
 def test_selfplay_adds_them_and_a_reference_search_takes_every_exploration_off() -> None:
     from experiments.training.selfplay import selfplay_engine, without_exploration
 
     cfg = registry.resolve(selfplay_engine("rise-mcts", "crazyhouse")).config
-    assert cfg.forced_playouts == 2 and cfg.policy_target_pruning and cfg.temperature_visits and cfg.dirichlet_epsilon == 0.25
+    assert cfg.exploration.forced_playouts == 2 and cfg.exploration.policy_target_pruning and cfg.choice.temperature_visits and cfg.exploration.dirichlet_epsilon == 0.25
     ref = registry.resolve(without_exploration(selfplay_engine("rise-mcts:dirichlet_epsilon=0.1", "crazyhouse"))).config
-    assert (ref.dirichlet_epsilon, ref.temperature, ref.forced_playouts, ref.policy_target_pruning) == (0.0, 0.0, 0.0, False)
+    assert (ref.exploration.dirichlet_epsilon, ref.choice.temperature, ref.exploration.forced_playouts, ref.exploration.policy_target_pruning) == (0.0, 0.0, 0.0, False)
 
 
 def test_the_reference_table_pairs_each_target_with_its_prior(tmp_path: Path, weights: str) -> None:

@@ -87,7 +87,7 @@ DROP_MATE_BUDGET = 20000
 
 def test_solver_finds_the_drop_mate_in_three_within_budget() -> None:
     pos = board.new_position("crazyhouse", DROP_MATE_IN_3)
-    m, r = search(pos, DROP_MATE_BUDGET, MCTSConfig(check_urgency=True))
+    m, r = search(pos, DROP_MATE_BUDGET, MCTSConfig.of(check_urgency=True))
     assert r.mate == 3 and r.value == 1.0, board.move_to_uci(r.best_move)
     assert m.tree.nd_plies[m.root] == 5
     pos.push(r.best_move)
@@ -103,7 +103,7 @@ def test_solver_finds_the_drop_mate_in_three_within_budget() -> None:
 @pytest.mark.skipif(PURE, reason="the same search without the switch: 20,000 simulations are slow uncompiled")
 def test_without_check_urgency_the_drop_mate_in_three_is_not_found() -> None:
     pos = board.new_position("crazyhouse", DROP_MATE_IN_3)
-    _, r = search(pos, DROP_MATE_BUDGET, MCTSConfig(check_urgency=False))
+    _, r = search(pos, DROP_MATE_BUDGET, MCTSConfig.of(check_urgency=False))
     assert r.mate is None and r.nodes == DROP_MATE_BUDGET
 
 
@@ -111,7 +111,7 @@ def test_check_urgency_explores_checks_first() -> None:
     # A node whose first move came back with Q = 0.3: with fpu -1 an unvisited check with the
     # small prior is not tried; starting it at Q = 0 (check urgency) tries it at once.
     def pick(urgent: bool) -> int:
-        cfg = MCTSConfig(check_urgency=urgent, u_divisor=False)
+        cfg = MCTSConfig.of(check_urgency=urgent, u_divisor=False)
         tree = _Tree(cfg, make_rule(cfg).check_urgency)
         root = tree.new_node(0)
         tree.expand(root, [1, 2, 3], [0.85, 0.05, 0.1], 0.0)
@@ -195,7 +195,7 @@ def test_leaf_snapshot_is_the_plain_leaf() -> None:
 def test_deterministic_with_seed_and_restores_position() -> None:
     pos = random_position("crazyhouse", 5, 14)
     fen, stack = pos.fen(), pos.move_stack
-    cfg = MCTSConfig(dirichlet_epsilon=0.25, temperature=1.0)
+    cfg = MCTSConfig.of(dirichlet_epsilon=0.25, temperature=1.0)
     runs = [search(pos, 600, cfg, seed=42)[1] for _ in range(2)]
     assert pos.fen() == fen and pos.move_stack == stack
     a, b = runs
@@ -236,7 +236,7 @@ def test_single_move_and_errors() -> None:
     r = m.run(board.new_position("chess"), Limits(nodes=50))
     assert r.nodes == 50 and m.tree.nd_sum_n[m.root] == 49
     with pytest.raises(ValueError):
-        MCTS(EV, MCTSConfig(batch_size=0))
+        MCTS(EV, MCTSConfig.of(batch_size=0))
     with pytest.raises(ValueError):
         MCTS(EV).run(board.new_position("chess"), Limits(nodes=0))
 
@@ -251,23 +251,23 @@ def test_single_move_and_errors() -> None:
 # ------------------------------------------------------------------ each switch, in the paper's direction
 
 def test_schedules() -> None:
-    cfg = MCTSConfig()
+    cfg = MCTSConfig().puct
     assert cpuct(cfg, 0) == pytest.approx(2.5 + (1 / 19652), rel=1e-3)
     assert cpuct(cfg, 100000) > cpuct(cfg, 1000) > cpuct(cfg, 0)
-    assert cpuct(MCTSConfig(cpuct_schedule=False), 100000) == 2.5
+    assert cpuct(MCTSConfig.of(cpuct_schedule=False).puct, 100000) == 2.5
     assert u_divisor(cfg, 0) == pytest.approx(1.0) and u_divisor(cfg, 10**6) == pytest.approx(0.25)
-    assert u_divisor(MCTSConfig(u_divisor=False), 10**6) == 1.0
-    assert q_thresh(cfg, 0) == pytest.approx(0.5) and q_thresh(cfg, 10**6) == pytest.approx(0.9)
-    assert q_thresh(cfg, 2000) > q_thresh(cfg, 100)
+    assert u_divisor(MCTSConfig.of(u_divisor=False).puct, 10**6) == 1.0
+    assert q_thresh(MCTSConfig().choice, 0) == pytest.approx(0.5) and q_thresh(MCTSConfig().choice, 10**6) == pytest.approx(0.9)
+    assert q_thresh(MCTSConfig().choice, 2000) > q_thresh(MCTSConfig().choice, 100)
 
 
 def test_q_value_selection_prefers_a_better_q_among_well_visited_moves() -> None:
     visits, qs = [100, 90], [-0.2, 0.3]
-    on = final_policy(MCTSConfig(), visits, qs)
-    off = final_policy(MCTSConfig(q_value_selection=False), visits, qs)
+    on = final_policy(MCTSConfig().choice, visits, qs)
+    off = final_policy(MCTSConfig.of(q_value_selection=False).choice, visits, qs)
     assert on[1] > on[0] and off[0] > off[1]
     # Below Qthresh * max N the Q is ignored: a barely visited move is not trusted.
-    gated = final_policy(MCTSConfig(), [100, 10], [-0.2, 0.9])
+    gated = final_policy(MCTSConfig().choice, [100, 10], [-0.2, 0.9])
     assert gated[0] > gated[1]
 
 
@@ -290,23 +290,23 @@ def test_u_divisor_schedule_explores_more() -> None:
     # A well-visited good move against an unvisited move with a small prior (Q = fpu = -1):
     # the u-divisor (0.31 at N = 5000 instead of 1) makes the unvisited move urgent.
     edges = [(0.9958, 5000, 0.1), (0.0042, 0, 0.0)]
-    assert select_in(MCTSConfig(u_divisor=False), edges) == 0
-    assert select_in(MCTSConfig(u_divisor=True), edges) == 1
+    assert select_in(MCTSConfig.of(u_divisor=False), edges) == 0
+    assert select_in(MCTSConfig.of(u_divisor=True), edges) == 1
 
 
 def test_cpuct_schedule_explores_more_with_many_visits() -> None:
     # At N = 200000 the schedule nearly doubles cpuct (4.9 instead of 2.5): the weaker, less
     # visited move gets its turn.
     edges = [(0.998, 199990, 0.1), (0.002, 10, -0.2)]
-    assert select_in(MCTSConfig(u_divisor=False, cpuct_schedule=False), edges) == 0
-    assert select_in(MCTSConfig(u_divisor=False, cpuct_schedule=True), edges) == 1
+    assert select_in(MCTSConfig.of(u_divisor=False, cpuct_schedule=False), edges) == 0
+    assert select_in(MCTSConfig.of(u_divisor=False, cpuct_schedule=True), edges) == 1
 
 
 def test_fpu_minus_one_searches_narrower() -> None:
     pos = random_position("chess", 3, 10)
 
     def width(fpu: float) -> int:
-        m, _ = search(pos, 300, MCTSConfig(fpu=fpu))
+        m, _ = search(pos, 300, MCTSConfig.of(fpu=fpu))
         return sum(1 for _, n, _, _ in m.root_stats() if n > 0)
 
     assert width(-1.0) < width(0.0)
@@ -316,7 +316,7 @@ def test_check_enhancement_raises_checking_moves() -> None:
     pos = board.new_position("crazyhouse", "r1bqk2r/pppp1ppp/2n5/4p3/1bB1P3/5N2/PPPP1PPP/RNBQK2R[Nn] w KQkq - 0 1")
 
     def checks_prior(on: bool) -> float:
-        m, _ = search(pos, 50, MCTSConfig(check_enhancement=on))
+        m, _ = search(pos, 50, MCTSConfig.of(check_enhancement=on))
         total = 0.0
         for mv, _, _, p in m.root_stats():
             if pos.gives_check(mv):
@@ -334,18 +334,18 @@ def _root_q_pv(m: MCTS) -> list[float]:
 
 def test_q_with_principal_variation_is_pessimistic() -> None:
     pos = random_position("crazyhouse", 9, 12)
-    m, _ = search(pos, 1500, MCTSConfig(q_pv=True))
+    m, _ = search(pos, 1500, MCTSConfig.of(q_pv=True))
     stats = m.root_stats()
     qpv = _root_q_pv(m)
     assert all(qp <= q + 1e-12 for (_, n, q, _), qp in zip(stats, qpv) if n > 0)
     assert any(qp < q for (_, n, q, _), qp in zip(stats, qpv) if n > 0)
-    m_off, _ = search(pos, 1500, MCTSConfig(q_pv=False))
+    m_off, _ = search(pos, 1500, MCTSConfig.of(q_pv=False))
     assert _root_q_pv(m_off) == [q for _, _, q, _ in m_off.root_stats()]
 
 
 def test_virtual_loss_spreads_a_batch() -> None:
     def batch(vl: float) -> int:
-        m = MCTS(FixedEvaluator(), MCTSConfig(virtual_loss=vl), random.Random(0))
+        m = MCTS(FixedEvaluator(), MCTSConfig.of(virtual_loss=vl), random.Random(0))
         m.start(board.new_position("chess"), Limits(nodes=100))
         first = m.ask()
         assert len(first) == 1  # the root alone
@@ -360,7 +360,7 @@ def test_small_node_budgets_search_one_leaf_at_a_time() -> None:
     """single_leaf_nodes: budgets up to it collect one leaf a step (zh-defaults: batch 1 is the
     stronger at 100 nodes), larger budgets and time limits batch_size leaves."""
     def leaves_per_step(limits: Limits, single: int) -> int:
-        m = MCTS(FixedEvaluator(), MCTSConfig(virtual_loss=1, single_leaf_nodes=single), random.Random(0))
+        m = MCTS(FixedEvaluator(), MCTSConfig.of(virtual_loss=1, single_leaf_nodes=single), random.Random(0))
         m.start(board.new_position("chess"), limits)
         m.tell(FixedEvaluator().evaluate(m.ask()))  # the root alone
         return len(m.ask())
@@ -368,15 +368,15 @@ def test_small_node_budgets_search_one_leaf_at_a_time() -> None:
     assert leaves_per_step(Limits(nodes=400), 400) == 1 and leaves_per_step(Limits(evals=100), 400) == 1
     assert leaves_per_step(Limits(nodes=401), 400) == 8 and leaves_per_step(Limits(nodes=100), 0) == 8
     assert leaves_per_step(Limits(movetime=0.05), 400) == 8
-    assert MCTSConfig(single_leaf_nodes=400).batch_for(None) == 8
+    assert MCTSConfig.of(single_leaf_nodes=400).batch_for(None) == 8
 
 
 def test_transposition_table_saves_evaluations() -> None:
     pos = board.new_position("chess")
     # one leaf at a time: a hit backed up at once and the same position evaluated afresh then give
     # the same tree (with batches, a hit is backed up within the batch, which changes later walks)
-    _, on = search(pos, 3000, MCTSConfig(transposition_table=True, batch_size=1))
-    _, off = search(pos, 3000, MCTSConfig(transposition_table=False, batch_size=1))
+    _, on = search(pos, 3000, MCTSConfig.of(transposition_table=True, batch_size=1))
+    _, off = search(pos, 3000, MCTSConfig.of(transposition_table=False, batch_size=1))
     assert on.best_move == off.best_move and on.pv == off.pv and on.nodes == off.nodes  # the same tree
     assert on.evals < off.evals
 
@@ -389,7 +389,7 @@ def test_solver_and_fix_checkmates() -> None:
     assert solved.mate == 2
     # Fix checkmates alone finds a mate in one with the first evaluation and stops.
     m1 = board.new_position("chess", "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
-    _, r = search(m1, 1000, MCTSConfig(solver=False, fix_checkmates=True))
+    _, r = search(m1, 1000, MCTSConfig.of(solver=False, fix_checkmates=True))
     assert r.mate == 1 and r.nodes == 1
     _, r = search(m1, 1000, MCTSConfig.vanilla())
     assert r.mate is None and r.nodes == 1000
@@ -398,7 +398,7 @@ def test_solver_and_fix_checkmates() -> None:
 def test_tree_reuse_keeps_the_subtree() -> None:
     pos = board.new_position("chess")
     for reuse, expect in ((True, True), (False, False)):
-        m = MCTS(EV, MCTSConfig(tree_reuse=reuse), random.Random(0))
+        m = MCTS(EV, MCTSConfig.of(tree_reuse=reuse), random.Random(0))
         r = m.run(pos, Limits(nodes=2000))
         game = pos.copy()
         game.push(r.best_move)
@@ -418,8 +418,8 @@ def test_tree_reuse_keeps_the_subtree() -> None:
 
 def test_dirichlet_noise_changes_root_priors() -> None:
     pos = board.new_position("chess")
-    m0, _ = search(pos, 20, MCTSConfig(check_enhancement=False), ev=FixedEvaluator())
-    m1, _ = search(pos, 20, MCTSConfig(check_enhancement=False, dirichlet_epsilon=0.25), ev=FixedEvaluator())
+    m0, _ = search(pos, 20, MCTSConfig.of(check_enhancement=False), ev=FixedEvaluator())
+    m1, _ = search(pos, 20, MCTSConfig.of(check_enhancement=False, dirichlet_epsilon=0.25), ev=FixedEvaluator())
     p0 = [p for _, _, _, p in m0.root_stats()]
     p1 = [p for _, _, _, p in m1.root_stats()]
     assert len(set(p0)) == 1 and len(set(p1)) > 1 and sum(p1) == pytest.approx(1.0)
@@ -427,7 +427,7 @@ def test_dirichlet_noise_changes_root_priors() -> None:
 
 def test_sixtyfour_variant() -> None:
     cfg = MCTSConfig.sixtyfour()
-    assert cfg.score_formula == "sixtyfour" and cfg.mate_value == 1.5 and cfg.prior_noise > 0
+    assert cfg.score_formula == "sixtyfour" and cfg.sixtyfour_params.mate_value == 1.5 and cfg.sixtyfour_params.prior_noise > 0
     assert [playout_depth_for_clock(s) for s in (1000, 500, 200, 90, 30, 5)] == [20, 15, 12, 10, 4, 0]
     m1 = board.new_position("crazyhouse", "6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1")
     _, r = search(m1, 200, cfg)
@@ -515,5 +515,5 @@ def test_a_one_node_search_plays_the_raw_policy(variant: str) -> None:
         moves = pos.legal_moves()
         if len(moves) < 2:
             continue
-        _, res = search(pos, 1, MCTSConfig(tree_reuse=False), ev=_LastMoveEvaluator())
+        _, res = search(pos, 1, MCTSConfig.of(tree_reuse=False), ev=_LastMoveEvaluator())
         assert res.best_move == moves[-1]  # type: ignore[attr-defined]

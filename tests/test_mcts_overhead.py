@@ -44,18 +44,18 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
     e0 = int(tree.nd_edge0[node])
     k = int(tree.nd_nedges[node])
     sum_n = tree.nd_sum_n[node]
-    solver = cfg.solver or cfg.fix_checkmates
+    solver = cfg.tree.solver or cfg.tree.fix_checkmates
     sixtyfour = cfg.score_formula == "sixtyfour"
     if sixtyfour:
-        c = cfg.sixtyfour_c * math.sqrt(sum_n + 1.0)
+        c = cfg.sixtyfour_params.sixtyfour_c * math.sqrt(sum_n + 1.0)
         ud = 1.0
     else:
-        c = cpuct(cfg, sum_n) * math.sqrt(max(sum_n, 1.0))
-        ud = u_divisor(cfg, sum_n)
+        c = cpuct(cfg.puct, sum_n) * math.sqrt(max(sum_n, 1.0))
+        ud = u_divisor(cfg.puct, sum_n)
     best, best_e, win_e, lose_e = -1e30, -1, -1, -1
     for e in range(e0, e0 + k):
         if not sixtyfour and tree.edge_n(e) == 0 and tree.edge_vl(e) == 0:
-            q0 = cfg.check_q_init if cfg.check_urgency and tree.ed_check[e] else cfg.fpu
+            q0 = cfg.puct.check_q_init if cfg.puct.check_urgency and tree.ed_check[e] else cfg.puct.fpu
             score = q0 + c * tree.ed_prior[e] / ud
             if score > best:
                 best, best_e = score, e
@@ -69,17 +69,17 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
                 if win_e < 0 or tree.nd_plies[child] < tree.nd_plies[int(tree.ed_child[win_e])]:
                     win_e = e
                 continue
-            if pr == WIN and cfg.solver:
+            if pr == WIN and cfg.tree.solver:
                 if lose_e < 0 or tree.nd_plies[child] > tree.nd_plies[int(tree.ed_child[lose_e])]:
                     lose_e = e
                 continue
-        inflight = float(tree.edge_vl(e)) * cfg.virtual_loss
+        inflight = float(tree.edge_vl(e)) * cfg.batching.virtual_loss
         n = float(tree.edge_n(e)) + inflight
         if sixtyfour:
-            q = 0.5 * (-tree.nd_value[child] + (tree.edge_w(e) - inflight) / n) if n > 0.0 and child >= 0 else cfg.fpu
+            q = 0.5 * (-tree.nd_value[child] + (tree.edge_w(e) - inflight) / n) if n > 0.0 and child >= 0 else cfg.puct.fpu
             score = q + c * tree.ed_prior[e] / (1.0 + n)
         else:
-            q = (tree.edge_w(e) - inflight) / n if n > 0.0 else cfg.fpu
+            q = (tree.edge_w(e) - inflight) / n if n > 0.0 else cfg.puct.fpu
             score = q + c * tree.ed_prior[e] / (ud + n)
         if score > best:
             best, best_e = score, e
@@ -90,10 +90,10 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
     return lose_e if lose_e >= 0 else e0
 
 
-CONFIGS = [MCTSConfig(), MCTSConfig.vanilla(), MCTSConfig.sixtyfour(), MCTSConfig(cpuct_init=0.0, cpuct_schedule=False),
-           MCTSConfig(cpuct_init=-1.0, cpuct_schedule=False), MCTSConfig(u_divisor=True, u_init=-0.5, u_final=-0.25),
-           MCTSConfig(fpu=0.0, solver=False), MCTSConfig(check_urgency=True), MCTSConfig(check_urgency=True, check_q_init=-1.0),
-           MCTSConfig(check_urgency=True, fpu=0.0, check_q_init=0.0)]
+CONFIGS = [MCTSConfig(), MCTSConfig.vanilla(), MCTSConfig.sixtyfour(), MCTSConfig.of(cpuct_init=0.0, cpuct_schedule=False),
+           MCTSConfig.of(cpuct_init=-1.0, cpuct_schedule=False), MCTSConfig.of(u_divisor=True, u_init=-0.5, u_final=-0.25),
+           MCTSConfig.of(fpu=0.0, solver=False), MCTSConfig.of(check_urgency=True), MCTSConfig.of(check_urgency=True, check_q_init=-1.0),
+           MCTSConfig.of(check_urgency=True, fpu=0.0, check_q_init=0.0)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -186,7 +186,7 @@ def test_select_stays_the_plain_rule_as_edges_get_visited(seed: int, which: int)
         if rng.random() < 0.2:
             continue  # left in flight
         tree.nd_vl[child] -= 1
-        tree.nd_sum_n[root] -= cfg.virtual_loss
+        tree.nd_sum_n[root] -= cfg.batching.virtual_loss
         tree.nd_n[child] += 1
         tree.nd_w[child] += rng.uniform(-1, 1)
         tree.nd_sum_n[root] += 1.0

@@ -207,7 +207,7 @@ def test_rounds_train_one_network_continuously(tmp_path) -> None:  # type: ignor
                                                  for g in ("1", "2"))
     from engines import registry
 
-    assert registry.resolve(gens["1"]["selfplay"]["engine"]).config.check_enhancement is False
+    assert registry.resolve(gens["1"]["selfplay"]["engine"]).config.puct.check_enhancement is False
     # round 2 trained from round 1's network and optimizer, on round 2's games only (1 position is
     # reached by the newest round) and half as many supervised positions as round 1 (taper 0.5)
     assert gens["2"]["train"]["init"] == 1

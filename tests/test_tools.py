@@ -156,12 +156,12 @@ def test_mcts_multipv_and_a_full_tree() -> None:
     from search.base import Limits
     from search.mcts import MCTS, MCTSConfig
 
-    m = MCTS(ClassicalEvaluator(), MCTSConfig(multipv=4))
+    m = MCTS(ClassicalEvaluator(), MCTSConfig.of(multipv=4))
     r = m.run(new_position("chess"), Limits(nodes=400))
     assert len(r.lines) == 4 and r.lines[0].move == r.best_move and len({x.move for x in r.lines}) == 4
-    full = MCTS(ClassicalEvaluator(), MCTSConfig(max_tree_nodes=1000))
+    full = MCTS(ClassicalEvaluator(), MCTSConfig.of(max_tree_nodes=1000))
     r = full.run(new_position("chess"), Limits(nodes=100_000))
-    assert r.nodes < 100_000 and full.tree.n_nodes <= 1000 + 4 * full.config.batch_size  # checked after a batch
+    assert r.nodes < 100_000 and full.tree.n_nodes <= 1000 + 4 * full.config.batching.batch_size  # checked after a batch
 
 
 def test_hash_sizes_the_table_or_the_tree() -> None:

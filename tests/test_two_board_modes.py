@@ -23,7 +23,7 @@ GUMBEL = {"root_rule": "gumbel", "score_formula": "gumbel"}
 
 
 def run(game: BughouseGame, board_id: int, nodes: int = 300, seed: int = 1, **cfg: object):
-    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig(**cfg), random.Random(seed))  # type: ignore[arg-type]
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**cfg), random.Random(seed))  # type: ignore[arg-type]
     return s, s.run(game, board_id, BughouseLimits(nodes=nodes))
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Sequence, cast
+from typing import Any, Sequence
 
 import chess
 import chess.variant
@@ -100,8 +100,7 @@ def two_board_mcts(kind: str, sims: int) -> dict[str, float]:
     ev = ZeroEvaluator()
     total = 0
     t = 0.0
-    cfg = {"shared": TwoBoardConfig(), "gumbel": cast(TwoBoardConfig, TwoBoardConfig.gumbel()),
-           "mcgs": TwoBoardConfig(mcgs=True)}
+    cfg = {"shared": TwoBoardConfig(), "gumbel": TwoBoardConfig.gumbel(), "mcgs": TwoBoardConfig.of(mcgs=True)}
     for fen in TWO_BOARD_POSITIONS:
         s = registry.search_class("bughouse-mcts")(ev, None, random.Random(0)) if kind == "annex" else \
             TwoBoardMCTS(ev, cfg[kind], random.Random(0))
@@ -171,7 +170,7 @@ def nn_fraction(sims: int, batch: int = 8, repeats: int = 5) -> dict[str, Any]:
         return {"skipped": f"no RISE evaluator ({type(e).__name__}: {e})"}
     variant = ev.variant
     pos = board.new_position(variant, POSITIONS[variant][1] if variant in POSITIONS else None)
-    cfg = MCTSConfig(batch_size=batch)
+    cfg = MCTSConfig.of(batch_size=batch)
     best_nodes = best_evals = best_raw = 0.0
     for _ in range(repeats):
         m = MCTS(ev, cfg, random.Random(0))
@@ -283,7 +282,7 @@ def run(variants: Sequence[str] = board.VARIANTS, sims: int = 3000, ab_nodes: in
             ours = _faster(ours, ours_mcts(variant, fens, sims))
             vanilla = _faster(vanilla, ours_mcts(variant, fens, sims, MCTSConfig.vanilla()))
             gumbel = _faster(gumbel, ours_mcts(variant, fens, sims, MCTSConfig.gumbel()))
-            mcgs = _faster(mcgs, ours_mcts(variant, fens, sims, MCTSConfig(mcgs=True)))
+            mcgs = _faster(mcgs, ours_mcts(variant, fens, sims, MCTSConfig.of(mcgs=True)))
             peer = _faster(peer, openspiel_mcts(variant, fens, sims))
         assert ours is not None and vanilla is not None and gumbel is not None and mcgs is not None
         out["mcts_overhead"][variant] = {

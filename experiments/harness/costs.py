@@ -60,8 +60,9 @@ def batch_text(spec: str) -> str:
         cfg = resolve(spec).config
     except ValueError:
         return ""
-    if cfg is None or not hasattr(cfg, "batch_size"):
+    batching = getattr(cfg, "batching", None)
+    if batching is None:
         return ""
-    single = getattr(cfg, "single_leaf_nodes", 0)
-    return (f" (batch {cfg.batch_size}" + (f", 1 at budgets up to {single}" if single else "")
-            + f", virtual loss {cfg.virtual_loss:g})")
+    single = batching.single_leaf_nodes
+    return (f" (batch {batching.batch_size}" + (f", 1 at budgets up to {single}" if single else "")
+            + f", virtual loss {batching.virtual_loss:g})")

@@ -143,7 +143,7 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
     for row, eng in zip(rows, made):
         cfg = eng.spec.config
         if getattr(cfg, "root_rule", "") == "gumbel":
-            row.notes.append(f"Gumbel: considered actions {cfg.considered_actions}, c_scale {cfg.c_scale:g}")
+            row.notes.append(f"Gumbel: considered actions {cfg.gumbel_params.considered_actions}, c_scale {cfg.gumbel_params.c_scale:g}")
     try:
         for n, i in enumerate(tqdm(idx, desc="targets", unit="position", disable=not progress)):
             pos = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i]), variant))
@@ -170,11 +170,12 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
                 row.evals += r.info.evals if r.info else 0
                 cfg = eng.spec.config
                 if getattr(cfg, "root_rule", "") == "gumbel":
-                    m = min(cfg.considered_actions, len(legal))
-                    if cfg.adaptive_considered:
+                    gp = cfg.gumbel_params
+                    m = min(gp.considered_actions, len(legal))
+                    if gp.adaptive_considered:
                         from search.gumbel import budget_considered
 
-                        m = min(m, budget_considered(cfg.considered_actions, evals or nodes))
+                        m = min(m, budget_considered(gp.considered_actions, evals or nodes))
                     row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(evals or nodes, m) == 1
     finally:
         pool.close()
