@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Final, TypeVar
 
 from search.base import FLAT, range_error, with_settings
@@ -85,6 +85,12 @@ class MCTSConfigError(ValueError):
     """A bad MCTS setting (one-line message)."""
 
 
+def _positive(*named: tuple[str, float]) -> None:
+    for name, v in named:
+        if not v > 0:  # each divides: 0 would end every game in a ZeroDivisionError
+            raise MCTSConfigError(f"{name} must be positive, got {v}")
+
+
 #: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
 SPIN_RANGES: Final = {
     "batch_size": (1, 4096), "q_pv_depth": (1, 256), "temperature_moves": (0, 10_000), "default_nodes": (1, 10**9),
@@ -106,6 +112,10 @@ class Batching:
     # time limits batch_size leaves a step (0: batch_size always; see MCTSConfig.batch_for); a spec
     # that names batch_size drops a built-in engine's single_leaf_nodes (engines.registry.complete)
     single_leaf_nodes: int = 0
+
+    def validate(self) -> None:
+        if self.virtual_loss < 0:
+            raise MCTSConfigError("virtual_loss must not be negative")
 
 
 @dataclass
@@ -133,6 +143,13 @@ class PUCTParams:
     check_urgency: bool = False
     check_q_init: float = 0.0
 
+    def validate(self) -> None:
+        _positive(("cpuct_base", self.cpuct_base), ("u_base", self.u_base))
+        if self.cpuct_init < 0:
+            raise MCTSConfigError("cpuct_init must be >= 0")
+        if not -1.0 <= self.check_q_init <= 1.0:
+            raise MCTSConfigError("check_q_init must be in [-1, 1]")
+
 
 @dataclass
 class MoveChoice:
@@ -153,6 +170,13 @@ class MoveChoice:
     temperature_visits: bool = False
     multipv: int = 1  # root moves reported with their Q and PV (UCI MultiPV); the move played is the first
 
+    def validate(self) -> None:
+        _positive(("q_thresh_base", self.q_thresh_base))
+        if not 0.0 <= self.q_factor <= 1.0:
+            raise MCTSConfigError("q_factor must be in [0, 1]")
+        if self.temperature < 0:
+            raise MCTSConfigError("temperature must be >= 0")
+
 
 @dataclass
 class Exploration:
@@ -170,6 +194,19 @@ class Exploration:
     forced_playouts: float = 0.0
     policy_target_pruning: bool = False
 
+    def validate(self) -> None:
+        if not 0.0 <= self.dirichlet_epsilon <= 1.0:
+            raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
+        if self.dirichlet_alpha <= 0:
+            raise MCTSConfigError("dirichlet_alpha must be positive")
+        if not (0.0 <= self.epsilon_greedy <= 1.0 and 0.0 <= self.epsilon_checks <= 1.0
+                and self.epsilon_greedy + self.epsilon_checks <= 1.0):
+            raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")
+        if not 0.0 <= self.forced_playouts <= 100.0:
+            raise MCTSConfigError("forced_playouts (KataGo's k) must be from 0 to 100")
+        if self.policy_target_pruning and self.forced_playouts <= 0:
+            raise MCTSConfigError("policy_target_pruning removes forced playouts: set forced_playouts > 0 (KataGo: 2)")
+
 
 @dataclass
 class GumbelParams:
@@ -186,6 +223,10 @@ class GumbelParams:
     c_scale: float = 1.0
     gumbel_scale: float = 1.0  # 1: sample as in the paper; 0: deterministic
 
+    def validate(self) -> None:
+        if self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
+            raise MCTSConfigError("c_visit, c_scale and gumbel_scale must be >= 0")
+
 
 @dataclass
 class SixtyFourParams:
@@ -198,6 +239,9 @@ class SixtyFourParams:
     prior_noise_decay: float = 6.0
     max_playout_depth: int = 0  # 0: unlimited
     playout_depth_from_clock: bool = False
+
+    def validate(self) -> None:
+        _positive(("prior_noise_decay", self.prior_noise_decay))
 
 
 @dataclass
@@ -213,6 +257,10 @@ class TreeParams:
     tree_reuse: bool = True
     mcgs: bool = False
     mcgs_q_eps: float = 0.01
+
+    def validate(self) -> None:
+        if self.mcgs_q_eps < 0:
+            raise MCTSConfigError("mcgs_q_eps must be >= 0")
 
 
 @dataclass
@@ -281,47 +329,27 @@ class MCTSConfig:
                    fix_checkmates=False, solver=False, fpu=0.0, check_urgency=False)
 
     def validate(self) -> None:
+        """Each group checks its own settings; then the ranges, the rules' names and what one
+        group's setting needs of another's."""
         bad = range_error(self, SPIN_RANGES) or range_error(self.time, TIME_RANGES)
         if bad is not None:
             raise MCTSConfigError(bad)
-        for name, v in (("cpuct_base", self.puct.cpuct_base), ("u_base", self.puct.u_base),
-                        ("q_thresh_base", self.choice.q_thresh_base), ("prior_noise_decay", self.sixtyfour_params.prior_noise_decay)):
-            if not v > 0:  # each divides: 0 would end every game in a ZeroDivisionError
-                raise MCTSConfigError(f"{name} must be positive, got {v}")
-        if self.puct.cpuct_init < 0:
-            raise MCTSConfigError("cpuct_init must be >= 0")
-        if self.batching.virtual_loss < 0:
-            raise MCTSConfigError("virtual_loss must not be negative")
+        for f in fields(self):
+            check = getattr(getattr(self, f.name), "validate", None) if f.metadata.get("flat") else None
+            if check is not None:
+                check()
         if self.score_formula not in TREE_RULES:
             raise MCTSConfigError(f"score_formula must be one of {', '.join(TREE_RULES)}, got {self.score_formula!r}")
         if self.q_transform not in Q_TRANSFORMS:
             raise MCTSConfigError(f"q_transform must be one of {', '.join(Q_TRANSFORMS)}, got {self.q_transform!r}")
-        if not 0.0 <= self.exploration.dirichlet_epsilon <= 1.0:
-            raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
-        if self.exploration.dirichlet_alpha <= 0 or self.choice.temperature < 0:
-            raise MCTSConfigError("dirichlet_alpha must be positive, temperature >= 0")
-        if not 0.0 <= self.choice.q_factor <= 1.0:
-            raise MCTSConfigError("q_factor must be in [0, 1]")
-        if not -1.0 <= self.puct.check_q_init <= 1.0:
-            raise MCTSConfigError("check_q_init must be in [-1, 1]")
         if self.root_rule not in ROOT_RULES:
             raise MCTSConfigError(f"root_rule must be one of {', '.join(ROOT_RULES)}, got {self.root_rule!r}")
-        if self.gumbel_params.c_visit < 0 or self.gumbel_params.c_scale < 0 or self.gumbel_params.gumbel_scale < 0:
-            raise MCTSConfigError("c_visit, c_scale and gumbel_scale must be >= 0")
-        if self.tree.mcgs_q_eps < 0:
-            raise MCTSConfigError("mcgs_q_eps must be >= 0")
-        if not (0.0 <= self.exploration.epsilon_greedy <= 1.0 and 0.0 <= self.exploration.epsilon_checks <= 1.0
-                and self.exploration.epsilon_greedy + self.exploration.epsilon_checks <= 1.0):
-            raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")
-        if not 0.0 <= self.exploration.forced_playouts <= 100.0:
-            raise MCTSConfigError("forced_playouts (KataGo's k) must be from 0 to 100")
-        if (self.exploration.forced_playouts > 0 or self.exploration.policy_target_pruning or self.choice.temperature_visits) \
+        ex = self.exploration
+        if (ex.forced_playouts > 0 or ex.policy_target_pruning or self.choice.temperature_visits) \
                 and (self.root_rule != "puct" or self.score_formula != "crazyara"):
             raise MCTSConfigError("forced_playouts, policy_target_pruning and temperature_visits need PUCT "
                                   "(root_rule=puct, score_formula=crazyara)")
-        if self.exploration.policy_target_pruning and self.exploration.forced_playouts <= 0:
-            raise MCTSConfigError("policy_target_pruning removes forced playouts: set forced_playouts > 0 (KataGo: 2)")
-        if (self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0) and self.root_rule != "puct":
+        if (ex.epsilon_greedy > 0 or ex.epsilon_checks > 0) and self.root_rule != "puct":
             raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
 
 

@@ -134,6 +134,12 @@ class LazyBugParams:
     default_move_ms: int = 1000
     mate_guard: bool = False
 
+    def validate(self) -> None:
+        if not 0.0 <= self.root_own_p <= 1.0:
+            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
+        if self.sit_ratio <= 0 or self.cpuct_factor < 0:
+            raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
+
 
 @dataclass
 class TwoBoardConfig(MCTSConfig):
@@ -159,10 +165,6 @@ class TwoBoardConfig(MCTSConfig):
             ("multipv", self.choice.multipv != 1)) if on]
         if off:
             raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
-        if not 0.0 <= self.lazybug.root_own_p <= 1.0:
-            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.lazybug.root_own_p}")
-        if self.lazybug.sit_ratio <= 0 or self.lazybug.cpuct_factor < 0:
-            raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
         bad = range_error(self, SPIN_RANGES)
         if bad is not None:
             raise MCTSConfigError(bad)

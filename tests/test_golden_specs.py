@@ -45,9 +45,29 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
                                                                     "considered_actions": 8})
     two = TwoBoardConfig.of(root_own_p=0.5, fpu=0.5)
     assert two.lazybug.root_own_p == 0.5 and two.puct.fpu == 0.5 and two.puct.cpuct_init == 2.0  # LazyBug's default
+    from search.mcts_config import Exploration, MCTSConfigError
+    from search.two_board import LazyBugParams
+
+    for group, name in ((PUCTParams(cpuct_base=0), "cpuct_base"), (Exploration(dirichlet_epsilon=2), "dirichlet_epsilon"),
+                        (LazyBugParams(root_own_p=2), "root_own_p")):  # each small config checks its own settings
+        try:
+            group.validate()
+        except MCTSConfigError as e:
+            assert name in str(e)
+        else:
+            raise AssertionError(f"{name} out of range must be refused")
+        assert name in str(_refusal(lambda: TwoBoardConfig.of(**{name: dataclasses.asdict(group)[name]}).validate()))
     try:
         MCTSConfig.of(no_such_setting=1)
     except TypeError:
         pass
     else:
         raise AssertionError("an unknown name must be refused")
+
+
+def _refusal(call: object) -> Exception:
+    try:
+        call()  # type: ignore[operator]
+    except Exception as e:  # noqa: BLE001 - the refusal itself is the result
+        return e
+    raise AssertionError("not refused")
