@@ -202,6 +202,22 @@ def resolve(name_or_spec: str) -> EngineSpec:
     return complete(base, overrides)
 
 
+def extend(spec: EngineSpec, options: dict[str, str]) -> EngineSpec:
+    """``spec`` with ``options`` added (a later value replaces an earlier one), as a value: the engine
+    ``resolve(join_spec(spec.name, options))`` gives, built from ``spec`` without parsing its text
+    again; its name, the text games and keys store, is that joined text."""
+    out = complete(EngineSpec(spec.name, spec.evaluator, spec.search, dict(spec.options)), options, rename=False)
+    return EngineSpec(join_spec(spec.name, options), out.evaluator, out.search, out.options, out.settings, out.config)
+
+
+def as_given(text: str) -> EngineSpec:
+    """The resolved engine of ``text``, named by the text as given (what games store), not its
+    canonical spelling."""
+    spec = resolve(text)
+    return spec if spec.name == text else EngineSpec(text, spec.evaluator, spec.search, spec.options,
+                                                      spec.settings, spec.config)
+
+
 def with_options(spec: EngineSpec, options: dict[str, str]) -> EngineSpec:
     """``spec`` (its name kept) with exactly ``options`` (canonical or not), parsed anew."""
     return complete(EngineSpec(spec.name, spec.evaluator, spec.search, {}), options, rename=False)
@@ -410,6 +426,15 @@ def option_infos(spec: EngineSpec) -> list[Any]:
     if is_external(spec):
         raise EngineError(f"{spec.name} is an external engine")
     return [*ENGINE_OPTIONS, *evaluator_options(spec.evaluator)] + config_options(search_config_class(spec.search))
+
+
+def named_options(spec: EngineSpec) -> dict[str, str]:
+    """The options ``spec``'s text itself sets (not a built-in engine's defaults), by their canonical
+    names (an in-process engine)."""
+    from engines.options import find_option
+
+    infos = option_infos(spec)
+    return {find_option(infos, k).name: v for k, v in split_spec(spec.name)[1].items()}
 
 
 def effective_values(spec: EngineSpec) -> dict[str, str]:

@@ -129,9 +129,9 @@ def test_the_katago_switches_need_puct() -> None:
 def test_selfplay_adds_them_and_a_reference_search_takes_every_exploration_off() -> None:
     from experiments.training.selfplay import selfplay_engine, without_exploration
 
-    cfg = registry.resolve(selfplay_engine("rise-mcts", "crazyhouse")).config
+    cfg = selfplay_engine("rise-mcts", "crazyhouse").config
     assert cfg.exploration.forced_playouts == 2 and cfg.exploration.policy_target_pruning and cfg.choice.temperature_visits and cfg.exploration.dirichlet_epsilon == 0.25
-    ref = registry.resolve(without_exploration(selfplay_engine("rise-mcts:dirichlet_epsilon=0.1", "crazyhouse"))).config
+    ref = without_exploration(selfplay_engine("rise-mcts:dirichlet_epsilon=0.1", "crazyhouse")).config
     assert (ref.exploration.dirichlet_epsilon, ref.choice.temperature, ref.exploration.forced_playouts, ref.exploration.policy_target_pruning) == (0.0, 0.0, 0.0, False)
 
 

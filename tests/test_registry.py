@@ -364,3 +364,23 @@ def test_a_bughouse_match_resolves_each_seat_once(tmp_path: Path, monkeypatch: p
                      "--quiet"]) == 0
     seats = [c for c in calls if ":" in c]  # the team parser also looks up the head after a "/" (no options)
     assert sorted(seats) == ["bughouse-mcts:nodes=10", "bughouse-mcts:nodes=10,seed=2", "bughouse-mcts:nodes=12"]
+
+
+@pytest.mark.parametrize("text,options", [
+    ("rise-mcts", {"weights": "w.pt"}),
+    ("rise-mcts:temperature=0.5", {"dirichlet_epsilon": "0.25", "temperature_moves": "15"}),
+    ("rise-mcts:cpuct_i=3,batch_size=2", {"check_enhancement": "false", "weights": "x.pt"}),
+    ("rise-gumbel", {"gumbel_scale": "1.0", "prior_noise": "0"}),
+    ("rise+mcts:nodes=16", {"temperature": "1.0"}),
+    ("material-mcts:batch_size=4", {"single_leaf_nodes": "100", "batch_size": "2"}),
+])
+def test_extending_a_spec_as_a_value_is_resolving_the_joined_text(text: str, options: dict[str, str]) -> None:
+    """registry.extend (the self-play loop's weights, exploration and reference searches) gives the
+    engine that resolving the joined text gives, named by that text, without resolving it again."""
+    base = registry.as_given(text)
+    assert base.name == text
+    got = registry.extend(base, options)
+    want = registry.resolve(registry.join_spec(text, options))
+    assert got.name == registry.join_spec(text, options)
+    assert (got.evaluator, got.search, got.options, got.settings, got.config) == \
+        (want.evaluator, want.search, want.options, want.settings, want.config)

@@ -290,3 +290,26 @@ def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  
     text = (tmp_path / "report" / "README.md").read_text()
     assert "under `policy`" in text and "Self-play against the control" in text and "| puct-g2@puct8 | control-g2@puct8 |" in text
     assert (tmp_path / "report" / "elo_vs_generation_policy.png").exists()
+
+
+def test_the_loop_resolves_each_arms_engine_once(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The arm's engine text is resolved once, when the config is read; self-play, its exploration, the
+    weights of each generation and the gate's players are values made from it (registry.extend), named
+    by the same text as before (the run file and the game keys keep it)."""
+    from engines import registry
+
+    calls: list[str] = []
+    real = registry.resolve
+
+    def counting(text: str):  # type: ignore[no-untyped-def]
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(registry, "resolve", counting)
+    cfg = rl.parse(_config(tmp_path, generations="1"))
+    summary = rl.run(cfg, progress=False, until="gate")
+    assert sorted(calls) == ["material-ab", "rise-gumbel:batch_size=2"]  # the arm's engine and the rating anchor
+    state = json.loads((tmp_path / "out" / "gumbel" / rl.STATE).read_text())
+    assert state["gens"]["1"]["selfplay"]["engine"] == \
+        f"rise-gumbel:batch_size=2,weights={cfg.initial},gumbel_scale=1.0"
+    assert summary is not None

@@ -19,8 +19,8 @@ from search.base import Limits
 from search.gumbel import improved_policy
 
 
-def _searched(engine: str, nodes: int = 48, seed: int = 3) -> tuple[object, object]:
-    eng = factory.create(engine, "crazyhouse")
+def _searched(engine: object, nodes: int = 48, seed: int = 3) -> tuple[object, object]:
+    eng = factory.create(engine, "crazyhouse")  # type: ignore[arg-type]
     pos = new_position("crazyhouse")
     for u in ("e2e4", "d7d5", "e4d5"):
         pos.push_uci(u)
@@ -63,12 +63,13 @@ def test_gumbel_target_is_the_improved_policy() -> None:
 
 
 def test_exploration_defaults_and_refusals() -> None:
-    assert selfplay.selfplay_engine("rise-mcts", "chess") == (
+    assert selfplay.selfplay_engine("rise-mcts", "chess").name == (
         "rise-mcts:dirichlet_epsilon=0.25,dirichlet_alpha=0.3,temperature=1.0,temperature_moves=15,forced_playouts=2,policy_target_pruning=true,temperature_visits=true")
-    assert "dirichlet_alpha=0.2" in selfplay.selfplay_engine("rise-mcts", "crazyhouse")
-    assert selfplay.selfplay_engine("rise-mcts:temperature=0.5", "crazyhouse").count("temperature=") == 1
-    assert selfplay.selfplay_engine("rise-gumbel", "crazyhouse") == "rise-gumbel:gumbel_scale=1.0"
-    assert selfplay.selfplay_engine("rise-mcts", "crazyhouse", explore=False) == "rise-mcts"
+    assert "dirichlet_alpha=0.2" in selfplay.selfplay_engine("rise-mcts", "crazyhouse").name
+    assert selfplay.selfplay_engine("rise-mcts:temperature=0.5", "crazyhouse").name.count("temperature=") == 1
+    assert "temperature_moves=" not in selfplay.selfplay_engine("rise-mcts:temperature_mo=3", "crazyhouse").name  # a prefix counts
+    assert selfplay.selfplay_engine("rise-gumbel", "crazyhouse").name == "rise-gumbel:gumbel_scale=1.0"
+    assert selfplay.selfplay_engine("rise-mcts", "crazyhouse", explore=False).name == "rise-mcts"
     with pytest.raises(selfplay.SelfPlayError, match="MCTS-family"):
         selfplay.selfplay_engine("material-ab", "chess")
     with pytest.raises(selfplay.SelfPlayError, match="unknown engine"):

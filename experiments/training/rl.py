@@ -150,8 +150,7 @@ def parse(path: str) -> LoopConfig:
         names.add(arm.name)
         for key in ("engine", "gate_engine"):
             try:
-                selfplay_engine(getattr(arm, key), variant, explore=False)
-                spec = registry.resolve(getattr(arm, key))
+                spec = selfplay_engine(arm.spec if key == "engine" else arm.gate_spec, variant, explore=False)
                 own = registry.split_spec(getattr(arm, key))[1]
             except (SelfPlayError, EngineError) as e:
                 raise a.error(key, str(e)) from None
@@ -373,7 +372,7 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
         rec["selfplay"] = {"games": 0, "positions": 0, "seconds": 0.0, "cores": 0, "network": state.best, "engine": ""}
         state.save()
         return
-    sp = SelfPlayConfig(engine=with_weights(selfplay_search(cfg, arm.engine), weights_of(cfg, arm.name, state.best)),
+    sp = SelfPlayConfig(engine=with_weights(selfplay_search(cfg, arm.spec), weights_of(cfg, arm.name, state.best)),
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
                         seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, **cfg.selfplay)
     with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
@@ -528,10 +527,10 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
         state.data["best"] = gen
         state.save()
         return
-    cand = match_mod.Player(f"{arm.name}-gen{gen}", with_weights(arm.gate_engine, weights_of(cfg, arm.name, gen)),
-                            nodes=gt["nodes"])
-    champ = match_mod.Player(f"{arm.name}-gen{best}", with_weights(arm.gate_engine, weights_of(cfg, arm.name, best)),
-                             nodes=gt["nodes"])
+    cand_spec = with_weights(arm.gate_spec, weights_of(cfg, arm.name, gen))
+    champ_spec = with_weights(arm.gate_spec, weights_of(cfg, arm.name, best))
+    cand = match_mod.Player(f"{arm.name}-gen{gen}", cand_spec.name, nodes=gt["nodes"], resolved=cand_spec)
+    champ = match_mod.Player(f"{arm.name}-gen{best}", champ_spec.name, nodes=gt["nodes"], resolved=champ_spec)
     suite = gt["openings"] or str(openings_mod.default_suite(cfg.variant))
     pairs = gt["games"] // 2
     mid = match_mod.match_id(cfg.variant, cand, champ, openings_mod.suite_id(suite))

@@ -6,12 +6,14 @@ round's network lies (:func:`weights_of`) and the engine that plays it (:func:`w
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from board.variants import CRAZYHOUSE
+from engines.base import EngineSpec
 from experiments.harness.tomlconfig import ConfigError, Section
 
 STATE = "state.json"
@@ -31,6 +33,21 @@ class Arm:
     kind: str = "selfplay"
     #: the arm's own seed of its self-play games (two arms of one search with two seeds: a replicate)
     seed: int | None = None
+
+    @functools.cached_property
+    def spec(self) -> EngineSpec:
+        """The self-play engine, resolved once (named by the text as given): the loop derives every
+        engine the arm plays from this value (:func:`with_weights`, :func:`selfplay_search`)."""
+        from engines.registry import as_given
+
+        return as_given(self.engine)
+
+    @functools.cached_property
+    def gate_spec(self) -> EngineSpec:
+        """The gate's and the rating's engine, resolved once."""
+        from engines.registry import as_given
+
+        return self.spec if self.gate_engine == self.engine else as_given(self.gate_engine)
 
 
 @dataclass
@@ -174,13 +191,14 @@ def weights_of(cfg: LoopConfig, arm: str, gen: int) -> str:
     return cfg.initial if gen == 0 else os.path.join(cfg.gen_dir(arm, gen), "train", "model.pt")
 
 
-def with_weights(engine: str, weights: str) -> str:
-    from engines.registry import join_spec
+def with_weights(engine: EngineSpec, weights: str) -> EngineSpec:
+    """``engine`` playing the network ``weights`` (named ``ENGINE,weights=W`` in games and keys)."""
+    from engines.registry import extend
 
-    return join_spec(engine, {"weights": weights})
+    return extend(engine, {"weights": weights})
 
 
-def selfplay_search(cfg: "LoopConfig", engine: str) -> str:
+def selfplay_search(cfg: "LoopConfig", engine: EngineSpec) -> EngineSpec:
     """The arm's self-play engine: in rounds, a PUCT search without check enhancement unless the spec
     sets it (the target then does not learn the check bias that play adds back: ``searchbench targets``
     found the PUCT target at 16 nodes with it 33.7% top-1 with 0.39 of its mass on checks, without it
@@ -188,8 +206,7 @@ def selfplay_search(cfg: "LoopConfig", engine: str) -> str:
     from engines import registry
     from search.mcts_config import MCTSConfig
 
-    spec = registry.resolve(engine)
-    if cfg.mode != "rounds" or not isinstance(spec.config, MCTSConfig) or spec.config.root_rule != "puct" \
-            or "check_enhancement" in spec.options:
+    if cfg.mode != "rounds" or not isinstance(engine.config, MCTSConfig) or engine.config.root_rule != "puct" \
+            or "check_enhancement" in engine.options:
         return engine
-    return registry.join_spec(engine, {"check_enhancement": "false"})
+    return registry.extend(engine, {"check_enhancement": "false"})

@@ -33,9 +33,9 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     if not data or n <= 0:
         return []
     path = os.path.join(cfg.out, TARGETS)
-    engines = [with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+    engines = [with_weights(selfplay_search(cfg, a.spec), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
-    key = {"engines": engines, "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
+    key = {"engines": [e.name for e in engines], "data": data, "positions": n, "nodes": cfg.selfplay["nodes"],
            "explore": cfg.selfplay["explore"], **({"evals": cfg.selfplay["evals"]} if cfg.selfplay.get("evals") else {})}
     rows: list[dict[str, Any]] = []
     if os.path.lexists(path):
@@ -103,9 +103,9 @@ def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
         return []
     sp = cfg.selfplay
     cap = (sp["full_fraction"], sp["fast_nodes"]) if sp["full_fraction"] < 1 else None
-    engines = [with_weights(selfplay_search(cfg, a.engine), weights_of(cfg, a.name, 0)) for a in cfg.arms
+    engines = [with_weights(selfplay_search(cfg, a.spec), weights_of(cfg, a.name, 0)) for a in cfg.arms
                if a.kind == "selfplay"]
-    key = {"engines": engines, "data": g["data"], "positions": g["positions"], "reference": g["reference"],
+    key = {"engines": [e.name for e in engines], "data": g["data"], "positions": g["positions"], "reference": g["reference"],
            "nodes": sp["nodes"], **({"evals": sp["evals"]} if sp["evals"] else {}), "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
            "seed": cfg.seed}
     rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, lambda: targets.measure_reference(

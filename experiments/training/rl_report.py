@@ -146,6 +146,7 @@ def player(cfg: LoopConfig, arm: str, gen: int, search: str) -> str:
 
 def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = True) -> str:
     """Play the rating games (resumable), rate, write the report; returns the report's folder."""
+    from engines import registry
     from experiments.harness import match as match_mod
     from experiments.harness import openings as openings_mod
     from experiments.harness import pgn as pgn_out
@@ -172,11 +173,11 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
 
     for sch in searches(cfg):
         name = sch["name"]
+        own = registry.as_given(sch["engine"]) if sch["engine"] else None  # resolved once a search
 
         def make(arm: Any, gen: int) -> match_mod.Player:
-            return match_mod.Player(player(cfg, arm.name, gen, name),
-                                    with_weights(sch["engine"] or arm.gate_engine, weights_of(cfg, arm.name, gen)),
-                                    nodes=sch["nodes"])
+            spec = with_weights(own or arm.gate_spec, weights_of(cfg, arm.name, gen))
+            return match_mod.Player(player(cfg, arm.name, gen, name), spec.name, nodes=sch["nodes"], resolved=spec)
 
         if not name:  # the older design: each arm's generations against its generation 0 and the anchors
             for arm in cfg.arms:

@@ -50,6 +50,7 @@ from typing import Any, Callable
 import board
 from board import new_position
 from board.variants import CRAZYHOUSE, ONE_BOARD
+from engines.base import EngineSpec
 from evaluators.base import value_to_cp
 from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
@@ -77,7 +78,7 @@ DIRICHLET_ALPHA = {v.name: f"{v.dirichlet_alpha:g}" for v in ONE_BOARD}
 
 @dataclass
 class SelfPlayConfig:
-    engine: str
+    engine: str | EngineSpec  # text from the command line, or a value the loop resolved
     out: str
     variant: str = CRAZYHOUSE.name
     games: int = 100  # games in the run in all (a rerun plays the missing ones)
@@ -127,27 +128,28 @@ class SelfPlayConfig:
             raise SelfPlayError("seed must be from 0 to 2**63 - 1")
 
 
-def selfplay_engine(engine: str, variant: str, explore: bool = True) -> str:
-    """The engine string self-play runs: ``engine`` with the exploration of its root rule added for
-    the options the spec does not set (a built-in engine's play-time defaults, such as rise-gumbel's
-    gumbel_scale 0, do not count); :class:`SelfPlayError` unless it is an MCTS-family engine."""
+def selfplay_engine(engine: str | EngineSpec, variant: str, explore: bool = True) -> EngineSpec:
+    """The engine self-play runs: ``engine`` (text is resolved here, once) with the exploration of its
+    root rule added for the options the spec does not set (a built-in engine's play-time defaults,
+    such as rise-gumbel's gumbel_scale 0, do not count); :class:`SelfPlayError` unless it is an
+    MCTS-family engine."""
     from engines import registry
     from engines.base import EngineError
     from search.mcts_config import MCTSConfig
 
     try:
-        spec = registry.resolve(engine)
+        spec = registry.as_given(engine) if isinstance(engine, str) else engine
     except EngineError as e:
         raise SelfPlayError(str(e)) from None
     if not isinstance(spec.config, MCTSConfig):
         raise SelfPlayError(f"self-play needs an MCTS-family engine (its search gives the policy targets); "
-                            f"{engine!r} runs {spec.search}")
+                            f"{spec.name!r} runs {spec.search}")
     if not explore:
-        return engine
-    named = registry.split_spec(spec.name)[1]  # the options the spec itself sets (canonical), not a built-in's
+        return spec
+    named = registry.named_options(spec)  # the options the spec itself sets, not a built-in's
     add = {k: (v if v is not None else DIRICHLET_ALPHA[variant])
            for k, v in EXPLORATION[spec.config.root_rule].items() if k not in named}
-    return registry.join_spec(engine, add)
+    return registry.extend(spec, add)
 
 
 #: the options that make a search explore (self-play's), and their values in a search that does not
@@ -158,13 +160,12 @@ NO_EXPLORATION: dict[str, dict[str, str]] = {
 }
 
 
-def without_exploration(engine: str) -> str:
+def without_exploration(engine: EngineSpec) -> EngineSpec:
     """``engine`` with every exploration option off, whatever the spec set (a reference search: the
     same network and search without noise, temperature or forced playouts)."""
     from engines import registry
 
-    spec = registry.resolve(engine)
-    return registry.join_spec(engine, NO_EXPLORATION[getattr(spec.config, "root_rule", "puct")])
+    return registry.extend(engine, NO_EXPLORATION[getattr(engine.config, "root_rule", "puct")])
 
 
 def game_uid(seed: int, index: int) -> int:
@@ -350,22 +351,23 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
     from experiments.paths import DirLock, check_dir
 
     cfg.check()
-    engine = selfplay_engine(cfg.engine, cfg.variant, cfg.explore)
+    engine = selfplay_engine(cfg.engine, cfg.variant, cfg.explore)  # the one resolve of a run
     check_dir(cfg.out, "self-play directory")
     os.makedirs(cfg.out, exist_ok=True)
     with DirLock(cfg.out, "self-play directory"):
         return _play(cfg, engine, progress, stop)
 
 
-def _play(cfg: SelfPlayConfig, engine: str, progress: bool, stop: Callable[[], bool] | None) -> dict[str, Any]:
+def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[[], bool] | None) -> dict[str, Any]:
     from tqdm import tqdm
 
     from experiments.harness.backends import play_on
 
+    engine = spec.name  # the text the run file, the games and their keys store
     new_run = _check_run(cfg, engine)
     journal = Journal(cfg.out, cfg.variant)
-    player = (Player("selfplay", engine, evals=cfg.evals) if cfg.evals else
-              Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap))
+    player = (Player("selfplay", engine, evals=cfg.evals, resolved=spec) if cfg.evals else
+              Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap, resolved=spec))
     done = journal.done
     todo = []
     for i in range(cfg.games):

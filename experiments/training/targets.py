@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 import board
+from engines.base import EngineSpec
 from evaluators.encodings import raw_to_fen
 from experiments.training import datagen
 from experiments.training.agreement import Agreement, sample_validation
@@ -77,7 +78,7 @@ def sequential_halving_phases(n: int, m: int) -> int:
     return rounds if n >= m * rounds else 1
 
 
-def _engines(specs: list[str], variant: str, pool: Any) -> list[Any]:
+def _engines(specs: Sequence[EngineSpec], variant: str, pool: Any) -> list[Any]:
     """An in-process engine for each spec, their networks from ``pool`` (closed on a failure, which is
     one :class:`DataError`)."""
     from engines import factory, registry
@@ -87,10 +88,9 @@ def _engines(specs: list[str], variant: str, pool: Any) -> list[Any]:
     made = []
     try:
         for spec in specs:
-            resolved = registry.resolve(spec)
-            eng = factory.create(resolved, variant, evaluator=pool.get(resolved, variant))
+            eng = factory.create(spec, variant, evaluator=pool.get(spec, variant))
             if not isinstance(eng, OurEngine):
-                raise DataError(f"{spec!r} is not an in-process engine")
+                raise DataError(f"{spec.name!r} is not an in-process engine")
             made.append(eng)
     except (EngineError, ValueError) as err:
         pool.close()
@@ -109,7 +109,7 @@ def _add(row: TargetRow, probs: np.ndarray, moves: list[int], played: int, prior
     row.check_mass += float(p[checks].sum())
 
 
-def measure(engines: list[str], data: list[str], positions: int = 400, nodes: int = 16, seed: int = 0,
+def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int = 400, nodes: int = 16, seed: int = 0,
             explore: bool = True, val_fraction: float = 0.1, progress: bool = True, evals: int = 0) -> list[TargetRow]:
     """The prior rows (one per distinct network) and one row per engine (module docstring); ``evals``
     > 0: each search limited to that many evaluator calls instead of ``nodes``."""
@@ -134,12 +134,12 @@ def measure(engines: list[str], data: list[str], positions: int = 400, nodes: in
     pool = registry.EvaluatorPool()  # engines of one network share it: one prior row per network
     made = _engines(specs, variant, pool)
     networks: dict[int, tuple[str, Any]] = {}
-    for spec, eng in zip(engines, made):
-        weights = registry.evaluator_settings(registry.resolve(spec))[0]
+    for eng in made:
+        weights = registry.evaluator_settings(eng.spec)[0]
         networks.setdefault(id(eng.evaluator), (f"prior: {eng.spec.evaluator} {weights or '(shipped weights)'}",
                                                 eng.evaluator))
     priors = {k: TargetRow(name) for k, (name, _) in networks.items()}
-    rows = [TargetRow(spec) for spec in specs]
+    rows = [TargetRow(spec.name) for spec in specs]
     for row, eng in zip(rows, made):
         cfg = eng.spec.config
         if getattr(cfg, "root_rule", "") == "gumbel":
@@ -270,7 +270,7 @@ def _smoothed(q: np.ndarray, prior: np.ndarray, smoothing: float) -> np.ndarray:
     return out
 
 
-def measure_reference(engines: list[str], data: list[str], reference: int, positions: int = 400, nodes: int = 16,
+def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], reference: int, positions: int = 400, nodes: int = 16,
                       seed: int = 0, explore: bool = True, val_fraction: float = 0.1, progress: bool = True,
                       playout_cap: tuple[float, int] | None = None, reuse: bool = True,
                       smoothing: float = SMOOTHING, evals: int = 0) -> list[dict[str, Any]]:
@@ -332,7 +332,7 @@ def measure_reference(engines: list[str], data: list[str], reference: int, posit
         prior = ReferenceRow(f"prior: {eng.spec.evaluator}", "prior")
         cap = f", playout cap {playout_cap[0]:g} x {nodes} / {playout_cap[1]}" if playout_cap else ""
         budget = f"{evals} evaluator calls" if evals else f"{nodes} nodes"
-        target = ReferenceRow(f"target: {spec} at {budget}{cap}{', tree reuse' if reuse else ''}", "target",
+        target = ReferenceRow(f"target: {spec.name} at {budget}{cap}{', tree reuse' if reuse else ''}", "target",
                               prior=prior)
         rows.append((prior, target, ReferenceRow(f"reference: {reference} nodes, no noise, fresh tree", "reference")))
     try:
