@@ -270,6 +270,40 @@ class GumbelTreeRule(TreeRule):
                 best_e = tail
         return self.fallback(best_e, e0)
 
+    def select_run(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
+        """The same rule over the run ``lo .. hi - 1`` (one board's edges, their priors summing to 1;
+        no tail shortcut): ``v`` is that of the side moving on these edges (from a child's sign)."""
+        vl = self.cfg.batching.virtual_loss
+        sign = 1.0  # the side moving on these edges, from an edge's child (none: every σ is equal)
+        for e in range(lo, hi):
+            child = tree.ed_child[e]
+            if child >= 0:
+                sign = tree.nd_sign[child]
+                break
+        st = self.stats
+        st.measure_edges(tree, lo, hi, hi, sign * tree.nd_value[node], True, self.cfg.gumbel_params.c_visit,
+                         self.cfg.gumbel_params.c_scale)
+        sigmas = [GumbelTreeRule._sigma_of(tree, e, vl, st) for e in range(lo, hi)]
+        top = -math.inf
+        for i in range(len(sigmas)):
+            if tree.ed_prior[lo + i] > 0.0 and sigmas[i] > top:
+                top = sigmas[i]
+        if top == -math.inf:
+            top = 0.0
+        xs = [tree.ed_prior[lo + i] * math.exp(sigmas[i] - top) for i in range(len(sigmas))]
+        z = sum(xs)
+        inv_z = 1.0 / z if z > 0.0 else 0.0  # no prior mass: the visit term alone decides
+        denom = 1.0 + st.sum_n
+        best = int(lo)
+        best_score = -math.inf
+        for i in range(len(xs)):
+            n = float(tree.edge_n(int(lo) + i)) + float(tree.edge_vl(int(lo) + i)) * vl
+            score = xs[i] * inv_z - n / denom
+            if score > best_score:
+                best_score = score
+                best = int(lo) + i
+        return best
+
     @staticmethod
     def _sigma_of(tree: _Tree, e: i64, vl: float, st: _Stats) -> float:
         """σ of a touched edge's completed Q (visits in flight as virtual losses)."""

@@ -46,6 +46,11 @@ class TreeRule:
         """The edge to follow from ``node`` (EXPANDED)."""
         raise NotImplementedError
 
+    def select_run(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
+        """The edge to follow among ``node``'s edges ``lo .. hi - 1`` (a rule that serves two boards:
+        one board's edges are a run, :class:`search.two_board_rules.BoardChoice`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not select within a run of edges")
+
     def proven(self, tree: _Tree, e: i64, child: i64) -> i64:
         """Solver: 0 if edge ``e`` (child ``child`` >= 0) is open; 1 if it is decided and is skipped
         (a proven win is remembered as the quickest, a proven loss as the longest, for

@@ -54,7 +54,7 @@ from search.mcts_config import SPIN_RANGES as MCTS_RANGES
 from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, PUCTParams, Stopping, TreeParams, load
 from search.mcts_tree import EXPANDED, TERMINAL, _Tree
 from search.timeman import TimeConfig
-from search.two_board_rules import BoardPUCT, SeatRoot
+from search.two_board_rules import BoardChoice, LazyBugParams, SeatRoot
 from search.two_board_walk import TwoBoardWalk
 
 
@@ -87,12 +87,13 @@ class BughouseResult:
         return self.move == SIT
 
 
-#: the two-board rules, "module:Class" as :data:`search.mcts_config.TREE_RULES`: below the root
-#: (``score_formula``; a :class:`~search.two_board_rules.BoardPUCT`) and at our seat's root
-#: (``root_rule``; a :class:`~search.two_board_rules.SeatRoot`, which also decides sit or move)
+#: the two-board rules: below the root (``score_formula``; "module:function" making, from the config
+#: and LazyBug's parameters, a rule that selects within a run of edges, which LazyBug's board choice
+#: wraps: :class:`~search.two_board_rules.BoardChoice`) and at our seat's root (``root_rule``;
+#: "module:Class" of a :class:`~search.two_board_rules.SeatRoot`, which also decides sit or move)
 BOARD_RULES: Final = {
-    "crazyara": "search.two_board_rules:BoardPUCT",
-    "gumbel": "search.two_board_gumbel:BoardGumbel",
+    "crazyara": "search.two_board_rules:lazybug_puct",
+    "gumbel": "search.two_board_gumbel:gumbel_run",
 }
 SEAT_ROOTS: Final = {
     "puct": "search.two_board_rules:SeatRoot",
@@ -120,25 +121,6 @@ def _lazybug_tree() -> TreeParams:
 
 def _lazybug_stopping() -> Stopping:
     return Stopping(stop_single_move=False)
-
-
-@dataclass
-class LazyBugParams:
-    """LazyBug's board choice and seat: the cpuct factor of the partner's board, the root's share
-    of our board's prior, when to sit, the moves' clock."""
-
-    cpuct_factor: float = 1.5
-    root_own_p: float = 0.9
-    sit_ratio: float = 1.4
-    recent_moves: int = 5
-    default_move_ms: int = 1000
-    mate_guard: bool = False
-
-    def validate(self) -> None:
-        if not 0.0 <= self.root_own_p <= 1.0:
-            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
-        if self.sit_ratio <= 0 or self.cpuct_factor < 0:
-            raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
 
 
 @dataclass
@@ -184,7 +166,7 @@ class TwoBoardMCTS:
         self.config = cfg
         self.evaluator = evaluator
         self.rng = rng if rng is not None else random.Random(0)
-        board_rule: BoardPUCT = load(BOARD_RULES[cfg.score_formula])(cfg, self.rng, cfg.lazybug.cpuct_factor)
+        board_rule = BoardChoice(cfg, self.rng, load(BOARD_RULES[cfg.score_formula])(cfg, cfg.lazybug))
         self.seat_root: SeatRoot = load(SEAT_ROOTS[cfg.root_rule])(cfg, board_rule, 0, cfg.lazybug.root_own_p)
         #: the shared driver
         self.mcts = MCTS(evaluator, cfg, self.rng, rule=board_rule, root_rule=self.seat_root, teams=True, summary=False)

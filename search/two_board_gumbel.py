@@ -8,70 +8,36 @@
   node's value ``v`` are our team's.  The move played is our board's action with the most visits,
   equals by ``g + l + σ(q̂)``: the sit is one action among the others, chosen when waiting is
   worth the most (LazyBug's ``sit_ratio`` rule is the PUCT root's).
-- Interior (:class:`BoardGumbel`): a board with 1/2 (LazyBug's), then Gumbel's deterministic
+- Interior (:func:`gumbel_run` in :class:`~search.two_board_rules.BoardChoice`): a board with 1/2
+  (LazyBug's), then Gumbel's own interior rule (:meth:`search.gumbel.GumbelTreeRule.select_run`), deterministic
   ``argmax_a π'(a) − N(a) / (1 + Σ_b N(b))`` over that board's edges, ``π' = softmax(log P +
   σ(completed Q))`` with the board's priors (renormalised per board: they sum to 1) and ``v`` for the
   team moving on that board; leaves in flight count as visits of value -1 (virtual loss).
 """
 from __future__ import annotations
 
-import math
 import random
 from typing import Callable
 
-from mypy_extensions import i64
 
 from board.bughouse import SIT, split_move
-from search.gumbel import GumbelTreeRule, SequentialHalving, _Stats
+from search.gumbel import GumbelTreeRule, SequentialHalving
 from search.mcts_config import MCTSConfig
 from search.mcts_tree import _Tree
-from search.two_board_rules import BoardPUCT, SeatRoot, board_range
+from search.mcts_rules import TreeRule
+from search.two_board_rules import BoardChoice, LazyBugParams, SeatRoot, board_range
 
 
-class BoardGumbel(BoardPUCT):
-    """Gumbel's interior rule on the board chosen (module docstring)."""
-
-    def __init__(self, cfg: MCTSConfig, rng: random.Random, cpuct_factor: float) -> None:
-        super().__init__(cfg, rng, cpuct_factor)
-        self.stats = _Stats()
-
-    def board_select(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
-        cfg = self.cfg
-        vl = cfg.batching.virtual_loss
-        sign = 1.0  # the team moving on this board, from an edge's child (none: every σ is equal)
-        for e in range(lo, hi):
-            child = tree.ed_child[e]
-            if child >= 0:
-                sign = tree.nd_sign[child]
-                break
-        st = self.stats
-        st.measure_edges(tree, lo, hi, hi, sign * tree.nd_value[node], True, cfg.gumbel_params.c_visit, cfg.gumbel_params.c_scale)
-        sigmas = [GumbelTreeRule._sigma_of(tree, e, vl, st) for e in range(lo, hi)]
-        top = -math.inf
-        for i in range(len(sigmas)):
-            if tree.ed_prior[lo + i] > 0.0 and sigmas[i] > top:
-                top = sigmas[i]
-        if top == -math.inf:
-            top = 0.0
-        xs = [tree.ed_prior[lo + i] * math.exp(sigmas[i] - top) for i in range(len(sigmas))]
-        z = sum(xs)
-        inv_z = 1.0 / z if z > 0.0 else 0.0  # no prior mass: the visit term alone decides
-        denom = 1.0 + st.sum_n
-        best = int(lo)
-        best_score = -math.inf
-        for i in range(len(xs)):
-            n = float(tree.edge_n(int(lo) + i)) + float(tree.edge_vl(int(lo) + i)) * vl
-            score = xs[i] * inv_z - n / denom
-            if score > best_score:
-                best_score = score
-                best = int(lo) + i
-        return best
+def gumbel_run(cfg: MCTSConfig, lazybug: LazyBugParams) -> TreeRule:
+    """The run rule ``score_formula="gumbel"`` names on two boards: Gumbel's own interior rule, over
+    the chosen board's edges (:meth:`search.gumbel.GumbelTreeRule.select_run`)."""
+    return GumbelTreeRule(cfg)
 
 
 class SeatGumbel(SeatRoot):
     """Gumbel at our seat's root (module docstring)."""
 
-    def __init__(self, cfg: MCTSConfig, tree_rule: BoardPUCT, own_board: int, root_own_p: float) -> None:
+    def __init__(self, cfg: MCTSConfig, tree_rule: BoardChoice, own_board: int, root_own_p: float) -> None:
         super().__init__(cfg, tree_rule, own_board, root_own_p)
         self.halving = SequentialHalving(cfg, tree_rule)
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from typing import Callable
 
 from mypy_extensions import i64
 
 from board.bughouse import BOARD_SHIFT, SIT, split_move
-from search.mcts_config import MCTSConfig
+from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_rules import RootRule, TreeRule
 from search.mcts_tree import _Tree
 
@@ -43,26 +44,34 @@ def board_range(tree: _Tree, node: int, b: int) -> tuple[i64, i64]:
     return (e0, split) if b == 0 else (split, e0 + tree.nd_nedges[node])
 
 
-class BoardPUCT(TreeRule):
-    """LazyBug's interior rule (module docstring); ``own_board`` and the probability of choosing it
-    are the root rule's (:class:`SeatRoot`)."""
+@dataclass
+class LazyBugParams:
+    """LazyBug's board choice and seat: the cpuct factor of its PUCT, the root's share of our board,
+    when to sit, the moves' clock."""
 
-    def __init__(self, cfg: MCTSConfig, rng: random.Random, cpuct_factor: float) -> None:
+    cpuct_factor: float = 1.5
+    root_own_p: float = 0.9
+    sit_ratio: float = 1.4
+    recent_moves: int = 5
+    default_move_ms: int = 1000
+    mate_guard: bool = False
+
+    def validate(self) -> None:
+        if not 0.0 <= self.root_own_p <= 1.0:
+            raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
+        if self.sit_ratio <= 0 or self.cpuct_factor < 0:
+            raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
+
+
+class LazyBugPUCT(TreeRule):
+    """LazyBug's PUCT over a run of edges (module docstring): its own cpuct formula, per-board visit
+    counts, ``1 + N(s, b, a)`` below the prior."""
+
+    def __init__(self, cfg: MCTSConfig, cpuct_factor: float) -> None:
         super().__init__(cfg)
-        self.rng = rng
         self.cpuct_factor = cpuct_factor
 
-    def board_edges(self, tree: _Tree, node: int, first: int, p_first: float) -> tuple[i64, i64]:
-        """The run of edges of the board chosen at ``node`` (``first`` with probability ``p_first``)."""
-        e0: i64 = tree.nd_edge0[node]
-        end: i64 = e0 + tree.nd_nedges[node]
-        split = board_split(tree, node)
-        if split == e0 or split == end:  # one board has edges
-            return e0, end
-        b = first if self.rng.random() < p_first else 1 - first
-        return (e0, split) if b == 0 else (split, end)
-
-    def best_edge(self, tree: _Tree, lo: i64, hi: i64) -> int:
+    def select_run(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
         cfg = self.cfg
         vl = cfg.batching.virtual_loss
         total = 0.0
@@ -87,20 +96,51 @@ class BoardPUCT(TreeRule):
                 best = e
         return int(best)
 
+    def select(self, tree: _Tree, node: int) -> int:
+        e0: i64 = tree.nd_edge0[node]
+        return self.select_run(tree, node, e0, e0 + tree.nd_nedges[node])
+
+
+def lazybug_puct(cfg: MCTSConfig, lazybug: LazyBugParams) -> TreeRule:
+    """The run rule ``score_formula="crazyara"`` names on two boards (:data:`search.two_board.BOARD_RULES`)."""
+    return LazyBugPUCT(cfg, lazybug.cpuct_factor)
+
+
+class BoardChoice(TreeRule):
+    """LazyBug's board choice wrapped around any rule that selects within a run of edges
+    (:meth:`TreeRule.select_run`: LazyBug's PUCT, Gumbel's interior rule): first a board (each with
+    1/2 below the root; the root rule, :class:`SeatRoot`, prefers our own), then the rule among that
+    board's edges."""
+
+    def __init__(self, cfg: MCTSConfig, rng: random.Random, run: TreeRule) -> None:
+        super().__init__(cfg)
+        self.rng = rng
+        self.run = run
+
+    def board_edges(self, tree: _Tree, node: int, first: int, p_first: float) -> tuple[i64, i64]:
+        """The run of edges of the board chosen at ``node`` (``first`` with probability ``p_first``)."""
+        e0: i64 = tree.nd_edge0[node]
+        end: i64 = e0 + tree.nd_nedges[node]
+        split = board_split(tree, node)
+        if split == e0 or split == end:  # one board has edges
+            return e0, end
+        b = first if self.rng.random() < p_first else 1 - first
+        return (e0, split) if b == 0 else (split, end)
+
     def board_select(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
-        """The edge among the chosen board's ``lo .. hi - 1`` (PUCT here)."""
-        return self.best_edge(tree, lo, hi)
+        """The edge among the chosen board's ``lo .. hi - 1``: the wrapped rule's."""
+        return self.run.select_run(tree, node, lo, hi)
 
     def select(self, tree: _Tree, node: int) -> int:
         lo, hi = self.board_edges(tree, node, 0, 0.5)
-        return self.board_select(tree, node, lo, hi)
+        return self.run.select_run(tree, node, lo, hi)
 
 
 class SeatRoot(RootRule):
     """The root's board choice for our seat (our board with ``root_own_p``) and the seat's decision,
     sit or move (:meth:`decide`: LazyBug's rule)."""
 
-    def __init__(self, cfg: MCTSConfig, tree_rule: BoardPUCT, own_board: int, root_own_p: float) -> None:
+    def __init__(self, cfg: MCTSConfig, tree_rule: BoardChoice, own_board: int, root_own_p: float) -> None:
         super().__init__(cfg, tree_rule)
         self.board_rule = tree_rule
         self.own_board = own_board

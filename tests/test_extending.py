@@ -34,6 +34,32 @@ def test_a_tree_rule_is_one_file_and_one_registry_line(tmp_path: Path, monkeypat
                      "--db", str(tmp_path / "x.sqlite"), "--quiet"]) == 2
 
 
+def test_a_tree_rule_with_a_run_selection_serves_bughouse_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that also selects within a run of edges (TreeRule.select_run) plays bughouse with one more
+    line, in search.two_board.BOARD_RULES: LazyBug's board choice wraps it (search.two_board_rules.BoardChoice)."""
+    import random
+
+    from board.bughouse import BughouseGame
+    from evaluators.bughouse_classical import BughouseClassicalEvaluator
+    from search import two_board
+    from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+    from search.two_board_rules import board_range
+
+    monkeypatch.setitem(mcts_config.TREE_RULES, "fewest-visits", "tests.toy_rules:FewestVisits")
+    monkeypatch.setitem(two_board.BOARD_RULES, "fewest-visits", "tests.toy_rules:fewest_visits_run")
+    before = FewestVisits.selections
+    game = BughouseGame(base_ms=60_000)
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(score_formula="fewest-visits"), random.Random(1))
+    r = s.run(game, 0, BughouseLimits(nodes=120))
+    assert FewestVisits.selections > before and r.move in game.legal_moves(0) and r.nodes >= 120
+    lo, hi = board_range(s.tree, s.root, 0)  # our board's edges: the root chose among them with the toy rule
+    visits = [s.tree.edge_n(e) for e in range(int(lo), int(hi))]
+    assert max(visits) - min(visits) <= 2  # fewest visits first: spread evenly
+    db = tmp_path / "bh.sqlite"
+    assert cli.main(["bughouse-match", "bughouse-mcts:nodes=20,score_formula=fewest-visits", "bughouse-mcts:nodes=20",
+                     "--games", "1", "--tc", "5+0", "--max-plies", "12", "--db", str(db), "--quiet"]) == 0
+
+
 def test_a_stopper_is_one_class_and_one_line() -> None:
     def searched() -> tuple[int, int]:
         engine = factory.create("material-mcts", CHESS.name)
@@ -65,6 +91,7 @@ def _searches(**cfg: object) -> list[tuple[int, float, list[int]]]:
     from evaluators.classical import ClassicalEvaluator
     from search.mcts import MCTS, MCTSConfig
     from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+    from search.two_board_rules import board_range
 
     out = []
     for variant in ("chess", "crazyhouse"):

@@ -15,12 +15,17 @@ class FewestVisits(TreeRule):
     selections = 0
 
     def select(self, tree: _Tree, node: int) -> int:
+        e0 = int(tree.nd_edge0[node])
+        return self.select_run(tree, node, e0, e0 + int(tree.nd_nedges[node]))
+
+    def select_run(self, tree: _Tree, node: int, lo: int, hi: int) -> int:  # type: ignore[override]
+        """The same rule among the edges ``lo .. hi - 1``: with it the rule serves two boards too."""
         FewestVisits.selections += 1
         self.win_e = -1
         self.lose_e = -1
-        e0 = int(tree.nd_edge0[node])
+        e0 = int(lo)
         best_e, best = -1, (0.0, 0.0)
-        for e in range(e0, e0 + int(tree.nd_nedges[node])):
+        for e in range(e0, int(hi)):
             child = int(tree.ed_child[e])
             visits = 0.0
             if child >= 0:
@@ -35,6 +40,11 @@ class FewestVisits(TreeRule):
             if best_e < 0 or key < best:
                 best_e, best = e, key
         return self.fallback(best_e, e0)
+
+
+def fewest_visits_run(cfg: object, lazybug: object) -> FewestVisits:
+    """The toy rule for two boards (a line in :data:`search.two_board.BOARD_RULES`)."""
+    return FewestVisits(cfg)  # type: ignore[arg-type]
 
 
 class CannotBeOvertaken(Stopper):
