@@ -198,7 +198,7 @@ def _kind_and_parser(tp: object, default: object) -> tuple[str, Callable[[str], 
     raise EngineError(f"config field type {tp!r} cannot be set from text")
 
 
-def config_options(config_cls: type, prefix: str = "") -> list[OptionInfo]:
+def config_options(config_cls: type, prefix: str = "", outer_ranges: dict[str, tuple[int, int]] | None = None) -> list[OptionInfo]:
     """An :class:`OptionInfo` per settable field of a config dataclass (in field order).
 
     A field holding a nested config dataclass (``MCTSConfig.time: TimeConfig``) contributes its own
@@ -208,16 +208,17 @@ def config_options(config_cls: type, prefix: str = "") -> list[OptionInfo]:
     out: list[OptionInfo] = []
     defaults = config_cls()
     # the bounds of integer fields, kept next to the class (the module's SPIN_RANGES, which validate checks)
-    ranges: dict[str, tuple[int, int]] = getattr(sys.modules[config_cls.__module__], "SPIN_RANGES", {})
+    ranges: dict[str, tuple[int, int]] = {**getattr(sys.modules[config_cls.__module__], "SPIN_RANGES", {}),
+                                          **(outer_ranges or {})}  # a nested config's: its module's and its owner's
     for f in dataclasses.fields(config_cls):
         if not f.init or f.name.startswith("_"):
             continue
         default = getattr(defaults, f.name)
         if f.metadata.get("flat"):  # a group set by its fields' own names (search.base.FLAT)
-            out += config_options(type(default), prefix)
+            out += config_options(type(default), prefix, ranges)
             continue
         if not prefix and dataclasses.is_dataclass(default) and not isinstance(default, type):
-            out += config_options(type(default), prefix + f.name + ".")
+            out += config_options(type(default), prefix + f.name + ".", ranges)
             continue
         try:
             kind, parse, choices = _kind_and_parser(_type_of(config_cls, f), default)
