@@ -62,7 +62,7 @@ def test_an_installed_copy_plays_a_rise_match_from_any_directory(tmp_path: Path)
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target)}
-    where = subprocess.run([sys.executable, "-c", "import search.mcts, engines.registry as r; "
+    where = subprocess.run([sys.executable, "-c", "import search.mcts, engines.catalog as r; "
                             "print(search.mcts.__file__); print(r.BUILTIN_FILE)"],
                            capture_output=True, text=True, cwd=work, env=env, check=True).stdout.split()
     assert all(p.startswith(str(target)) for p in where) and where[0].endswith(".so")
