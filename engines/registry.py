@@ -485,8 +485,6 @@ def describe(spec: EngineSpec) -> dict[str, str]:
 
 def availability(spec: EngineSpec) -> str:
     """``ok`` or why the engine cannot be created here (checked without loading anything big)."""
-    import importlib.util
-
     if is_external(spec):
 
         try:

@@ -281,7 +281,7 @@ class StageClock:
         return round(self.cpu_base + cpu_now() - self.c0, 1)
 
     def _write(self) -> None:
-        from experiments.paths import OutputError, write_atomic
+        from experiments.paths import OutputError
 
         try:
             write_atomic(self.path, json.dumps({"seconds": self.seconds, "cpu": self.cpu}), "stage clock")
@@ -331,7 +331,7 @@ def check_run(cfg: LoopConfig) -> None:
     """Refuse a rerun of ``cfg.out`` with settings other than those it was started with (its games,
     networks and decisions would mix two runs, and the report would name only the new ones); record
     them on the first run.  More generations, new arms and other ``[rate]`` keys are allowed."""
-    from experiments.paths import InputError, read_json, write_atomic
+    from experiments.paths import InputError, read_json
 
     want = _run_record(cfg)
     path = os.path.join(cfg.out, RUN_FILE)
