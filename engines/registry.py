@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import board
@@ -207,15 +207,14 @@ def extend(spec: EngineSpec, options: dict[str, str]) -> EngineSpec:
     ``resolve(join_spec(spec.name, options))`` gives, built from ``spec`` without parsing its text
     again; its name, the text games and keys store, is that joined text."""
     out = complete(EngineSpec(spec.name, spec.evaluator, spec.search, dict(spec.options)), options, rename=False)
-    return EngineSpec(join_spec(spec.name, options), out.evaluator, out.search, out.options, out.settings, out.config)
+    return replace(out, name=join_spec(spec.name, options))
 
 
 def as_given(text: str) -> EngineSpec:
     """The resolved engine of ``text``, named by the text as given (what games store), not its
     canonical spelling."""
     spec = resolve(text)
-    return spec if spec.name == text else EngineSpec(text, spec.evaluator, spec.search, spec.options,
-                                                      spec.settings, spec.config)
+    return spec if spec.name == text else replace(spec, name=text)
 
 
 def with_options(spec: EngineSpec, options: dict[str, str]) -> EngineSpec:

@@ -96,10 +96,6 @@ class LazyBugPUCT(TreeRule):
                 best = e
         return int(best)
 
-    def select(self, tree: _Tree, node: int) -> int:
-        e0: i64 = tree.nd_edge0[node]
-        return self.select_run(tree, node, e0, e0 + tree.nd_nedges[node])
-
 
 def lazybug_puct(cfg: MCTSConfig, lazybug: LazyBugParams) -> TreeRule:
     """The run rule ``score_formula="crazyara"`` names on two boards (:data:`search.two_board.BOARD_RULES`)."""
@@ -133,7 +129,7 @@ class BoardChoice(TreeRule):
 
     def select(self, tree: _Tree, node: int) -> int:
         lo, hi = self.board_edges(tree, node, 0, 0.5)
-        return self.run.select_run(tree, node, lo, hi)
+        return self.board_select(tree, node, lo, hi)
 
 
 class SeatRoot(RootRule):
