@@ -421,11 +421,8 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert len(err) == 3 and "no such game database" in err[0] and "unknown size" in err[1]
 
 
-def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    import json
-
-    from experiments.cli import main as cli
-
+def _bughouse_loop(tmp_path: Path, gate: str = "games = 2\nnodes = 4\nthreshold = 0.0\n") -> tuple[Path, Path, Path, Path]:
+    """A tiny bughouse loop of ``searchbench rl``: (config, out, supervised games, initial weights)."""
     sup = tmp_path / "sup.sqlite"
     lines = [["A:e2e4", "B:d2d4", "A:d7d5", "A:e4d5", "B:g8f6"], ["A:d2d4", "B:e2e4", "B:e7e5", "A:g8f6"],
              ["B:g1f3", "A:b1c3", "B:b8c6"], ["A:c2c4", "B:c2c4", "A:c7c5", "B:c7c5"]] * 2
@@ -435,52 +432,94 @@ def test_bughouse_rl_loop_rounds_resume(tmp_path: Path, capsys: pytest.CaptureFi
     save_model(str(w), bn.FAMILY, bn.build("tiny"))
     out = tmp_path / "loop"
     cfg = tmp_path / "rl.toml"
-    cfg.write_text(f'name = "t"\ninitial = "{w}"\nrounds = 2\nout = "{out}"\ncontrol = true\n'
+    cfg.write_text(f'name = "t"\nvariant = "bughouse"\ninitial = "{w}"\ngenerations = 2\nout = "{out}"\n'
+                   '[[arms]]\nname = "sp"\nengine = "rise-bughouse-mcts"\n'
+                   '[[arms]]\nname = "ctl"\nengine = "rise-bughouse-mcts"\nkind = "control"\n'
                    f'[selfplay]\ngames = 2\nnodes = 4\ntc = "60+0"\nmax_plies = 40\n'
                    f'[train]\nsupervised = ["{sup}"]\nepochs = 1\nminutes = 0.5\nval_fraction = 0.3\nbatch = 16\n'
-                   f'[gate]\ngames = 2\nnodes = 4\nthreshold = 0.0\n')
-    assert cli.main(["bughouse-rl", str(cfg), "--quiet"]) == 0
-    state = json.loads((out / "state.json").read_text())
-    assert [r["round"] for r in state["rounds"]] == [1, 2] and all(r["done"] and r["accepted"] for r in state["rounds"])
-    assert state["rounds"][0]["player"] == str(w)
-    assert state["rounds"][1]["player"] == state["current"].replace("round-002", "round-001")
-    assert state["current"] == str(out / "round-002" / "train" / "model.pt")
-    assert state["rounds"][0]["selfplay_games"] == 2 and state["rounds"][0]["gate"]["score"] >= 0.0
-    meta = load_model(state["current"], bn.FAMILY)[1]["meta"]
-    assert meta["init"] == state["rounds"][1]["player"]
-    # the supervised games come first under one seed: the same ones are held out in every round and
+                   f'[gate]\n{gate}')
+    return cfg, out, sup, w
+
+
+def test_rl_runs_the_bughouse_loop_with_a_control_arm_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """The one self-play loop (searchbench rl) with variant = "bughouse": four-seat self-play, the
+    two-board trainer, a four-seat gate, a control arm on the supervised games for the same CPU."""
+    import json
+
+    from experiments.cli import main as cli
+
+    cfg, out, sup, w = _bughouse_loop(tmp_path)
+    assert cli.main(["rl", str(cfg), "--quiet"]) == 0
+    assert "sp: best generation 2; gen 1: accepted" in capsys.readouterr().out
+    state = json.loads((out / "sp" / "state.json").read_text())
+    g1, g2 = state["gens"]["1"], state["gens"]["2"]
+    assert state["best"] == 2 and g1["gate"]["games"] == 2 and g1["gate"]["accepted"]
+    assert g1["selfplay"]["games"] == 2 and g1["selfplay"]["engine"] == f"rise-bughouse-mcts:weights={w},nodes=4"
+    assert g2["selfplay"]["engine"].endswith(f"weights={out}/sp/gen-001/train/model.pt,nodes=4")
+    meta = load_model(str(out / "sp" / "gen-002" / "train" / "model.pt"), bn.FAMILY)[1]["meta"]
+    assert meta["init"] == str(out / "sp" / "gen-001" / "train" / "model.pt")
+    # the supervised games come first under one seed: the same ones are held out in every generation and
     # arm, and bughouse-heldout (the supervised games alone, the loop's seed) holds out those
     from experiments.training.bughouse_data import samples_from_db
     from experiments.training.bughouse_train import split_by_game
 
-    assert meta["data"][0] == str(sup) and len(meta["data"]) == 3  # the supervised games, two rounds' self-play
+    assert meta["data"][0] == str(sup) and len(meta["data"]) == 3  # the supervised games, two generations' self-play
     alone, mixed = samples_from_db([str(sup)]), samples_from_db(meta["data"])
 
     def held(samples: Any) -> set[int]:
         return set(np.unique(split_by_game(samples, 0.3, 1)[1].game).tolist())
 
     assert held(alone) and {g for g in held(mixed) if g < alone.games} == held(alone)
-    md = (out / "rounds.md").read_text()
-    assert md.count("| True |") == 2
-    # the control arm: the supervised games alone, from its own network, for the self-play rounds' CPU seconds
-    ctl = state["control"]
-    assert [c["round"] for c in ctl["rounds"]] == [1, 2] and ctl["rounds"][0]["player"] == str(w)
-    assert ctl["current"] == str(out / "round-002" / "control" / "model.pt")
-    assert ctl["rounds"][1]["player"] == str(out / "round-001" / "control" / "model.pt")
-    r1 = state["rounds"][0]
-    assert ctl["rounds"][0]["cpu_s"] == pytest.approx(r1["selfplay_s"] + r1["train_s"], abs=0.2)
-    assert load_model(ctl["current"], bn.FAMILY)[1]["meta"]["init"] == ctl["rounds"][1]["player"]
-    assert "Control arm" in md and "round-002/control/model.pt" in md
-    assert (out / "rounds.csv").read_text().count("\ncontrol,") == 2
-    # a finished loop resumes to nothing; more rounds go on from the current network
-    before = (out / "round-001" / "selfplay.sqlite").stat().st_mtime
-    assert cli.main(["bughouse-rl", str(cfg), "--quiet"]) == 0
-    assert (out / "round-001" / "selfplay.sqlite").stat().st_mtime == before
-    cfg.write_text(cfg.read_text().replace("initial", "seed = 2\ninitial").replace('[gate]\ngames = 2', '[gate]\ngames = 0'))
-    bad = tmp_path / "bad.toml"
-    bad.write_text(cfg.read_text().replace(str(sup), str(tmp_path / "none.sqlite")))
-    assert cli.main(["bughouse-rl", str(bad)]) == 2
-    assert "no such game database" in capsys.readouterr().err
-    bad.write_text(cfg.read_text().replace(f'supervised = ["{sup}"]\n', ""))
-    assert cli.main(["bughouse-rl", str(bad)]) == 2
-    assert "a control arm" in capsys.readouterr().err
+    assert "# arm sp, generation 2" in (out / "sp" / "gen-002" / "card.md").read_text()
+    # the control arm: the supervised games alone, from its own network, for the self-play arm's CPU seconds
+    ctl = json.loads((out / "ctl" / "state.json").read_text())
+    c1, c2 = ctl["gens"]["1"], ctl["gens"]["2"]
+    assert c1["selfplay"]["games"] == 0 and c1["train"]["data"] == [str(sup)] and c2["train"]["init"] == 1
+    budget = round(g1["selfplay"]["cpu"] + g1["train"]["cpu"], 1)
+    assert f"--cpu-seconds {budget}" in (out / "ctl" / "gen-001" / "train" / "command.txt").read_text()
+    meta = load_model(str(out / "ctl" / "gen-002" / "train" / "model.pt"), bn.FAMILY)[1]["meta"]
+    assert meta["init"] == str(out / "ctl" / "gen-001" / "train" / "model.pt") and meta["data"] == [str(sup)]
+    # a finished loop resumes to nothing; more generations go on from the best network
+    before = (out / "sp" / "gen-001" / "selfplay" / "games.sqlite").stat().st_mtime
+    assert cli.main(["rl", str(cfg), "--quiet"]) == 0
+    assert (out / "sp" / "gen-001" / "selfplay" / "games.sqlite").stat().st_mtime == before
+    cfg.write_text(cfg.read_text().replace("generations = 2", "generations = 3"))
+    assert cli.main(["rl", str(cfg), "--quiet"]) == 0
+    state = json.loads((out / "sp" / "state.json").read_text())
+    assert state["best"] == 3 and state["gens"]["3"]["selfplay"]["network"] == 2
+
+
+def test_a_bughouse_loop_without_a_gate_takes_every_candidate(tmp_path: Path) -> None:
+    import json
+
+    from experiments.training import rl
+
+    cfg, out, _, _ = _bughouse_loop(tmp_path, gate="enabled = false\n")
+    rl.run(rl.parse(str(cfg)), progress=False)
+    for arm in ("sp", "ctl"):
+        state = json.loads((out / arm / "state.json").read_text())
+        assert state["best"] == 2 and all(g["gate"]["games"] == 0 and g["gate"]["accepted"] for g in state["gens"].values())
+    assert not (out / "sp" / "gen-001" / "gate.sqlite").exists()
+
+
+@pytest.mark.parametrize("edit, match", [
+    (("generations = 2", 'generations = 2\nmode = "rounds"'), "carries no optimizer state"),
+    (("max_plies = 40", "max_plies = 40\nfast_nodes = 2"), "one-board key"),
+    (("batch = 16", "batch = 16\nsupervised_fraction = 0.5"), "one-board key"),
+    (("threshold = 0.0", "threshold = 0.0\nsprt = true"), "one-board key"),
+    (("[gate]", "[rate]\nheldout = []\n[gate]"), "rate a bughouse loop's networks with a bughouse-report"),
+    (('engine = "rise-bughouse-mcts"\n[[', 'engine = "rise-mcts"\n[['), "does not play bughouse"),
+    (('variant = "bughouse"\n', 'variant = "bughouse"\nmodel = "rise"\n'), "must be one of"),
+    (("supervised = [", 'supervised = ["none.sqlite", '), "no data at"),
+])
+def test_a_bughouse_loop_refuses_what_it_cannot_do_in_one_line(tmp_path: Path, edit: tuple[str, str], match: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.cli import main as cli
+
+    cfg, out, _, _ = _bughouse_loop(tmp_path)
+    text = cfg.read_text()
+    assert edit[0] in text
+    cfg.write_text(text.replace(edit[0], edit[1], 1))
+    assert cli.main(["rl", str(cfg), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0] and not out.exists()

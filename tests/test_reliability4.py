@@ -165,69 +165,71 @@ def test_h07_a_verdicts_file_that_does_not_parse_is_refused_not_replaced(tmp_pat
 # ---------------------------------------------------------------- h08, h09, h18, h21: the bughouse loop as safe as rl
 
 def _bughouse_config(tmp_path: Path, **over: str) -> Path:
+    """A tiny bughouse loop of ``searchbench rl`` (``over``: top-level keys)."""
     from evaluators import bughouse_net as bn
     from evaluators.nets import save_model
 
     w = tmp_path / "w.pt"
     if not w.exists():
         save_model(str(w), bn.FAMILY, bn.build("tiny"))
-    keys = {"name": '"t"', "initial": f'"{w}"', "rounds": "1", "out": f'"{tmp_path / "loop"}"', **over}
+    keys = {"name": '"t"', "variant": '"bughouse"', "initial": f'"{w}"', "generations": "1",
+            "out": f'"{tmp_path / "loop"}"', **over}
     cfg = tmp_path / "brl.toml"
     cfg.write_text("\n".join(f"{k} = {v}" for k, v in keys.items())
-                   + '\n[selfplay]\ngames = 2\nnodes = 4\ntc = "60+0"\nmax_plies = 40\n[train]\nepochs = 1\n'
-                     'minutes = 0.5\nbatch = 16\n[gate]\ngames = 0\n')
+                   + '\n[[arms]]\nname = "sp"\nengine = "rise-bughouse-mcts"\n'
+                     '[selfplay]\ngames = 2\nnodes = 4\ntc = "60+0"\nmax_plies = 40\n[train]\nepochs = 1\n'
+                     'minutes = 0.5\nbatch = 16\n[gate]\nenabled = false\n')
     return cfg
 
 
 def test_h08_two_bughouse_loops_on_one_folder_the_second_is_refused(tmp_path: Path) -> None:
-    from experiments.training import bughouse_rl
+    from experiments.training import rl
 
-    cfg = bughouse_rl.load(_bughouse_config(tmp_path))
-    cfg.out.mkdir(parents=True)
-    with paths.DirLock(cfg.out, "loop folder"):  # the first run holds the folder
+    cfg = rl.parse(str(_bughouse_config(tmp_path)))
+    os.makedirs(cfg.out)
+    with paths.DirLock(Path(cfg.out), "loop folder"):  # the first run holds the folder
         with pytest.raises(paths.OutputError, match="loop folder .* is in use"):
-            bughouse_rl.run(cfg, progress=False)
-    assert not (cfg.out / "round-001").exists()
+            rl.run(cfg, progress=False)
+    assert not (tmp_path / "loop" / "sp").exists()
 
 
 def test_h09_a_bughouse_loop_resumed_with_other_settings_is_refused(tmp_path: Path) -> None:
     from experiments.harness.tomlconfig import ConfigError
-    from experiments.training import bughouse_rl
+    from experiments.training import rl
 
-    first = bughouse_rl.load(_bughouse_config(tmp_path))
-    first.out.mkdir(parents=True)
-    bughouse_rl.check_settings(first)  # as run() records them before any game
-    again = bughouse_rl.load(_bughouse_config(tmp_path, rounds="3"))  # more rounds: allowed
-    bughouse_rl.check_settings(again)
-    for over, key in (({"seed": "7"}, "seed"), ({}, "nodes")):
+    first = rl.parse(str(_bughouse_config(tmp_path)))
+    os.makedirs(first.out)
+    rl.check_run(first)  # as run() records them before any game
+    rl.check_run(rl.parse(str(_bughouse_config(tmp_path, generations="3"))))  # more generations: allowed
+    for over, key in (({"seed": "7"}, "seed"), ({}, "selfplay.nodes"), ({}, "selfplay.tc")):
         cfg = _bughouse_config(tmp_path, **over)
-        if key == "nodes":
-            cfg.write_text(cfg.read_text().replace("nodes = 4", "nodes = 8"))
-        with pytest.raises(ConfigError, match=f"holds a bughouse-rl run with {key} "):
-            bughouse_rl.check_settings(bughouse_rl.load(cfg))
+        if key != "seed":
+            cfg.write_text(cfg.read_text().replace("nodes = 4" if key == "selfplay.nodes" else '"60+0"',
+                                                   "nodes = 8" if key == "selfplay.nodes" else '"30+1"'))
+        with pytest.raises(ConfigError, match=f"holds a loop run with {key} "):
+            rl.check_run(rl.parse(str(cfg)))
 
 
-@pytest.mark.parametrize("state", ['{"current": 3, "rounds": []}', '{"current": null, "rounds": [{"round": "1"}]}',
-                                   '{"current": null, "rounds": [{"round": 1, "player": "w", "selfplay_s": "x"}]}',
-                                   '{"current": null, "rounds": [], "control": {"rounds": []}}', "[1, 2]"])
+@pytest.mark.parametrize("state", ['{"best": "x", "gens": {}}', '{"best": 0, "gens": {"one": {}}}',
+                                   '{"best": 0, "gens": {"1": {"selfplay": {"seconds": "x"}}}}', "[1, 2]"])
 def test_h18_a_bughouse_state_of_the_wrong_shape_is_one_line(tmp_path: Path, state: str,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     cfg = _bughouse_config(tmp_path)
-    (tmp_path / "loop").mkdir()
-    (tmp_path / "loop" / "state.json").write_text(state)
-    rc, _, err = run_cli(capsys, "bughouse-rl", str(cfg), "--quiet")
-    assert rc == 2 and "not a bughouse-rl state file" in one_line_error(err)
+    (tmp_path / "loop" / "sp").mkdir(parents=True)
+    (tmp_path / "loop" / "sp" / "state.json").write_text(state)
+    rc, _, err = run_cli(capsys, "rl", str(cfg), "--quiet")
+    assert rc == 2 and "is not a loop state file" in one_line_error(err)
 
 
 def test_h21_the_shipped_bughouse_network_by_name_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from experiments.training import bughouse_rl
+    from evaluators.neural import weights_path
+    from experiments.training import rl
 
-    cfg = _bughouse_config(tmp_path)
-    cfg.write_text(cfg.read_text().replace(f'initial = "{tmp_path / "w.pt"}"\n', ""))  # the default
+    cfg = _bughouse_config(tmp_path, initial='"bughouse_lazybug.pt"')
     monkeypatch.chdir(tmp_path)
-    assert Path(bughouse_rl.load(cfg).initial).is_file()
-    cfg.write_text(cfg.read_text().replace('name = "t"', 'name = "t"\ninitial = "bughouse_lazybug.pt"'))
-    assert Path(bughouse_rl.load(cfg).initial).name == "bughouse_lazybug.pt"
+    loop = rl.parse(str(cfg))
+    assert loop.initial == "bughouse_lazybug.pt" and Path(weights_path(loop.initial)).is_file()
+    assert rl.with_weights(loop.arms[0].spec, loop.initial).name == "rise-bughouse-mcts:weights=bughouse_lazybug.pt"
 
 
 # ---------------------------------------------------------------- h11, h13, h15, h16: rl checks the whole config first

@@ -241,11 +241,16 @@ def test_a_control_arm_trains_on_the_supervised_data_for_the_same_cpu_time(tmp_p
     ('arms_first = 1', "unknown key"),
     ('control', "after a self-play arm"),
     ('guard', "regression guard is an SPRT"),
+    ('tc', "is a bughouse key"),
 ])
 def test_rounds_configs_refused(tmp_path, extra, match) -> None:  # type: ignore[no-untyped-def]
-    if extra == "control":  # a control arm in the generations mode
+    if extra == "control":  # a control arm before any self-play arm (it trains for that arm's CPU time)
         path = _config(tmp_path)
-        text = open(path).read().replace("[selfplay]", '[[arms]]\nname = "c"\nengine = "rise-mcts"\nkind = "control"\n\n[selfplay]')
+        text = open(path).read().replace("[[arms]]", '[[arms]]\nname = "c"\nengine = "rise-mcts"\nkind = "control"\n\n[[arms]]', 1)
+        open(path, "w").write(text)
+    elif extra == "tc":  # a four-seat clock in a one-board loop
+        path = _config(tmp_path)
+        text = open(path).read().replace("[selfplay]", '[selfplay]\ntc = "60+0"')
         open(path, "w").write(text)
     elif extra == "guard":
         path = _rounds_config(tmp_path, gate="enabled = true\nguard = true")

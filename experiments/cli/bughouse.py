@@ -118,17 +118,6 @@ def cmd_bughouse_heldout(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bughouse_rl(args: argparse.Namespace) -> int:
-    from experiments.training import bughouse_rl as rl
-
-    cfg = rl.load(args.config)
-    state = rl.run(cfg, progress=not args.quiet)
-    done = [r for r in state["rounds"] if r.get("done")]
-    print(f"{len(done)} of {cfg.rounds} rounds done; current network {state['current']}; "
-          f"rounds: {cfg.out / 'rounds.md'}")
-    return 0
-
-
 def cmd_bughouse_report(args: argparse.Namespace) -> int:
     from experiments.harness import bughouse_report as br
 
@@ -144,12 +133,6 @@ def cmd_bughouse_report(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    q = sub.add_parser("bughouse-rl", help="the bughouse self-play loop from a TOML config: self-play on all four "
-                                           "seats, training from the current network, gate (resumable)")
-    q.add_argument("config", help="TOML config (experiments/configs/bughouse-rl.toml)")
-    q.add_argument("--quiet", action="store_true", help="no progress bars")
-    q.set_defaults(func=cmd_bughouse_rl)
-
     r = sub.add_parser("bughouse-report", help="our bughouse teams against Sjeng (or another reference team) from a "
                                                "TOML config: resumable games, then the report with intervals")
     r.add_argument("config", help="TOML config (experiments/configs/bughouse-vs-sjeng.toml)")

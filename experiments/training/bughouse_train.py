@@ -9,7 +9,8 @@ the legal moves only.
 
 Data: :func:`experiments.training.bughouse_data.samples_from_db` (both views of every ply). The split is by
 game: a game is held out when ``hash(seed, game number)`` falls under ``val_fraction``. Training
-stops after ``epochs`` or when the ``minutes`` budget is spent (checked every batch).
+stops after ``epochs`` or when the ``minutes`` budget (or ``cpu_seconds`` of process CPU: the self-play
+loop's control arm) is spent (checked every batch).
 
 Metrics (on the held-out games, at most ``val_max`` samples, a fixed random subset):
 ``val_policy_acc`` top-1 among the legal moves = the played move, for the mover's own view (what the
@@ -206,7 +207,7 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
                           weight_decay=cfg.weight_decay)
     ckpt_path = os.path.join(out, "checkpoint.pt")
     metrics_path = os.path.join(out, "metrics.csv")
-    epoch0, elapsed0 = 0, 0.0
+    epoch0, elapsed0, cpu0 = 0, 0.0, 0.0
     recipe = {k: v for k, v in asdict(cfg).items() if k not in ("device", "out", "extra")}  # a run may resume on another device
     if os.path.exists(ckpt_path):
         try:
@@ -216,10 +217,11 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
         if isinstance(ck, dict) and ck.get("recipe") == recipe:
             net.load_state_dict(ck["model"])
             opt.load_state_dict(ck["optimizer"])
-            epoch0, elapsed0 = int(ck["epoch"]), float(ck["elapsed"])
+            epoch0, elapsed0, cpu0 = int(ck["epoch"]), float(ck["elapsed"]), float(ck.get("cpu", 0.0))
     elif os.path.exists(metrics_path):
         os.remove(metrics_path)
     t0 = time.monotonic() - elapsed0
+    c0 = time.process_time() - cpu0  # cpu_seconds: this process's CPU (every thread), as the one-board trainer
     budget = None if cfg.minutes is None else cfg.minutes * 60.0
     n = len(train_s)
     steps = (n + batch - 1) // batch
@@ -248,7 +250,8 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
             seen += len(rows)
             bar.update(1)
             bar.set_postfix_str(f"mse {tot_v / seen:.3f} ce {tot_p / seen:.2f}")
-            if budget is not None and time.monotonic() - t0 >= budget:
+            if (budget is not None and time.monotonic() - t0 >= budget) or \
+                    (cfg.cpu_seconds is not None and time.process_time() - c0 >= cfg.cpu_seconds):
                 out_of_time = True
                 break
         epoch += 1
@@ -257,7 +260,7 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
                "train_policy_ce": tot_p / max(1, seen), **last, "seconds": time.monotonic() - t0}
         write_metrics_row(metrics_path, {k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in row.items()})
         save_checkpoint(ckpt_path, {"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-                                    "elapsed": time.monotonic() - t0, "recipe": recipe})
+                                    "elapsed": time.monotonic() - t0, "cpu": time.process_time() - c0, "recipe": recipe})
     bar.close()
     if not last:  # resumed after the last epoch
         last = evaluate(net, val_s)

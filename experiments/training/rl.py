@@ -31,7 +31,7 @@ held (``schedule = "constant"``: SGD, Nesterov momentum 0.9) on a replay window 
 no gate unless ``[gate] enabled``; with ``guard = true`` (an SPRT, e.g. ``elo0 = -30, elo1 = 0``) it
 is a regression guard that keeps a candidate unless the test shows it worse.  A PUCT arm's self-play
 search leaves check enhancement out (its target would learn the check bias that play adds back:
-:func:`selfplay_search`).  A **control arm** (``kind = "control"``, after a self-play arm) plays no
+:func:`selfplay_search`).  A **control arm** (``kind = "control"``, after a self-play arm; in either mode) plays no
 games: each round it trains on the supervised data alone, from its own latest network, for the CPU
 time the first self-play arm spent on that round (self-play and training), counted as process CPU
 seconds (getrusage, :func:`cpu_now`), not wall seconds: self-play must beat it to claim that it
@@ -40,9 +40,24 @@ held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.
 
 The rating and the report (``[rate]``, :mod:`experiments.training.rl_report`) follow the loop.
 
+**Bughouse** (``variant = "bughouse"``, ``model = "bughouse"``: the two-board network) runs the same
+arms, control, gate, states and resumption with the game's own stages: self-play is four-seat games
+of the network on all four seats on a clock (``[selfplay] tc``, the engine as given: no exploration is
+added), each game pair from its own bughouse opening (``openings``, a crazyhouse suite), ``workers``
+games at once, into ``OUT/ARM/gen-NNN/selfplay/games.sqlite`` (:func:`experiments.training.bughouse_data.generate`);
+training is the two-board trainer (:mod:`~experiments.training.bughouse_train`) on every supervised
+game database first, then the window's self-play games, split by game under the loop's seed (the
+supervised games held out are the same in every generation and arm: ``bughouse-heldout --seed SEED``);
+the gate is a four-seat match on ``[gate] tc`` decided by ``threshold``.  It runs generations (the
+two-board trainer carries no optimizer state; ``[gate] enabled = false`` takes every candidate, as
+KataGo's rounds), and the one-board keys and tables (``[rate]``, the gates 0 and 1, the calibration,
+the SPRT, playout caps, supervised sampling) are refused with one line: rate its networks with a
+``bughouse-report`` config.
+
 Config keys (every one optional but ``name``, ``initial`` and the arms; defaults in brackets)::
 
-    name, variant ["crazyhouse"], model ["rise"], initial (weights), generations [3] (rounds), seed [1],
+    name, variant ["crazyhouse"; or "chess", "bughouse"], model ["rise"; bughouse: "bughouse"], initial (weights),
+    generations [3] (rounds), seed [1],
     out ["runs/rl/NAME"], mode ["generations"; or "rounds"]
     [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; rounds: or "control"],
                 seed [the loop's] (its self-play games' seed: the same search twice is a replicate)
@@ -51,15 +66,17 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
                 full_fraction [1.0], fast_nodes (KataGo's playout-cap randomisation: that fraction of
                 moves searched at ``nodes`` with a policy target, the rest at ``fast_nodes``, value only),
                 evals [0] (> 0: each move limited to that many evaluator calls instead of ``nodes``: two
-                searches at the same cost)
+                searches at the same cost); bughouse: games [100], nodes [200], tc ["300+0"], workers [1],
+                openings [the crazyhouse suite], max_plies [600]
     [train]     window [2], epochs [1], batch, lr, value_weight, q_weight [0], weight_decay [1e-4],
                 threads [1], bf16 [false], mirror [false], supervised [[]], supervised_games [0: all], minutes,
                 val_fraction [0.1], select_fraction [0.05] (games held out: report, best epoch),
                 schedule ["family"; rounds: "constant"], window_positions [0: by generations],
-                supervised_fraction [0], supervised_taper [1]
+                supervised_fraction [0], supervised_taper [1], policy_weight [the family's]
     [gate]      games [40], nodes [64], threshold [0.55], sprt [false], elo0 [0], elo1 [10], alpha [0.05],
                 beta [0.05], concurrency [16], workers [1], openings [the variant's suite],
-                enabled [true; rounds: false], guard [false]
+                enabled [true; rounds: false], guard [false]; bughouse: games [20], nodes [selfplay.nodes],
+                tc [selfplay.tc], threshold, openings [selfplay.openings], workers [1], enabled [true]
     [rate]      see experiments.training.rl_report
     [gate0]     enabled [rounds with held-out data], data [rate.heldout], positions [400], reference [400],
                 min_entropy_ratio [0.8], reuse [true]
@@ -90,7 +107,8 @@ import time
 from typing import Any
 
 import board
-from board.variants import CRAZYHOUSE
+from board.variants import BUGHOUSE, CRAZYHOUSE, variant_of
+from engines.base import EngineSpec
 from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
@@ -117,16 +135,19 @@ def parse(path: str) -> LoopConfig:
     """Read and check a config; :class:`ConfigError` (file:line: key: why) for anything bad."""
     from engines import registry
     from engines.base import EngineError
+    from engines.seats import SeatError, plays_bughouse
+    from evaluators.families import FAMILIES, policy_value_families
     from evaluators.neural import weights_path
     from experiments.harness.tomlconfig import writable_dir
-    from evaluators.families import policy_value_families
     from experiments.training.selfplay import selfplay_engine
 
     root = load(path)
     name = root.get("name", str, check=lambda v: None if v and v[0] != "." and all(c.isalnum() or c in "-_." for c in v)
                     else "must be letters, digits, '-', '_' or '.', not starting with '.' (it names folders)")
-    variant = root.choice("variant", board.VARIANTS, CRAZYHOUSE.name)
-    model = root.choice("model", tuple(policy_value_families()), "rise")
+    variant = root.choice("variant", (*board.VARIANTS, BUGHOUSE.name), CRAZYHOUSE.name)
+    families = ([f.name for f in FAMILIES.values() if f.kind == "two_board"] if variant_of(variant).boards > 1
+                else policy_value_families())
+    model = root.choice("model", tuple(families), "rise" if "rise" in families else families[0])
     initial = root.get("initial", str)
     if not os.path.isfile(weights_path(initial)):
         raise root.error("initial", f"no weights file {initial!r}")
@@ -137,33 +158,95 @@ def parse(path: str) -> LoopConfig:
                      out=root.get("out", str, f"runs/rl/{name}", check=writable_dir), path=str(path),
                      mode=root.choice("mode", ("generations", "rounds"), "generations"))
     rounds = cfg.mode == "rounds"
+    if rounds and cfg.two_board:
+        raise root.error("mode", "the two-board trainer carries no optimizer state from round to round: a bughouse "
+                                 "loop runs generations (with [gate] enabled = false, every candidate goes on)")
     names = set()
     for a in root.tables("arms", required=True):
         arm = Arm(a.get("name", str), a.get("engine", str), "", a.choice("kind", ("selfplay", "control"), "selfplay"))
         arm.gate_engine = a.get("gate_engine", str, arm.engine)
         arm.seed = a.get("seed", int, None, lambda v: None if 0 <= v < 2 ** 40 else "must be from 0 to 2**40 - 1")
-        if arm.kind == "control" and (not rounds or not any(x.kind == "selfplay" for x in cfg.arms)):
-            raise a.error("kind", "a control arm is for mode = \"rounds\", after a self-play arm (it trains for "
-                                  "the CPU time that arm's round took)")
+        if arm.kind == "control" and not any(x.kind == "selfplay" for x in cfg.arms):
+            raise a.error("kind", "a control arm comes after a self-play arm (it trains for the CPU time that "
+                                  "arm's round took)")
         if arm.name in names or not arm.name.replace("-", "").replace("_", "").isalnum():
             raise a.error("name", f"arm names must be distinct letters, digits, '-' or '_' (got {arm.name!r})")
         names.add(arm.name)
         for key in ("engine", "gate_engine"):
             try:
                 spec = selfplay_engine(arm.spec if key == "engine" else arm.gate_spec, variant, explore=False)
+                if cfg.two_board:
+                    plays_bughouse(spec)
                 own = registry.split_spec(getattr(arm, key))[1]
-            except (SelfPlayError, EngineError) as e:
+            except (SelfPlayError, EngineError, SeatError) as e:
                 raise a.error(key, str(e)) from None
             if any(k.strip().lower() == "weights" for k in own):
                 raise a.error(key, "names its own weights; the loop sets them (generation 0 is `initial`): "
                                    "remove weights= from the engine")
-            if spec.evaluator != model:
+            if spec.evaluator != FAMILIES[model].evaluator_name:
                 raise a.error(key, f"runs the {spec.evaluator} evaluator; the loop trains {model}")
         a.done()
         cfg.arms.append(arm)
     if not cfg.arms:
         raise root.error("arms", "give at least one [[arms]] table")
+    (_parse_two_board if cfg.two_board else _parse_one_board)(root, cfg)
+    root.done()
+    return cfg
+
+
+def _game_keys(sec: Section, cfg: LoopConfig, keys: tuple[str, ...]) -> None:
+    """Refuse the keys of ``sec`` that only the other game's loop reads (one line each)."""
+    for k in keys:
+        if sec.has(k):
+            raise sec.error(k, "is a one-board key: a bughouse loop does not read it" if cfg.two_board
+                            else "is a bughouse key: a one-board loop does not read it")
+
+
+#: keys one game's loop reads and the other's refuses: {table: (one-board only, bughouse only)}
+GAME_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "selfplay": (("concurrency", "backend", "ray_address", "random_plies", "shard_games", "explore", "full_fraction",
+                  "fast_nodes", "evals"), ("tc", "openings")),
+    "train": (("q_weight", "bf16", "mirror", "select_fraction", "schedule", "window_positions", "supervised_fraction",
+               "supervised_taper", "supervised_games"), ()),
+    "gate": (("sprt", "guard", "elo0", "elo1", "alpha", "beta", "concurrency"), ("tc",)),
+}
+
+
+def _parse_train(t: Section, cfg: LoopConfig) -> None:
+    unit = lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"  # noqa: E731
+    rounds = cfg.mode == "rounds"
+    cfg.train = dict(window=t.positive("window", 2), epochs=t.positive("epochs", 1), batch=t.get("batch", int, None),
+                     lr=t.get("lr", float, None), value_weight=t.get("value_weight", float, None),
+                     policy_weight=t.get("policy_weight", float, None),
+                     weight_decay=t.get("weight_decay", float, 1e-4), threads=t.positive("threads", 1),
+                     supervised=list_of(t, "supervised", str, []), minutes=t.get("minutes", float, None),
+                     val_fraction=t.get("val_fraction", float, 0.1, unit))
+    if not cfg.two_board:
+        cfg.train.update(
+            q_weight=t.get("q_weight", float, 0.0, unit), bf16=t.get("bf16", bool, False), mirror=t.get("mirror", bool, False),
+            supervised_games=t.get("supervised_games", int, 0), select_fraction=t.get("select_fraction", float, 0.05, unit),
+            schedule=t.choice("schedule", ("family", "constant"), "constant" if rounds else "family"),
+            window_positions=t.get("window_positions", int, 0, lambda v: None if v >= 0 else "must be >= 0"),
+            supervised_fraction=t.get("supervised_fraction", float, 0.0, lambda v: None if 0 <= v < 1 else "must be in [0, 1)"),
+            supervised_taper=t.get("supervised_taper", float, 1.0, unit))
+        if rounds and cfg.train["supervised_fraction"] > 0 and not cfg.train["supervised"]:
+            raise t.error("supervised", "a supervised mix needs supervised data")
+        if cfg.train["supervised_games"] < 0:
+            raise t.error("supervised_games", "must be at least 0 (0: all)")
+    if any(a.kind == "control" for a in cfg.arms) and not cfg.train["supervised"]:
+        raise t.error("supervised", "a control arm trains on the supervised data alone: give some")
+    for d in cfg.train["supervised"]:
+        if not os.path.exists(d):
+            raise t.error("supervised", f"no data at {d!r}")
+    _check_train(t, cfg)
+    t.done()
+
+
+def _parse_one_board(root: Section, cfg: LoopConfig) -> None:
+    """``[selfplay]``, ``[train]``, ``[gate]``, ``[rate]`` and the gates of a one-board loop."""
+    rounds = cfg.mode == "rounds"
     s = root.table("selfplay")
+    _game_keys(s, cfg, GAME_KEYS["selfplay"][1])
     plies = list_of(s, "random_plies", int, [0, 0])
     if len(plies) != 2 or not 0 <= plies[0] <= plies[1]:
         raise s.error("random_plies", "must be [min, max] with 0 <= min <= max")
@@ -185,31 +268,10 @@ def parse(path: str) -> LoopConfig:
     if cfg.selfplay["full_fraction"] < 1 and not 1 <= cfg.selfplay["fast_nodes"] <= cfg.selfplay["nodes"]:
         raise s.error("fast_nodes", f"playout-cap randomisation needs fast_nodes from 1 to nodes ({cfg.selfplay['nodes']})")
     s.done()
-    t = root.table("train")
-    unit = lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"  # noqa: E731
-    cfg.train = dict(window=t.positive("window", 2), epochs=t.positive("epochs", 1), batch=t.get("batch", int, None),
-                     lr=t.get("lr", float, None), value_weight=t.get("value_weight", float, None),
-                     q_weight=t.get("q_weight", float, 0.0, unit), weight_decay=t.get("weight_decay", float, 1e-4),
-                     threads=t.positive("threads", 1), bf16=t.get("bf16", bool, False), mirror=t.get("mirror", bool, False),
-                     supervised=list_of(t, "supervised", str, []), supervised_games=t.get("supervised_games", int, 0),
-                     minutes=t.get("minutes", float, None), val_fraction=t.get("val_fraction", float, 0.1, unit),
-                     select_fraction=t.get("select_fraction", float, 0.05, unit),
-                     schedule=t.choice("schedule", ("family", "constant"), "constant" if rounds else "family"),
-                     window_positions=t.get("window_positions", int, 0, lambda v: None if v >= 0 else "must be >= 0"),
-                     supervised_fraction=t.get("supervised_fraction", float, 0.0,
-                                               lambda v: None if 0 <= v < 1 else "must be in [0, 1)"),
-                     supervised_taper=t.get("supervised_taper", float, 1.0, unit))
-    if rounds and (cfg.train["supervised_fraction"] > 0 or any(a.kind == "control" for a in cfg.arms)) \
-            and not cfg.train["supervised"]:
-        raise t.error("supervised", "a supervised mix or a control arm needs supervised data")
-    for d in cfg.train["supervised"]:
-        if not os.path.exists(d):
-            raise t.error("supervised", f"no data at {d!r}")
-    if cfg.train["supervised_games"] < 0:
-        raise t.error("supervised_games", "must be at least 0 (0: all)")
-    _check_train(t, cfg)
-    t.done()
+    _parse_train(root.table("train"), cfg)
     g = root.table("gate")
+    _game_keys(g, cfg, GAME_KEYS["gate"][1])
+    unit = lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"  # noqa: E731
     cfg.gate = dict(games=g.get("games", int, 40, lambda v: None if v >= 2 and v % 2 == 0 else "must be even, >= 2"),
                     nodes=g.positive("nodes", 64), threshold=g.get("threshold", float, 0.55, unit),
                     sprt=g.get("sprt", bool, False), elo0=g.get("elo0", float, 0.0), elo1=g.get("elo1", float, 10.0),
@@ -230,8 +292,53 @@ def parse(path: str) -> LoopConfig:
     g.done()
     cfg.rate = parse_rate(root.table("rate"), cfg)
     rl_gates.parse_gates(root, cfg)
-    root.done()
-    return cfg
+
+
+def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
+    """A bughouse loop's tables: four-seat games on a clock (``tc``), each game pair from its own
+    bughouse opening of a crazyhouse suite (``openings``); the two-board trainer; a gate by score.
+    The one-board tables (``[rate]``, ``[gate0]``, ``[gate1]``, ``[calibrate]``) are refused: rate the
+    networks with a ``bughouse-report`` config."""
+    from experiments.harness.openings import default_suite
+
+    for k in ("rate", "gate0", "gate1", "calibrate"):
+        if root.has(k):
+            raise root.error(k, "is for one-board loops: rate a bughouse loop's networks with a bughouse-report config")
+    suite = str(default_suite(CRAZYHOUSE.name))
+    s = root.table("selfplay")
+    _game_keys(s, cfg, GAME_KEYS["selfplay"][0])
+    cfg.selfplay = dict(games=s.get("games", int, 100, lambda n: None if n >= 2 and n % 2 == 0 else "must be even, >= 2"),
+                        nodes=s.positive("nodes", 200), tc=_clock(s, "tc", "300+0"), workers=s.get(
+                            "workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be 1..64"),
+                        openings=s.get("openings", str, suite), max_plies=s.positive("max_plies", 600))
+    check_suite(s, "openings", cfg.selfplay["openings"], CRAZYHOUSE.name, 1)
+    s.done()
+    t = root.table("train")
+    _game_keys(t, cfg, GAME_KEYS["train"][0])
+    _parse_train(t, cfg)
+    g = root.table("gate")
+    _game_keys(g, cfg, GAME_KEYS["gate"][0])
+    sp = cfg.selfplay
+    cfg.gate = dict(games=g.get("games", int, 20, lambda v: None if v >= 2 and v % 2 == 0 else "must be even, >= 2"),
+                    nodes=g.positive("nodes", sp["nodes"]), tc=_clock(g, "tc", f"{sp['tc'][0] / 1000:g}+{sp['tc'][1] / 1000:g}"),
+                    threshold=g.get("threshold", float, 0.55, lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"),
+                    openings=g.get("openings", str, sp["openings"]), enabled=g.get("enabled", bool, True),
+                    workers=g.get("workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be 1..64"),
+                    sprt=False, guard=False)
+    check_suite(g, "openings", cfg.gate["openings"], CRAZYHOUSE.name, 1)
+    g.done()
+    rl_gates.parse_gates(root, cfg)  # all off: no held-out data
+
+
+def _clock(sec: Section, key: str, default: str) -> list[int]:
+    """A bughouse clock ``BASE+INC`` in seconds, as [base ms, increment ms]."""
+    from experiments.harness.match import MatchError, parse_tc
+
+    try:
+        base, inc = parse_tc(sec.get(key, str, default))
+    except MatchError as e:
+        raise sec.error(key, str(e)) from None
+    return [int(round(base * 1000)), int(round(inc * 1000))]
 
 
 # --------------------------------------------------------------------------- state
@@ -312,7 +419,8 @@ class StageClock:
 #: same folder with others is refused; the resources (workers, concurrency, threads) may change
 RUN_FILE = "loop.json"
 #: keys added after runs were recorded without them, with the value those runs had
-_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0}
+_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0,
+          ("train", "policy_weight"): None}
 
 
 def _run_record(cfg: LoopConfig) -> dict[str, Any]:
@@ -372,6 +480,8 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
         rec["selfplay"] = {"games": 0, "positions": 0, "seconds": 0.0, "cores": 0, "network": state.best, "engine": ""}
         state.save()
         return
+    if cfg.two_board:
+        return _generate_two_board(cfg, arm, gen, state, progress)
     sp = SelfPlayConfig(engine=with_weights(selfplay_search(cfg, arm.spec), weights_of(cfg, arm.name, state.best)),
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
                         seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, **cfg.selfplay)
@@ -386,6 +496,37 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
     state.save()
 
 
+def _seat(engine: EngineSpec, nodes: int) -> str:
+    """The seat text of ``engine`` playing generation ``gen``'s network at ``nodes`` simulations a move
+    (a bughouse team is text at the four-seat server's edge)."""
+    from engines.registry import extend
+
+    return extend(engine, {"nodes": str(nodes)}).name
+
+
+def _generate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
+    """Bughouse self-play: the network on all four seats (the engine as given: no exploration is
+    added), ``games`` games, each game pair from its own bughouse opening, into ``selfplay/games.sqlite``
+    and its worker shards; ``positions`` counts the training samples (both boards' views of every ply)."""
+    from experiments.training import bughouse_data as bd
+
+    sp = cfg.selfplay
+    team = _seat(with_weights(arm.spec, weights_of(cfg, arm.name, state.best)), sp["nodes"])
+    db = os.path.join(cfg.gen_dir(arm.name, gen), "selfplay", "games.sqlite")
+    with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
+        n = bd.generate(db, [(team, team)], sp["games"], sp["tc"][0], sp["tc"][1], chunk=2,
+                        seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, progress=progress,
+                        max_plies=sp["max_plies"], workers=sp["workers"], openings=sp["openings"])
+    try:
+        positions = len(bd.samples_from_db(bd.shard_paths(db)))
+    except bd.BughouseDataError:  # no finished game (each reached max_plies): nothing to learn from them
+        positions = 0
+    state.gen(gen)["selfplay"] = {"games": n, "positions": positions,
+                                  "seconds": clock.seconds, "cores": sp["workers"], "network": state.best,
+                                  "engine": team, "cpu": clock.cpu}
+    state.save()
+
+
 def _positions(directory: str) -> int:
     from experiments.training import datagen
 
@@ -393,6 +534,12 @@ def _positions(directory: str) -> int:
 
 
 def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
+    """Train generation ``gen``'s candidate from the best network with the model family's trainer
+    (:data:`evaluators.families.FAMILIES`): on the self-play window and the supervised data the mode
+    asks for, or (a control arm) on the supervised data alone for the self-play arm's CPU seconds."""
+    import importlib
+
+    from evaluators.families import FAMILIES
     from experiments.training import train
 
     rec = state.gen(gen)
@@ -402,48 +549,71 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     if "lr" in state.data:  # gate 1 halved it (on_fail = "halve")
         t["lr"] = float(state.data["lr"])
     out = os.path.join(cfg.gen_dir(arm.name, gen), "train")
+    supervised = _supervised(cfg)
     data = _window(cfg, arm, gen, state) if arm.kind == "selfplay" else []
     sup_dir = os.path.join(cfg.gen_dir(arm.name, gen), "supervised")
-    if cfg.mode == "rounds":
-        if arm.kind == "control":  # the supervised data alone, for the CPU time of the self-play arm's round
-            data = list(cfg.train["supervised"])
-            t.update(epochs=100_000, minutes=None, cpu_seconds=round(_control_seconds(cfg, gen), 1))
-        else:
-            frac = cfg.train["supervised_fraction"] * cfg.train["supervised_taper"] ** (gen - 1)
-            want = int(round(frac / (1.0 - frac) * sum(_positions(d) for d in data)))
-            if want > 0:
-                data += _supervised_sample(cfg.train["supervised"], 0, sup_dir, cfg.seed + gen, positions=want)
-    elif cfg.train["supervised"]:
+    if arm.kind == "control":  # the supervised data alone, for the CPU time of the self-play arm's round
+        data = supervised
+        t.update(epochs=100_000, minutes=None, cpu_seconds=round(_control_seconds(cfg, gen), 1))
+    elif cfg.mode == "rounds":
+        frac = cfg.train["supervised_fraction"] * cfg.train["supervised_taper"] ** (gen - 1)
+        want = int(round(frac / (1.0 - frac) * sum(_positions(d) for d in data)))
+        if want > 0:
+            data += _supervised_sample(cfg.train["supervised"], 0, sup_dir, cfg.seed + gen, positions=want)
+    elif cfg.two_board:  # every supervised game, first: their numbers, so the held-out games, stay the same
+        data = supervised + data
+    elif supervised:
         data += _supervised_sample(cfg.train["supervised"], cfg.train["supervised_games"], sup_dir, cfg.seed + gen)
     init = weights_of(cfg, arm.name, state.best)
     carried = os.path.join(cfg.gen_dir(arm.name, state.best), "train", "checkpoint.pt") if state.best else None
     optimizer_from = carried if cfg.mode == "rounds" and carried and os.path.exists(carried) else None
-    tc = train.TrainConfig(model=cfg.model, data=data, out=out, init=init, seed=cfg.seed + gen,
-                           optimizer_from=optimizer_from, **t)
+    # the two-board trainer splits by game number under the loop's seed: the same held-out games every
+    # generation and arm (bughouse-heldout --seed SEED measures any of the loop's networks on them)
+    tc = train.TrainConfig(model=cfg.model, data=data, out=out, init=init, seed=cfg.seed + (0 if cfg.two_board else gen),
+                           optimizer_from=optimizer_from, half=cfg.two_board, **t)
+    family = FAMILIES[cfg.model]
+    trainer = f"searchbench train {cfg.model}" if family.trains_with_train else f"{family.trainer} (the two-board trainer)"
+    command = (f"searchbench rl {cfg.path}  # arm {arm.name}, generation {gen}: {trainer} "
+               f"--init {init} --data {' '.join(data)} --out {out}"
+               + (f" --schedule {t['schedule']}" if t.get("schedule", "family") != "family" else "")
+               + (f" --optimizer-from {optimizer_from}" if optimizer_from else "")
+               + (f" --minutes {t['minutes']}" if t.get("minutes") else "")
+               + (f" --cpu-seconds {t['cpu_seconds']}" if t.get("cpu_seconds") else ""))
     os.makedirs(out, exist_ok=True)
-    write_atomic(os.path.join(out, "command.txt"),
-                 f"searchbench rl {cfg.path}  # arm {arm.name}, generation {gen}: searchbench train {cfg.model} "
-                 f"--init {init} --data {' '.join(data)} --out {out}"
-                 + (f" --schedule {t['schedule']}" if t["schedule"] != "family" else "")
-                 + (f" --optimizer-from {optimizer_from}" if optimizer_from else "")
-                 + (f" --minutes {t['minutes']}" if t.get("minutes") else "")
-                 + (f" --cpu-seconds {t['cpu_seconds']}" if t.get("cpu_seconds") else "") + "\n", "command file")
+    write_atomic(os.path.join(out, "command.txt"), command + "\n", "command file")
     with StageClock(cfg.gen_dir(arm.name, gen), "train") as clock:
-        meta = train.train(tc, progress=progress)
+        if family.trains_with_train:
+            meta = train.train(tc, progress=progress)
+        else:  # a family with its own data and trainer (the two-board network)
+            module, _, function = family.trainer.partition(":")
+            meta = getattr(importlib.import_module(module), function)(tc, progress=progress, command=command)
     rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best, "cpu": clock.cpu,
                     "positions": meta.get("train_positions"), "val_policy_acc": meta.get("val_policy_acc"),
-                    "samples": int(meta.get("steps", 0)) * int(tc.resolved().batch or 0), "lr": tc.resolved().lr,
-                    "data": data}
+                    "lr": tc.resolved().lr, "data": data,
+                    **({"samples": int(meta["steps"]) * int(tc.resolved().batch or 0)} if "steps" in meta else {})}
     state.save()
+
+
+def _supervised(cfg: LoopConfig) -> list[str]:
+    """The supervised data as the trainer reads it: shard folders, or (bughouse) every game database
+    with the worker shards beside it."""
+    from experiments.training import bughouse_data as bd
+
+    sup = list(cfg.train["supervised"])
+    return [str(p) for d in sup for p in bd.shard_paths(d)] if cfg.two_board else sup
 
 
 def _window(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> list[str]:
     """The self-play data a round trains on: the last ``window`` generations, or (``window_positions``)
     the newest rounds back until that many positions (lc0/KataGo's replay window, counted in positions)."""
-    want = cfg.train["window_positions"]
+    want = cfg.train.get("window_positions", 0)
     if want <= 0:
-        return [os.path.join(cfg.gen_dir(arm.name, k), "selfplay")
-                for k in range(max(1, gen - cfg.train["window"] + 1), gen + 1)]
+        last = [os.path.join(cfg.gen_dir(arm.name, k), "selfplay") for k in range(max(1, gen - cfg.train["window"] + 1), gen + 1)]
+        if cfg.two_board:  # each generation's game database and its worker shards
+            from experiments.training import bughouse_data as bd
+
+            return [str(p) for d in last for p in bd.shard_paths(os.path.join(d, "games.sqlite"))]
+        return last
     dirs: list[str] = []
     have = 0
     for k in range(gen, 0, -1):
@@ -529,6 +699,8 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
         return
     cand_spec = with_weights(arm.gate_spec, weights_of(cfg, arm.name, gen))
     champ_spec = with_weights(arm.gate_spec, weights_of(cfg, arm.name, best))
+    if cfg.two_board:
+        return _gate_two_board(cfg, arm, gen, state, progress, cand_spec, champ_spec)
     cand = match_mod.Player(f"{arm.name}-gen{gen}", cand_spec.name, nodes=gt["nodes"], resolved=cand_spec)
     champ = match_mod.Player(f"{arm.name}-gen{best}", champ_spec.name, nodes=gt["nodes"], resolved=champ_spec)
     suite = gt["openings"] or str(openings_mod.default_suite(cfg.variant))
@@ -568,6 +740,30 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
     rec["gate"] = {"against": best, "games": games, "wins": wdl[0], "draws": wdl[1], "losses": wdl[2],
                    "score": round(score, 4), "accepted": accepted, "rule": rule, "nodes": gt["nodes"],
                    "seconds": clock.seconds, "cores": gt["workers"]}
+    if accepted:
+        state.data["best"] = gen
+    state.save()
+
+
+def _gate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool, cand: EngineSpec,
+                    champ: EngineSpec) -> None:
+    """The bughouse gate: the candidate's team against the best's, four-seat games on the gate's clock,
+    each pair from its own bughouse opening; accepted at a score of at least ``threshold``."""
+    from experiments.harness import bughouse as bm
+
+    gt = cfg.gate
+    db = os.path.join(cfg.gen_dir(arm.name, gen), "gate.sqlite")
+    with StageClock(cfg.gen_dir(arm.name, gen), "gate") as clock:
+        s = bm.run_match(_seat(cand, gt["nodes"]), _seat(champ, gt["nodes"]), gt["games"], gt["tc"][0], gt["tc"][1],
+                         db, seed=cfg.seed + gen, run=f"{cfg.name}-gate", max_plies=cfg.selfplay["max_plies"],
+                         progress=progress, openings=gt["openings"], workers=gt["workers"])
+    games = s.wins + s.draws + s.losses
+    score = (s.wins + 0.5 * s.draws) / max(1, games)
+    accepted = score >= gt["threshold"]
+    state.gen(gen)["gate"] = {"against": state.best, "games": games, "wins": s.wins, "draws": s.draws,
+                              "losses": s.losses, "score": round(score, 4), "accepted": accepted,
+                              "rule": f"score >= {gt['threshold']:g}", "nodes": gt["nodes"], "seconds": clock.seconds,
+                              "cores": gt["workers"]}
     if accepted:
         state.data["best"] = gen
     state.save()

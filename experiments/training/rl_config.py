@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from board.variants import CRAZYHOUSE
+from board.variants import CRAZYHOUSE, variant_of
 from engines.base import EngineSpec
 from experiments.harness.tomlconfig import ConfigError, Section
 
@@ -71,6 +71,11 @@ class LoopConfig:
     gate1: dict[str, Any] = field(default_factory=dict)
     calibrate: dict[str, Any] = field(default_factory=dict)
     path: str = ""
+
+    @property
+    def two_board(self) -> bool:
+        """Bughouse: four-seat games on a clock, the two-board trainer, a four-seat gate match."""
+        return variant_of(self.variant).boards > 1
 
     def arm_dir(self, arm: str) -> str:
         return os.path.join(self.out, arm)

@@ -6,7 +6,7 @@ first machine stopped.
 The state is what later rounds and the report need and nothing that can be made again: the run's
 record (``loop.json``), gate 0, the calibration and round 0's held-out figures; each arm's
 ``state.json``; every round's trained network (``model.pt``), its metrics and command, its clocks and
-model card, its self-play shards (the replay window); and each arm's last optimizer state
+model card, its self-play shards or (bughouse) game databases (the replay window); and each arm's last optimizer state
 (``checkpoint.pt`` of its newest round: the next round carries its momentum).  Not the rating's games
 (``rate.sqlite``, the games of a finished report are in its page), the supervised samples (drawn again
 from their seed), the journals or the calibration's own networks.
@@ -41,6 +41,7 @@ def state_files(cfg: LoopConfig) -> list[str]:
             rel += [f"{base}/{f}" for f in ROUND if (g / f).is_file()]
             sp = g / "selfplay"
             rel += [os.path.relpath(p, out) for p in datagen.shard_paths(str(sp))] if sp.is_dir() else []
+            rel += sorted(f"{base}/selfplay/{p.name}" for p in sp.glob("games*.sqlite"))  # bughouse self-play
             if (sp / "selfplay.json").is_file():
                 rel.append(f"{base}/selfplay/selfplay.json")
         if gens and (gens[-1] / "train" / "checkpoint.pt").is_file():
