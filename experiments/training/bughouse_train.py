@@ -225,10 +225,17 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
     budget = None if cfg.minutes is None else cfg.minutes * 60.0
     n = len(train_s)
     steps = (n + batch - 1) // batch
-    bar = tqdm(total=epochs * steps, initial=epoch0 * steps, desc="bughouse train", disable=not progress,
-               dynamic_ncols=True)
+    total = epochs * steps
+
+    def done() -> float:  # the share of the run behind us: steps, or the budget spent (wall or CPU)
+        return max((epoch * steps + seen // batch) / total,
+                   0.0 if budget is None else (time.monotonic() - t0) / budget,
+                   0.0 if cfg.cpu_seconds is None else (time.process_time() - c0) / cfg.cpu_seconds)
+
+    epoch, seen = epoch0, 0
+    bar = tqdm(total=100, initial=min(100, int(100 * done())), desc="bughouse train", unit="%",
+               disable=not progress, dynamic_ncols=True)
     last: dict[str, float] = {}
-    epoch = epoch0
     out_of_time = False
     while epoch < epochs and not out_of_time:
         net.train()
@@ -248,7 +255,7 @@ def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device,
             tot_v += float(lv.detach()) * len(rows)
             tot_p += float(lp.detach()) * len(rows)
             seen += len(rows)
-            bar.update(1)
+            bar.n = min(100, int(100 * done()))
             bar.set_postfix_str(f"mse {tot_v / seen:.3f} ce {tot_p / seen:.2f}")
             if (budget is not None and time.monotonic() - t0 >= budget) or \
                     (cfg.cpu_seconds is not None and time.process_time() - c0 >= cfg.cpu_seconds):
