@@ -489,13 +489,14 @@ def test_rl_runs_the_bughouse_loop_with_a_control_arm_and_resumes(tmp_path: Path
     assert state["best"] == 3 and state["gens"]["3"]["selfplay"]["network"] == 2
 
 
-def test_a_bughouse_loop_without_a_gate_takes_every_candidate(tmp_path: Path) -> None:
+def test_a_bughouse_loop_without_a_gate_takes_every_candidate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from experiments.training import rl
+    from experiments.cli import main as cli
 
     cfg, out, _, _ = _bughouse_loop(tmp_path, gate="enabled = false\n")
-    rl.run(rl.parse(str(cfg)), progress=False)
+    assert cli.main(["rl", str(cfg), "--quiet"]) == 0
+    assert "sp: best generation 2; gen 1: taken (no gate), gen 2: taken (no gate)" in capsys.readouterr().out
     for arm in ("sp", "ctl"):
         state = json.loads((out / arm / "state.json").read_text())
         assert state["best"] == 2 and all(g["gate"]["games"] == 0 and g["gate"]["accepted"] for g in state["gens"].values())

@@ -46,7 +46,8 @@ def _cmd_rl(args: argparse.Namespace) -> int:
         print(f"state: {rl_state.export(cfg, args.state_to)} files to {args.state_to}")
     for arm in cfg.arms:
         gens = summary[arm.name]["gens"]
-        decisions = ", ".join(f"gen {g}: {'accepted' if r['gate']['accepted'] else 'rejected'} ({r['gate']['score']:.3f})"
+        decisions = ", ".join(f"gen {g}: " + ("taken (no gate)" if not r["gate"]["games"] else
+                                              f"{'accepted' if r['gate']['accepted'] else 'rejected'} ({r['gate']['score']:.3f})")
                               for g, r in sorted(gens.items(), key=lambda kv: int(kv[0])) if "gate" in r)
         print(f"{arm.name}: best generation {summary[arm.name]['best']}; {decisions or 'no gate yet'}")
     if "report" in summary:

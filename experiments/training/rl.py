@@ -59,7 +59,7 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
     name, variant ["crazyhouse"; or "chess", "bughouse"], model ["rise"; bughouse: "bughouse"], initial (weights),
     generations [3] (rounds), seed [1],
     out ["runs/rl/NAME"], mode ["generations"; or "rounds"]
-    [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; rounds: or "control"],
+    [[arms]]    name, engine (self-play), gate_engine [engine], kind ["selfplay"; or "control"],
                 seed [the loop's] (its self-play games' seed: the same search twice is a replicate)
     [selfplay]  games [200], nodes [16], concurrency [16], workers [1], backend ["local"], ray_address,
                 random_plies [[0, 0]], max_plies [300], shard_games [50], explore [true],
