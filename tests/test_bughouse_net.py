@@ -479,6 +479,11 @@ def test_rl_runs_the_bughouse_loop_with_a_control_arm_and_resumes(tmp_path: Path
     assert f"--cpu-seconds {budget}" in (out / "ctl" / "gen-001" / "train" / "command.txt").read_text()
     meta = load_model(str(out / "ctl" / "gen-002" / "train" / "model.pt"), bn.FAMILY)[1]["meta"]
     assert meta["init"] == str(out / "ctl" / "gen-001" / "train" / "model.pt") and meta["data"] == [str(sup)]
+    # the state to carry to another machine holds the replay window's game databases
+    from experiments.training import rl, rl_state
+
+    files = rl_state.state_files(rl.parse(str(cfg)))
+    assert {"sp/gen-001/selfplay/games.sqlite", "sp/gen-002/train/model.pt", "ctl/state.json"} <= set(files)
     # a finished loop resumes to nothing; more generations go on from the best network
     before = (out / "sp" / "gen-001" / "selfplay" / "games.sqlite").stat().st_mtime
     assert cli.main(["rl", str(cfg), "--quiet"]) == 0
