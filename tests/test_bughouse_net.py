@@ -471,6 +471,10 @@ def test_rl_runs_the_bughouse_loop_with_a_control_arm_and_resumes(tmp_path: Path
 
     assert held(alone) and {g for g in held(mixed) if g < alone.games} == held(alone)
     assert "# arm sp, generation 2" in (out / "sp" / "gen-002" / "card.md").read_text()
+    rows = (out / "generations.csv").read_text().splitlines()  # a row an arm's generation, the gate's decision
+    assert len(rows) == 5 and rows[1].startswith("sp,1,0,2,") and rows[1].endswith(",0-2-0,True")
+    md = (out / "generations.md").read_text()
+    assert rows[3].startswith("ctl,1,0,0,0,") and "| sp | 2 | 1 | 2 |" in md and f"| {g1['train']['cpu']} |" in md
     # the control arm: the supervised games alone, from its own network, for the self-play arm's CPU seconds
     ctl = json.loads((out / "ctl" / "state.json").read_text())
     c1, c2 = ctl["gens"]["1"], ctl["gens"]["2"]

@@ -50,6 +50,7 @@ def _cmd_rl(args: argparse.Namespace) -> int:
                                               f"{'accepted' if r['gate']['accepted'] else 'rejected'} ({r['gate']['score']:.3f})")
                               for g, r in sorted(gens.items(), key=lambda kv: int(kv[0])) if "gate" in r)
         print(f"{arm.name}: best generation {summary[arm.name]['best']}; {decisions or 'no gate yet'}")
+    print(f"generations: {os.path.join(cfg.out, 'generations.md')}")
     if "report" in summary:
         print(f"report: {summary['report']}")
     if summary.get("stopped"):

@@ -589,6 +589,7 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
             meta = getattr(importlib.import_module(module), function)(tc, progress=progress, command=command)
     rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best, "cpu": clock.cpu,
                     "positions": meta.get("train_positions"), "val_policy_acc": meta.get("val_policy_acc"),
+                    "val_value_sign_acc": meta.get("val_value_sign_acc"),
                     "lr": tc.resolved().lr, "data": data,
                     **({"samples": int(meta["steps"]) * int(tc.resolved().batch or 0)} if "steps" in meta else {})}
     state.save()
@@ -830,6 +831,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
         if stopped:
             break
     summary: dict[str, Any] = {a: {"best": s.best, "gens": s.data["gens"]} for a, s in states.items()}
+    write_generations(cfg, states)
     if stopped:
         summary["stopped"] = stopped
     if until is None and cfg.rate:
@@ -837,5 +839,45 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     return summary
 
 
+def write_generations(cfg: LoopConfig, states: dict[str, State]) -> str:
+    """``OUT/generations.csv`` and ``OUT/generations.md``: a row for each generation of each arm, what
+    its stages did and cost (process CPU seconds) and the gate's games (W-D-L of the candidate) and
+decision: the loop's own record,
+    whether or not ``[rate]`` rates it.  Returns the Markdown file's path."""
+    import csv
+    import io
+
+    fields = ["arm", "generation", "network", "selfplay_games", "selfplay_positions", "selfplay_cpu_s",
+              "train_positions", "val_policy_acc", "val_value_sign_acc", "train_cpu_s", "gate", "accepted"]
+    rows = []
+    for arm in cfg.arms:
+        for g, rec in sorted(states[arm.name].data["gens"].items(), key=lambda kv: int(kv[0])):
+            sp, tr, gt = rec.get("selfplay", {}), rec.get("train", {}), rec.get("gate")
+            rows.append({"arm": arm.name, "generation": int(g), "network": sp.get("network", ""),
+                         "selfplay_games": sp.get("games", ""), "selfplay_positions": sp.get("positions", ""),
+                         "selfplay_cpu_s": sp.get("cpu", ""), "train_positions": tr.get("positions", ""),
+                         "val_policy_acc": tr.get("val_policy_acc", ""), "val_value_sign_acc": tr.get("val_value_sign_acc", ""),
+                         "train_cpu_s": tr.get("cpu", ""),
+                         "gate": "" if not gt else "no gate" if not gt["games"] else f"{gt['wins']}-{gt['draws']}-{gt['losses']}",
+                         "accepted": "" if not gt else gt["accepted"]})
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+
+    def cell(f: str, v: Any) -> str:
+        return f"{100 * v:.1f}%" if f.startswith("val_") and isinstance(v, float) else str(v)
+
+    md = [f"# The self-play loop {cfg.name}: every generation", "", "```", f"searchbench rl {cfg.path}", "```", "",
+          "Network: the generation self-play played (0: `initial`); CPU: process seconds (self-play's worker "
+          "processes included); held-out: the training run's validation games.", "",
+          "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
+    md += ["| " + " | ".join(cell(f, r[f]) for f in fields) + " |" for r in rows]
+    write_atomic(os.path.join(cfg.out, "generations.csv"), buf.getvalue(), "generations CSV")
+    path = os.path.join(cfg.out, "generations.md")
+    write_atomic(path, "\n".join(md) + "\n", "generations table")
+    return path
+
+
 __all__ = ["Arm", "LoopConfig", "STAGES", "State", "gate", "generate", "model_card", "parse", "run",
-           "train_candidate", "weights_of"]
+           "train_candidate", "weights_of", "write_generations"]
