@@ -34,7 +34,7 @@ search leaves check enhancement out (its target would learn the check bias that 
 :func:`selfplay_search`).  A **control arm** (``kind = "control"``, after a self-play arm; in either mode) plays no
 games: each round it trains on the supervised data alone, from its own latest network, for the CPU
 time the first self-play arm spent on that round (self-play and training), counted as process CPU
-seconds (getrusage, :func:`cpu_now`), not wall seconds: self-play must beat it to claim that it
+seconds (getrusage, :func:`~experiments.training.rl_state.cpu_now`), not wall seconds: self-play must beat it to claim that it
 helped.  Before the first round each self-play arm's target is measured against the prior on
 held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.training.targets`).
 
@@ -116,7 +116,8 @@ from experiments.training import rl_gates
 from experiments.training.rl_config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
                                             check_suite, first_difference, list_of, selfplay_search, weights_of,
                                             with_weights)
-from experiments.training.rl_report import parse_rate, rate_and_report
+from experiments.training.rl_report import parse_rate, rate_and_report, write_generations
+from experiments.training.rl_state import StageClock
 from experiments.training.selfplay import SelfPlayConfig, SelfPlayError
 
 
@@ -344,77 +345,6 @@ def _clock(sec: Section, key: str, default: str) -> list[int]:
 # --------------------------------------------------------------------------- state
 
 
-def cpu_now() -> float:
-    """Process CPU seconds so far: this process (every thread) and its finished, waited-for children
-    (self-play's worker processes once their pool has closed), user and system."""
-    import resource
-
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-class StageClock:
-    """``with StageClock(folder, stage) as clock:`` the wall seconds and process CPU seconds
-    (:func:`cpu_now`) a stage has run in all, across interruptions: kept in
-    ``folder/clock-STAGE.json``, written every :attr:`TICK` seconds while the stage runs and at its
-    end, so a kill loses at most that much of the run's cost (the report's CPU hours count every
-    attempt, not only the one that finished; a killed attempt's worker processes are not counted)."""
-
-    TICK = 10.0
-
-    def __init__(self, folder: str, stage: str) -> None:
-        from experiments.paths import InputError, read_json
-
-        self.path = os.path.join(folder, f"clock-{stage}.json")
-        self.base = self.cpu_base = 0.0
-        if os.path.lexists(self.path):
-            try:
-                d = read_json(self.path, "stage clock")
-                v, c = d.get("seconds"), d.get("cpu", 0.0)  # type: ignore[attr-defined]
-                self.base = float(v) if isinstance(v, (int, float)) and 0 <= v < 1e9 else 0.0
-                self.cpu_base = float(c) if isinstance(c, (int, float)) and 0 <= c < 1e9 else 0.0
-            except (InputError, AttributeError):
-                self.base = self.cpu_base = 0.0  # a damaged clock only loses the time it held
-        self.t0 = time.monotonic()
-        self.c0 = cpu_now()
-        self._stop: Any = None
-
-    @property
-    def seconds(self) -> float:
-        return round(self.base + time.monotonic() - self.t0, 1)
-
-    @property
-    def cpu(self) -> float:
-        return round(self.cpu_base + cpu_now() - self.c0, 1)
-
-    def _write(self) -> None:
-        from experiments.paths import OutputError
-
-        try:
-            write_atomic(self.path, json.dumps({"seconds": self.seconds, "cpu": self.cpu}), "stage clock")
-        except OutputError:
-            pass  # the clock is bookkeeping: a full disk is met (and reported) by the stage itself
-
-    def __enter__(self) -> "StageClock":
-        import threading
-
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.t0 = time.monotonic()
-        self.c0 = cpu_now()
-        self._stop = threading.Event()
-
-        def tick() -> None:
-            while not self._stop.wait(self.TICK):
-                self._write()
-
-        threading.Thread(target=tick, daemon=True, name="stage-clock").start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._write()
-
-
 #: the settings a loop's games, networks and decisions depend on (``OUT/loop.json``): a rerun on the
 #: same folder with others is refused; the resources (workers, concurrency, threads) may change
 RUN_FILE = "loop.json"
@@ -627,7 +557,7 @@ def _window(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> list[str]:
 
 def _control_seconds(cfg: LoopConfig, gen: int) -> float:
     """Process CPU seconds the first self-play arm spent on round ``gen`` (self-play, its worker
-    processes included, and training; :func:`cpu_now`): the control arm's training budget for the
+    processes included, and training; :func:`~experiments.training.rl_state.cpu_now`): the control arm's training budget for the
     same round, counted by getrusage, not wall seconds (a shared machine's contention changes the
     wall seconds a stage takes much more than its CPU seconds).  A round recorded before the CPU was
     kept counts wall seconds times cores."""
@@ -839,45 +769,5 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     return summary
 
 
-def write_generations(cfg: LoopConfig, states: dict[str, State]) -> str:
-    """``OUT/generations.csv`` and ``OUT/generations.md``: a row for each generation of each arm, what
-    its stages did and cost (process CPU seconds) and the gate's games (W-D-L of the candidate) and
-decision: the loop's own record,
-    whether or not ``[rate]`` rates it.  Returns the Markdown file's path."""
-    import csv
-    import io
-
-    fields = ["arm", "generation", "network", "selfplay_games", "selfplay_positions", "selfplay_cpu_s",
-              "train_positions", "val_policy_acc", "val_value_sign_acc", "train_cpu_s", "gate", "accepted"]
-    rows = []
-    for arm in cfg.arms:
-        for g, rec in sorted(states[arm.name].data["gens"].items(), key=lambda kv: int(kv[0])):
-            sp, tr, gt = rec.get("selfplay", {}), rec.get("train", {}), rec.get("gate")
-            rows.append({"arm": arm.name, "generation": int(g), "network": sp.get("network", ""),
-                         "selfplay_games": sp.get("games", ""), "selfplay_positions": sp.get("positions", ""),
-                         "selfplay_cpu_s": sp.get("cpu", ""), "train_positions": tr.get("positions", ""),
-                         "val_policy_acc": tr.get("val_policy_acc", ""), "val_value_sign_acc": tr.get("val_value_sign_acc", ""),
-                         "train_cpu_s": tr.get("cpu", ""),
-                         "gate": "" if not gt else "no gate" if not gt["games"] else f"{gt['wins']}-{gt['draws']}-{gt['losses']}",
-                         "accepted": "" if not gt else gt["accepted"]})
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-
-    def cell(f: str, v: Any) -> str:
-        return f"{100 * v:.1f}%" if f.startswith("val_") and isinstance(v, float) else str(v)
-
-    md = [f"# The self-play loop {cfg.name}: every generation", "", "```", f"searchbench rl {cfg.path}", "```", "",
-          "Network: the generation self-play played (0: `initial`); CPU: process seconds (self-play's worker "
-          "processes included); held-out: the training run's validation games.", "",
-          "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
-    md += ["| " + " | ".join(cell(f, r[f]) for f in fields) + " |" for r in rows]
-    write_atomic(os.path.join(cfg.out, "generations.csv"), buf.getvalue(), "generations CSV")
-    path = os.path.join(cfg.out, "generations.md")
-    write_atomic(path, "\n".join(md) + "\n", "generations table")
-    return path
-
-
 __all__ = ["Arm", "LoopConfig", "STAGES", "State", "gate", "generate", "model_card", "parse", "run",
-           "train_candidate", "weights_of", "write_generations"]
+           "train_candidate", "weights_of"]

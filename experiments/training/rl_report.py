@@ -35,7 +35,8 @@ The report (``report_dir``): ``index.html`` (:mod:`reports.html`: the figures in
 on a board), ``ratings.csv`` (player, arm, generation, gate decision, self-play games
 and CPU hours so far, Elo with its interval, games, score), ``gates.csv``, ``heldout.csv``, the
 figures ``elo_vs_generation``, ``elo_vs_selfplay_games`` and ``elo_vs_cpu_hours`` (PNG + SVG), and
-``README.md`` with the command that regenerates everything.  CPU hours are wall seconds times the
+``README.md`` with the command that regenerates everything.  Every run of the loop, rated or not, also
+writes ``OUT/generations.md`` and ``.csv`` (:func:`write_generations`).  CPU hours are wall seconds times the
 cores a stage used (self-play workers, training threads, gate workers), summed up to the generation.
 """
 from __future__ import annotations
@@ -608,4 +609,41 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
     return "\n".join(lines)
 
 
-__all__ = ["parse_rate", "player", "rate_and_report", "searches", "write_report"]
+def write_generations(cfg: LoopConfig, states: dict[str, State]) -> str:
+    """``OUT/generations.csv`` and ``OUT/generations.md``: a row for each generation of each arm, what
+    its stages did and cost (process CPU seconds) and the gate's games (W-D-L of the candidate) and
+decision: the loop's own record,
+    whether or not ``[rate]`` rates it.  Returns the Markdown file's path."""
+    fields = ["arm", "generation", "network", "selfplay_games", "selfplay_positions", "selfplay_cpu_s",
+              "train_positions", "val_policy_acc", "val_value_sign_acc", "train_cpu_s", "gate", "accepted"]
+    rows = []
+    for arm in cfg.arms:
+        for g, rec in sorted(states[arm.name].data["gens"].items(), key=lambda kv: int(kv[0])):
+            sp, tr, gt = rec.get("selfplay", {}), rec.get("train", {}), rec.get("gate")
+            rows.append({"arm": arm.name, "generation": int(g), "network": sp.get("network", ""),
+                         "selfplay_games": sp.get("games", ""), "selfplay_positions": sp.get("positions", ""),
+                         "selfplay_cpu_s": sp.get("cpu", ""), "train_positions": tr.get("positions", ""),
+                         "val_policy_acc": tr.get("val_policy_acc", ""), "val_value_sign_acc": tr.get("val_value_sign_acc", ""),
+                         "train_cpu_s": tr.get("cpu", ""),
+                         "gate": "" if not gt else "no gate" if not gt["games"] else f"{gt['wins']}-{gt['draws']}-{gt['losses']}",
+                         "accepted": "" if not gt else gt["accepted"]})
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+
+    def cell(f: str, v: Any) -> str:
+        return f"{100 * v:.1f}%" if f.startswith("val_") and isinstance(v, float) else str(v)
+
+    md = [f"# The self-play loop {cfg.name}: every generation", "", "```", f"searchbench rl {cfg.path}", "```", "",
+          "Network: the generation self-play played (0: `initial`); CPU: process seconds (self-play's worker "
+          "processes included); held-out: the training run's validation games.", "",
+          "| " + " | ".join(fields) + " |", "|" + "---|" * len(fields)]
+    md += ["| " + " | ".join(cell(f, r[f]) for f in fields) + " |" for r in rows]
+    write_atomic(os.path.join(cfg.out, "generations.csv"), buf.getvalue(), "generations CSV")
+    path = os.path.join(cfg.out, "generations.md")
+    write_atomic(path, "\n".join(md) + "\n", "generations table")
+    return path
+
+
+__all__ = ["parse_rate", "player", "rate_and_report", "searches", "write_generations", "write_report"]

@@ -13,11 +13,86 @@ from their seed), the journals or the calibration's own networks.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
+from experiments.paths import write_atomic
 from experiments.training.rl_config import STATE, LoopConfig
+
+def cpu_now() -> float:
+    """Process CPU seconds so far: this process (every thread) and its finished, waited-for children
+    (self-play's worker processes once their pool has closed), user and system."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class StageClock:
+    """``with StageClock(folder, stage) as clock:`` the wall seconds and process CPU seconds
+    (:func:`cpu_now`) a stage has run in all, across interruptions: kept in
+    ``folder/clock-STAGE.json``, written every :attr:`TICK` seconds while the stage runs and at its
+    end, so a kill loses at most that much of the run's cost (the report's CPU hours count every
+    attempt, not only the one that finished; a killed attempt's worker processes are not counted)."""
+
+    TICK = 10.0
+
+    def __init__(self, folder: str, stage: str) -> None:
+        from experiments.paths import InputError, read_json
+
+        self.path = os.path.join(folder, f"clock-{stage}.json")
+        self.base = self.cpu_base = 0.0
+        if os.path.lexists(self.path):
+            try:
+                d = read_json(self.path, "stage clock")
+                v, c = d.get("seconds"), d.get("cpu", 0.0)  # type: ignore[attr-defined]
+                self.base = float(v) if isinstance(v, (int, float)) and 0 <= v < 1e9 else 0.0
+                self.cpu_base = float(c) if isinstance(c, (int, float)) and 0 <= c < 1e9 else 0.0
+            except (InputError, AttributeError):
+                self.base = self.cpu_base = 0.0  # a damaged clock only loses the time it held
+        self.t0 = time.monotonic()
+        self.c0 = cpu_now()
+        self._stop: Any = None
+
+    @property
+    def seconds(self) -> float:
+        return round(self.base + time.monotonic() - self.t0, 1)
+
+    @property
+    def cpu(self) -> float:
+        return round(self.cpu_base + cpu_now() - self.c0, 1)
+
+    def _write(self) -> None:
+        from experiments.paths import OutputError
+
+        try:
+            write_atomic(self.path, json.dumps({"seconds": self.seconds, "cpu": self.cpu}), "stage clock")
+        except OutputError:
+            pass  # the clock is bookkeeping: a full disk is met (and reported) by the stage itself
+
+    def __enter__(self) -> "StageClock":
+        import threading
+
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.t0 = time.monotonic()
+        self.c0 = cpu_now()
+        self._stop = threading.Event()
+
+        def tick() -> None:
+            while not self._stop.wait(self.TICK):
+                self._write()
+
+        threading.Thread(target=tick, daemon=True, name="stage-clock").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._write()
+
 
 #: files of the loop's folder itself
 TOP = ("loop.json", "gate0.json", "calibration.json", "heldout-0.json", "targets.json")
@@ -86,4 +161,4 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
     return n
 
 
-__all__ = ["ROUND", "TOP", "export", "restore", "state_files"]
+__all__ = ["ROUND", "TOP", "StageClock", "cpu_now", "export", "restore", "state_files"]
