@@ -483,6 +483,8 @@ def test_rl_runs_the_bughouse_loop_with_a_control_arm_and_resumes(tmp_path: Path
     assert f"--cpu-seconds {budget}" in (out / "ctl" / "gen-001" / "train" / "command.txt").read_text()
     meta = load_model(str(out / "ctl" / "gen-002" / "train" / "model.pt"), bn.FAMILY)[1]["meta"]
     assert meta["init"] == str(out / "ctl" / "gen-001" / "train" / "model.pt") and meta["data"] == [str(sup)]
+    # the run record names no path of this checkout (the default suite is ""): it resumes from another
+    assert json.loads((out / "loop.json").read_text())["selfplay"]["openings"] == ""
     # the state to carry to another machine holds the replay window's game databases
     from experiments.training import rl, rl_state
 

@@ -300,18 +300,15 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
     bughouse opening of a crazyhouse suite (``openings``); the two-board trainer; a gate by score.
     The one-board tables (``[rate]``, ``[gate0]``, ``[gate1]``, ``[calibrate]``) are refused: rate the
     networks with a ``bughouse-report`` config."""
-    from experiments.harness.openings import default_suite
-
     for k in ("rate", "gate0", "gate1", "calibrate"):
         if root.has(k):
             raise root.error(k, "is for one-board loops: rate a bughouse loop's networks with a bughouse-report config")
-    suite = str(default_suite(CRAZYHOUSE.name))
     s = root.table("selfplay")
     _game_keys(s, cfg, GAME_KEYS["selfplay"][0])
     cfg.selfplay = dict(games=s.get("games", int, 100, lambda n: None if n >= 2 and n % 2 == 0 else "must be even, >= 2"),
                         nodes=s.positive("nodes", 200), tc=_clock(s, "tc", "300+0"), workers=s.get(
                             "workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be 1..64"),
-                        openings=s.get("openings", str, suite), max_plies=s.positive("max_plies", 600))
+                        openings=s.get("openings", str, ""), max_plies=s.positive("max_plies", 600))
     check_suite(s, "openings", cfg.selfplay["openings"], CRAZYHOUSE.name, 1)
     s.done()
     t = root.table("train")
@@ -329,6 +326,14 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
     check_suite(g, "openings", cfg.gate["openings"], CRAZYHOUSE.name, 1)
     g.done()
     rl_gates.parse_gates(root, cfg)  # all off: no held-out data
+
+
+def _suite(path: str) -> str:
+    """A bughouse loop's opening suite: ``path``, or ("") the crazyhouse suite of this checkout (the
+    run record keeps "", so a loop resumes from another folder or machine)."""
+    from experiments.harness.openings import default_suite
+
+    return path or str(default_suite(CRAZYHOUSE.name))
 
 
 def _clock(sec: Section, key: str, default: str) -> list[int]:
@@ -446,7 +451,7 @@ def _generate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progr
     with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
         n = bd.generate(db, [(team, team)], sp["games"], sp["tc"][0], sp["tc"][1], chunk=2,
                         seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, progress=progress,
-                        max_plies=sp["max_plies"], workers=sp["workers"], openings=sp["openings"])
+                        max_plies=sp["max_plies"], workers=sp["workers"], openings=_suite(sp["openings"]))
     try:
         positions = len(bd.samples_from_db(bd.shard_paths(db)))
     except bd.BughouseDataError:  # no finished game (each reached max_plies): nothing to learn from them
@@ -687,7 +692,7 @@ def _gate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     with StageClock(cfg.gen_dir(arm.name, gen), "gate") as clock:
         s = bm.run_match(_seat(cand, gt["nodes"]), _seat(champ, gt["nodes"]), gt["games"], gt["tc"][0], gt["tc"][1],
                          db, seed=cfg.seed + gen, run=f"{cfg.name}-gate", max_plies=cfg.selfplay["max_plies"],
-                         progress=progress, openings=gt["openings"], workers=gt["workers"])
+                         progress=progress, openings=_suite(gt["openings"]), workers=gt["workers"])
     games = s.wins + s.draws + s.losses
     score = (s.wins + 0.5 * s.draws) / max(1, games)
     accepted = score >= gt["threshold"]
