@@ -432,8 +432,8 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
 
 
 def _seat(engine: EngineSpec, nodes: int) -> str:
-    """The seat text of ``engine`` playing generation ``gen``'s network at ``nodes`` simulations a move
-    (a bughouse team is text at the four-seat server's edge)."""
+    """The seat text of ``engine`` at ``nodes`` simulations a move (a bughouse team is text at the
+    four-seat server's edge)."""
     from engines.registry import extend
 
     return extend(engine, {"nodes": str(nodes)}).name
