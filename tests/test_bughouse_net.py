@@ -486,7 +486,7 @@ def test_rl_runs_the_bughouse_loop_with_a_control_arm_and_resumes(tmp_path: Path
     # the run record names no path of this checkout (the default suite is ""): it resumes from another
     assert json.loads((out / "loop.json").read_text())["selfplay"]["openings"] == ""
     # the state to carry to another machine holds the replay window's game databases
-    from experiments.training import rl, rl_state
+    from experiments.selfplay import loop as rl, state as rl_state
 
     files = rl_state.state_files(rl.parse(str(cfg)))
     assert {"sp/gen-001/selfplay/games.sqlite", "sp/gen-002/train/model.pt", "ctl/state.json"} <= set(files)

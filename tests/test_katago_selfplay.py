@@ -17,7 +17,7 @@ import board
 from engines import factory, registry
 from experiments.harness import ratings
 from experiments.harness.store import GameRecord
-from experiments.training import rl, rl_gates, targets
+from experiments.selfplay import gates as rl_gates, loop as rl, targets
 from search.base import Limits
 from search.mcts_config import MCTSConfig, MCTSConfigError, cpuct, u_divisor
 
@@ -127,7 +127,7 @@ def test_the_katago_switches_need_puct() -> None:
 
 
 def test_selfplay_adds_them_and_a_reference_search_takes_every_exploration_off() -> None:
-    from experiments.training.selfplay import selfplay_engine, without_exploration
+    from experiments.selfplay.games import selfplay_engine, without_exploration
 
     cfg = selfplay_engine("rise-mcts", "crazyhouse").config
     assert cfg.exploration.forced_playouts == 2 and cfg.exploration.policy_target_pruning and cfg.choice.temperature_visits and cfg.exploration.dirichlet_epsilon == 0.25
@@ -281,7 +281,7 @@ def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.
     machine) restores it, and the next round goes on from it: round 1 is not played again and round 2
     trains from round 1's network and optimizer."""
     from experiments.cli.main import main as cli
-    from experiments.training import rl_state
+    from experiments.selfplay import state as rl_state
     from tests.test_rl import _rounds_config
 
     path = _rounds_config(tmp_path)

@@ -22,7 +22,8 @@ import torch
 from experiments.harness.store import Store, StoreError
 from experiments.harness.tomlconfig import ConfigError
 from experiments.paths import DirLock, OutputError, append_line
-from experiments.training import datagen, rl, selfplay
+from experiments.selfplay import games as selfplay, loop as rl
+from experiments.training import datagen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_reliability import QUICK, one_line_error, run_cli  # noqa: E402

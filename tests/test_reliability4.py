@@ -183,7 +183,7 @@ def _bughouse_config(tmp_path: Path, **over: str) -> Path:
 
 
 def test_h08_two_bughouse_loops_on_one_folder_the_second_is_refused(tmp_path: Path) -> None:
-    from experiments.training import rl
+    from experiments.selfplay import loop as rl
 
     cfg = rl.parse(str(_bughouse_config(tmp_path)))
     os.makedirs(cfg.out)
@@ -195,7 +195,7 @@ def test_h08_two_bughouse_loops_on_one_folder_the_second_is_refused(tmp_path: Pa
 
 def test_h09_a_bughouse_loop_resumed_with_other_settings_is_refused(tmp_path: Path) -> None:
     from experiments.harness.tomlconfig import ConfigError
-    from experiments.training import rl
+    from experiments.selfplay import loop as rl
 
     first = rl.parse(str(_bughouse_config(tmp_path)))
     os.makedirs(first.out)
@@ -223,7 +223,7 @@ def test_h18_a_bughouse_state_of_the_wrong_shape_is_one_line(tmp_path: Path, sta
 
 def test_h21_the_shipped_bughouse_network_by_name_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evaluators.neural import weights_path
-    from experiments.training import rl
+    from experiments.selfplay import loop as rl
 
     cfg = _bughouse_config(tmp_path, initial='"bughouse_lazybug.pt"')
     monkeypatch.chdir(tmp_path)
@@ -236,7 +236,7 @@ def test_h21_the_shipped_bughouse_network_by_name_from_any_folder(tmp_path: Path
 
 def test_h11_rl_resumed_without_an_arms_seed_is_refused(tmp_path: Path) -> None:
     from experiments.harness.tomlconfig import ConfigError
-    from experiments.training import rl
+    from experiments.selfplay import loop as rl
     from tests.test_rl import _config
 
     path = _config(tmp_path)
@@ -259,7 +259,7 @@ def test_h11_rl_resumed_without_an_arms_seed_is_refused(tmp_path: Path) -> None:
 ])
 def test_h13_h15_h16_rl_values_refused_before_anything_is_recorded(tmp_path: Path, old: str, new: str, match: str) -> None:
     from experiments.harness.tomlconfig import ConfigError
-    from experiments.training import rl
+    from experiments.selfplay import loop as rl
     from tests.test_rl import _config
 
     path = _config(tmp_path, seed="1")
@@ -277,7 +277,7 @@ def test_h13_h15_h16_rl_values_refused_before_anything_is_recorded(tmp_path: Pat
 
 def test_h16_a_rating_search_of_another_evaluator_is_refused_at_once(tmp_path: Path) -> None:
     from experiments.harness.tomlconfig import ConfigError
-    from experiments.training import rl
+    from experiments.selfplay import loop as rl
     from tests.test_rl import _config
 
     path = _config(tmp_path)
@@ -379,7 +379,7 @@ def test_python_chess_drives_the_engine_at_a_short_fixed_time_without_overrun() 
 # ---------------------------------------------------------------- h14: a FIFO where a file is expected never hangs
 
 def test_h14_fifos_where_files_are_expected_are_refused(tmp_path: Path) -> None:
-    from experiments.training import selfplay
+    from experiments.selfplay import games as selfplay
 
     fifo = tmp_path / "out.html"
     os.mkfifo(fifo)

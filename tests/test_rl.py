@@ -11,7 +11,8 @@ import pytest
 
 from experiments.harness.store import Store
 from experiments.harness.tomlconfig import ConfigError
-from experiments.training import datagen, rl
+from experiments.selfplay import loop as rl
+from experiments.training import datagen
 from tests.test_selfplay import tiny_weights
 
 CONFIG = """
@@ -161,7 +162,7 @@ def test_two_generations_on_a_two_node_ray_cluster(tmp_path) -> None:  # type: i
 def test_the_training_gain_difference_comes_from_the_same_bootstrap() -> None:
     import numpy as np
 
-    from experiments.training.rl_report import _gain_difference
+    from experiments.selfplay.report import _gain_difference
 
     class Fit:  # the fields of experiments.harness.ratings.Fit the report reads
         names = ["a-g0", "a-g1", "b-g0", "b-g1"]

@@ -116,7 +116,7 @@ def test_shipped_configs_parse() -> None:
     for p in cfgs:
         data = tomlconfig.load(p).data
         from experiments.harness import ablate
-        from experiments.training import rl
+        from experiments.selfplay import loop as rl
 
         if "arms" in data:  # a self-play loop (bughouse: its supervised games live in data/, not shipped)
             try:

@@ -13,7 +13,8 @@ import torch
 from board import new_position
 from engines import factory
 from evaluators import nets
-from experiments.training import datagen, selfplay
+from experiments.selfplay import games as selfplay
+from experiments.training import datagen
 from evaluators.families import FAMILIES
 from search.base import Limits
 from search.gumbel import improved_policy

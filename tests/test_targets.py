@@ -12,7 +12,8 @@ import pytest
 import board
 from evaluators.base import Leaf
 from evaluators.encodings import raw_to_fen
-from experiments.training import datagen, targets
+from experiments.selfplay import targets
+from experiments.training import datagen
 from experiments.training.agreement import sample_validation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -91,7 +92,7 @@ def test_the_command_line(data: tuple[str, str], capsys: pytest.CaptureFixture[s
 
 def test_the_loop_measures_each_arms_target_before_self_play(tmp_path: Path, data: tuple[str, str],
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    from experiments.training import rl, rl_gates
+    from experiments.selfplay import gates as rl_gates, loop as rl
     from test_rl import _config
 
     path = _config(tmp_path, generations="1")
@@ -107,7 +108,7 @@ def test_the_loop_measures_each_arms_target_before_self_play(tmp_path: Path, dat
     mtime = (tmp_path / "out" / rl_gates.TARGETS).stat().st_mtime
     rl.run(cfg, progress=False, until="selfplay")  # measured once
     assert (tmp_path / "out" / rl_gates.TARGETS).stat().st_mtime == mtime
-    from experiments.training.rl_report import _targets_section
+    from experiments.selfplay.report import _targets_section
 
     section = "\n".join(_targets_section(cfg))
     assert "Policy targets before training" in section and "rise-gumbel" in section

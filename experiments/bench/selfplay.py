@@ -42,7 +42,7 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
     from engines import registry
     from engines.base import EngineError
     from engines.registry import join_spec
-    from experiments.training import selfplay
+    from experiments.selfplay import games as sp_games
 
     if not inferences:
         raise BenchSelfPlayError("bench selfplay: --inferences: name at least one backend")
@@ -54,13 +54,13 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
         for mode, concurrency in setups:
             spec = join_spec(engine, {"inference": mode})
             with tempfile.TemporaryDirectory(prefix="sb-bench-selfplay-") as out:
-                cfg = selfplay.SelfPlayConfig(engine=spec, out=os.path.join(out, "sp"), variant=variant, games=games,
+                cfg = sp_games.SelfPlayConfig(engine=spec, out=os.path.join(out, "sp"), variant=variant, games=games,
                                               nodes=nodes, concurrency=concurrency, workers=workers,
                                               seed=seed + r, full_fraction=full_fraction,
                                               fast_nodes=fast_nodes if full_fraction < 1.0 else 0)
                 try:
-                    st = selfplay.play(cfg, progress=progress)
-                except selfplay.SelfPlayError as e:
+                    st = sp_games.play(cfg, progress=progress)
+                except sp_games.SelfPlayError as e:
                     raise BenchSelfPlayError(f"bench selfplay: {e}") from None
             secs = max(float(st["seconds"]), 1e-9)
             row = {"inference": mode, "concurrency": concurrency, "engine": st["engine"], "round": r, "games": st["games"],

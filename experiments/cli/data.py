@@ -35,7 +35,7 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
 
 
 def _cmd_targets(args: argparse.Namespace) -> int:
-    from experiments.training import targets
+    from experiments.selfplay import targets
     from experiments.training.datagen import DataError
 
     if args.reference:

@@ -1,5 +1,5 @@
 """``searchbench selfplay`` and ``searchbench rl``: self-play games as training shards, and the
-self-play learning loop (:mod:`experiments.training.selfplay`, :mod:`experiments.training.rl`)."""
+self-play learning loop (:mod:`experiments.selfplay.games`, :mod:`experiments.selfplay.loop`)."""
 from __future__ import annotations
 
 import argparse
@@ -13,37 +13,37 @@ from experiments.cli.main import count, plies_range, seed
 
 
 def _cmd_selfplay(args: argparse.Namespace) -> int:
-    from experiments.training import selfplay
+    from experiments.selfplay import games
 
     min_p, max_p = args.random_plies
-    cfg = selfplay.SelfPlayConfig(engine=args.engine, out=args.out, variant=args.variant, games=args.games,
+    cfg = games.SelfPlayConfig(engine=args.engine, out=args.out, variant=args.variant, games=args.games,
                                   nodes=args.nodes, concurrency=args.concurrency, workers=args.workers,
                                   backend=args.backend, ray_address=args.ray_address, seed=args.seed,
                                   min_random_plies=min_p, max_random_plies=max_p, max_plies=args.max_plies,
                                   shard_games=args.shard_games, explore=not args.no_explore,
                                   evals=args.evals or 0, full_fraction=args.full_fraction,
                                   fast_nodes=args.fast_nodes or 0)
-    print(json.dumps(selfplay.play(cfg, progress=not args.quiet)))
+    print(json.dumps(games.play(cfg, progress=not args.quiet)))
     return 0
 
 
 def _cmd_rl(args: argparse.Namespace) -> int:
-    from experiments.training import rl
+    from experiments.selfplay import loop
 
-    cfg = rl.parse(args.config)
+    cfg = loop.parse(args.config)
     if args.state_from:
         from experiments.paths import DirLock, check_dir
-        from experiments.training import rl_state
+        from experiments.selfplay import state
 
         check_dir(cfg.out, "loop folder")
         os.makedirs(cfg.out, exist_ok=True)
         with DirLock(cfg.out, "loop folder"):
-            print(f"state: {rl_state.restore(cfg, args.state_from)} files from {args.state_from}")
-    summary = rl.run(cfg, progress=not args.quiet, until=args.until)
+            print(f"state: {state.restore(cfg, args.state_from)} files from {args.state_from}")
+    summary = loop.run(cfg, progress=not args.quiet, until=args.until)
     if args.state_to:
-        from experiments.training import rl_state
+        from experiments.selfplay import state
 
-        print(f"state: {rl_state.export(cfg, args.state_to)} files to {args.state_to}")
+        print(f"state: {state.export(cfg, args.state_to)} files to {args.state_to}")
     for arm in cfg.arms:
         gens = summary[arm.name]["gens"]
         decisions = ", ".join(f"gen {g}: " + ("taken (no gate)" if not r["gate"]["games"] else

@@ -17,7 +17,7 @@ G games)::
     game_fen     str   [G]      start FEN of the game
     variant      str   []       "chess" or "crazyhouse"
 
-Self-play shards (:mod:`experiments.training.selfplay`) add the search's targets, position i's
+Self-play shards (:mod:`experiments.selfplay.games`) add the search's targets, position i's
 policy target being entries ``policy_offset[i] .. policy_offset[i + 1] - 1`` (M entries in all)::
 
     policy_offset int64   [N + 1]  where each position's entries begin (policy_offset[0] = 0)

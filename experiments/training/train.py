@@ -1,6 +1,6 @@
 """``searchbench train MODEL``: train a registered family (:mod:`evaluators.families`) with
 its recipe (:mod:`experiments.training.recipe`) on data shards (:mod:`experiments.training.datagen`,
-self-play shards included: :mod:`experiments.training.selfplay`)."""
+self-play shards included: :mod:`experiments.selfplay.games`)."""
 from __future__ import annotations
 
 import importlib

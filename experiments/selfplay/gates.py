@@ -1,7 +1,7 @@
-"""The self-play loop's gates (:mod:`experiments.training.rl`, rounds): gate 0 before any game (the
+"""The self-play loop's gates (:mod:`experiments.selfplay.loop`, rounds): gate 0 before any game (the
 target self-play will write against a deep search of the same network), the learning-rate
 calibration (control rounds at a few rates), and gate 1 after every round (held-out NLL, prior
-entropy, value loss against round 0).  The keys and the rules are in :mod:`experiments.training.rl`'s
+entropy, value loss against round 0).  The keys and the rules are in :mod:`experiments.selfplay.loop`'s
 docstring; each records its figures in the loop's folder, measured once."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from experiments.harness.tomlconfig import ConfigError, Section
 from experiments.paths import write_atomic
-from experiments.training.rl_config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, list_of,
+from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, list_of,
                                             selfplay_search, weights_of, with_weights)
 
 
@@ -20,13 +20,13 @@ TARGETS = "targets.json"
 
 def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     """Each arm's self-play target against generation 0's prior on the held-out positions of
-    ``[rate] heldout`` (:mod:`experiments.training.targets`), before any self-play: kept in
+    ``[rate] heldout`` (:mod:`experiments.selfplay.targets`), before any self-play: kept in
     ``OUT/targets.json`` (measured once), quoted by the report, and a warning for every target that
     is not better than the prior (training on it teaches the network nothing it does not say)."""
     import sys
 
     from experiments.paths import InputError, read_json
-    from experiments.training import targets
+    from experiments.selfplay import targets
 
     data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
     n = int(cfg.rate.get("target_positions", 0))
@@ -94,9 +94,9 @@ def heldout_figures(weights: str, data: list[str]) -> dict[str, float]:
 
 def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     """Gate 0, before any self-play game: each self-play arm's target as self-play writes it against a
-    deep search of generation 0 (:func:`experiments.training.targets.measure_reference`), kept in
+    deep search of generation 0 (:func:`experiments.selfplay.targets.measure_reference`), kept in
     ``OUT/gate0.json``; :class:`GateError` naming the figures unless every target passes."""
-    from experiments.training import targets
+    from experiments.selfplay import targets
 
     g = cfg.gate0
     if not g["enabled"]:

@@ -1,4 +1,4 @@
-"""The small state of a self-play loop (:mod:`experiments.training.rl`), to commit and carry to a new
+"""The small state of a self-play loop (:mod:`experiments.selfplay.loop`), to commit and carry to a new
 machine: ``searchbench rl CONFIG --state-to DIR`` copies it out of the loop's folder after the run,
 ``--state-from DIR`` copies it into an empty loop folder before the run, which then resumes where the
 first machine stopped.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.paths import write_atomic
-from experiments.training.rl_config import STATE, LoopConfig
+from experiments.selfplay.config import STATE, LoopConfig
 
 def cpu_now() -> float:
     """Process CPU seconds so far: this process (every thread) and its finished, waited-for children

@@ -1,4 +1,4 @@
-"""The rating and the report of a self-play loop (:mod:`experiments.training.rl`), ``[rate]``.
+"""The rating and the report of a self-play loop (:mod:`experiments.selfplay.loop`), ``[rate]``.
 
 Players: every generation's network of every arm (generation 0 and every trained candidate, kept or
 not), each searching with its arm's gate engine at ``rate.nodes``.  Each plays ``rate.games`` games
@@ -49,7 +49,7 @@ from typing import Any
 
 from experiments.harness.tomlconfig import Section, writable_dir
 from experiments.paths import save_atomic, write_atomic
-from experiments.training.rl_config import STATE, LoopConfig, State, check_suite, weights_of, with_weights
+from experiments.selfplay.config import STATE, LoopConfig, State, check_suite, weights_of, with_weights
 
 
 def parse_rate(r: Section, cfg: LoopConfig) -> dict[str, Any]:
@@ -400,9 +400,9 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
 
 def _targets_section(cfg: LoopConfig) -> list[str]:
     """The policy targets of each arm's self-play search against generation 0's prior
-    (``OUT/targets.json``, :func:`experiments.training.rl_gates.measure_targets`)."""
+    (``OUT/targets.json``, :func:`experiments.selfplay.gates.measure_targets`)."""
     from experiments.paths import InputError, read_json
-    from experiments.training.rl_gates import TARGETS
+    from experiments.selfplay.gates import TARGETS
 
     path = Path(cfg.out) / TARGETS
     if not path.is_file():
@@ -428,7 +428,8 @@ def _gates_section(cfg: LoopConfig) -> list[str]:
     calibration, and every round's gate 1 figures with the work each arm spent (the control's budget:
     the self-play arm's process CPU seconds), from the loop's records in ``OUT``."""
     from experiments.paths import InputError, read_json
-    from experiments.training import rl_gates, targets
+    from experiments.selfplay import targets
+    from experiments.selfplay.gates import CALIBRATION, GATE0, HELDOUT0
 
     def record(name: str) -> Any:
         path = Path(cfg.out) / name
@@ -438,7 +439,7 @@ def _gates_section(cfg: LoopConfig) -> list[str]:
             return None
 
     lines: list[str] = []
-    g0 = record(rl_gates.GATE0)
+    g0 = record(GATE0)
     if isinstance(g0, dict) and isinstance(g0.get("value"), list) and g0["value"]:
         k = g0["key"]
         cap = f", playout cap {k['cap'][0]:g} x {k['nodes']} / {k['cap'][1]}" if k.get("cap") else ""
@@ -450,7 +451,7 @@ def _gates_section(cfg: LoopConfig) -> list[str]:
                   f"The loop starts only if the target's cross-entropy to the reference is below the prior's and its "
                   f"entropy is at least {cfg.gate0['min_entropy_ratio']:g} x the reference's (point estimates).", "",
                   targets.format_reference(g0["value"], markdown=True), ""]
-    cal = record(rl_gates.CALIBRATION)
+    cal = record(CALIBRATION)
     if isinstance(cal, dict) and cal.get("tries"):
         base = cal["round0"]
         lines += ["## Learning-rate calibration", "",
@@ -476,7 +477,7 @@ def _gates_section(cfg: LoopConfig) -> list[str]:
                            f"{'pass' if g1['passed'] else 'fail: ' + g1.get('why', '')}" if g1 else " | | | ")
                         + (f" (retrained after: {fails})" if fails else "") + " |")
     if rows:
-        base = record(rl_gates.HELDOUT0)
+        base = record(HELDOUT0)
         b = base["value"] if isinstance(base, dict) and isinstance(base.get("value"), dict) else None
         lines += ["## Rounds: work and gate 1", "",
                   "Work in process CPU seconds (getrusage: self-play's worker processes and training's threads); the "

@@ -2,7 +2,7 @@
 with a pluggable search (and, with two arms, the Gumbel paper's own question).
 
 One **arm** is one loop: a self-play engine (any MCTS-family engine: its search gives the policy
-targets, :mod:`experiments.training.selfplay`) and the engine that gates.  Every arm starts from the
+targets, :mod:`experiments.selfplay.games`) and the engine that gates.  Every arm starts from the
 same network (``initial``, generation 0) and runs ``generations`` times:
 
 1. **generate**: the current best network plays ``selfplay.games`` self-play games at
@@ -34,11 +34,11 @@ search leaves check enhancement out (its target would learn the check bias that 
 :func:`selfplay_search`).  A **control arm** (``kind = "control"``, after a self-play arm; in either mode) plays no
 games: each round it trains on the supervised data alone, from its own latest network, for the CPU
 time the first self-play arm spent on that round (self-play and training), counted as process CPU
-seconds (getrusage, :func:`~experiments.training.rl_state.cpu_now`), not wall seconds: self-play must beat it to claim that it
+seconds (getrusage, :func:`~experiments.selfplay.state.cpu_now`), not wall seconds: self-play must beat it to claim that it
 helped.  Before the first round each self-play arm's target is measured against the prior on
-held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.training.targets`).
+held-out positions (``[rate] heldout``, ``target_positions``; :mod:`experiments.selfplay.targets`).
 
-The rating and the report (``[rate]``, :mod:`experiments.training.rl_report`) follow the loop.
+The rating and the report (``[rate]``, :mod:`experiments.selfplay.report`) follow the loop.
 
 **Bughouse** (``variant = "bughouse"``, ``model = "bughouse"``: the two-board network) runs the same
 arms, control, gate, states and resumption with the game's own stages: self-play is four-seat games
@@ -77,7 +77,7 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
                 beta [0.05], concurrency [16], workers [1], openings [the variant's suite],
                 enabled [true; rounds: false], guard [false]; bughouse: games [20], nodes [selfplay.nodes],
                 tc [selfplay.tc], threshold, openings [selfplay.openings], workers [1], enabled [true]
-    [rate]      see experiments.training.rl_report
+    [rate]      see experiments.selfplay.report
     [gate0]     enabled [rounds with held-out data], data [rate.heldout], positions [400], reference [400],
                 min_entropy_ratio [0.8], reuse [true]
     [gate1]     enabled [rounds with held-out data], data [rate.heldout], max_nll_rise [0.02],
@@ -88,7 +88,7 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
 *Gate 0*, before any game: each self-play arm's policy target, as self-play writes it (its nodes, its
 playout cap, its noise, forced playouts and pruning, the tree kept from two plies earlier), is
 compared on held-out positions with a ``reference``-node search of generation 0 without noise
-(:func:`experiments.training.targets.measure_reference`); the loop refuses to start (one line with
+(:func:`experiments.selfplay.targets.measure_reference`); the loop refuses to start (one line with
 the figures) unless the target's cross-entropy to that search is below the prior's and its entropy is
 at least ``min_entropy_ratio`` times the reference's.  *Calibration*: one control round at each of
 ``lrs`` (generation 0 on the supervised data alone, ``cpu_seconds`` of process CPU); the largest rate
@@ -112,13 +112,13 @@ from engines.base import EngineSpec
 from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
-from experiments.training import rl_gates
-from experiments.training.rl_config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
+from experiments.selfplay import gates
+from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
                                             check_suite, first_difference, list_of, selfplay_search, weights_of,
                                             with_weights)
-from experiments.training.rl_report import parse_rate, rate_and_report, write_generations
-from experiments.training.rl_state import StageClock
-from experiments.training.selfplay import SelfPlayConfig, SelfPlayError
+from experiments.selfplay.report import parse_rate, rate_and_report, write_generations
+from experiments.selfplay.state import StageClock
+from experiments.selfplay.games import SelfPlayConfig, SelfPlayError
 
 
 def _check_train(t: Section, cfg: LoopConfig) -> None:
@@ -140,7 +140,7 @@ def parse(path: str) -> LoopConfig:
     from evaluators.families import FAMILIES, policy_value_families
     from evaluators.neural import weights_path
     from experiments.harness.tomlconfig import writable_dir
-    from experiments.training.selfplay import selfplay_engine
+    from experiments.selfplay.games import selfplay_engine
 
     root = load(path)
     name = root.get("name", str, check=lambda v: None if v and v[0] != "." and all(c.isalnum() or c in "-_." for c in v)
@@ -292,7 +292,7 @@ def _parse_one_board(root: Section, cfg: LoopConfig) -> None:
     check_suite(g, "openings", cfg.gate["openings"], cfg.variant, cfg.gate["games"] // 2)
     g.done()
     cfg.rate = parse_rate(root.table("rate"), cfg)
-    rl_gates.parse_gates(root, cfg)
+    gates.parse_gates(root, cfg)
 
 
 def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
@@ -325,7 +325,7 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
                     sprt=False, guard=False)
     check_suite(g, "openings", cfg.gate["openings"], CRAZYHOUSE.name, 1)
     g.done()
-    rl_gates.parse_gates(root, cfg)  # all off: no held-out data
+    gates.parse_gates(root, cfg)  # all off: no held-out data
 
 
 def _suite(path: str) -> str:
@@ -406,7 +406,7 @@ def check_run(cfg: LoopConfig) -> None:
 # --------------------------------------------------------------------------- the stages
 
 def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
-    from experiments.training import selfplay
+    from experiments.selfplay import games
 
     rec = state.gen(gen)
     if "selfplay" in rec:
@@ -421,7 +421,7 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
                         out=os.path.join(cfg.gen_dir(arm.name, gen), "selfplay"), variant=cfg.variant,
                         seed=(arm.seed if arm.seed is not None else cfg.seed) * 1000 + gen, **cfg.selfplay)
     with StageClock(cfg.gen_dir(arm.name, gen), "selfplay") as clock:
-        stats = selfplay.play(sp, progress=progress)
+        stats = games.play(sp, progress=progress)
     if stats["existing_games"] + stats["games"] < sp.games:
         raise SelfPlayError(f"{arm.name} generation {gen}: self-play stopped after "
                             f"{stats['existing_games'] + stats['games']} of {sp.games} games; run again to resume")
@@ -562,7 +562,7 @@ def _window(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> list[str]:
 
 def _control_seconds(cfg: LoopConfig, gen: int) -> float:
     """Process CPU seconds the first self-play arm spent on round ``gen`` (self-play, its worker
-    processes included, and training; :func:`~experiments.training.rl_state.cpu_now`): the control arm's training budget for the
+    processes included, and training; :func:`~experiments.selfplay.state.cpu_now`): the control arm's training budget for the
     same round, counted by getrusage, not wall seconds (a shared machine's contention changes the
     wall seconds a stage takes much more than its CPU seconds).  A round recorded before the CPU was
     kept counts wall seconds times cores."""
@@ -627,12 +627,7 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
     gt = cfg.gate
     best = state.best
     if not gt["enabled"]:  # rounds: the latest network goes on (lc0, KataGo); no games
-        rec["gate"] = {"against": best, "games": 0, "wins": 0, "draws": 0, "losses": 0, "score": 0.0,
-                       "accepted": True, "rule": "no gate: each round goes on from the last", "nodes": 0,
-                       "seconds": 0.0, "cores": 0}
-        state.data["best"] = gen
-        state.save()
-        return
+        return _decide(state, gen, (0, 0, 0), True, "no gate: each round goes on from the last", 0, 0.0, 0)
     cand_spec = with_weights(arm.gate_spec, weights_of(cfg, arm.name, gen))
     champ_spec = with_weights(arm.gate_spec, weights_of(cfg, arm.name, best))
     if cfg.two_board:
@@ -665,17 +660,25 @@ def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> N
                        adjudication=match_mod.Adjudication(max_plies=cfg.selfplay["max_plies"]),
                        pgn_path=pgn_out.beside(db), on_game=add, stop=decided, progress=progress,
                        desc=f"gate {cand.name} vs {champ.name}", postfix=lambda: f"{cand.name} {score_text(*wdl)}")
-    games = sum(wdl)
-    score = (wdl[0] + 0.5 * wdl[1]) / max(1, games)
+    score = (wdl[0] + 0.5 * wdl[1]) / max(1, sum(wdl))
     if test is not None and gt["guard"]:  # a regression guard: kept unless the test shows it worse
         accepted, rule = test.state != "H0", f"guard SPRT [{gt['elo0']:g}, {gt['elo1']:g}]: {test.state} ({test.summary()})"
     elif test is not None:
         accepted, rule = test.state == "H1", f"SPRT [{gt['elo0']:g}, {gt['elo1']:g}]: {test.state} ({test.summary()})"
     else:
         accepted, rule = score >= gt["threshold"], f"score >= {gt['threshold']:g}"
-    rec["gate"] = {"against": best, "games": games, "wins": wdl[0], "draws": wdl[1], "losses": wdl[2],
-                   "score": round(score, 4), "accepted": accepted, "rule": rule, "nodes": gt["nodes"],
-                   "seconds": clock.seconds, "cores": gt["workers"]}
+    _decide(state, gen, (wdl[0], wdl[1], wdl[2]), accepted, rule, gt["nodes"], clock.seconds, gt["workers"])
+
+
+def _decide(state: State, gen: int, wdl: tuple[int, int, int], accepted: bool, rule: str, nodes: int, seconds: float,
+            cores: int) -> None:
+    """Write a gate's record into generation ``gen`` (its W-D-L against the best, the rule and the
+    decision) and make ``gen`` the best network if it was accepted."""
+    games = sum(wdl)
+    score = (wdl[0] + 0.5 * wdl[1]) / games if games else 0.0
+    state.gen(gen)["gate"] = {"against": state.best, "games": games, "wins": wdl[0], "draws": wdl[1],
+                              "losses": wdl[2], "score": round(score, 4), "accepted": accepted, "rule": rule,
+                              "nodes": nodes, "seconds": seconds, "cores": cores}
     if accepted:
         state.data["best"] = gen
     state.save()
@@ -693,16 +696,9 @@ def _gate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
         s = bm.run_match(_seat(cand, gt["nodes"]), _seat(champ, gt["nodes"]), gt["games"], gt["tc"][0], gt["tc"][1],
                          db, seed=cfg.seed + gen, run=f"{cfg.name}-gate", max_plies=cfg.selfplay["max_plies"],
                          progress=progress, openings=_suite(gt["openings"]), workers=gt["workers"])
-    games = s.wins + s.draws + s.losses
-    score = (s.wins + 0.5 * s.draws) / max(1, games)
-    accepted = score >= gt["threshold"]
-    state.gen(gen)["gate"] = {"against": state.best, "games": games, "wins": s.wins, "draws": s.draws,
-                              "losses": s.losses, "score": round(score, 4), "accepted": accepted,
-                              "rule": f"score >= {gt['threshold']:g}", "nodes": gt["nodes"], "seconds": clock.seconds,
-                              "cores": gt["workers"]}
-    if accepted:
-        state.data["best"] = gen
-    state.save()
+    score = (s.wins + 0.5 * s.draws) / max(1, s.wins + s.draws + s.losses)
+    _decide(state, gen, (s.wins, s.draws, s.losses), score >= gt["threshold"], f"score >= {gt['threshold']:g}",
+            gt["nodes"], clock.seconds, gt["workers"])
 
 
 def model_card(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> None:
@@ -739,10 +735,10 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
 
 
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
-    rl_gates.measure_targets(cfg, progress)
+    gates.measure_targets(cfg, progress)
     if cfg.calibrate["lrs"]:
-        cfg.train["lr"] = rl_gates.calibrate(cfg, progress)["chosen"]
-    rl_gates.run_gate0(cfg, progress)
+        cfg.train["lr"] = gates.calibrate(cfg, progress)["chosen"]
+    gates.run_gate0(cfg, progress)
     states = {}
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)
@@ -755,8 +751,8 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
             if until == "selfplay" and gen == cfg.generations:
                 continue
             try:
-                rl_gates.train_gated(cfg, arm, gen, st, progress, train_candidate)
-            except rl_gates.GateError as e:  # no more rounds; the rounds that passed are rated and reported
+                gates.train_gated(cfg, arm, gen, st, progress, train_candidate)
+            except gates.GateError as e:  # no more rounds; the rounds that passed are rated and reported
                 stopped = str(e)
                 break
             if until == "train" and gen == cfg.generations:

@@ -1,5 +1,5 @@
-"""A self-play loop's settings and records (:mod:`experiments.training.rl`), shared by the loop, its
-gates (:mod:`~experiments.training.rl_gates`) and its report (:mod:`~experiments.training.rl_report`):
+"""A self-play loop's settings and records (:mod:`experiments.selfplay.loop`), shared by the loop, its
+gates (:mod:`~experiments.selfplay.gates`) and its report (:mod:`~experiments.selfplay.report`):
 the parsed config (:class:`LoopConfig`, its arms), an arm's ``state.json`` (:class:`State`), where a
 round's network lies (:func:`weights_of`) and the engine that plays it (:func:`with_weights`,
 :func:`selfplay_search`).  It imports none of the three, so they import it and not each other.

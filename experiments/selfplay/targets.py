@@ -3,7 +3,7 @@ before training on it (KataGo, lc0: a target is only as good as the search that 
 
 On held-out positions (the validation games of ``--data``, split by game as ``train`` splits them,
 so no network trained on that data saw them) each engine searches afresh at the self-play budget
-(``--nodes``, root visits) with its self-play exploration (:func:`experiments.training.selfplay.selfplay_engine`;
+(``--nodes``, root visits) with its self-play exploration (:func:`experiments.selfplay.games.selfplay_engine`;
 ``--no-explore``: without), and its training target is read as self-play reads it
 (:meth:`search.mcts.MCTS.policy_target`: PUCT's visit shares, Gumbel's improved policy π′).  Each row:
 
@@ -117,7 +117,7 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
 
     from engines import registry
     from evaluators.base import Leaf
-    from experiments.training.selfplay import SelfPlayError, selfplay_engine
+    from experiments.selfplay.games import SelfPlayError, selfplay_engine
     from search.base import Limits
 
     if not engines:
@@ -297,7 +297,7 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
 
     from engines import registry
     from evaluators.base import Leaf
-    from experiments.training.selfplay import SelfPlayError, selfplay_engine, without_exploration
+    from experiments.selfplay.games import SelfPlayError, selfplay_engine, without_exploration
     from search.base import Limits
 
     if not engines:
