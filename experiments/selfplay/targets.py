@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -98,6 +98,37 @@ def _engines(specs: Sequence[EngineSpec], variant: str, pool: Any) -> list[Any]:
     return made
 
 
+def _held_out(engines: Sequence[str | EngineSpec], data: list[str], positions: int, seed: int,
+              val_fraction: float) -> tuple[Any, np.ndarray]:
+    """The data and the sampled held-out position indices (:func:`~experiments.training.agreement.sample_validation`)."""
+    if not engines:
+        raise DataError("give one or more --engine")
+    ds = datagen.load_dataset(data)
+    return ds, sample_validation(ds, positions, seed, val_fraction)
+
+
+def _selfplay_spec(engine: str | EngineSpec, variant: str, explore: bool) -> EngineSpec:
+    """The engine as self-play runs it (:func:`experiments.selfplay.games.selfplay_engine`); a bad one is a :class:`DataError`."""
+    from experiments.selfplay.games import SelfPlayError, selfplay_engine
+
+    try:
+        return selfplay_engine(engine, variant, explore)
+    except SelfPlayError as err:
+        raise DataError(str(err)) from None
+
+
+def _positions(ds: Any, idx: np.ndarray, progress: bool) -> Iterator[tuple[int, int, Any, list[int], int]]:
+    """``(n, i, position, legal moves, the data's move)`` of each sampled position with two legal moves or more."""
+    from tqdm import tqdm
+
+    for n, i in enumerate(tqdm(idx, desc="targets", unit="position", disable=not progress)):
+        i = int(i)
+        pos = board.new_position(ds.variant, raw_to_fen(tuple(int(v) for v in ds.raw[i]), ds.variant))
+        legal = pos.legal_moves()
+        if len(legal) >= 2:
+            yield n, i, pos, legal, int(ds.move[i])
+
+
 def _add(row: TargetRow, probs: np.ndarray, moves: list[int], played: int, prior: np.ndarray,
          checks: np.ndarray) -> None:
     p = probs / probs.sum()
@@ -113,24 +144,13 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
             explore: bool = True, val_fraction: float = 0.1, progress: bool = True, evals: int = 0) -> list[TargetRow]:
     """The prior rows (one per distinct network) and one row per engine (module docstring); ``evals``
     > 0: each search limited to that many evaluator calls instead of ``nodes``."""
-    from tqdm import tqdm
-
     from engines import registry
     from evaluators.base import Leaf
-    from experiments.selfplay.games import SelfPlayError, selfplay_engine
     from search.base import Limits
 
-    if not engines:
-        raise DataError("give one or more --engine")
-    ds = datagen.load_dataset(data)
+    ds, idx = _held_out(engines, data, positions, seed, val_fraction)
     variant = ds.variant
-    idx = sample_validation(ds, positions, seed, val_fraction)
-    specs = []
-    for e in engines:
-        try:
-            specs.append(selfplay_engine(e, variant, explore))
-        except SelfPlayError as err:
-            raise DataError(str(err)) from None
+    specs = [_selfplay_spec(e, variant, explore) for e in engines]
     pool = registry.EvaluatorPool()  # engines of one network share it: one prior row per network
     made = _engines(specs, variant, pool)
     networks: dict[int, tuple[str, Any]] = {}
@@ -145,12 +165,7 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
         if getattr(cfg, "root_rule", "") == "gumbel":
             row.notes.append(f"Gumbel: considered actions {cfg.gumbel_params.considered_actions}, c_scale {cfg.gumbel_params.c_scale:g}")
     try:
-        for n, i in enumerate(tqdm(idx, desc="targets", unit="position", disable=not progress)):
-            pos = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i]), variant))
-            legal = pos.legal_moves()
-            if len(legal) < 2:
-                continue
-            played = int(ds.move[i])
+        for n, i, pos, legal, played in _positions(ds, idx, progress):
             checks = np.zeros(len(legal), dtype=bool)
             for j, m in enumerate(legal):
                 pos.push(m)
@@ -293,15 +308,11 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
     target, reference for each engine)."""
     import random
 
-    from tqdm import tqdm
-
     from engines import registry
     from evaluators.base import Leaf
-    from experiments.selfplay.games import SelfPlayError, selfplay_engine, without_exploration
+    from experiments.selfplay.games import without_exploration
     from search.base import Limits
 
-    if not engines:
-        raise DataError("give one or more --engine")
     if reference < 1 or reference <= (evals or nodes):
         raise DataError(f"the reference search needs more nodes than the target's ({evals or nodes}), got {reference}")
     if evals and playout_cap:
@@ -311,17 +322,13 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
         return Limits(evals=evals) if evals else Limits(nodes=nodes)
     if not 0.0 <= smoothing < 1.0:
         raise DataError("smoothing must be in [0, 1)")
-    ds = datagen.load_dataset(data)
+    ds, idx = _held_out(engines, data, positions, seed, val_fraction)
     variant = ds.variant
-    idx = sample_validation(ds, positions, seed, val_fraction)
     pool = registry.EvaluatorPool()
     pairs = []
     try:
         for e in engines:
-            try:
-                specs = (selfplay_engine(e, variant, explore), without_exploration(selfplay_engine(e, variant, False)))
-            except SelfPlayError as err:
-                raise DataError(str(err)) from None
+            specs = (_selfplay_spec(e, variant, explore), without_exploration(_selfplay_spec(e, variant, False)))
             made = _engines(list(specs), variant, pool)
             pairs.append((specs[0], made[0], made[1]))
     except DataError:
@@ -336,13 +343,7 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
                               prior=prior)
         rows.append((prior, target, ReferenceRow(f"reference: {reference} nodes, no noise, fresh tree", "reference")))
     try:
-        for n, i in enumerate(tqdm(idx, desc="targets", unit="position", disable=not progress)):
-            i = int(i)
-            pos = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i]), variant))
-            legal = pos.legal_moves()
-            if len(legal) < 2:
-                continue
-            played = int(ds.move[i])
+        for n, i, pos, legal, played in _positions(ds, idx, progress):
             before = None
             if reuse and i >= 2 and ds.game[i - 2] == ds.game[i]:
                 before = board.new_position(variant, raw_to_fen(tuple(int(v) for v in ds.raw[i - 2]), variant))
