@@ -98,11 +98,8 @@ def _engines(specs: Sequence[EngineSpec], variant: str, pool: Any) -> list[Any]:
     return made
 
 
-def _held_out(engines: Sequence[str | EngineSpec], data: list[str], positions: int, seed: int,
-              val_fraction: float) -> tuple[Any, np.ndarray]:
+def _held_out(data: list[str], positions: int, seed: int, val_fraction: float) -> tuple[Any, np.ndarray]:
     """The data and the sampled held-out position indices (:func:`~experiments.training.agreement.sample_validation`)."""
-    if not engines:
-        raise DataError("give one or more --engine")
     ds = datagen.load_dataset(data)
     return ds, sample_validation(ds, positions, seed, val_fraction)
 
@@ -148,7 +145,9 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
     from evaluators.base import Leaf
     from search.base import Limits
 
-    ds, idx = _held_out(engines, data, positions, seed, val_fraction)
+    if not engines:
+        raise DataError("give one or more --engine")
+    ds, idx = _held_out(data, positions, seed, val_fraction)
     variant = ds.variant
     specs = [_selfplay_spec(e, variant, explore) for e in engines]
     pool = registry.EvaluatorPool()  # engines of one network share it: one prior row per network
@@ -313,6 +312,8 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
     from experiments.selfplay.games import without_exploration
     from search.base import Limits
 
+    if not engines:
+        raise DataError("give one or more --engine")
     if reference < 1 or reference <= (evals or nodes):
         raise DataError(f"the reference search needs more nodes than the target's ({evals or nodes}), got {reference}")
     if evals and playout_cap:
@@ -322,7 +323,7 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
         return Limits(evals=evals) if evals else Limits(nodes=nodes)
     if not 0.0 <= smoothing < 1.0:
         raise DataError("smoothing must be in [0, 1)")
-    ds, idx = _held_out(engines, data, positions, seed, val_fraction)
+    ds, idx = _held_out(data, positions, seed, val_fraction)
     variant = ds.variant
     pool = registry.EvaluatorPool()
     pairs = []
