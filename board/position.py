@@ -732,8 +732,8 @@ class Position:
     # ------------------------------------------------------------------ FEN
 
     def set_fen(self, fen: str) -> None:
-        """Set the position from a FEN (pockets as ``[...]`` or a ninth ``/`` rank, ``~`` marks
-        promoted pieces).  Raises ``ValueError`` saying what is wrong."""
+        """Set the position from a FEN (pockets as ``[...]`` or a ninth ``/`` rank, empty as ``[]`` or
+        ``[-]``; ``~`` marks promoted pieces).  Raises ``ValueError`` saying what is wrong."""
         parts = fen.split()
         if not parts:
             raise ValueError("empty FEN")
@@ -745,6 +745,8 @@ class Position:
             if "[" not in board:
                 raise ValueError(f"unbalanced pocket brackets in FEN: {fen!r}")
             board, pocket = board[:-1].split("[", 1)
+            if pocket == "-":  # empty pockets as cutechess-cli writes them (``[-]``; ``[]`` elsewhere)
+                pocket = ""
         elif board.count("/") == 8:
             board, pocket = board.rsplit("/", 1)
         if pocket and not self.has_pockets:

@@ -48,13 +48,14 @@ def merge_limits(limits: Limits, nodes: int | None, depth: int | None, movetime:
     return dataclasses.replace(limits, **merged)
 
 
-def hard_stop_after(limits: Limits, turn: int) -> float | None:
-    """Seconds after which a search is stopped whatever it says (None: never, e.g. infinite)."""
+def hard_stop_after(limits: Limits, turn: int, overhead: float = 0.0) -> float | None:
+    """Seconds after which a search is stopped whatever it says (None: never, e.g. infinite): a
+    ``movetime`` less the search's move ``overhead`` (its answer must arrive within the movetime)."""
     if limits.infinite:
         return None
     caps: list[float] = []
     if limits.movetime is not None:
-        caps.append(max(0.0, limits.movetime))
+        caps.append(max(0.0, limits.movetime - max(0.0, overhead)))
     own = limits.wtime if turn == 0 else limits.btime
     if own is not None:
         own = max(0.0, own)
@@ -111,7 +112,8 @@ class OurEngine(InProcessEngine):
         self._stopped = False
         self._steps = 0
         self._t0 = time.perf_counter()
-        cap = hard_stop_after(lim, self._pos.turn)
+        time_cfg = getattr(getattr(self.search, "config", None), "time", None)
+        cap = hard_stop_after(lim, self._pos.turn, float(getattr(time_cfg, "move_overhead", 0.0)))
         self._deadline = None if cap is None else self._t0 + cap
         try:
             self.search.start(self._pos, lim)

@@ -129,9 +129,11 @@ class VisitsRoot(RootRule):
 
     Self-play's KataGo pieces (Wu 2019, section 3.1), each a switch of :class:`MCTSConfig`:
 
-    - forced playouts (``forced_playouts`` = k > 0, full searches only): an open edge with
-      ``N(s, a) < n_forced(a) = sqrt(k · P(s, a) · N(s))`` (in-flight visits counted) is selected
-      before the tree rule is asked, the one with the largest prior first;
+    - forced playouts (``forced_playouts`` = k > 0, full searches only): an open edge that already
+      has a visit (KataGo's ``rootDesiredPerChildVisitsCoeff``: only "a child that receives any
+      visits at all") with ``N(s, a) < n_forced(a) = sqrt(k · P(s, a) · N(s))`` (in-flight visits
+      counted) is selected before the tree rule is asked, the one with the largest prior first; an
+      unvisited move gets its first visit from the tree rule alone;
     - policy-target pruning (``policy_target_pruning``): the target takes from every edge but the
       most visited ``a*`` up to ``n_forced(a)`` visits, as long as its PUCT score
       ``Q(a) + cpuct(s) · P(a) · sqrt(N(s)) / (udiv(s) + N')`` stays at most ``a*``'s, and drops an edge
@@ -148,11 +150,11 @@ class VisitsRoot(RootRule):
             best_p = -1.0
             for e in range(e0, e0 + int(tree.nd_nedges[root])):
                 child = tree.ed_child[e]
-                n = 0.0
-                if child >= 0:
-                    if tree.nd_proven[tree.target(child)] != UNKNOWN:
-                        continue
-                    n = float(tree.nd_n[child] + tree.nd_vl[child])
+                # KataGo forces only a child that already has visits: an unvisited move is left
+                # to the tree rule (its first visit is the rule's choice, not a forced one)
+                if child < 0 or tree.nd_n[child] <= 0 or tree.nd_proven[tree.target(child)] != UNKNOWN:
+                    continue
+                n = float(tree.nd_n[child] + tree.nd_vl[child])
                 p = tree.ed_prior[e]
                 if n < math.sqrt(k * p * total) and p > best_p:
                     best, best_p = e, p

@@ -58,7 +58,7 @@ class Stoppers:
             raise MCTSConfigError(f"playout limit must be positive, got {limits.playouts}")
         budget = None if limits.infinite else move_time(limits, turn, fullmove, cfg.time)
         remaining = limits.wtime if turn == 0 else limits.btime
-        self.time = TimeControl(budget, cfg.time, remaining) if budget is not None else None
+        self.time = TimeControl(budget, cfg.time, remaining, limits.movetime is not None) if budget is not None else None
         if limits.evals is not None and limits.evals < 1:
             raise MCTSConfigError(f"evaluator-call limit must be positive, got {limits.evals}")
         self.eval_limit = limits.evals if limits.evals is not None else 0

@@ -10,7 +10,8 @@ Notation: ``t`` the remaining time on our clock, ``inc`` our increment, ``n`` th
 - MCTS stops at once with a single legal move; at half the allocated time in an *easy* position (the
   prior's top move has more than 90% and is still the best by Q); and extends by half the allocated
   time, once, in a *critical* position (the best move's Q dropped by more than 0.1 from the Q of the
-  move played last time).  :class:`TimeControl` holds that logic for one move.
+  move played last time), under a clock only: a fixed ``movetime`` is the most a move takes, less the
+  overhead.  :class:`TimeControl` holds that logic for one move.
 
 Alpha-beta uses :func:`move_time` alone (the same share, without early stop or extension).
 """
@@ -68,13 +69,14 @@ def move_time(limits: Limits, turn: int, fullmove_number: int, cfg: TimeConfig |
 class TimeControl:
     """The clock of one MCTS move: allocated time, early stop when easy, one extension when critical."""
 
-    def __init__(self, allocated: float, cfg: TimeConfig, remaining: float | None) -> None:
+    def __init__(self, allocated: float, cfg: TimeConfig, remaining: float | None, fixed: bool = False) -> None:
         self.allocated = allocated
         self.cfg = cfg
         self.deadline = allocated
         self.extended = False
-        # Never extend past what the clock allows (with the overhead kept).
-        self.hard_cap = allocated * 1.5 if remaining is None else min(
+        # Never extend past what the clock allows (with the overhead kept); a fixed move time
+        # (``go movetime``) is never extended: the answer is due within it.
+        self.hard_cap = allocated if fixed else allocated * 1.5 if remaining is None else min(
             allocated * 1.5, max(allocated, cfg.max_clock_share * remaining - cfg.move_overhead))
 
     def should_stop(self, elapsed: float, easy: bool, critical: bool) -> bool:

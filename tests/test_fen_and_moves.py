@@ -19,6 +19,9 @@ def test_chess_fen_round_trip(fen: str) -> None:
      "r2q3k/ppp2p1p/2n1pN2/3pP3/3P4/4BB2/PPP2PPP/R2Q1RK1[Rbbnnp] w - - 4 22"),
     ("4k3/1Q~6/8/8/4b3/8/Kpp5/8/ b - - 0 1", "4k3/1Q~6/8/8/4b3/8/Kpp5/8[] b - - 0 1"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"),
+    # empty pockets as cutechess-cli writes them in a crazyhouse game's FEN and EPD openings
+    ("r1bqkb1r/ppp2ppp/2n1pn2/1B1p4/3P4/P1N1P3/1PP2PPP/R1BQK1NR[-] b KQkq - 0 5",
+     "r1bqkb1r/ppp2ppp/2n1pn2/1B1p4/3P4/P1N1P3/1PP2PPP/R1BQK1NR[] b KQkq - 0 5"),
 ])
 def test_crazyhouse_fen_notations(fen: str, expected: str | None) -> None:
     assert CrazyhousePosition(fen).fen() == (expected or fen)
@@ -62,6 +65,8 @@ def test_bad_fen_is_a_clear_value_error(fen: str, needle: str) -> None:
 def test_bad_pocket_and_unknown_variant() -> None:
     with pytest.raises(ValueError, match="invalid pocket piece"):
         CrazyhousePosition("4k3/8/8/8/8/8/8/4K3[K] w - - 0 1")
+    with pytest.raises(ValueError, match="invalid pocket piece '-'"):  # '-' alone is empty, not a piece
+        CrazyhousePosition("4k3/8/8/8/8/8/8/4K3[Q-] w - - 0 1")
     with pytest.raises(ValueError, match="unknown variant"):
         new_position("atomic")
 

@@ -43,25 +43,65 @@ def _root(eng):  # type: ignore[no-untyped-def]
     return s.tree, s.root, s.root_rule
 
 
-def test_forced_playouts_give_every_root_move_its_share(weights: str) -> None:
-    k_forced = 8  # large enough that the forced shares bind at this budget (KataGo's 2 binds at more visits)
-    eng = _engine(f"rise-mcts:weights={weights},batch_size=1,tree_reuse=false,forced_playouts={k_forced}")
-    eng.new_game(1)
-    eng.play(board.new_position("crazyhouse"), Limits(nodes=200))
+def _middlegames(n: int, plies: int = 14) -> list[board.Position]:
+    """Held-out crazyhouse middlegames: openings the tests use nowhere else (lines 500 on of the
+    shipped 1,000-opening suite), each played on by the shipped network's raw policy."""
+    path = Path(__file__).resolve().parents[1] / "experiments" / "openings" / "crazyhouse-1000.epd"
+    policy = _engine("rise-mcts:batch_size=1,tree_reuse=false")
+    out = []
+    for line in path.read_text().splitlines()[500:500 + n]:
+        pos = board.new_position("crazyhouse")
+        pos.set_fen(" ".join(line.split()[:4]) + " 0 1")
+        policy.new_game(1)
+        for _ in range(plies):
+            if pos.is_game_over():
+                break
+            pos.push(policy.play(pos, Limits(nodes=1)).move)
+        if not pos.is_game_over():
+            out.append(pos)
+    return out
+
+
+def _visited(spec: str, pos: board.Position, nodes: int) -> tuple[list[int], list[float], float]:
+    eng = _engine(spec)
+    eng.new_game(7)
+    eng.play(pos, Limits(nodes=nodes))
     tree, root, _ = _root(eng)
-    total = tree.nd_sum_n[root]
     e0, k = int(tree.nd_edge0[root]), int(tree.nd_nedges[root])
-    for e in range(e0, e0 + k):  # each edge was visited until N(a) >= sqrt(k P N) at the N of its last turn
-        assert tree.edge_n(e) + 1 >= math.sqrt(k_forced * tree.ed_prior[e] * total) - 1e-9
-    # without them some move gets fewer visits than its forced share
-    plain = _engine(f"rise-mcts:weights={weights},batch_size=1,tree_reuse=false")
-    plain.new_game(1)
-    plain.play(board.new_position("crazyhouse"), Limits(nodes=200))
-    t2, r2, _ = _root(plain)
-    e2 = int(t2.nd_edge0[r2])
-    short = [e for e in range(e2, e2 + k)
-             if t2.edge_n(e) + 1 < math.sqrt(k_forced * t2.ed_prior[e] * t2.nd_sum_n[r2])]
-    assert short
+    return ([tree.edge_n(e) for e in range(e0, e0 + k)], [tree.ed_prior[e] for e in range(e0, e0 + k)],
+            float(tree.nd_sum_n[root]))
+
+
+def test_forced_playouts_force_only_moves_that_have_visits() -> None:
+    # KataGo forces "any given child that receives any visits at all at the root": an unvisited move
+    # gets its first visit from the tree rule alone, so a 128-node search with k = 2 spreads over
+    # about as many root moves as plain PUCT (forcing every legal move took 55-59 of them)
+    for pos in _middlegames(6):
+        plain, _, _ = _visited("rise-mcts:tree_reuse=false", pos, 128)
+        forced, priors, total = _visited("rise-mcts:tree_reuse=false,forced_playouts=2", pos, 128)
+        wide = sum(1 for n in plain if n > 0)
+        assert 0 < sum(1 for n in forced if n > 0) <= 2 * wide, pos.fen()
+        assert sum(1 for n in forced if n > 0) < len(forced) // 2 or len(forced) < 8, pos.fen()
+
+
+def test_forced_playouts_give_every_visited_root_move_its_share(weights: str) -> None:
+    k_forced = 8  # large enough that the forced shares bind at this budget (KataGo's 2 binds at more visits)
+    forced, priors, total = _visited(f"rise-mcts:weights={weights},batch_size=1,tree_reuse=false,forced_playouts={k_forced}",
+                                     board.new_position("crazyhouse"), 200)
+    plain, pp, ptotal = _visited(f"rise-mcts:weights={weights},batch_size=1,tree_reuse=false",
+                                 board.new_position("crazyhouse"), 200)
+
+    def short(ns: list[float] | list[int], ps: list[float], n_total: float) -> list[int]:
+        # a visited move below its forced share sqrt(k P N) (one visit of slack: the share grows as N does)
+        return [i for i, n in enumerate(ns) if n > 0 and n + 1 < math.sqrt(k_forced * ps[i] * n_total) - 1e-9]
+
+    # each move the search visited was visited on until N(a) >= sqrt(k P N), but for one the tree
+    # rule opened last (forced from its first visit on, it ran out of budget: here 3 visits) ...
+    assert len(short(forced, priors, total)) <= 1
+    # ... which plain PUCT does not do (18 of its 20 moves are short here), and no move was forced
+    # before its first visit (3 of the 20 were never visited)
+    assert len(short(plain, pp, ptotal)) >= 10
+    assert sum(1 for n in forced if n > 0) < len(forced)
 
 
 def test_a_pruned_target_sums_to_one_and_drops_only_forced_visits() -> None:

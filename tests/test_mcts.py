@@ -458,6 +458,23 @@ def test_time_shares() -> None:
     assert not c.should_stop(1.0, easy=False, critical=True)  # extended once by half
     assert c.should_stop(1.5, easy=False, critical=True)
     assert TimeControl(1.0, tc, 30.0).should_stop(1.0, easy=False, critical=False)
+    # a fixed move time (go movetime) is never extended, critical or not: the answer is due within it
+    fixed = TimeControl(0.98, tc, None, fixed=True)
+    assert fixed.should_stop(0.98, easy=False, critical=True) and fixed.hard_cap == 0.98
+
+
+def test_movetime_is_never_overrun_by_the_critical_extension() -> None:
+    # every move of a game under go movetime: the search's own stop is at movetime - overhead, the
+    # critical extension never applies, and the engine's hard stop keeps the overhead too
+    from engines.ours import hard_stop_after
+    assert hard_stop_after(Limits(movetime=0.3), 0, 0.02) == pytest.approx(0.28)
+    assert hard_stop_after(Limits(movetime=0.3), 0) == pytest.approx(0.3)
+    pos = board.new_position("crazyhouse")
+    search = MCTS(EV)
+    search.start(pos, Limits(movetime=0.2))
+    assert search._stop.time is not None and search._stop.time.hard_cap == pytest.approx(0.18)
+    search.start(pos, Limits(wtime=10.0, btime=10.0))  # under a clock the extension stays
+    assert search._stop.time is not None and search._stop.time.hard_cap > search._stop.time.allocated
 
 
 def test_search_under_a_clock() -> None:

@@ -23,7 +23,8 @@ Playout-cap randomisation (KataGo; ``full_fraction`` < 1): each move is a full s
 with that probability, drawn from the game's seed, and its position gets the policy target; the other
 moves are a fast search (``fast_nodes``; as KataGo's, no root noise and no forced playouts:
 ``Limits.fast``) whose position keeps only its value target (an empty policy target in the shard: :meth:`PolicyValue.loss_of` leaves it out of the policy
-loss).  More games for the same evaluations, so more value targets, without cheapening the policy
+loss), and that the game's result alone: its root Q is stored as NaN, so ``q_weight`` mixes in the
+search's value of full searches only.  More games for the same evaluations, so more value targets, without cheapening the policy
 targets.
 
 Games: from the start position (or ``random_plies`` uniformly random legal plies first, which are
@@ -40,6 +41,7 @@ refused, so one directory never mixes two runs under the same uids.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import time
@@ -203,7 +205,9 @@ def to_record(line: dict[str, Any], variant: str) -> datagen.GameRecord:
         rec.moves.append(m)
         rec.scores.append(max(-datagen.MATE_SCORE, min(datagen.MATE_SCORE, value_to_cp(float(q), variant))))
         rec.policy.append((list(moves), list(probs)))
-        rec.root_q.append(float(q))
+        # the search's value joins the value target (``q_weight``) from full searches only: a fast
+        # search's root Q is mostly the network's own value (16 nodes), which teaches it nothing
+        rec.root_q.append(float(q) if moves else math.nan)
         pos.push(m)
     return rec
 
