@@ -70,6 +70,7 @@ class LoopConfig:
     gate0: dict[str, Any] = field(default_factory=dict)
     gate1: dict[str, Any] = field(default_factory=dict)
     calibrate: dict[str, Any] = field(default_factory=dict)
+    offline: dict[str, Any] = field(default_factory=dict)
     path: str = ""
 
     @property

@@ -152,7 +152,46 @@ def calibrate(cfg: LoopConfig, progress: bool) -> dict[str, Any]:
         raise GateError("calibration: no learning rate lowers the held-out policy NLL of generation 0 ("
                         + ", ".join(f"lr {x['lr']:g}: {x['policy_loss']:.4f}" for x in tries)
                         + f" against {base['policy_loss']:.4f}); try smaller ones")
+    if c["value_weights"]:
+        result.update(_calibrate_value_weight(cfg, float(result["chosen"]), base, t, progress))
+        write_atomic(os.path.join(cfg.out, CALIBRATION), json.dumps(result, indent=1), "calibration record")
     return result
+
+
+def _calibrate_value_weight(cfg: LoopConfig, lr: float, base: dict[str, float], t: dict[str, Any],
+                            progress: bool) -> dict[str, Any]:
+    """The value loss weight: one control round at the chosen rate for each of ``[calibrate]
+    value_weights``, each network's offline value error against Fairy-Stockfish measured
+    (:mod:`experiments.selfplay.offline`, paired with generation 0's); the weight of the lowest
+    value error whose held-out policy NLL stays below generation 0's is kept (none: the configured
+    ``value_weight``)."""
+    from experiments.selfplay import offline
+    from experiments.training import train
+
+    c = cfg.calibrate
+    round0 = offline.figures_of(cfg, cfg.initial, os.path.join(cfg.out, "offline-round0"), progress)
+    tries = []
+    for vw in c["value_weights"]:
+        out = os.path.join(cfg.out, "calibrate", f"lr-{lr:g}-vw-{vw:g}")
+        key = {"lr": lr, "value_weight": vw, "cpu_seconds": c["cpu_seconds"], "data": c["data"],
+               "supervised": cfg.train["supervised"], "initial": cfg.initial,
+               "train": {k: v for k, v in t.items() if k not in FREE_KEYS and k != "value_weight"}}
+
+        def one(vw: float = vw, out: str = out) -> dict[str, Any]:
+            tc = train.TrainConfig(model=cfg.model, data=list(cfg.train["supervised"]), out=out, init=cfg.initial,
+                                   seed=cfg.seed, **{**t, "lr": lr, "value_weight": vw, "epochs": 100_000,
+                                                      "minutes": None, "cpu_seconds": c["cpu_seconds"],
+                                                      "schedule": "constant"})
+            meta = train.train(tc, progress=progress)
+            weights = os.path.join(out, "model.pt")
+            fig = offline.summary(offline.figures_of(cfg, weights, out, progress), round0, round0)
+            return {"value_weight": vw, "samples": int(meta.get("steps", 0)) * int(tc.resolved().batch or 0),
+                    **heldout_figures(weights, c["data"]), "offline": fig}
+
+        tries.append(_cached(os.path.join(out, "calibration.json"), key, one))
+    ok = [x for x in tries if x["policy_loss"] < base["policy_loss"]]
+    chosen = min(ok, key=lambda x: x["offline"]["value_sq"][0])["value_weight"] if ok else None
+    return {"value_tries": tries, "value_weight": chosen}
 
 
 def _heldout0(cfg: LoopConfig, data: list[str]) -> dict[str, float]:
@@ -163,23 +202,30 @@ def _heldout0(cfg: LoopConfig, data: list[str]) -> dict[str, float]:
 def check_gate1(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> str | None:
     """Gate 1 after a round's training (self-play arms): the new network's held-out policy NLL at most
     ``max_nll_rise`` above generation 0's, its mean prior entropy at least ``min_entropy_ratio`` times
-    generation 0's, its value loss at most ``max_value_rise`` above generation 0's.  The figures go
-    into the round's record (``gate1``); returns why it fails (None: it passes)."""
+    generation 0's, its value loss at most ``max_value_rise`` above generation 0's (the NLL and value
+    rules only with ``heldout_stops``); with ``[offline]`` first the offline value gate
+    (:func:`experiments.selfplay.offline.verdict`), whose figures every arm's round records.  The
+    figures go into the round's record (``gate1``, ``offline``); returns why it fails (None: it passes)."""
+
+    from experiments.selfplay import offline
 
     g = cfg.gate1
     rec = state.gen(gen)
+    off = offline.record(cfg, arm, gen, state, progress=False) if cfg.offline else None
     if not g["enabled"] or arm.kind != "selfplay":
         return None
     base = _heldout0(cfg, g["data"])
     fig = rec.get("gate1") or heldout_figures(weights_of(cfg, arm.name, gen), g["data"])
-    why = None
-    if fig["policy_loss"] > base["policy_loss"] + g["max_nll_rise"]:
+    why = offline.verdict(off) if off is not None else None
+    if why is not None:
+        pass
+    elif g["heldout_stops"] and fig["policy_loss"] > base["policy_loss"] + g["max_nll_rise"]:
         why = (f"held-out policy NLL {fig['policy_loss']:.4f} is more than {g['max_nll_rise']:g} above round 0's "
                f"{base['policy_loss']:.4f}")
     elif fig["policy_entropy"] < g["min_entropy_ratio"] * base["policy_entropy"]:
         why = (f"mean prior entropy {fig['policy_entropy']:.3f} is below {g['min_entropy_ratio']:g} x round 0's "
                f"{base['policy_entropy']:.3f}")
-    elif fig["value_loss"] > base["value_loss"] + g["max_value_rise"]:
+    elif g["heldout_stops"] and fig["value_loss"] > base["value_loss"] + g["max_value_rise"]:
         why = f"held-out value loss {fig['value_loss']:.4f} is above round 0's {base['value_loss']:.4f}"
     rec["gate1"] = {**fig, "passed": why is None, **({"why": why} if why else {})}
     state.save()
@@ -209,13 +255,13 @@ def train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: boo
             raise GateError(state.gen(gen)["gate1_stopped"])
         state.gen(gen).setdefault("gate1_failed", []).append({**state.gen(gen)["gate1"], "lr": lr})
         state.data["lr"] = lr / 2
-        for k in ("train", "gate1"):
+        for k in ("train", "gate1", "offline"):
             state.gen(gen).pop(k, None)
         state.save()
         shutil.rmtree(os.path.join(cfg.gen_dir(arm.name, gen), "train"), ignore_errors=True)
-        clock = os.path.join(cfg.gen_dir(arm.name, gen), "clock-train.json")
-        if os.path.exists(clock):
-            os.remove(clock)
+        for f in ("clock-train.json", "offline.json"):
+            if os.path.exists(os.path.join(cfg.gen_dir(arm.name, gen), f)):
+                os.remove(os.path.join(cfg.gen_dir(arm.name, gen), f))
 
 
 def parse_gates(root: Section, cfg: LoopConfig) -> None:
@@ -247,6 +293,7 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
                      min_entropy_ratio=g1.get("min_entropy_ratio", float, 0.8, ratio),
                      max_value_rise=g1.get("max_value_rise", float, 0.0, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"),
                      on_fail=g1.choice("on_fail", ("stop", "halve"), "stop"),
+                     heldout_stops=g1.get("heldout_stops", bool, True),
                      retries=g1.get("retries", int, 2, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"))
     if cfg.gate1["enabled"] and not data1:
         raise g1.error("data", "gate 1 needs held-out data: give [gate1] data or [rate] heldout")
@@ -258,13 +305,22 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
     lrs = list_of(c, "lrs", float, [])
     if any(not 0 < v < 10 for v in lrs) or len(set(lrs)) != len(lrs):
         raise c.error("lrs", "must be distinct learning rates between 0 and 10")
-    cfg.calibrate = dict(lrs=sorted(lrs, reverse=True), data=list_of(c, "data", str, heldout),
+    vws = list_of(c, "value_weights", float, [])
+    if any(not 0 < v <= 100 for v in vws) or len(set(vws)) != len(vws):
+        raise c.error("value_weights", "must be distinct value loss weights above 0 and at most 100")
+    cfg.calibrate = dict(lrs=sorted(lrs, reverse=True), data=list_of(c, "data", str, heldout), value_weights=vws,
                          cpu_seconds=c.get("cpu_seconds", float, 600.0,
                                            lambda v: None if 1 <= v <= 1e6 else "must be from 1 to 1e6"))
     if lrs and (not rounds or not cfg.train["supervised"] or not cfg.calibrate["data"]):
         raise c.error("lrs", "calibration trains control rounds: it needs mode = \"rounds\", [train] supervised and "
                              "held-out data ([calibrate] data or [rate] heldout)")
     c.done()
+    from experiments.selfplay import offline
+
+    offline.parse(root, cfg, heldout)
+    if vws and (not lrs or not cfg.offline["enabled"]):
+        raise c.error("value_weights", "the value weight is calibrated after the learning rate, by the offline value "
+                                       "gate: give [calibrate] lrs and [offline] enabled = true")
 
 
 __all__ = ["CALIBRATION", "GATE0", "GateError", "HELDOUT0", "TARGETS", "measure_targets", "calibrate", "check_gate1", "heldout_figures",

@@ -81,8 +81,12 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
     [gate0]     enabled [rounds with held-out data], data [rate.heldout], positions [400], reference [400],
                 min_entropy_ratio [0.8], reuse [true]
     [gate1]     enabled [rounds with held-out data], data [rate.heldout], max_nll_rise [0.02],
-                min_entropy_ratio [0.8], max_value_rise [0], on_fail ["stop"; or "halve"], retries [2]
-    [calibrate] lrs [[]: off], cpu_seconds [600], data [rate.heldout]
+                min_entropy_ratio [0.8], max_value_rise [0], on_fail ["stop"; or "halve"], retries [2],
+                heldout_stops [true] (false: the held-out NLL and value loss are columns of the record, not
+                stops: the offline value gate decides)
+    [calibrate] lrs [[]: off], cpu_seconds [600], data [rate.heldout], value_weights [[]: off]
+    [offline]   enabled [false], data [rate.heldout], positions [300], engine ["fairy-stockfish"],
+                engine_nodes [50000], reference [400] (:mod:`experiments.selfplay.offline`)
 
 **Gates** (rounds; KataGo and lc0's practice: a target is only as good as the search that made it).
 *Gate 0*, before any game: each self-play arm's policy target, as self-play writes it (its nodes, its
@@ -95,8 +99,13 @@ at least ``min_entropy_ratio`` times the reference's.  *Calibration*: one contro
 whose held-out policy NLL falls below generation 0's is the loop's ``lr``.  *Gate 1*, after each
 self-play round's training: held-out policy NLL at most ``max_nll_rise`` above generation 0's, mean
 prior entropy at least ``min_entropy_ratio`` times generation 0's, value loss at most
-``max_value_rise`` above; a failing round stops the loop with one line, or (``on_fail = "halve"``) is
-trained again at half the learning rate, kept for later rounds.  The records are ``OUT/gate0.json``,
+``max_value_rise`` above, and with ``[offline]`` its value error against a deep Fairy-Stockfish
+evaluation not above the previous round's beyond the interval of the difference
+(:mod:`experiments.selfplay.offline`, measured for every arm; the prior's cross-entropy to round 0's
+deep search beside it); a failing round stops the loop with one line, or (``on_fail = "halve"``) is
+trained again at half the learning rate, kept for later rounds.  With ``value_weights`` the
+calibration goes on at the chosen rate: one control round at each weight, the weight of the lowest
+offline value error whose held-out NLL stays below generation 0's is the loop's ``value_weight``.  The records are ``OUT/gate0.json``,
 ``OUT/calibration.json``, ``OUT/heldout-0.json`` and each round's ``gate1`` in ``state.json``.
 """
 from __future__ import annotations
@@ -737,7 +746,10 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     gates.measure_targets(cfg, progress)
     if cfg.calibrate["lrs"]:
-        cfg.train["lr"] = gates.calibrate(cfg, progress)["chosen"]
+        chosen = gates.calibrate(cfg, progress)
+        cfg.train["lr"] = chosen["chosen"]
+        if chosen.get("value_weight") is not None:
+            cfg.train["value_weight"] = chosen["value_weight"]
     gates.run_gate0(cfg, progress)
     states = {}
     for arm in cfg.arms:
