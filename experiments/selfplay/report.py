@@ -36,8 +36,10 @@ on a board), ``ratings.csv`` (player, arm, generation, gate decision, self-play 
 and CPU hours so far, Elo with its interval, games, score), ``gates.csv``, ``heldout.csv``, the
 figures ``elo_vs_generation``, ``elo_vs_selfplay_games`` and ``elo_vs_cpu_hours`` (PNG + SVG), and
 ``README.md`` with the command that regenerates everything.  Every run of the loop, rated or not, also
-writes ``OUT/generations.md`` and ``.csv`` (:func:`write_generations`).  CPU hours are wall seconds times the
-cores a stage used (self-play workers, training threads, gate workers), summed up to the generation.
+writes ``OUT/generations.md`` and ``.csv`` (:func:`write_generations`).  CPU hours are process CPU
+seconds (getrusage: self-play's worker processes, training's threads, the gate's workers), summed up
+to the generation.  The report opens with its finding (``notes``), then, computed, each fixed
+search's *last* round against round 0 and against the control beside its *best* round.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ import csv
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from experiments.harness.tomlconfig import Section, writable_dir
 from experiments.paths import save_atomic, write_atomic
@@ -230,13 +232,16 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
 
 
 def _cumulative(state: State, gen: int) -> tuple[int, float]:
-    """(self-play games, CPU hours) an arm spent up to and including generation ``gen``."""
+    """(self-play games, CPU hours) an arm spent up to and including generation ``gen``: process CPU
+    seconds (getrusage, the stage's worker processes and threads included), or wall seconds times
+    cores for a stage recorded before its CPU was."""
     games, secs = 0, 0.0
     for g in range(1, gen + 1):
         rec = state.gen(g)
         for stage in ("selfplay", "train", "gate"):
             if stage in rec:
-                secs += float(rec[stage]["seconds"]) * float(rec[stage]["cores"])
+                cpu = rec[stage].get("cpu")
+                secs += float(cpu) if cpu is not None else float(rec[stage]["seconds"]) * float(rec[stage]["cores"])
         games += int(rec.get("selfplay", {}).get("games", 0))
     return games, secs / 3600.0
 
@@ -423,20 +428,26 @@ def _targets_section(cfg: LoopConfig) -> list[str]:
     return lines + [""] + notes + ([""] if notes else [])
 
 
+def _record(cfg: LoopConfig, name: str) -> Any:
+    """A JSON record of the loop's folder (None: absent or unreadable)."""
+    from experiments.paths import InputError, read_json
+
+    path = Path(cfg.out) / name
+    try:
+        return read_json(path, "loop record") if path.is_file() else None
+    except InputError:
+        return None
+
+
 def _gates_section(cfg: LoopConfig) -> list[str]:
     """Gate 0's table (the target against a deep search, before any game), the learning-rate
     calibration, and every round's gate 1 figures with the work each arm spent (the control's budget:
     the self-play arm's process CPU seconds), from the loop's records in ``OUT``."""
-    from experiments.paths import InputError, read_json
     from experiments.selfplay import targets
     from experiments.selfplay.gates import CALIBRATION, GATE0, HELDOUT0
 
     def record(name: str) -> Any:
-        path = Path(cfg.out) / name
-        try:
-            return read_json(path, "loop record") if path.is_file() else None
-        except InputError:
-            return None
+        return _record(cfg, name)
 
     lines: list[str] = []
     g0 = record(GATE0)
@@ -507,6 +518,7 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
     lines = [f"# Self-play loop: {cfg.name}", ""]
     if rt["notes"]:  # the finding first, then the command that regenerates it
         lines += [rt["notes"].strip(), ""]
+    lines += _headline(sections, rounds)
     lines += ["Regenerate (every stage resumes; finished games and generations are not played again):", "",
               "```", f"searchbench rl {cfg.path}", "```", ""]
     fixed = [x["search"] for x in sections if x["search"]["name"]]
@@ -594,6 +606,7 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
         lines.append("")
     lines += _targets_section(cfg)
     lines += _gates_section(cfg)
+    lines += _offline_section(cfg, lambda name: _record(cfg, name))
     missing = [d for d in cfg.rate["heldout"] if not os.path.exists(d)]
     if missing:
         lines += [f"Held-out data not found here, figures left out: {', '.join(missing)}.", ""]
@@ -608,6 +621,101 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
               + ", the figures as PNG and SVG, each generation's model card in `cards/`; "
               f"the games in `{os.path.join(cfg.out, 'rate.sqlite')}` and each generation's gate.sqlite (not in git).", ""]
     return "\n".join(lines)
+
+
+def _headline(sections: list[dict[str, Any]], rounds: bool) -> list[str]:
+    """Each fixed search's last rated round against round 0 (and against the control) beside its best:
+    the loop's result is where it ended, not its luckiest round."""
+    out = []
+    word = "round" if rounds else "generation"
+    for sec in sections:
+        name = sec["search"]["name"]
+        gains = [(p, d, lo, hi) for p, d, lo, hi in sec["gains"] if "control" not in p.split("-g")[0]]
+        if not name or not gains:
+            continue
+
+        def gen(p: str) -> int:
+            return int(p.split("-g")[-1].split("@")[0])
+
+        last = max(gains, key=lambda g: gen(g[0]))
+        best = max(gains, key=lambda g: g[1])
+        text = (f"- `{name}`: the last {word} ({gen(last[0])}) {last[1]:+.0f} [{last[2]:+.0f}, {last[3]:+.0f}] over "
+                f"{word} 0")
+        ctl = [c for c in sec["controls"] if c[0] == last[0]]
+        if ctl:
+            text += f", {ctl[0][2]:+.0f} [{ctl[0][3]:+.0f}, {ctl[0][4]:+.0f}] against the control's"
+        if best[0] != last[0]:
+            text += f"; the best, {word} {gen(best[0])}, {best[1]:+.0f} [{best[2]:+.0f}, {best[3]:+.0f}]"
+        out.append(text)
+    return (["**Where the loop ended** (95% intervals):", "", *out, ""]) if out else []
+
+
+def _offline_section(cfg: LoopConfig, record: Callable[[str], Any]) -> list[str]:
+    """The value-weight calibration and every round's offline gates (:mod:`experiments.selfplay.offline`):
+    value error against Fairy-Stockfish and the prior's cross-entropy to round 0's deep search, each
+    with its change from the previous round and from round 0, and the value term's share of the
+    round's training loss (its held-out split)."""
+    from experiments.selfplay import offline
+    from experiments.selfplay.gates import CALIBRATION
+
+    def ci(x: list[float], sign: bool = False) -> str:
+        f = "{:+.4f}" if sign else "{:.4f}"
+        return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"
+
+    lines: list[str] = []
+    cal = record(CALIBRATION)
+    if isinstance(cal, dict) and cal.get("value_tries"):
+        lines += ["## Value-weight calibration", "",
+                  f"One control round at the chosen rate for each value loss weight ({cal['cpu_seconds']:g} process CPU "
+                  f"seconds each); each network's value error against Fairy-Stockfish on the offline gate's positions, "
+                  f"paired with round 0's. The lowest value error whose held-out policy NLL stays below round 0's "
+                  f"({cal['round0']['policy_loss']:.4f}) is the loop's: **{cal.get('value_weight')}**.", "",
+                  "| value weight | training samples | value error | change from round 0 | held-out policy NLL | value loss |",
+                  "|---:|---:|---|---|---:|---:|"]
+        for t in cal["value_tries"]:
+            o = t["offline"]
+            lines.append(f"| {t['value_weight']:g} | {t['samples']:,} | {ci(o['value_sq'])} | "
+                         f"{ci(o['value_sq_minus_round0'], True)} | {t['policy_loss']:.4f} | {t['value_loss']:.4f} |")
+        lines.append("")
+    ref = record(offline.REFERENCE)
+    rows = []
+    for arm in cfg.arms:
+        st = record(os.path.join(arm.name, STATE))
+        for g, rec in sorted((st or {}).get("gens", {}).items(), key=lambda kv: int(kv[0])):
+            o = rec.get("offline")
+            if not o:
+                continue
+            share = _value_share(cfg, arm.name, int(g))
+            rows.append(f"| {arm.name} | {g} | {ci(o['value_sq'])} | {ci(o['value_sq_minus_prev'], True)} | "
+                        f"{ci(o['value_sq_minus_round0'], True)} | {ci(o['prior_ce'])} | {ci(o['prior_ce_minus_prev'], True)} | "
+                        f"{ci(o['prior_ce_minus_round0'], True)} | {share} |")
+    if rows and isinstance(ref, dict):
+        k = ref.get("key", {})
+        lines += ["## Offline gates: what the search needs of the network", "",
+                  f"On {len(ref['value']['fens'])} held-out positions (the validation games of {k.get('data')}), before any "
+                  f"rating game: the value error is the mean of (v - v_FSF)^2, v_FSF Fairy-Stockfish's evaluation at "
+                  f"{k.get('engine_nodes', 0):,} nodes on the suite's value scale; the prior's cross-entropy (nats) is to "
+                  f"round 0's {k.get('reference')}-node search without noise. Changes are paired on the same positions; "
+                  f"95% intervals. A self-play round whose value error rises above its previous round's beyond the "
+                  f"interval fails gate 1. Value share: the value term's share of the round's loss (value weight x value "
+                  f"loss over the total, on its training run's held-out split).", "",
+                  "| arm | round | value error | change from previous | change from round 0 | prior CE | change from previous | "
+                  "change from round 0 | value share |", "|---|---:|---|---|---|---|---|---|---:|", *rows, ""]
+    return lines
+
+
+def _value_share(cfg: LoopConfig, arm: str, gen: int) -> str:
+    """The value term's share of a round's loss on its held-out split, from the network's own record."""
+    import torch
+
+    path = os.path.join(cfg.gen_dir(arm, gen), "train", "model.pt")
+    try:
+        meta = torch.load(path, map_location="cpu", weights_only=True).get("meta", {})
+        vw = float(meta["recipe"]["value_weight"])
+        lp, lv = float(meta["val_policy_loss"]), float(meta["val_value_loss"])
+    except (OSError, RuntimeError, KeyError, TypeError, ValueError, AttributeError):
+        return ""
+    return f"{vw * lv / (lp + vw * lv):.1%} (weight {vw:g})"
 
 
 def write_generations(cfg: LoopConfig, states: dict[str, State]) -> str:
