@@ -30,7 +30,7 @@ from board.variants import BUGHOUSE, CHESS
 from evaluators.families import FAMILIES
 from engines.base import EngineError, EngineSpec
 from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, find_program, is_external
-from engines.options import EXTERNAL_OPTIONS, OptionInfo, check_external_options, parse_int
+from engines.options import EXTERNAL_OPTIONS, OptionInfo, check_external_options, optional, parse_int, parse_str
 from evaluators.base import Evaluator
 from evaluators.classical import KD_WEIGHT
 from search.base import setting
@@ -46,6 +46,11 @@ class EvaluatorEntry:
     cls: str
     loads_weights: bool
     options: tuple[OptionInfo, ...] = ()
+
+
+#: a network's value taken from another network of its family (evaluators.composite: the head swap)
+VALUE_WEIGHTS = OptionInfo("value_weights", "string", None, optional(parse_str),
+                           help="weights file whose value head replaces the network's (the policy stays weights')")
 
 
 def _king_danger(weight: int) -> OptionInfo:
@@ -79,7 +84,8 @@ EVALUATORS: dict[str, EvaluatorEntry] = {
                                             (_king_danger(KD_WEIGHT),)),
     "bughouse-board-kd-quarter": EvaluatorEntry("evaluators.bughouse_classical", "KingDangerBoardScoreEvaluator",
                                                 False, (_king_danger(KD_WEIGHT // 4),)),
-    **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True)
+    **{f.evaluator_name: EvaluatorEntry(f.evaluator.partition(":")[0], f.evaluator.partition(":")[2], True,
+                                        (VALUE_WEIGHTS,) if f.kind == "policy_value" else ())
        for f in FAMILIES.values()},
     # the two-board network's priors, the classical two-board value
     "bughouse-net-classical": EvaluatorEntry("evaluators.bughouse_net", "BughouseNetClassicalEvaluator", True),
@@ -325,6 +331,11 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
             if variant is not None and weights is None:
                 kw["variant"] = variant
             ev: Evaluator = cls.load(**kw)
+            value_weights = (params or {}).get("value_weights")
+            if value_weights:  # the head swap: this network's priors, another's value
+                from evaluators.composite import CompositeEvaluator
+
+                ev = CompositeEvaluator(ev, cls.load(**{**kw, "path": value_weights}))
         else:
             if weights is not None:
                 raise EngineError(f"evaluator {name!r} takes no weights")

@@ -215,8 +215,8 @@ def test_registry_factory_overrides_threads_and_batch_and_survives_pickling() ->
     try:
         e1 = f(Player("A", "rise-mcts", nodes=5), "crazyhouse")
         e2 = f(Player("B", "rise-mcts:inference=eager", nodes=5), "crazyhouse")
-        assert list(f.evaluators) == [("rise", None, 2, "auto", "auto", "crazyhouse", ()),
-                                      ("rise", None, 2, "eager", "auto", "crazyhouse", ())]
+        assert list(f.evaluators) == [("rise", None, 2, "auto", "auto", "crazyhouse", (("value_weights", None),)),
+                                      ("rise", None, 2, "eager", "auto", "crazyhouse", (("value_weights", None),))]
         assert e1.evaluator.max_batch == 24 and e2.evaluator.inference_requested == "eager"  # type: ignore[attr-defined]
         g = pickle.loads(pickle.dumps(f))
         assert (g.threads, g.max_batch, g.evaluators) == (2, 24, {})
