@@ -27,6 +27,9 @@ _SHARED = ("max_batch", "pad_single")
 class CompositeEvaluator(Evaluator):
     """``policy``'s priors, ``value``'s value (module docstring)."""
 
+    policy: Evaluator
+    value: Evaluator
+
     def __init__(self, policy: Evaluator, value: Evaluator) -> None:
         if getattr(policy, "variant", None) != getattr(value, "variant", None):
             raise ValueError(f"the value network plays {getattr(value, 'variant', None)}, the policy network "
