@@ -23,7 +23,7 @@ square the opponent attacks 1, each *hole* (an empty zone square no own piece bu
 0.10 x min(pieces in the opponent's pocket, 3), each unguarded knight-check square 0.49 (0.78 with a
 knight in the opponent's pocket), each piece in the opponent's pocket 0.03; ``KD_WEIGHT`` = 278
 centipawns of ``S`` a unit. The weights were fitted to Fairy-Stockfish's scores of 124,753 crazyhouse
-positions (``searchbench fit-king-danger --data ../shared/data/zh-fsf3000-b``: validation MSE of
+positions (``searchbench fit-king-danger --data data/zh-fsf3000-b``: validation MSE of
 the logistic 0.0606 with ``S`` scaled alone, 0.0502 with the king danger).
 
 ``score(pos)`` is ``S`` from the side to move; ``evaluate`` gives value ``v = 2/(1+e^(-s/400)) - 1``

@@ -102,6 +102,18 @@ LOOP_TRAIN_KEYS = ("window", "supervised", "supervised_games", "window_positions
                    "supervised_taper")
 
 
+#: the Fairy-Stockfish games the shipped loop configs train and measure on (``data/`` is not in git)
+DATAGEN = {"crazyhouse": "--variant crazyhouse --games 100000 --nodes 3000 --workers 1 --minutes 105 --seed 20261201",
+           "chess": "--variant chess --games 100000 --nodes 3000 --workers 1 --minutes 95 --seed 20261202"}
+
+
+def no_data(path: str, variant: str) -> str:
+    """The one line for a data folder that is not there: the command that makes it."""
+    how = DATAGEN.get(variant, f"--variant {variant} --games 5000 --nodes 3000")
+    return (f"no data at {path!r}: make it with `searchbench datagen --out {path} {how}` "
+            "(Fairy-Stockfish games; docs/selfplay.md, \"Training data\")")
+
+
 def list_of(sec: Section, k: str, kind: type, default: list[Any]) -> list[Any]:
     v = sec.get(k, list, default)
     if not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from experiments.harness.tomlconfig import ConfigError, Section
 from experiments.paths import write_atomic
-from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, list_of,
+from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, list_of, no_data,
                                             selfplay_search, weights_of, with_weights)
 
 
@@ -284,7 +284,7 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
                                         "and at most 100000")
     for d in data:
         if not os.path.exists(d):
-            raise g0.error("data", f"no data at {d!r}")
+            raise g0.error("data", no_data(d, cfg.variant))
     g0.done()
     g1 = root.table("gate1")
     data1 = list_of(g1, "data", str, heldout)
@@ -299,7 +299,7 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
         raise g1.error("data", "gate 1 needs held-out data: give [gate1] data or [rate] heldout")
     for d in data1:
         if not os.path.exists(d):
-            raise g1.error("data", f"no data at {d!r}")
+            raise g1.error("data", no_data(d, cfg.variant))
     g1.done()
     c = root.table("calibrate")
     lrs = list_of(c, "lrs", float, [])
@@ -314,6 +314,9 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
     if lrs and (not rounds or not cfg.train["supervised"] or not cfg.calibrate["data"]):
         raise c.error("lrs", "calibration trains control rounds: it needs mode = \"rounds\", [train] supervised and "
                              "held-out data ([calibrate] data or [rate] heldout)")
+    for d in cfg.calibrate["data"] if lrs else []:
+        if not os.path.exists(d):
+            raise c.error("data", no_data(d, cfg.variant))
     c.done()
     from experiments.selfplay import offline
 

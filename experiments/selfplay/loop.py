@@ -123,8 +123,8 @@ from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
 from experiments.selfplay import gates
 from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
-                                            check_suite, first_difference, list_of, selfplay_search, weights_of,
-                                            with_weights)
+                                            check_suite, first_difference, list_of, no_data, selfplay_search,
+                                            weights_of, with_weights)
 from experiments.selfplay.report import parse_rate, rate_and_report, write_generations
 from experiments.selfplay.state import StageClock
 from experiments.selfplay.games import SelfPlayConfig, SelfPlayError
@@ -247,7 +247,7 @@ def _parse_train(t: Section, cfg: LoopConfig) -> None:
         raise t.error("supervised", "a control arm trains on the supervised data alone: give some")
     for d in cfg.train["supervised"]:
         if not os.path.exists(d):
-            raise t.error("supervised", f"no data at {d!r}")
+            raise t.error("supervised", no_data(d, cfg.variant))
     _check_train(t, cfg)
     t.done()
 

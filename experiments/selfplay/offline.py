@@ -218,7 +218,7 @@ def parse(root: Any, cfg: Any, heldout: list[str]) -> None:
     """``[offline]``: enabled (default: with held-out data in rounds mode), data ([rate] heldout),
     positions 300, engine "fairy-stockfish", engine_nodes 50000, reference 400."""
     o = root.table("offline")
-    from experiments.selfplay.config import list_of
+    from experiments.selfplay.config import list_of, no_data
 
     data = list_of(o, "data", str, heldout)
     enabled = o.get("enabled", bool, False)
@@ -235,7 +235,7 @@ def parse(root: Any, cfg: Any, heldout: list[str]) -> None:
             raise o.error("data", "the offline gates need held-out data: give [offline] data or [rate] heldout")
         for d in data:
             if not os.path.exists(d):
-                raise o.error("data", f"no data at {d!r}")
+                raise o.error("data", no_data(d, cfg.variant))
     o.done()
 
 

@@ -29,7 +29,7 @@ model against the original float32 network.
 Resumable: a checkpoint (weights, optimiser, step, ranges) every ``save_every`` steps beside the
 output (``<out>.partial``); the final file is written atomically.
 
-    searchbench qat --weights rise_chess.pt --data ../shared/data/chess-fsf3000-b --steps 3000
+    searchbench qat --weights rise_chess.pt --data data/chess-fsf3000-b --steps 3000
 """
 from __future__ import annotations
 
