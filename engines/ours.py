@@ -85,6 +85,7 @@ class OurEngine(InProcessEngine):
         self._error: str | None = None
         self._t0 = 0.0
         self._deadline: float | None = None
+        self._last_check = 0.0
         self._stopped = False
         self._steps = 0
 
@@ -115,6 +116,7 @@ class OurEngine(InProcessEngine):
         time_cfg = getattr(getattr(self.search, "config", None), "time", None)
         cap = hard_stop_after(lim, self._pos.turn, float(getattr(time_cfg, "move_overhead", 0.0)))
         self._deadline = None if cap is None else self._t0 + cap
+        self._last_check = self._t0
         try:
             self.search.start(self._pos, lim)
         except Exception as e:  # noqa: BLE001 - a failing search is a forfeit, not a crash
@@ -161,9 +163,14 @@ class OurEngine(InProcessEngine):
         if self._steps > 0:  # the search's result is valid after one step
             if self._stopped:
                 return True
-            if self._deadline is not None and time.perf_counter() >= self._deadline:
-                self.stop()
-                return True
+            if self._deadline is not None:
+                # stop before a step that would end past the deadline (the last step's length as the
+                # next one's): a batch started just before it would otherwise overrun by a batch
+                now = time.perf_counter()
+                step, self._last_check = now - self._last_check, now
+                if now + step >= self._deadline:
+                    self.stop()
+                    return True
         try:
             return self.search.done()
         except Exception as e:  # noqa: BLE001

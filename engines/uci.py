@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TextIO
 
@@ -171,12 +172,19 @@ class UCIServer:
         self.variant = variant
         self._infos = option_infos
         self._settings: dict[str, str] = dict(spec.options)
+        #: each option's value as the engine runs it (a built-in's preset applied): announced as its
+        #: default, so a GUI that sends every option back at its default changes nothing
+        self._effective: dict[str, str] = _effective(spec)
         self._engine: InProcessEngine | None = None
         self._engine_key: tuple[str, ...] | None = None
         self._cold = True  # the evaluator has not run yet (warm_up at isready)
         self._dirty = True
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._warm_thread: threading.Thread | None = None  # the networks' load and warm-up after uciok
+        #: evaluators loaded for other variants (by :meth:`_evaluator_key`), each already run once:
+        #: a client that switches the variant right before its first go finds its network ready
+        self._spare: dict[tuple[str, ...], Evaluator] = {}
         self._busy = False  # a search runs and has not written its bestmove (changed under _lock)
         self._stop_event = threading.Event()
         self._pos: Position = board.new_position(variant)
@@ -210,7 +218,10 @@ class UCIServer:
     def _uci_options(self) -> list[OptionInfo]:
         aliases = self._aliases()
         hidden = {"threads", "nodes"} | {a.option for a in aliases}
-        own = [o for o in self._infos if o.name not in hidden]
+        own: list[OptionInfo] = []
+        for o in self._infos:  # one line a name: setoption reaches the first of two (deepchess-ab's depth)
+            if o.name not in hidden and all(norm_key(o.name) != norm_key(p.name) for p in own):
+                own.append(o)
         threads = self._settings.get("threads", "1")
         nodes = self._settings.get("nodes", "none")
         return [
@@ -219,12 +230,13 @@ class UCIServer:
             OptionInfo("Nodes", "spin", int(nodes) if nodes.isdigit() else 0, parse_int, minimum=0, maximum=10**9),
         ] + [OptionInfo(a.uci, "spin", self._alias_value(a), parse_int, minimum=a.minimum, maximum=a.maximum)
              for a in aliases] + ([OptionInfo("Clear Hash", "button", None, str)] if aliases else []) + [
-            dataclasses.replace(o, default=o.parse(self._settings[o.name])) if o.name in self._settings else o
+            dataclasses.replace(o, default=o.parse(self._settings[o.name])) if o.name in self._settings else
+            dataclasses.replace(o, default=o.parse(self._effective[o.name])) if o.name in self._effective else o
             for o in own]
 
     def _alias_value(self, a: Alias) -> int:
         """The current value of the option behind ``a`` in UCI's units."""
-        text = self._settings.get(a.option)
+        text = self._settings.get(a.option, self._effective.get(a.option))
         if text is None:
             info = next(o for o in self._infos if o.name == a.option)
             text = info.format(info.default)
@@ -243,6 +255,33 @@ class UCIServer:
         self._engine_key = self._evaluator_key()
         self._cold = True
 
+    def preload(self) -> None:
+        """Start loading and warming the networks in the background (from :func:`serve`, before the
+        first command is read; ``uci`` waits for it)."""
+        if self._warm_thread is None and self._engine is not None and not self.searching():
+            self._warm_thread = threading.Thread(target=self._preload, name="uci-warm-up", daemon=True)
+            self._warm_thread.start()
+
+    def _preload(self) -> None:
+        """Warm the current network, then load and warm the network of every other variant the engine
+        plays with the current options (background, after ``uciok``)."""
+        self.warm_up()
+        from engines import registry
+
+        for v in self.variants:
+            key = (v,) + self._evaluator_key()[1:]
+            if v == self.variant or key in self._spare or self.quit:
+                continue
+            try:
+                spec = registry.with_options(self.spec, self._settings)
+                engine = self.factory(spec, v, None)
+                warm = getattr(engine.evaluator, "warm_up", None)
+                if callable(warm):
+                    warm()
+            except Exception:  # noqa: BLE001 - only a head start: the variant's first go loads it as before
+                continue
+            self._spare[key] = engine.evaluator
+
     def warm_up(self) -> None:
         """Trace and run a new evaluator's network once (at ``isready``: a GUI's first ``go`` would
         otherwise pay the load, 785 ms measured for RISE against a 100 ms movetime)."""
@@ -256,12 +295,23 @@ class UCIServer:
             except Exception as e:  # noqa: BLE001 - the first go meets it again and reports it
                 self.note(f"warm-up failed: {printable(str(e), 160)}")
 
+    def _join_warm(self) -> None:
+        """Wait for the background warm-up (it must not meet an engine being rebuilt or searching)."""
+        t = self._warm_thread
+        if t is not None:
+            t.join()
+            self._warm_thread = None
+
     def ensure_engine(self) -> InProcessEngine | None:
         """Build the engine if options changed; errors become an ``info string`` (None returned)."""
+        self._join_warm()
         if not self._dirty and self._engine is not None:
             return self._engine
         key = self._evaluator_key()
         evaluator = self._engine.evaluator if self._engine is not None and key == self._engine_key else None
+        spare = evaluator is None and key in self._spare
+        if spare:
+            evaluator = self._spare.pop(key)
         try:
             from engines import registry
 
@@ -275,9 +325,12 @@ class UCIServer:
         except MemoryError:
             self.note("error: out of memory building the engine for these options (a smaller Hash?)")
             return None
-        if self._engine is not None and evaluator is None:
-            self._engine.close()
-        self._cold = self._cold or evaluator is None
+        if self._engine is not None and (evaluator is None or spare):
+            if self._engine_key is not None and self._engine_key not in self._spare and len(self._spare) < 4:
+                self._spare[self._engine_key] = self._engine.evaluator  # kept warm: the client may switch back
+            else:
+                self._engine.close()
+        self._cold = (self._cold or evaluator is None) and not spare
         self._engine, self._engine_key, self._dirty = engine, key, False
         self._pos = self._pos if self._pos.variant == self.variant else board.new_position(self.variant)
         return engine
@@ -299,10 +352,16 @@ class UCIServer:
             self.note(f"error: {type(e).__name__}: {e}")
 
     def shutdown(self) -> None:
+        self._join_warm()
         self.stop_search()
         if self._engine is not None:
             self._engine.close()
             self._engine = None
+        for ev in self._spare.values():
+            close = getattr(ev, "close", None)
+            if callable(close):
+                close()
+        self._spare.clear()
 
     def handle(self, line: str) -> None:
         tokens = line.split()
@@ -325,6 +384,11 @@ class UCIServer:
         self.send(f"id author {AUTHOR}")
         for o in self._uci_options():
             self.send(o.uci_line())
+        # The networks, loaded and run once from the start of the process (:meth:`preload`), are ready
+        # before uciok: a client that sends no isready (python-chess) and its first go at once would
+        # otherwise pay the load inside its first movetime.
+        self.preload()
+        self._join_warm()
         self.send("uciok")
 
     def cmd_debug(self, args: list[str]) -> None:
@@ -353,6 +417,7 @@ class UCIServer:
         engine = self.ensure_engine()
         if engine is not None:
             engine.new_game()
+            self.warm_up()  # between games, not inside the first move's time
         self._pos = board.new_position(self.variant)
         self._pos_error = None
 
@@ -391,6 +456,8 @@ class UCIServer:
             if not alias.minimum <= n <= alias.maximum:
                 self.note(f"setoption: {alias.uci} {n} clamped to [{alias.minimum}, {alias.maximum}]")
                 n = max(alias.minimum, min(alias.maximum, n))
+            if n == self._alias_value(alias):  # its value already (UCI's units round): nothing changes
+                return
             if alias.option == "tt_size":
                 fit = _tt_mb_that_fits(n)
                 if fit < n:
@@ -491,6 +558,7 @@ class UCIServer:
         return limits
 
     def cmd_go(self, args: list[str]) -> None:
+        received = time.perf_counter()
         if self.searching():
             self.note("go while searching: the running search is stopped first")
             self.stop_search()
@@ -514,6 +582,7 @@ class UCIServer:
                       "descends; the node limit (Nodes, go nodes) or the clock decides when the search ends")
         if self._thread is not None:
             self._thread.join()  # it has written its bestmove and is returning
+        limits = _less_time(limits, time.perf_counter() - received, pos.turn)
         self._stop_event.clear()
         self._busy = True
         self._thread = threading.Thread(target=self._search, args=(engine, pos, limits), name="uci-search",
@@ -675,6 +744,30 @@ class Responsive(Evaluator):
             warm()
 
 
+def _less_time(limits: Limits, spent: float, turn: int) -> Limits:
+    """``limits`` less the seconds ``spent`` since ``go`` arrived (building the engine for new options,
+    a network's first load): the answer is due within the movetime and the clock the GUI counts."""
+    if spent <= 0.0:
+        return limits
+    changes: dict[str, float] = {}
+    if limits.movetime is not None:
+        changes["movetime"] = max(0.001, limits.movetime - spent)
+    own = "wtime" if turn == 0 else "btime"
+    if getattr(limits, own) is not None:
+        changes[own] = max(0.001, float(getattr(limits, own)) - spent)
+    return dataclasses.replace(limits, **changes) if changes else limits  # type: ignore[arg-type]
+
+
+def _effective(spec: EngineSpec) -> dict[str, str]:
+    """:func:`engines.registry.effective_values` of ``spec``, whose values parse ({} where it has none)."""
+    from engines import registry
+
+    try:
+        return {k: v for k, v in registry.effective_values(spec).items() if v != "none"}
+    except (EngineError, ValueError):
+        return {}
+
+
 def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = CHESS.name) -> None:
     """Run a UCI session for ``spec`` (an in-process engine) until ``quit`` or end of input."""
     from engines import factory, registry
@@ -689,4 +782,5 @@ def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = CHESS.name)
 
     server = UCIServer(spec, out, make, infos, variant=variant, variants=registry.variants_of(spec))
     server.set_engine(make(spec, variant, None))  # a bad spec fails here, before any output
+    server.preload()
     server.run(iter(inp.readline, ""))

@@ -424,3 +424,87 @@ def test_rise_mcts_plays_chess_over_uci() -> None:
             b.push(r.move)
     finally:
         shut(e)
+
+
+def _in_process_builtins() -> list[str]:
+    """Our built-in engines that UCI serves (one board: bughouse seats speak the four-seat protocol)."""
+    return sorted(n for n in registry.builtins() if not registry.is_external(registry.resolve(n))
+                  and set(registry.variants_of(registry.resolve(n))) & {"chess", "crazyhouse"})
+
+
+@pytest.mark.parametrize("name", _in_process_builtins())
+def test_announced_defaults_are_the_engines_own(name: str) -> None:
+    """A GUI that sends every option back at the default ``uci`` announced (cutechess-cli's engine
+    dialog, a tournament manager's saved config) gets the same search: each default is the value the
+    engine runs with, its preset applied (rise-gumbel announced PUCT's root rule and turned into it)."""
+    import re
+
+    from search.base import flat_view
+
+    spec = registry.resolve(name)
+    variant = next(v for v in ("crazyhouse", "chess") if v in registry.variants_of(spec))
+
+    def make(sp: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
+        e = factory.create(sp, v)
+        assert isinstance(e, InProcessEngine)
+        return e
+
+    out = LockedOut()
+    s = UCIServer(spec, out, make, registry.option_infos(spec), variant=variant, variants=registry.variants_of(spec))
+    s.handle("uci")
+    sent = []
+    for line in out.lines():
+        m = re.match(r"option name (.+?) type (\w+)(?: default (.*?))?(?: min -?\d+ max -?\d+)?(?: var .*)?$", line)
+        if m and m.group(2) != "button" and m.group(1) not in ("UCI_Variant", "Nodes"):
+            default = m.group(3) if m.group(3) is not None else ""
+            sent.append(f"setoption name {m.group(1)} value {default}")
+    assert sent
+    for line in sent:
+        s.handle(line)
+    s.handle("isready")
+    engine = s.ensure_engine()
+    assert engine is not None, [line for line in out.lines() if "error" in line]
+    before = registry.parsed(spec)
+    after = registry.parsed(registry.with_options(spec, s._settings))
+    if before.config is not None:
+        assert flat_view(after.config) == flat_view(before.config)
+    assert {k: v for k, v in after.settings.items() if k != "nodes"} == \
+        {k: v for k, v in before.settings.items() if k != "nodes"}
+    s.shutdown()
+
+
+def test_the_networks_are_ready_before_uciok_for_every_variant() -> None:
+    """python-chess sends no isready and switches UCI_Variant right before its first go: the network
+    of every variant the engine plays is loaded and run once before uciok, so that go finds it warm."""
+    from engines.uci import _less_time
+    from search.base import Limits
+
+    spec = registry.resolve("rise-mcts")
+
+    def make(s: EngineSpec, v: str, evaluator: object | None) -> InProcessEngine:
+        e = factory.create(s, v, evaluator=evaluator)
+        assert isinstance(e, InProcessEngine)
+        return e
+
+    out = LockedOut()
+    server = UCIServer(spec, out, make, registry.option_infos(spec), variant="chess",
+                       variants=registry.variants_of(spec))
+    server.set_engine(make(spec, "chess", None))
+    server.preload()
+    server.handle("uci")
+    assert out.lines()[-1] == "uciok" and not server._cold
+    spare = dict(server._spare)
+    assert [k[0] for k in spare] == ["crazyhouse"]
+    server.handle("setoption name UCI_Variant value crazyhouse")
+    engine = server.ensure_engine()
+    assert engine is not None and engine.evaluator is next(iter(spare.values())) and not server._cold
+    assert [k[0] for k in server._spare] == ["chess"]  # the chess network is kept for a switch back
+    server.handle("position startpos moves e2e4")
+    server.handle("go nodes 20")
+    server.stop_search()
+    assert [line for line in out.lines() if line.startswith("bestmove")]
+    server.shutdown()
+    # the time the engine spent before its search (a new network's load) comes off the movetime and clock
+    lim = _less_time(Limits(movetime=0.3, wtime=10.0, btime=8.0), 0.05, 0)
+    assert lim.movetime == pytest.approx(0.25) and lim.wtime == pytest.approx(9.95) and lim.btime == 8.0
+    assert _less_time(Limits(nodes=5), 0.05, 1) == Limits(nodes=5)
