@@ -31,6 +31,10 @@ def _cmd_rl(args: argparse.Namespace) -> int:
     from experiments.selfplay import loop
 
     cfg = loop.parse(args.config)
+    if args.state_to:  # checked before the loop runs, not after it
+        from experiments.selfplay import state as state_mod
+
+        state_mod.check_state_to(cfg, args.state_to)
     if args.state_from:
         from experiments.paths import DirLock, check_dir
         from experiments.selfplay import state

@@ -383,33 +383,40 @@ def check_run(cfg: LoopConfig) -> None:
     """Refuse a rerun of ``cfg.out`` with settings other than those it was started with (its games,
     networks and decisions would mix two runs, and the report would name only the new ones); record
     them on the first run.  More generations, new arms and other ``[rate]`` keys are allowed."""
+    path = os.path.join(cfg.out, RUN_FILE)
+    want = same_run(cfg, path, cfg.out, "give the same settings to resume it, or another out") \
+        if os.path.lexists(path) else _run_record(cfg)
+    write_atomic(path, json.dumps(want, indent=1, sort_keys=True), "loop run file")
+
+
+def same_run(cfg: LoopConfig, path: str, where: str, remedy: str) -> dict[str, Any]:
+    """The run record of ``cfg`` merged with the one in ``path`` (a ``loop.json``: arms may be added);
+    :class:`ConfigError` naming the first setting that differs (``WHERE holds a loop run with seed 1,
+    not 2: REMEDY``)."""
     from experiments.paths import InputError, read_json
 
     want = _run_record(cfg)
-    path = os.path.join(cfg.out, RUN_FILE)
-    if os.path.lexists(path):
-        try:
-            have = read_json(path, "loop run file")
-        except InputError as e:
-            raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
-        if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
-            raise ConfigError(f"{path} is not a loop run file; give another out")
-        for arm, rec in want["arms"].items():  # an arm's recorded keys (its seed) must all be given again
-            old = have["arms"].get(arm)
-            if isinstance(old, dict) and set(old) != set(rec):
-                k = sorted(set(old) ^ set(rec))[0]
-                raise ConfigError(f"{cfg.out} holds a loop run whose arm {arm!r} has {k} {old.get(k)!r}, not "
-                                  f"{rec.get(k)!r}: give the same settings to resume it, or another out")
-        want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
-        for (sec, k), v in _ADDED.items():
-            if isinstance(have.get(sec), dict):
-                have[sec].setdefault(k, v)
-        diff = first_difference(have, want)
-        if diff:
-            k, a, b = diff
-            raise ConfigError(f"{cfg.out} holds a loop run with {k} {a!r}, not {b!r}: give the same settings "
-                              f"to resume it, or another out")
-    write_atomic(path, json.dumps(want, indent=1, sort_keys=True), "loop run file")
+    try:
+        have = read_json(path, "loop run file")
+    except InputError as e:
+        raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
+    if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
+        raise ConfigError(f"{path} is not a loop run file; give another out")
+    for arm, rec in want["arms"].items():  # an arm's recorded keys (its seed) must all be given again
+        old = have["arms"].get(arm)
+        if isinstance(old, dict) and set(old) != set(rec):
+            k = sorted(set(old) ^ set(rec))[0]
+            raise ConfigError(f"{where} holds a loop run whose arm {arm!r} has {k} {old.get(k)!r}, not "
+                              f"{rec.get(k)!r}: {remedy}")
+    want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
+    for (sec, k), v in _ADDED.items():
+        if isinstance(have.get(sec), dict):
+            have[sec].setdefault(k, v)
+    diff = first_difference(have, want)
+    if diff:
+        k, a, b = diff
+        raise ConfigError(f"{where} holds a loop run with {k} {a!r}, not {b!r}: {remedy}")
+    return want
 
 
 # --------------------------------------------------------------------------- the stages

@@ -128,15 +128,40 @@ def export(cfg: LoopConfig, dest: str | Path) -> int:
     """Copy the state into ``dest`` (its files replaced; others left); returns the files copied."""
     from experiments.paths import check_dir
 
-    check_dir(dest, "state folder")
+    check_state_to(cfg, dest)
     files = state_files(cfg)
     for rel in files:
         target = Path(dest) / rel
+        _inside(Path(dest), target.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink():
             target.unlink()  # replaced, never written through
         shutil.copyfile(Path(cfg.out) / rel, target)
     return len(files)
+
+
+def check_state_to(cfg: LoopConfig, dest: str | Path) -> None:
+    """``--state-to``'s folder, checked before the loop runs: writable, and neither the loop's folder
+    nor inside it (the state would copy itself)."""
+    from experiments.paths import OutputError, check_dir
+
+    check_dir(dest, "state folder")
+    d, out = Path(dest).resolve(), Path(cfg.out).resolve()
+    if d == out or out in d.parents:
+        raise OutputError(f"state folder {str(dest)!r} is the loop's folder or inside it: give another")
+
+
+def _inside(root: Path, folder: Path) -> None:
+    """Refuse a folder of the state whose path inside ``root`` passes through a symbolic link: the state
+    is meant to be committed, where a link is an ordinary file, and nothing is written outside ``root``."""
+    from experiments.paths import OutputError
+
+    p = folder
+    while p != root and root in p.parents:
+        if p.is_symlink():
+            raise OutputError(f"{str(p)!r} is a symbolic link inside the state folder: nothing is written "
+                              f"through it; remove it and run again")
+        p = p.parent
 
 
 def restore(cfg: LoopConfig, src: str | Path) -> int:
@@ -148,6 +173,13 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
     root = Path(src)
     if not (root / "loop.json").is_file():
         raise InputError(f"{src} holds no loop state (no loop.json): give the folder --state-to wrote")
+    from experiments.selfplay.loop import same_run  # compared before any copy: nothing copied on a refusal
+
+    remedy = "give the config that made it, or another state"
+    same_run(cfg, str(root / "loop.json"), str(src), remedy)
+    here = Path(cfg.out) / "loop.json"
+    if here.is_file():
+        same_run(cfg, str(here), cfg.out, "give the same settings to resume it, or another out")
     n = 0
     for p in sorted(root.rglob("*")):
         if not p.is_file() or p.is_symlink():

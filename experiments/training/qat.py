@@ -208,6 +208,29 @@ def _batches(raw: np.ndarray, batch: int, rng: np.random.Generator) -> Iterator[
             yield raw[perm[i:i + batch]]
 
 
+def _resume(partial: str, cfg: QATConfig, layers: list[Any], opt: torch.optim.Optimizer) -> int:
+    """The step a run's partial file resumes at, its layers and optimizer restored; 0 (a fresh start,
+    said in one line) where it is not this run's or does not load as tensors and plain data (a torn
+    copy; a pickle planted beside the network: ``weights_only``, so no code is ever run)."""
+    import sys
+
+    try:
+        ck = torch.load(partial, map_location="cpu", weights_only=True)
+        if not (isinstance(ck, dict) and isinstance(ck.get("config"), dict) and ck["config"].get("weights") == cfg.weights
+                and len(ck["layers"]) == len(layers)):
+            raise ValueError("it is another run's")
+        for q, (w, b, ranges) in zip(layers, ck["layers"]):
+            q.weight.data.copy_(w)
+            q.bias.data.copy_(b)
+            q.ranges = ranges
+        opt.load_state_dict(ck["optimizer"])
+        return int(ck["step"])
+    except Exception as e:  # noqa: BLE001 - whatever is wrong with it, the run starts afresh
+        print(f"qat: {partial} does not resume this run ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}); "
+              "starting from step 0", file=sys.stderr)
+        return 0
+
+
 def distillation_loss(teacher: nn.Module, student: nn.Module, x: torch.Tensor, value_weight: float
                       ) -> tuple[torch.Tensor, float, float]:
     """(loss, policy KL, value MSE) of ``student`` against ``teacher`` on the planes ``x``."""
@@ -268,14 +291,7 @@ def run_qat(cfg: QATConfig, progress: bool = True) -> dict[str, Any]:
     opt = torch.optim.Adam(params, lr=cfg.lr)
     step = 0
     if os.path.exists(partial):
-        ck = torch.load(partial, weights_only=False)
-        if ck.get("config", {}).get("weights") == cfg.weights and len(ck["layers"]) == len(layers):
-            for q, (w, b, ranges) in zip(layers, ck["layers"]):
-                q.weight.data.copy_(w)
-                q.bias.data.copy_(b)
-                q.ranges = ranges
-            opt.load_state_dict(ck["optimizer"])
-            step = int(ck["step"])
+        step = _resume(partial, cfg, layers, opt)
     first = step
     rng = np.random.default_rng(cfg.seed + step)
     batches = _batches(raw, cfg.batch, rng)

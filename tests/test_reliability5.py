@@ -1,0 +1,112 @@
+"""Reliability, round 5 (issue 67): the carried loop state, the qat partial, SIGTERM, late refusals,
+and what the new options and pages take.  Each case as a careless or hostile user meets it: one
+line and exit 2, a recorded fallback, never a traceback, code run, or a file written elsewhere."""
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+from evaluators import nets, onnx_runtime
+from evaluators.neural import qat_path
+from experiments.training import qat
+from tests.test_reliability import one_line_error, run_cli
+from tests.test_train import make_dataset
+
+
+class _Planted:
+    """A pickle that runs code when loaded without ``weights_only``."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os.mkdir, (self.marker,))
+
+
+@pytest.mark.skipif(onnx_runtime.available() is not None, reason="onnxruntime/onnx not installed")
+@pytest.mark.parametrize("kind", ["planted", "torn", "foreign"])
+def test_i01_a_qat_partial_never_runs_code_and_a_bad_one_starts_afresh(tmp_path: Path, kind: str,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_qat import _tiny_rise
+
+    data = tmp_path / "data"
+    make_dataset(str(data), "chess", games=12)
+    weights = str(tmp_path / "net.pt")
+    nets.save_model(weights, "rise", _tiny_rise())
+    partial = qat_path(weights) + ".partial"
+    marker = tmp_path / "pwned"
+    if kind == "planted":
+        with open(partial, "wb") as f:
+            pickle.dump({"config": {"weights": weights}, "step": 1, "layers": [], "x": _Planted(str(marker))}, f)
+    elif kind == "torn":
+        Path(partial).write_bytes(b"PK\x03\x04 torn")
+    else:  # another run's checkpoint: valid tensors, another network
+        torch.save({"config": {"weights": "other.pt"}, "step": 2, "layers": [], "optimizer": {}}, partial)
+    cfg = qat.QATConfig(weights=weights, data=[str(data)], steps=2, batch=8, save_every=1, threads=1)
+    summary = qat.run_qat(cfg, progress=False)
+    assert not marker.exists()  # no code ran
+    assert summary["steps"] == 2 and not os.path.exists(partial)
+    err = capsys.readouterr().err
+    assert f"qat: {partial} does not resume this run" in err and "starting from step 0" in err and "Traceback" not in err
+
+
+def _one_round_state(tmp_path: Path) -> tuple[str, str]:
+    """A tiny rounds loop of one round, its state carried to ``tmp_path/state``: (config, its text)."""
+    from experiments.cli.main import main as cli
+    from tests.test_rl import _rounds_config
+
+    path = _rounds_config(tmp_path)
+    text = open(path).read().replace("generations = 2", "generations = 1")
+    open(path, "w").write(text)
+    assert cli(["rl", path, "--quiet", "--until", "gate", "--state-to", str(tmp_path / "state")]) == 0
+    return path, text
+
+
+def test_i02_state_to_never_writes_through_a_link_and_is_checked_first(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments.cli.main import main as cli
+
+    path, _ = _one_round_state(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = tmp_path / "state"
+    import shutil
+
+    shutil.rmtree(state / "puct")
+    (state / "puct").symlink_to(outside, target_is_directory=True)  # a link to a folder inside the state
+    capsys.readouterr()
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--until", "gate", "--state-to", str(state))
+    assert rc == 2 and "is a symbolic link inside the state folder" in one_line_error(err)
+    assert list(outside.iterdir()) == []  # nothing written outside the state folder
+    # a state folder that cannot be one is refused before the loop runs, not after it
+    (tmp_path / "afile").write_text("x")
+    for bad, why in ((tmp_path / "afile", "exists and is not a directory"), (tmp_path / "out", "the loop's folder"),
+                     (tmp_path / "out" / "puct", "the loop's folder or inside it")):
+        before = sorted(p.name for p in (tmp_path / "out").iterdir())
+        rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--state-to", str(bad))
+        assert rc == 2 and why in one_line_error(err)
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == before
+    assert cli  # the CLI the helper drove
+
+
+def test_i03_state_from_compares_the_run_before_copying_anything(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path, text = _one_round_state(tmp_path)
+    state = tmp_path / "state"
+    other = text.replace(f'out = "{tmp_path / "out"}"', f'out = "{tmp_path / "fresh"}"').replace("seed = 1", "seed = 2")
+    if "seed = 2" not in other:
+        other = other.replace('mode = "rounds"', 'mode = "rounds"\nseed = 2')
+    open(path, "w").write(other)
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--state-from", str(state))
+    line = one_line_error(err)
+    assert rc == 2 and f"{state} holds a loop run with seed 1, not 2" in line
+    assert not (tmp_path / "fresh").exists() or not any((tmp_path / "fresh").rglob("*.pt"))  # nothing copied
+    # into the loop's own folder: a state of another run is refused too (the folder's run kept)
+    open(path, "w").write(text.replace("generations = 1", "generations = 2").replace('mode = "rounds"', 'mode = "rounds"\nseed = 2')
+                          if "seed = " not in text else text.replace("seed = 1", "seed = 2"))
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--state-from", str(state))
+    assert rc == 2 and "holds a loop run with seed 1, not 2" in one_line_error(err)
