@@ -110,3 +110,58 @@ def test_i03_state_from_compares_the_run_before_copying_anything(tmp_path: Path,
                           if "seed = " not in text else text.replace("seed = 1", "seed = 2"))
     rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--state-from", str(state))
     assert rc == 2 and "holds a loop run with seed 1, not 2" in one_line_error(err)
+
+
+def test_i04_sigterm_is_ctrl_c_finished_games_are_written(tmp_path: Path) -> None:
+    """datagen on two workers stopped by SIGTERM (kill, timeout, a scheduler): the finished games are
+    written, no worker is left, exit 143 with one line; a rerun goes on from them."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from experiments.training import datagen
+
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "experiments.cli", "datagen", "--out", str(tmp_path / "d"), "--variant", "crazyhouse",
+           "--games", "2000", "--nodes", "50", "--workers", "2", "--shard-games", "1000", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(12)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().splitlines()[-1] == "searchbench: interrupted (SIGTERM)"
+    assert "Traceback" not in err
+    ds = datagen.load_dataset(str(tmp_path / "d"))
+    assert len(set(ds.game_uid.tolist())) > 0
+
+
+@pytest.mark.parametrize("edit, match", [
+    (("nodes = 4\ntc", "nodes = 2000000000\ntc"), "selfplay.nodes': must be at most 1,000,000,000"),
+    (("games = 2\nnodes = 4\ntc", "games = 2000000000\nnodes = 4\ntc"), "selfplay.games': must be at most"),
+    (("[gate]\ngames = 2\nnodes = 4", "[gate]\ngames = 2\nnodes = 2000000000"), "gate.nodes': must be at most"),
+    (("supervised = [", 'supervised = ["SHARDS", '), "is not a bughouse game database (a folder"),
+])
+def test_i05_bughouse_loop_settings_are_checked_at_parse(tmp_path: Path, edit: tuple[str, str], match: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked when the config is read, before loop.json records them: a corrected config resumes."""
+    from tests.test_bughouse_net import _bughouse_loop
+
+    cfg, out, _, _ = _bughouse_loop(tmp_path)
+    make_dataset(str(tmp_path / "shards"), "crazyhouse", games=4)
+    text = cfg.read_text()
+    assert edit[0] in text
+    cfg.write_text(text.replace(edit[0], edit[1].replace("SHARDS", str(tmp_path / "shards")), 1))
+    rc, _, err = run_cli(capsys, "rl", str(cfg), "--quiet")
+    assert rc == 2 and match in one_line_error(err) and not out.exists()
+
+
+def test_i05_a_one_board_gate_budget_is_checked_at_parse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_rl import _config
+
+    path = _config(tmp_path)
+    text = open(path).read().replace("threshold = 0.5", "threshold = 0.5\n", 1).replace("[gate]\ngames = 4\nnodes = 8",
+                                                                                         "[gate]\ngames = 4\nnodes = 2000000000")
+    open(path, "w").write(text)
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet")
+    assert rc == 2 and "gate.nodes': must be at most 1,000,000,000" in one_line_error(err)
+    assert not (tmp_path / "out" / "loop.json").exists()

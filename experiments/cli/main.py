@@ -218,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ[NO_EXTERNAL_ENV] = "1"  # worker processes inherit it
     func: Callable[[argparse.Namespace], int] = args.func
+    terminated = _sigterm_as_interrupt()
     try:
         return func(args)
     except (ValueError, KeyError) as e:
@@ -229,8 +230,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"searchbench: error: {e.strerror or e}{where}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("searchbench: interrupted", file=sys.stderr)
-        return 130
+        print(f"searchbench: interrupted{' (SIGTERM)' if terminated else ''}", file=sys.stderr)
+        return 143 if terminated else 130
+
+
+def _sigterm_as_interrupt() -> list[int]:
+    """SIGTERM (kill, timeout, a scheduler, docker stop) handled as Ctrl-C in every command: the
+    command's own interrupt path stops its workers and writes what finished.  Returns a list that
+    holds the signal once one came (the exit code says which)."""
+    import signal
+    import threading
+
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        return came
+
+    def handler(signum: int, frame: object) -> None:
+        came.append(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    return came
 
 
 if __name__ == "__main__":

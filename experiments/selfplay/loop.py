@@ -248,6 +248,12 @@ def _parse_train(t: Section, cfg: LoopConfig) -> None:
     for d in cfg.train["supervised"]:
         if not os.path.exists(d):
             raise t.error("supervised", no_data(d, cfg.variant))
+        if cfg.two_board:  # a game database of bughouse games, not a folder of one-board shards
+            from experiments.training import bughouse_data as bd
+
+            why = bd.not_a_bughouse_db(d)
+            if why:
+                raise t.error("supervised", why)
     _check_train(t, cfg)
     t.done()
 
@@ -289,6 +295,9 @@ def _parse_one_board(root: Section, cfg: LoopConfig) -> None:
                     concurrency=g.positive("concurrency", 16), workers=g.positive("workers", 1),
                     openings=g.get("openings", str, ""), enabled=g.get("enabled", bool, not rounds),
                     guard=g.get("guard", bool, False))
+    for k in ("games", "nodes", "concurrency", "workers"):
+        if cfg.gate[k] > MAX_BUDGET:
+            raise g.error(k, f"must be at most {MAX_BUDGET:,}")
     if cfg.gate["guard"] and not cfg.gate["sprt"]:
         raise g.error("guard", "a regression guard is an SPRT: set sprt = true (e.g. elo0 = -30, elo1 = 0)")
     if cfg.gate["sprt"]:
@@ -319,6 +328,10 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
                             "workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be 1..64"),
                         openings=s.get("openings", str, ""), max_plies=s.positive("max_plies", 600))
     check_suite(s, "openings", cfg.selfplay["openings"], CRAZYHOUSE.name, 1)
+    for k in ("games", "nodes", "max_plies"):
+        if cfg.selfplay[k] > MAX_BUDGET:
+            raise s.error(k, f"must be at most {MAX_BUDGET:,}")
+    _check_seats(s, cfg, cfg.selfplay["nodes"])
     s.done()
     t = root.table("train")
     _game_keys(t, cfg, GAME_KEYS["train"][0])
@@ -333,8 +346,24 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
                     workers=g.get("workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be 1..64"),
                     sprt=False, guard=False)
     check_suite(g, "openings", cfg.gate["openings"], CRAZYHOUSE.name, 1)
+    for k in ("games", "nodes"):
+        if cfg.gate[k] > MAX_BUDGET:
+            raise g.error(k, f"must be at most {MAX_BUDGET:,}")
+    _check_seats(g, cfg, cfg.gate["nodes"])
     g.done()
     gates.parse_gates(root, cfg)  # all off: no held-out data
+
+
+def _check_seats(sec: Section, cfg: LoopConfig, nodes: int) -> None:
+    """Each arm's seat at ``nodes`` as the four-seat server will read it (at parse, not when its stage starts)."""
+    from engines.base import EngineError
+    from engines.seats import parse_team
+
+    for arm in cfg.arms:
+        try:
+            parse_team(_seat(arm.spec, nodes))
+        except (EngineError, ValueError) as e:
+            raise sec.error("nodes", f"arm {arm.name!r}: {str(e).splitlines()[0]}") from None
 
 
 def _suite(path: str) -> str:

@@ -198,6 +198,29 @@ def _done_keys(db: str | Path) -> set[str]:
         s.close()
 
 
+def not_a_bughouse_db(path: str | Path) -> str | None:
+    """Why ``path`` is no bughouse game database (None: it is one): a folder (one-board shards), a
+    file that is not a results database, or one whose games are all of another variant."""
+    from experiments.harness.bughouse import BughouseStore
+    from experiments.harness.store import StoreError
+
+    if not Path(path).is_file():
+        return f"{path} is not a bughouse game database (a folder: one-board data shards?); give the SQLite file bughouse-datagen wrote"
+    try:
+        store = BughouseStore(path, readonly=True)
+    except (StoreError, OSError, ValueError) as e:
+        return f"{path} is not a bughouse game database: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    try:
+        variants = {rec.variant for rec in store.store.games()}
+    except Exception as e:  # noqa: BLE001 - a damaged database: one line
+        return f"{path} is not a readable game database: {type(e).__name__}"
+    finally:
+        store.close()
+    if variants and BUGHOUSE.name not in variants:
+        return f"{path} holds {', '.join(sorted(variants))} games, not bughouse: give the database bughouse-datagen wrote"
+    return None
+
+
 def count_games(db: str | Path) -> int:
     return len(_done_keys(db))
 
