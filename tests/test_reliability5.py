@@ -165,3 +165,23 @@ def test_i05_a_one_board_gate_budget_is_checked_at_parse(tmp_path: Path, capsys:
     rc, _, err = run_cli(capsys, "rl", path, "--quiet")
     assert rc == 2 and "gate.nodes': must be at most 1,000,000,000" in one_line_error(err)
     assert not (tmp_path / "out" / "loop.json").exists()
+
+
+def test_i06_a_torn_network_in_a_loop_folder_is_one_line_and_the_way_back_works(tmp_path: Path,
+                                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import shutil
+
+    path, text = _one_round_state(tmp_path)
+    model = tmp_path / "out" / "puct" / "gen-001" / "train" / "model.pt"
+    model.write_bytes(model.read_bytes()[:300])  # a killed copy
+    open(path, "w").write(text.replace("generations = 1", "generations = 2"))
+    capsys.readouterr()
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--until", "train")
+    line = one_line_error(err)
+    assert rc == 2 and f"{model} is damaged" in line and f"delete {model.parent} and run again to train round 1" in line
+    shutil.rmtree(model.parent)  # as the line says
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--until", "train")
+    assert rc == 0 and model.exists()
+    st = json.loads((tmp_path / "out" / "puct" / "state.json").read_text())
+    assert st["gens"]["1"]["train"]["init"] == 0 and st["gens"]["2"]["train"]["init"] == 1 and st["best"] == 1

@@ -523,8 +523,14 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     from experiments.training import train
 
     rec = state.gen(gen)
+    start = state.best
     if "train" in rec:
-        return
+        if os.path.exists(weights_of(cfg, arm.name, gen)):
+            return
+        start = int(rec["train"]["init"])  # its network was deleted: trained again from the same network
+        for k in ("train", "gate1", "offline"):
+            rec.pop(k, None)
+        state.save()
     t = {k: v for k, v in cfg.train.items() if k not in LOOP_TRAIN_KEYS}
     if "lr" in state.data:  # gate 1 halved it (on_fail = "halve")
         t["lr"] = float(state.data["lr"])
@@ -544,8 +550,8 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
         data = supervised + data
     elif supervised:
         data += _supervised_sample(cfg.train["supervised"], cfg.train["supervised_games"], sup_dir, cfg.seed + gen)
-    init = weights_of(cfg, arm.name, state.best)
-    carried = os.path.join(cfg.gen_dir(arm.name, state.best), "train", "checkpoint.pt") if state.best else None
+    init = weights_of(cfg, arm.name, start)
+    carried = os.path.join(cfg.gen_dir(arm.name, start), "train", "checkpoint.pt") if start else None
     optimizer_from = carried if cfg.mode == "rounds" and carried and os.path.exists(carried) else None
     # the two-board trainer splits by game number under the loop's seed: the same held-out games every
     # generation and arm (bughouse-heldout --seed SEED measures any of the loop's networks on them)
@@ -567,7 +573,7 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
         else:  # a family with its own data and trainer (the two-board network)
             module, _, function = family.trainer.partition(":")
             meta = getattr(importlib.import_module(module), function)(tc, progress=progress, command=command)
-    rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": state.best, "cpu": clock.cpu,
+    rec["train"] = {"seconds": clock.seconds, "cores": t["threads"], "init": start, "cpu": clock.cpu,
                     "positions": meta.get("train_positions"), "val_policy_acc": meta.get("val_policy_acc"),
                     "val_value_sign_acc": meta.get("val_value_sign_acc"),
                     "lr": tc.resolved().lr, "data": data,
@@ -779,6 +785,23 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
         return _run(cfg, progress, until)
 
 
+def _check_networks(cfg: LoopConfig, arm: Arm, state: State) -> None:
+    """Every trained round's network loads (a torn copy, a killed transfer of a carried state): one line
+    naming the file and the way back, before any stage meets it."""
+    import torch
+
+    for g, rec in sorted(state.data.get("gens", {}).items(), key=lambda kv: int(kv[0])):
+        path = weights_of(cfg, arm.name, int(g))
+        if "train" not in rec or not os.path.exists(path):
+            continue
+        try:
+            torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - whatever is wrong with the file, one line
+            why = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
+            raise ConfigError(f"{path} is damaged ({why}): delete {os.path.dirname(path)} and run again to train "
+                              f"{'round' if cfg.mode == 'rounds' else 'generation'} {g} of arm {arm.name!r} again") from None
+
+
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     gates.measure_targets(cfg, progress)
     if cfg.calibrate["lrs"]:
@@ -791,6 +814,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)
         states[arm.name] = State(os.path.join(cfg.arm_dir(arm.name), STATE))
+        _check_networks(cfg, arm, states[arm.name])
     stopped = None
     for gen in range(1, cfg.generations + 1):
         for arm in cfg.arms:
