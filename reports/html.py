@@ -29,6 +29,7 @@ import html
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -295,9 +296,43 @@ def _num(v: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
+#: columns of a report's CSV that hold a number wherever they hold anything (a blank: not measured)
+_NUMERIC = ("elo", "lo", "hi", "elo_low", "elo_high", "games", "score", "nodes_per_move", "evals_per_move",
+            "seconds_per_move", "budget", "generation", "selfplay_games", "cpu_hours")
+#: of those, the ones every row must have
+_REQUIRED = ("elo", "lo", "hi", "elo_low", "elo_high")
+
+
+class ReportError(ValueError):
+    """A report's data file is malformed: one line naming the file, the row and the column."""
+
+
 def _read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a report's CSV, each checked: as many fields as the header, a finite number in every
+    numeric column (:data:`_NUMERIC`); :class:`ReportError` naming file, row and column otherwise."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise ReportError(f"{path}: cannot be read as CSV ({e})") from None
+    for i, r in enumerate(rows, start=2):  # line 1 is the header
+        if None in r or any(v is None for v in r.values()):
+            raise ReportError(f"{path} row {i}: {'too many' if None in r else 'too few'} fields for its header")
+        for col in header:
+            if col not in _NUMERIC:
+                continue
+            v = r[col].strip()
+            if not v and col not in _REQUIRED:
+                continue
+            try:
+                x = float(v)
+            except ValueError:
+                raise ReportError(f"{path} row {i} column {col!r}: {v[:40]!r} is not a number") from None
+            if not math.isfinite(x):
+                raise ReportError(f"{path} row {i} column {col!r}: {v!r} is not a finite number")
+    return rows
 
 
 def scale_chart(rows: list[dict[str, str]], title: str) -> dict[str, Any]:
@@ -675,9 +710,14 @@ def index_page(reports_dir: str | Path) -> Path:
         title = text.splitlines()[0] if text.strip() else md.parent.name
         rel = md.parent.relative_to(root).as_posix()
         link = _local_href(f"{rel}/{PAGE}" if (md.parent / PAGE).exists() else f"{rel}/{md.name}")
+        try:
+            found = _inline(finding(text, md.parent))
+        except ReportError as e:  # one report's broken data: the page is written without its finding, saying why
+            print(f"searchbench: warning: {e}", file=sys.stderr)
+            found = f"<em>no finding: {html.escape(str(e))}</em>"
         groups[question_of(rel)].append(
             f'<tr data-report="{html.escape(rel)}"><td><a href="{html.escape(link)}">{html.escape(rel)}</a></td>'
-            f"<td>{_title_html(title)}</td><td>{_inline(finding(text, md.parent))}</td></tr>")
+            f"<td>{_title_html(title)}</td><td>{found}</td></tr>")
     sections = []
     for key, question, _ in QUESTIONS:
         if groups[key]:

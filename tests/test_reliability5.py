@@ -185,3 +185,29 @@ def test_i06_a_torn_network_in_a_loop_folder_is_one_line_and_the_way_back_works(
     assert rc == 0 and model.exists()
     st = json.loads((tmp_path / "out" / "puct" / "state.json").read_text())
     assert st["gens"]["1"]["train"]["init"] == 0 and st["gens"]["2"]["train"]["init"] == 1 and st["best"] == 1
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda rows: rows[:2] + [rows[2].replace("297.8", "abc")] + rows[3:], "row 3 column 'elo': 'abc' is not a number"),
+    (lambda rows: rows[:3] + [",".join(rows[3].split(",")[:4])] + rows[4:], "row 4: too few fields for its header"),
+    (lambda rows: rows[:1] + [rows[1].replace("0.0259", "nan")] + rows[2:], "row 2 column 'score': 'nan' is not a finite"),
+])
+def test_i07_a_malformed_report_csv_is_one_line_and_the_answer_page_is_still_written(
+        tmp_path: Path, edit, match: str, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    reports = tmp_path / "reports"
+    shutil.copytree(root / "reports" / "quick-crazyhouse", reports / "quick-crazyhouse")
+    csv_path = reports / "quick-crazyhouse" / "elo_vs_nodes.csv"
+    csv_path.write_text("\n".join(edit(csv_path.read_text().splitlines())) + "\n")
+    rc, _, err = run_cli(capsys, "report", str(reports / "quick-crazyhouse"))
+    line = one_line_error(err)
+    assert rc == 2 and line.startswith(f"searchbench: error: {csv_path} ") and match in line
+    # the answer page: written, that report listed without a finding (its Markdown names none here)
+    md = reports / "quick-crazyhouse" / "elo_vs_nodes.md"
+    md.write_text("# quick-crazyhouse\n\nA table without a findings line.\n")
+    rc, out, err = run_cli(capsys, "report", "--index", str(reports))
+    assert rc == 0 and (reports / "index.html").is_file()
+    page = (reports / "index.html").read_text()
+    assert "no finding:" in page and "Traceback" not in err and match in err
