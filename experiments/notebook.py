@@ -31,15 +31,29 @@ def match(white: str, black: str, variant: str = CHESS.name, games: int = 2, nod
     from experiments.harness import openings as openings_mod
     from experiments.harness.store import Store
 
-    if games < 1:
-        raise ValueError("games must be at least 1")
+    from board import VARIANTS
+    from experiments.paths import OutputError, ensure_parent
+
+    for name, v, least in (("games", games, 1), ("concurrency", concurrency, 1), ("workers", workers, 1),
+                           ("max_plies", max_plies, 1), ("seed", seed, 0)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < least:
+            raise ValueError(f"{name} must be a whole number of at least {least}, got {v!r}")
+    if nodes is not None and (not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1):
+        raise ValueError(f"nodes must be a whole number of at least 1 (or None), got {nodes!r}")
+    if variant not in VARIANTS or variant == "bughouse":
+        raise ValueError(f"unknown variant {variant!r}: one of {', '.join(v for v in VARIANTS if v != 'bughouse')}")
+    if Path(db).exists() and not Path(db).is_file():
+        raise ValueError(f"database {str(db)!r} exists and is not a file")
+    try:
+        ensure_parent(db, "database")
+    except OutputError as e:
+        raise ValueError(str(e)) from None
     a = match_mod.Player(white if white != black else f"{white}#1", white, nodes=nodes)
     b = match_mod.Player(black if white != black else f"{black}#2", black, nodes=nodes)
     suite = str(openings_mod.default_suite(variant))
     mid = match_mod.match_id(variant, a, b, openings_mod.suite_id(suite))
     ops = openings_mod.draw(openings_mod.load_suite(suite, variant), (games + 1) // 2, seed, mid)
     tasks = match_mod.match_tasks("notebook", variant, a, b, ops, games, seed, openings_mod.suite_id(suite))
-    Path(db).parent.mkdir(parents=True, exist_ok=True)
     keys = {t.key for t in tasks}
     with Store(str(db), lock=True) as store:
         st = match_mod.play(tasks, store, concurrency=concurrency, workers=workers,

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Final, TypeVar
 
 from search.base import FLAT, range_error, with_settings
-from search.timeman import SPIN_RANGES as TIME_RANGES
 from search.timeman import TimeConfig
 
 #: the selection rules below the root (``MCTSConfig.score_formula``): "module:Class" of a
@@ -331,7 +330,7 @@ class MCTSConfig:
     def validate(self) -> None:
         """Each group checks its own settings; then the ranges, the rules' names and what one
         group's setting needs of another's."""
-        bad = range_error(self, SPIN_RANGES) or range_error(self.time, TIME_RANGES)
+        bad = range_error(self, SPIN_RANGES) or self.time.validate()
         if bad is not None:
             raise MCTSConfigError(bad)
         for f in fields(self):

@@ -45,6 +45,21 @@ class TimeConfig:
     stop_easy: bool = True
     extend_critical: bool = True
 
+    def validate(self) -> str | None:
+        """Why these settings cannot manage a clock (None: they can)."""
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None:
+            return bad
+        if not 0.0 <= self.move_overhead <= 60.0:
+            return f"time.move_overhead must be from 0 to 60 seconds, got {self.move_overhead}"
+        for name in ("proportional_share", "increment_share", "max_clock_share", "easy_prior"):
+            v = float(getattr(self, name))
+            if not 0.0 <= v <= 1.0:
+                return f"time.{name} must be from 0 to 1, got {v}"
+        if not 0.0 <= self.movestogo_reserve <= 100.0 or not 0.0 <= self.critical_drop <= 2.0:
+            return "time.movestogo_reserve must be from 0 to 100 and time.critical_drop from 0 to 2"
+        return None
+
 
 def move_time(limits: Limits, turn: int, fullmove_number: int, cfg: TimeConfig | None = None) -> float | None:
     """Seconds to spend on this move, or None if the limits give no time (nodes/depth only)."""

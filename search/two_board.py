@@ -144,7 +144,11 @@ class TwoBoardConfig(MCTSConfig):
             ("epsilon_greedy", self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0),
             (f"root_rule={self.root_rule}", self.root_rule not in SEAT_ROOTS),
             (f"score_formula={self.score_formula}", self.score_formula not in BOARD_RULES),
-            ("multipv", self.choice.multipv != 1)) if on]
+            ("multipv", self.choice.multipv != 1),
+            # KataGo's self-play pieces act through VisitsRoot, which the seat's root rules do not run
+            ("forced_playouts", self.exploration.forced_playouts > 0),
+            ("policy_target_pruning", self.exploration.policy_target_pruning),
+            ("temperature_visits", self.choice.temperature_visits)) if on]
         if off:
             raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
         bad = range_error(self, SPIN_RANGES)

@@ -211,3 +211,58 @@ def test_i07_a_malformed_report_csv_is_one_line_and_the_answer_page_is_still_wri
     assert rc == 0 and (reports / "index.html").is_file()
     page = (reports / "index.html").read_text()
     assert "no finding:" in page and "Traceback" not in err and match in err
+
+
+def test_also_datagen_whose_engine_fails_every_game_is_one_line_not_exit_0(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from experiments.training import datagen
+
+    fake = Path(__file__).resolve().parent / "fakes" / "fake_uci.py"
+    wrapper = tmp_path / "garbage-engine"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {fake} garbage\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(datagen, "find_engine", lambda name: str(wrapper))
+    cfg = datagen.GenConfig(out=str(tmp_path / "d"), variant="crazyhouse", games=3, nodes=10, workers=1)
+    with pytest.raises(datagen.DataError, match=r"the engine failed every game it was given \(3\): no game was stored"):
+        datagen.generate(cfg, progress=False)
+
+
+def test_also_bad_values_the_new_options_take(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """i08 a two-board engine refuses KataGo's root switches it cannot run; i09 bench selfplay needs a
+    network; i11 targets' entropy ratio has the config's range; a negative move overhead is refused;
+    qat never replaces the shipped tuned copy by default."""
+    for argv, match in (
+        (["engines", "rise-bughouse-mcts:forced_playouts=2"], "the two-board search has no forced_playouts"),
+        (["engines", "rise-bughouse-mcts:policy_target_pruning=true,forced_playouts=1"], "policy_target_pruning"),
+        (["engines", "rise-bughouse-mcts:temperature_visits=true"], "temperature_visits"),
+        (["bench", "selfplay", "--engine", "material-mcts", "--games", "2", "--rounds", "1"],
+         "'material-mcts' runs no network (classical): it has no inference backends"),
+        (["targets", "--engine", "rise-mcts", "--data", str(tmp_path), "--min-entropy-ratio", "-1"], "must be at least 0 and at most 2"),
+        (["targets", "--engine", "rise-mcts", "--data", str(tmp_path), "--min-entropy-ratio", "100"], "at most 2"),
+        (["engines", "rise-mcts:time.move_overhead=-1"], "time.move_overhead must be from 0 to 60 seconds"),
+        (["qat", "--weights", "rise_crazyhouse.pt", "--data", str(tmp_path), "--steps", "1"], "is the shipped tuned copy"),
+    ):
+        rc, _, err = run_cli(capsys, *argv)
+        assert rc == 2 and match in one_line_error(err), (argv, err)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"variant": "atomic"}, "unknown variant 'atomic'"),
+    ({"workers": 0}, "workers must be a whole number of at least 1, got 0"),
+    ({"games": "2"}, "games must be a whole number of at least 1, got '2'"),
+    ({"nodes": -3}, "nodes must be a whole number of at least 1"),
+    ({"db": "FILE/x.sqlite"}, "cannot create the folder of database"),
+    ({"db": "DIR"}, "exists and is not a file"),
+])
+def test_i10_the_notebooks_match_raises_one_value_error(tmp_path: Path, kwargs: dict, match: str) -> None:  # type: ignore[type-arg]
+    from experiments import notebook as sb
+
+    (tmp_path / "afile").write_text("x")
+    kw = {k: (str(tmp_path / "afile") + v[4:] if isinstance(v, str) and v.startswith("FILE") else
+              str(tmp_path) if v == "DIR" else v) for k, v in kwargs.items()}
+    kw.setdefault("db", str(tmp_path / "nb.sqlite"))
+    with pytest.raises(ValueError, match=match):
+        sb.match("material-ab", "material-mcts", nodes=kw.pop("nodes", 8), **kw)
+    assert not (tmp_path / "nb.sqlite").exists()

@@ -48,6 +48,16 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
         raise BenchSelfPlayError("bench selfplay: --inferences: name at least one backend")
     if not concurrencies or min(concurrencies) < 1:
         raise BenchSelfPlayError("bench selfplay: --concurrency: give one or more positive numbers")
+    try:
+        base = registry.resolve(engine)
+    except (EngineError, ValueError) as e:
+        raise BenchSelfPlayError(f"bench selfplay: {e}") from None
+    from engines.catalog import is_external
+
+    entry = None if is_external(base) else registry.EVALUATORS.get(registry.ALIASES.get(base.evaluator, base.evaluator))
+    if entry is None or not entry.loads_weights:
+        raise BenchSelfPlayError(f"bench selfplay: {engine!r} runs no network ({base.evaluator}): it has no inference "
+                                 "backends to compare; give a network engine (e.g. rise-mcts)")
     setups = [(mode, c) for mode in dict.fromkeys(inferences) for c in dict.fromkeys(concurrencies)]
     best: dict[tuple[str, int], dict[str, Any]] = {}
     for r in range(rounds):

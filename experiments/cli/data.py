@@ -220,7 +220,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                    "model plays like float32 (NAME.qat.pt beside it; int8 is quantised from it)")
     q.add_argument("--weights", required=True, help="the float32 network (a path or a shipped name: rise_chess.pt)")
     q.add_argument("--data", required=True, nargs="+", help="data directories whose training games' positions it is tuned on")
-    q.add_argument("--out", default=None, help="default: NAME.qat.pt beside the weights")
+    q.add_argument("--out", default=None, help="default: NAME.qat.pt beside the weights (never the shipped tuned copy: give --out)")
     q.add_argument("--steps", type=count(1, 10**7), default=3000, help="optimiser steps (resumes from OUT.partial)")
     q.add_argument("--batch", type=count(1, 1 << 16), default=256, help="positions a step")
     q.add_argument("--lr", type=number(0, 1, lo_open=True), default=2e-4, help="peak learning rate (cosine decay)")
@@ -303,7 +303,7 @@ def _register_targets(sub: argparse._SubParsersAction) -> None:  # type: ignore[
                         "from a fast search with probability 1 - this)")
     t.add_argument("--fast-nodes", type=count(1, 100_000), default=16, help="with --full-fraction < 1")
     t.add_argument("--no-reuse", action="store_true", help="with --reference: a fresh tree for every target")
-    t.add_argument("--min-entropy-ratio", type=float, default=0.8,
+    t.add_argument("--min-entropy-ratio", type=number(0.0, 2.0), default=0.8,
                    help="gate 0: a target's entropy at least this times the reference's (a warning here)")
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument("--json", action="store_true")

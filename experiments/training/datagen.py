@@ -582,6 +582,9 @@ def generate(cfg: GenConfig, progress: bool = True) -> dict[str, int]:
     finally:
         flush()  # interrupted too: the finished games are kept
         bar.close()
+    if stats["errors"] and not stats["games"]:
+        raise DataError(f"the engine failed every game it was given ({stats['errors']}): no game was stored; "
+                        "see the lines above")
     return stats
 
 

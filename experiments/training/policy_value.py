@@ -339,7 +339,8 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
                    "sel_value_sign_acc": round(sel["val_value_sign_acc"], 5),
                    **{k: round(v, 5) for k, v in last.items()}}
             run.write_row(row)
-            bar.write(" ".join(f"{k}={v}" for k, v in row.items()))
+            if progress:  # the epoch line belongs with the bar: quiet runs keep metrics.csv only
+                bar.write(" ".join(f"{k}={v}" for k, v in row.items()))
             if not done:
                 epoch += 1
                 step_in_epoch = 0

@@ -29,7 +29,7 @@ model against the original float32 network.
 Resumable: a checkpoint (weights, optimiser, step, ranges) every ``save_every`` steps beside the
 output (``<out>.partial``); the final file is written atomically.
 
-    searchbench qat --weights rise_chess.pt --data data/chess-fsf3000-b --steps 3000
+    searchbench qat --weights runs/rise/model.pt --data data/chess-fsf3000-b --steps 3000   # runs/rise/model.qat.pt
 """
 from __future__ import annotations
 
@@ -208,6 +208,13 @@ def _batches(raw: np.ndarray, batch: int, rng: np.random.Generator) -> Iterator[
             yield raw[perm[i:i + batch]]
 
 
+def _shipped(path: str) -> bool:
+    """Whether ``path`` lies among the shipped networks (evaluators/weights/)."""
+    from evaluators.neural import WEIGHTS_DIR
+
+    return os.path.realpath(os.path.dirname(path)) == os.path.realpath(WEIGHTS_DIR)
+
+
 def _resume(partial: str, cfg: QATConfig, layers: list[Any], opt: torch.optim.Optimizer) -> int:
     """The step a run's partial file resumes at, its layers and optimizer restored; 0 (a fresh start,
     said in one line) where it is not this run's or does not load as tensors and plain data (a torn
@@ -278,12 +285,15 @@ def run_qat(cfg: QATConfig, progress: bool = True) -> dict[str, Any]:
     cfg.check()
     ev = _evaluator(cfg.weights, cfg.threads)
     src, family, original = ev.path, ev.family, ev.net
+    out = cfg.out or qat_path(src)
+    if not cfg.out and os.path.exists(out) and _shipped(out):
+        raise EvaluatorError(f"qat: {out} is the shipped tuned copy (its int8 verdict applies to it): give --out "
+                             "to write yours elsewhere")
     ds = datagen.load_dataset(cfg.data)
     if ds.variant != ev.variant:
         raise EvaluatorError(f"qat: the network plays {ev.variant}, the data are {ds.variant}")
     train_games = ~datagen.is_validation(ds.game_uid, 0.1)
     raw = ds.raw[train_games[ds.game]]
-    out = cfg.out or qat_path(src)
     partial = out + ".partial"
     teacher = original.eval()
     student, layers = quantised_copy(original, cfg.ema)
