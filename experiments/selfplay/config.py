@@ -99,7 +99,7 @@ def check_suite(sec: Section, key: str, path: str, variant: str, pairs: int) -> 
 
 #: ``[train]`` keys the loop reads itself (the rest are the trainer's, :class:`TrainConfig`)
 LOOP_TRAIN_KEYS = ("window", "supervised", "supervised_games", "window_positions", "supervised_fraction",
-                   "supervised_taper")
+                   "supervised_taper", "reanalyse_fraction", "reanalyse_nodes")
 
 
 #: the Fairy-Stockfish games the shipped loop configs train and measure on (``data/`` is not in git)

@@ -108,9 +108,24 @@ def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     key = {"engines": [e.name for e in engines], "data": g["data"], "positions": g["positions"], "reference": g["reference"],
            "nodes": sp["nodes"], **({"evals": sp["evals"]} if sp["evals"] else {}), "cap": list(cap) if cap else None, "explore": sp["explore"], "reuse": g["reuse"],
            "seed": cfg.seed}
-    rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, lambda: targets.measure_reference(
-        engines, g["data"], g["reference"], positions=g["positions"], nodes=sp["nodes"], seed=cfg.seed,
-        explore=sp["explore"], progress=progress, playout_cap=cap, reuse=g["reuse"], evals=sp["evals"]))
+    re_frac, re_nodes = float(cfg.train.get("reanalyse_fraction") or 0.0), int(cfg.train.get("reanalyse_nodes") or sp["nodes"])
+    if re_frac > 0:
+        key["reanalyse_nodes"] = re_nodes
+
+    def measure() -> list[dict[str, Any]]:
+        rows = targets.measure_reference(
+            engines, g["data"], g["reference"], positions=g["positions"], nodes=sp["nodes"], seed=cfg.seed,
+            explore=sp["explore"], progress=progress, playout_cap=cap, reuse=g["reuse"], evals=sp["evals"])
+        if re_frac > 0 and re_nodes < g["reference"]:  # Reanalyse's target passes the same gate
+            from experiments.selfplay.reanalyse import reanalyse_engine
+
+            re_engines = [reanalyse_engine(cfg, a, 0) for a in cfg.arms if a.kind == "selfplay"]
+            rows += targets.measure_reference(re_engines, g["data"], g["reference"], positions=g["positions"],
+                                              nodes=re_nodes, seed=cfg.seed, explore=False, progress=progress,
+                                              reuse=False)
+        return rows
+
+    rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, measure)
     why = targets.gate0(rows, g["min_entropy_ratio"])
     if why:
         raise GateError(f"gate 0 refuses the loop before any game: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else ""))

@@ -72,7 +72,10 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
                 threads [1], bf16 [false], mirror [false], supervised [[]], supervised_games [0: all], minutes,
                 val_fraction [0.1], select_fraction [0.05] (games held out: report, best epoch),
                 schedule ["family"; rounds: "constant"], window_positions [0: by generations],
-                supervised_fraction [0], supervised_taper [1], policy_weight [the family's]
+                supervised_fraction [0], supervised_taper [1], policy_weight [the family's],
+                reanalyse_fraction [0] (rounds: that share of the positions older networks made, searched
+                again by the best network, :mod:`experiments.selfplay.reanalyse`), reanalyse_nodes
+                [selfplay.nodes]
     [gate]      games [40], nodes [64], threshold [0.55], sprt [false], elo0 [0], elo1 [10], alpha [0.05],
                 beta [0.05], concurrency [16], workers [1], openings [the variant's suite],
                 enabled [true; rounds: false], guard [false]; bughouse: games [20], nodes [selfplay.nodes],
@@ -217,7 +220,7 @@ GAME_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "selfplay": (("concurrency", "backend", "ray_address", "random_plies", "shard_games", "explore", "full_fraction",
                   "fast_nodes", "evals"), ("tc", "openings")),
     "train": (("q_weight", "bf16", "mirror", "select_fraction", "schedule", "window_positions", "supervised_fraction",
-               "supervised_taper", "supervised_games"), ()),
+               "supervised_taper", "supervised_games", "reanalyse_fraction", "reanalyse_nodes"), ()),
     "gate": (("sprt", "guard", "elo0", "elo1", "alpha", "beta", "concurrency"), ("tc",)),
 }
 
@@ -238,7 +241,10 @@ def _parse_train(t: Section, cfg: LoopConfig) -> None:
             schedule=t.choice("schedule", ("family", "constant"), "constant" if rounds else "family"),
             window_positions=t.get("window_positions", int, 0, lambda v: None if v >= 0 else "must be >= 0"),
             supervised_fraction=t.get("supervised_fraction", float, 0.0, lambda v: None if 0 <= v < 1 else "must be in [0, 1)"),
-            supervised_taper=t.get("supervised_taper", float, 1.0, unit))
+            supervised_taper=t.get("supervised_taper", float, 1.0, unit),
+            reanalyse_fraction=t.get("reanalyse_fraction", float, 0.0, unit),
+            reanalyse_nodes=t.get("reanalyse_nodes", int, 0, lambda v: None if 0 <= v <= MAX_BUDGET
+                                  else f"must be from 0 (self-play's nodes) to {MAX_BUDGET:,}"))
         if rounds and cfg.train["supervised_fraction"] > 0 and not cfg.train["supervised"]:
             raise t.error("supervised", "a supervised mix needs supervised data")
         if cfg.train["supervised_games"] < 0:
@@ -393,7 +399,7 @@ def _clock(sec: Section, key: str, default: str) -> list[int]:
 RUN_FILE = "loop.json"
 #: keys added after runs were recorded without them, with the value those runs had
 _ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0,
-          ("train", "policy_weight"): None}
+          ("train", "policy_weight"): None, ("train", "reanalyse_fraction"): 0.0, ("train", "reanalyse_nodes"): 0}
 
 
 def _run_record(cfg: LoopConfig) -> dict[str, Any]:
@@ -550,6 +556,10 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
         data = supervised + data
     elif supervised:
         data += _supervised_sample(cfg.train["supervised"], cfg.train["supervised_games"], sup_dir, cfg.seed + gen)
+    if cfg.mode == "rounds" and not cfg.two_board:  # MuZero's Reanalyse: older networks' shards searched again
+        from experiments.selfplay import reanalyse
+
+        data = reanalyse.training_data(cfg, arm, gen, state, data, progress)
     init = weights_of(cfg, arm.name, start)
     carried = os.path.join(cfg.gen_dir(arm.name, start), "train", "checkpoint.pt") if start else None
     optimizer_from = carried if cfg.mode == "rounds" and carried and os.path.exists(carried) else None
@@ -620,7 +630,7 @@ def _control_seconds(cfg: LoopConfig, gen: int) -> float:
     ref = next(a for a in cfg.arms if a.kind == "selfplay")
     rec = State(os.path.join(cfg.arm_dir(ref.name), STATE)).gen(gen)
     secs = sum(float(rec[k]["cpu"]) if "cpu" in rec[k] else float(rec[k]["seconds"]) * max(1.0, float(rec[k]["cores"]))
-               for k in ("selfplay", "train") if k in rec)
+               for k in ("selfplay", "reanalyse", "train") if k in rec)
     if secs <= 0:
         raise ConfigError(f"control arm, round {gen}: the self-play arm {ref.name!r} has not finished that round")
     return secs

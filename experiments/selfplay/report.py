@@ -238,7 +238,7 @@ def _cumulative(state: State, gen: int) -> tuple[int, float]:
     games, secs = 0, 0.0
     for g in range(1, gen + 1):
         rec = state.gen(g)
-        for stage in ("selfplay", "train", "gate"):
+        for stage in ("selfplay", "reanalyse", "train", "gate"):
             if stage in rec:
                 cpu = rec[stage].get("cpu")
                 secs += float(cpu) if cpu is not None else float(rec[stage]["seconds"]) * float(rec[stage]["cores"])
