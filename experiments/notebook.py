@@ -31,7 +31,7 @@ def match(white: str, black: str, variant: str = CHESS.name, games: int = 2, nod
     from experiments.harness import openings as openings_mod
     from experiments.harness.store import Store
 
-    from board import VARIANTS
+    from board.variants import ONE_BOARD
     from experiments.paths import OutputError, ensure_parent
 
     for name, v, least in (("games", games, 1), ("concurrency", concurrency, 1), ("workers", workers, 1),
@@ -40,8 +40,8 @@ def match(white: str, black: str, variant: str = CHESS.name, games: int = 2, nod
             raise ValueError(f"{name} must be a whole number of at least {least}, got {v!r}")
     if nodes is not None and (not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1):
         raise ValueError(f"nodes must be a whole number of at least 1 (or None), got {nodes!r}")
-    if variant not in VARIANTS or variant == "bughouse":
-        raise ValueError(f"unknown variant {variant!r}: one of {', '.join(v for v in VARIANTS if v != 'bughouse')}")
+    if variant not in [v.name for v in ONE_BOARD]:
+        raise ValueError(f"unknown variant {variant!r}: one of {', '.join(v.name for v in ONE_BOARD)}")
     if Path(db).exists() and not Path(db).is_file():
         raise ValueError(f"database {str(db)!r} exists and is not a file")
     try:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from board.variants import CRAZYHOUSE, variant_of
+from board.variants import CHESS, CRAZYHOUSE, variant_of
 from engines.base import EngineSpec
 from experiments.harness.tomlconfig import ConfigError, Section
 
@@ -103,8 +103,8 @@ LOOP_TRAIN_KEYS = ("window", "supervised", "supervised_games", "window_positions
 
 
 #: the Fairy-Stockfish games the shipped loop configs train and measure on (``data/`` is not in git)
-DATAGEN = {"crazyhouse": "--variant crazyhouse --games 100000 --nodes 3000 --workers 1 --minutes 105 --seed 20261201",
-           "chess": "--variant chess --games 100000 --nodes 3000 --workers 1 --minutes 95 --seed 20261202"}
+DATAGEN = {CRAZYHOUSE.name: f"--variant {CRAZYHOUSE.name} --games 100000 --nodes 3000 --workers 1 --minutes 105 --seed 20261201",
+           CHESS.name: f"--variant {CHESS.name} --games 100000 --nodes 3000 --workers 1 --minutes 95 --seed 20261202"}
 
 
 def no_data(path: str, variant: str) -> str:
@@ -228,3 +228,50 @@ def selfplay_search(cfg: "LoopConfig", engine: EngineSpec) -> EngineSpec:
             or "check_enhancement" in engine.options:
         return engine
     return registry.extend(engine, {"check_enhancement": "false"})
+
+
+_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0,
+          ("train", "policy_weight"): None, ("train", "reanalyse_fraction"): 0.0, ("train", "reanalyse_nodes"): 0}
+
+
+def run_record(cfg: LoopConfig) -> dict[str, Any]:
+    """What a loop folder's ``loop.json`` records of the settings its games and networks depend on."""
+    from evaluators.neural import weights_path
+    from experiments.harness.store import file_id
+
+    return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial, "mode": cfg.mode,
+            "initial_file": file_id(weights_path(cfg.initial)),
+            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine, "kind": a.kind,
+                              **({"seed": a.seed} if a.seed is not None else {})} for a in cfg.arms},
+            **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in FREE_KEYS}
+               for sec in ("selfplay", "train", "gate")}}
+
+
+def same_run(cfg: LoopConfig, path: str, where: str, remedy: str) -> dict[str, Any]:
+    """The run record of ``cfg`` merged with the one in ``path`` (a ``loop.json``: arms may be added);
+    :class:`ConfigError` naming the first setting that differs (``WHERE holds a loop run with seed 1,
+    not 2: REMEDY``)."""
+    from experiments.paths import InputError, read_json
+
+    want = run_record(cfg)
+    try:
+        have = read_json(path, "loop run file")
+    except InputError as e:
+        raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
+    if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
+        raise ConfigError(f"{path} is not a loop run file; give another out")
+    for arm, rec in want["arms"].items():  # an arm's recorded keys (its seed) must all be given again
+        old = have["arms"].get(arm)
+        if isinstance(old, dict) and set(old) != set(rec):
+            k = sorted(set(old) ^ set(rec))[0]
+            raise ConfigError(f"{where} holds a loop run whose arm {arm!r} has {k} {old.get(k)!r}, not "
+                              f"{rec.get(k)!r}: {remedy}")
+    want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
+    for (sec, k), v in _ADDED.items():
+        if isinstance(have.get(sec), dict):
+            have[sec].setdefault(k, v)
+    diff = first_difference(have, want)
+    if diff:
+        k, a, b = diff
+        raise ConfigError(f"{where} holds a loop run with {k} {a!r}, not {b!r}: {remedy}")
+    return want

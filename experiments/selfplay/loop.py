@@ -126,10 +126,10 @@ from experiments.harness.tomlconfig import ConfigError, Section, load
 from experiments.paths import write_atomic
 from experiments.selfplay import gates
 from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
-                                            check_suite, first_difference, list_of, no_data, selfplay_search,
+                                            check_suite, list_of, no_data, run_record, same_run, selfplay_search,
                                             weights_of, with_weights)
 from experiments.selfplay.report import parse_rate, rate_and_report, write_generations
-from experiments.selfplay.state import StageClock
+from experiments.selfplay.state import StageClock, check_networks
 from experiments.selfplay.games import SelfPlayConfig, SelfPlayError
 
 
@@ -398,60 +398,14 @@ def _clock(sec: Section, key: str, default: str) -> list[int]:
 #: same folder with others is refused; the resources (workers, concurrency, threads) may change
 RUN_FILE = "loop.json"
 #: keys added after runs were recorded without them, with the value those runs had
-_ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0,
-          ("train", "policy_weight"): None, ("train", "reanalyse_fraction"): 0.0, ("train", "reanalyse_nodes"): 0}
-
-
-def _run_record(cfg: LoopConfig) -> dict[str, Any]:
-    from evaluators.neural import weights_path
-    from experiments.harness.store import file_id
-
-    return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial, "mode": cfg.mode,
-            "initial_file": file_id(weights_path(cfg.initial)),
-            "arms": {a.name: {"engine": a.engine, "gate_engine": a.gate_engine, "kind": a.kind,
-                              **({"seed": a.seed} if a.seed is not None else {})} for a in cfg.arms},
-            **{sec: {k: v for k, v in getattr(cfg, sec).items() if k not in FREE_KEYS}
-               for sec in ("selfplay", "train", "gate")}}
-
-
 def check_run(cfg: LoopConfig) -> None:
     """Refuse a rerun of ``cfg.out`` with settings other than those it was started with (its games,
     networks and decisions would mix two runs, and the report would name only the new ones); record
     them on the first run.  More generations, new arms and other ``[rate]`` keys are allowed."""
     path = os.path.join(cfg.out, RUN_FILE)
     want = same_run(cfg, path, cfg.out, "give the same settings to resume it, or another out") \
-        if os.path.lexists(path) else _run_record(cfg)
+        if os.path.lexists(path) else run_record(cfg)
     write_atomic(path, json.dumps(want, indent=1, sort_keys=True), "loop run file")
-
-
-def same_run(cfg: LoopConfig, path: str, where: str, remedy: str) -> dict[str, Any]:
-    """The run record of ``cfg`` merged with the one in ``path`` (a ``loop.json``: arms may be added);
-    :class:`ConfigError` naming the first setting that differs (``WHERE holds a loop run with seed 1,
-    not 2: REMEDY``)."""
-    from experiments.paths import InputError, read_json
-
-    want = _run_record(cfg)
-    try:
-        have = read_json(path, "loop run file")
-    except InputError as e:
-        raise ConfigError(f"{path} is not a loop run file ({e}); give another out") from None
-    if not isinstance(have, dict) or not isinstance(have.get("arms"), dict):
-        raise ConfigError(f"{path} is not a loop run file; give another out")
-    for arm, rec in want["arms"].items():  # an arm's recorded keys (its seed) must all be given again
-        old = have["arms"].get(arm)
-        if isinstance(old, dict) and set(old) != set(rec):
-            k = sorted(set(old) ^ set(rec))[0]
-            raise ConfigError(f"{where} holds a loop run whose arm {arm!r} has {k} {old.get(k)!r}, not "
-                              f"{rec.get(k)!r}: {remedy}")
-    want["arms"] = {**have["arms"], **want["arms"]}  # arms may be added; the old ones must match
-    for (sec, k), v in _ADDED.items():
-        if isinstance(have.get(sec), dict):
-            have[sec].setdefault(k, v)
-    diff = first_difference(have, want)
-    if diff:
-        k, a, b = diff
-        raise ConfigError(f"{where} holds a loop run with {k} {a!r}, not {b!r}: {remedy}")
-    return want
 
 
 # --------------------------------------------------------------------------- the stages
@@ -795,23 +749,6 @@ def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dic
         return _run(cfg, progress, until)
 
 
-def _check_networks(cfg: LoopConfig, arm: Arm, state: State) -> None:
-    """Every trained round's network loads (a torn copy, a killed transfer of a carried state): one line
-    naming the file and the way back, before any stage meets it."""
-    import torch
-
-    for g, rec in sorted(state.data.get("gens", {}).items(), key=lambda kv: int(kv[0])):
-        path = weights_of(cfg, arm.name, int(g))
-        if "train" not in rec or not os.path.exists(path):
-            continue
-        try:
-            torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001 - whatever is wrong with the file, one line
-            why = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
-            raise ConfigError(f"{path} is damaged ({why}): delete {os.path.dirname(path)} and run again to train "
-                              f"{'round' if cfg.mode == 'rounds' else 'generation'} {g} of arm {arm.name!r} again") from None
-
-
 def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     gates.measure_targets(cfg, progress)
     if cfg.calibrate["lrs"]:
@@ -824,7 +761,7 @@ def _run(cfg: LoopConfig, progress: bool, until: str | None) -> dict[str, Any]:
     for arm in cfg.arms:
         os.makedirs(cfg.arm_dir(arm.name), exist_ok=True)
         states[arm.name] = State(os.path.join(cfg.arm_dir(arm.name), STATE))
-        _check_networks(cfg, arm, states[arm.name])
+        check_networks(cfg, arm, states[arm.name])
     stopped = None
     for gen in range(1, cfg.generations + 1):
         for arm in cfg.arms:

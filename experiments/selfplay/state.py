@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from experiments.paths import write_atomic
-from experiments.selfplay.config import STATE, LoopConfig
+from experiments.harness.tomlconfig import ConfigError
+from experiments.selfplay.config import STATE, Arm, LoopConfig, State, weights_of
 
 def cpu_now() -> float:
     """Process CPU seconds so far: this process (every thread) and its finished, waited-for children
@@ -173,7 +174,7 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
     root = Path(src)
     if not (root / "loop.json").is_file():
         raise InputError(f"{src} holds no loop state (no loop.json): give the folder --state-to wrote")
-    from experiments.selfplay.loop import same_run  # compared before any copy: nothing copied on a refusal
+    from experiments.selfplay.config import same_run  # compared before any copy: nothing copied on a refusal
 
     remedy = "give the config that made it, or another state"
     same_run(cfg, str(root / "loop.json"), str(src), remedy)
@@ -193,4 +194,21 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
     return n
 
 
-__all__ = ["ROUND", "TOP", "StageClock", "cpu_now", "export", "restore", "state_files"]
+def check_networks(cfg: LoopConfig, arm: Arm, state: State) -> None:
+    """Every trained round's network loads (a torn copy, a killed transfer of a carried state): one line
+    naming the file and the way back, before any stage meets it."""
+    import torch
+
+    for g, rec in sorted(state.data.get("gens", {}).items(), key=lambda kv: int(kv[0])):
+        path = weights_of(cfg, arm.name, int(g))
+        if "train" not in rec or not os.path.exists(path):
+            continue
+        try:
+            torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - whatever is wrong with the file, one line
+            why = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
+            raise ConfigError(f"{path} is damaged ({why}): delete {os.path.dirname(path)} and run again to train "
+                              f"{'round' if cfg.mode == 'rounds' else 'generation'} {g} of arm {arm.name!r} again") from None
+
+
+__all__ = ["ROUND", "TOP", "StageClock", "check_networks", "cpu_now", "export", "restore", "state_files"]
