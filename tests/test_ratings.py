@@ -75,7 +75,23 @@ def test_match_elo() -> None:
     assert elo == pytest.approx(0.0) and 0 < err < 200
     elo, _ = R.match_elo(60, 30, 10)  # 75%
     assert elo == pytest.approx(-400 * math.log10(1 / 0.75 - 1))
-    assert R.format_table(R.rate([R.Result("a", "b", 1.0), R.Result("b", "a", 0.5)], bootstrap=0)).count("\n") == 2
+    # without a bootstrap the interval has no spread: marked as a bound, with the note (never a bare zero width)
+    table = R.format_table(R.rate([R.Result("a", "b", 1.0), R.Result("b", "a", 0.5)], bootstrap=0))
+    assert table.count("\n") == 3 and table.count(R.SWEEP_MARK) == 3 and R.SWEEP_NOTE in table
+
+
+def test_a_sweep_and_an_interval_with_no_spread_are_marked() -> None:
+    """A 4-0 match on two openings gave +382 [+382, +382] unmarked: every replicate is the same sweep."""
+    games = [R.Result("a", "b", 1.0, unit=u) for u in (1, 1, 2, 2)]
+    fit = R.fit(games, anchor="b", bootstrap=200, seed=1)
+    a = next(r for r in fit.ratings if r.name == "a")
+    assert a.sweep_bounded and a.elo > 0
+    b = next(r for r in fit.ratings if r.name == "b")
+    assert b.lo == b.hi == 0.0  # the anchor: zero width by definition
+    # a measured interval is not marked
+    mixed = [R.Result("a", "b", s, unit=u) for u, s in enumerate([1.0, 0.0, 1.0, 0.5, 1.0, 0.0, 0.5, 1.0] * 4)]
+    m = next(r for r in R.fit(mixed, anchor="b", bootstrap=200, seed=1).ratings if r.name == "a")
+    assert not m.sweep_bounded and m.lo < m.elo < m.hi
 
 
 def test_standings_for_progress_bars() -> None:

@@ -266,3 +266,34 @@ def test_i10_the_notebooks_match_raises_one_value_error(tmp_path: Path, kwargs: 
     with pytest.raises(ValueError, match=match):
         sb.match("material-ab", "material-mcts", nodes=kw.pop("nodes", 8), **kw)
     assert not (tmp_path / "nb.sqlite").exists()
+
+
+def _two_budget_db(path: Path) -> None:
+    """An ablation's database at two budgets: each budget's players met only each other."""
+    from experiments.harness.store import GameRecord, MoveStat, Store
+
+    results = ["1-0", "0-1", "1/2-1/2", "1-0", "1-0", "0-1"]
+    with Store(str(path)) as st:
+        k = 0
+        for budget in (16, 64):
+            for i, res in enumerate(results * 2):
+                w, b = (f"base@{budget}", f"variant@{budget}") if i % 2 == 0 else (f"variant@{budget}", f"base@{budget}")
+                st.add(GameRecord(key=f"g{k}", run="ab", match=f"m{budget}", pair=i // 2, variant="crazyhouse", white=w,
+                                  black=b, white_settings={"engine": w}, black_settings={"engine": b},
+                                  opening=f"o{i // 2}", opening_fen="startpos", opening_moves=["e2e4"], moves=["e7e5"],
+                                  result=res, reason="checkmate", move_stats=[MoveStat(budget, 0.01, 0, None, 1, budget)],
+                                  seed=k))
+                k += 1
+
+
+def test_also_report_and_ratings_take_a_database_whose_groups_never_met(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "ab.sqlite"
+    _two_budget_db(db)
+    rc, out, err = run_cli(capsys, "ratings", str(db), "--bootstrap", "20")
+    assert rc == 0, err
+    assert "group 1 of 2" in out and "group 2 of 2" in out and "base@16" in out and "variant@64" in out
+    rc, out, err = run_cli(capsys, "report", str(db), "--out", str(tmp_path / "ab.html"))
+    assert rc == 0, err
+    html = (tmp_path / "ab.html").read_text()
+    assert "Group 1:" in html and "Group 2:" in html and "no Elo compares two groups" in html

@@ -314,9 +314,18 @@ def cmd_ratings(args: argparse.Namespace) -> int:
         games = store.games(run=args.run) if args.run else store.games()
         if not games:
             raise ratings_mod.RatingError("no games in the database" + (f" for run {args.run!r}" if args.run else ""))
-        rs = ratings_mod.rate(ratings_mod.from_games(games), args.anchor, args.anchor_elo, args.bootstrap, args.seed,
-                              progress=True)
-    print(ratings_mod.format_table(rs))
+        parts = ratings_mod.groups(ratings_mod.from_games(games))
+        if args.anchor is not None and not any(args.anchor in {r.white for r in g} | {r.black for r in g} for g in parts):
+            raise ratings_mod.RatingError(f"anchor {args.anchor!r} played no game")
+        for k, part in enumerate(parts, 1):
+            anchor = ratings_mod.group_anchor(part, args.anchor)
+            elo = args.anchor_elo if anchor == args.anchor else 0.0
+            if len(parts) > 1:  # groups that never met are rated apart, each against its own anchor
+                print(f"{'' if k == 1 else chr(10)}group {k} of {len(parts)} (its players never met the other groups'): "
+                      f"{anchor} = {elo:g} Elo")
+            rs = ratings_mod.rate(part, anchor if len(parts) > 1 or args.anchor else args.anchor, elo, args.bootstrap,
+                                  args.seed, progress=True)
+            print(ratings_mod.format_table(rs))
     return 0
 
 

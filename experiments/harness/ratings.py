@@ -16,7 +16,9 @@ replicate (so the replicate stays finite instead of running to the optimiser's b
 drawn with no games gets none.  A rating whose interval depends on such replicates (in more than
 2.5% of them a pair of that player that had no virtual draw in the data's fit was a sweep) is marked
 ``sweep_bounded``: its interval's edge is set by the virtual draw, not by the games, and the reports
-say so.  A number ``prior`` adds that many virtual draws to every pair that met.
+say so; so is a player one of whose pairs was a sweep in the games themselves, and a player whose
+interval has no spread (a single game pair, or replicates that cannot differ): never a zero-width
+interval shown as measured.  A number ``prior`` adds that many virtual draws to every pair that met.
 
 The likelihood is maximised with scipy (L-BFGS-B, analytic gradient) over all players at once, with
 the anchor fixed at its given Elo (or, with no anchor, the mean fixed at 0).  Players must form one
@@ -278,16 +280,55 @@ def fit(results: Sequence[Result], anchor: str | None = None, anchor_elo: float 
         points[idx[r.white]] += r.score
         points[idx[r.black]] += 1 - r.score
     bounded = swept > 0.025 * max(1, len(samples))
+    # a sweep in the data itself (the virtual draw bounds that pair in the fit and in every replicate),
+    # or an interval with no spread (one game pair, or replicates that cannot differ): never shown as
+    # if the games had measured it
+    sw = _sweeps(n, s)
+    bounded[data.i[sw]] = True
+    bounded[data.j[sw]] = True
+    flat = (hi - lo) <= 1e-9
+    if a is not None:
+        flat[a] = False  # the anchor's own zero width is its definition
+    bounded |= flat
     out = [Rating(nm, float(elo[k]), float(lo[k]), float(hi[k]), int(games[k]), float(points[k] / games[k]),
                   bool(bounded[k])) for k, nm in enumerate(names)]
     out.sort(key=lambda x: -x.elo)
     return Fit(out, names, elo, samples, per_pair, [(names[x], names[y]) for x, y in zip(data.i, data.j)])
 
 
+def groups(results: Sequence[Result]) -> list[list[Result]]:
+    """``results`` split into the groups of players that met (directly or through others), the
+    largest first: a results database of several budgets or pools, whose groups never met, is rated
+    group by group, each with its own anchor, instead of refused."""
+    if not results:
+        return []
+    data = _Data(results)
+    comps = _components(len(data.names), data.i, data.j)
+    where = {data.names[k]: c for c, members in enumerate(comps) for k in members}
+    out: list[list[Result]] = [[] for _ in comps]
+    for r in results:
+        out[where[r.white]].append(r)
+    out.sort(key=lambda g: -len(g))
+    return out
+
+
+def group_anchor(results: Sequence[Result], anchor: str | None) -> str:
+    """A group's anchor: ``anchor`` where it played in the group, else the player with the most games
+    (ties by name)."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.white] = counts.get(r.white, 0) + 1
+        counts[r.black] = counts.get(r.black, 0) + 1
+    if anchor in counts:
+        return str(anchor)
+    return max(sorted(counts), key=lambda p: counts[p])
+
+
 #: marks an interval whose edge comes from bootstrap replicates that turned a pairing into a sweep
 SWEEP_MARK = "†"
-SWEEP_NOTE = (f"{SWEEP_MARK} the interval's edge comes from bootstrap replicates in which a pairing of this player "
-              "was a sweep: there the virtual draw, not the games, bounds it (play more games to narrow it)")
+SWEEP_NOTE = (f"{SWEEP_MARK} a one-sided bound, not a measured interval: a pairing of this player was a sweep (in the "
+              "games or in bootstrap replicates), where the virtual draw, not the games, bounds it, or its games "
+              "left the bootstrap nothing to resample (play more games to narrow it)")
 
 
 def format_table(ratings: Sequence[Rating]) -> str:

@@ -76,38 +76,49 @@ def database_page(db: str | Path, out: str | Path, run: str | None = None, boots
     if not games:
         raise ValueError(f"{db}: no games" + (f" in run {run!r}" if run else ""))
     variants = sorted({g.variant for g in games})
-    counts: dict[str, int] = {}
-    for g in games:
-        counts[g.white] = counts.get(g.white, 0) + 1
-        counts[g.black] = counts.get(g.black, 0) + 1
-    if anchor not in counts:
-        anchor, anchor_elo = max(sorted(counts), key=lambda p: counts[p]), 0.0
-    fit = ratings_mod.fit(ratings_mod.from_games(games), anchor, anchor_elo, bootstrap, 1)
+    parts = ratings_mod.groups(ratings_mod.from_games(games))
     cost = costs(games)
-    rows: list[dict[str, Any]] = []
-    for r in fit.ratings:
-        c = cost.get(r.name)
-        rows.append({"player": r.name, "elo": round(r.elo, 1), "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games,
-                     "score": r.score, "nodes_per_move": round(c.nodes, 1) if c else 0.0,
-                     "evals_per_move": round(c.evals, 1) if c else 0.0,
-                     "ms_per_move": round(1000 * c.seconds, 1) if c else 0.0})
     name = Path(db).name + (f", run {run}" if run else "")
     md = [f"# Games of {name}", "",
           f"{len(games)} games ({', '.join(variants)}) on {len({(g.opening_fen, g.match) for g in games})} distinct "
-          f"(opening, pairing) pairs; {anchor} = {anchor_elo:g} Elo; Bradley-Terry with {bootstrap} bootstrap "
-          "replicates over game pairs (95% intervals); costs are means per move over the stored games.", "",
-          "Regenerate:", "", "```", f"searchbench report {db}" + (f" --run {run}" if run else ""), "```", "",
-          "![Elo against cost](ratings.png)", "",
-          "| player | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
-          "|---|---:|---|---:|---:|---:|---:|---:|"]
-    for row in rows:
-        md.append(f"| {row['player']} | {row['elo']:+.0f} | [{row['lo']:+.0f}, {row['hi']:+.0f}] | {row['games']} | "
-                  f"{100 * float(row['score']):.1f}% | {row['nodes_per_move']:.0f} | {row['evals_per_move']:.0f} | "
-                  f"{row['ms_per_move']:.1f} |")
-    chart = page.ratings_chart(rows, f"Elo against cost: {name}")
+          f"(opening, pairing) pairs; Bradley-Terry with {bootstrap} bootstrap replicates over game pairs (95% "
+          "intervals); costs are means per move over the stored games."
+          + (f" The players form {len(parts)} groups that never met (other budgets or pools): each group is rated "
+             "apart, against its own anchor, and no Elo compares two groups." if len(parts) > 1 else ""), "",
+          "Regenerate:", "", "```", f"searchbench report {db}" + (f" --run {run}" if run else ""), "```", ""]
+    charts = []
+    for k, part in enumerate(parts, 1):
+        a = ratings_mod.group_anchor(part, anchor)
+        a_elo = anchor_elo if a == anchor else 0.0
+        fit = ratings_mod.fit(part, a, a_elo, bootstrap, 1)
+        rows: list[dict[str, Any]] = []
+        for r in fit.ratings:
+            c = cost.get(r.name)
+            rows.append({"player": r.name, "elo": round(r.elo, 1), "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games,
+                         "score": r.score, "nodes_per_move": round(c.nodes, 1) if c else 0.0,
+                         "evals_per_move": round(c.evals, 1) if c else 0.0,
+                         "ms_per_move": round(1000 * c.seconds, 1) if c else 0.0, "bounded": r.sweep_bounded})
+        head = f"group {k} of {len(parts)}: " if len(parts) > 1 else ""
+        stem = f"ratings-{k}" if len(parts) > 1 else "ratings"
+        md += ([f"## Group {k}: {a} = {a_elo:g} Elo", ""] if len(parts) > 1 else [f"{a} = {a_elo:g} Elo.", ""])
+        md += [f"![Elo against cost]({stem}.png)", ""]
+        md += ["| player | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
+               "|---|---:|---|---:|---:|---:|---:|---:|"]
+        for row in rows:
+            mark = f" {ratings_mod.SWEEP_MARK}" if row["bounded"] else ""
+            md.append(f"| {row['player']} | {row['elo']:+.0f} | [{row['lo']:+.0f}, {row['hi']:+.0f}]{mark} | {row['games']} | "
+                      f"{100 * float(row['score']):.1f}% | {row['nodes_per_move']:.0f} | {row['evals_per_move']:.0f} | "
+                      f"{row['ms_per_move']:.1f} |")
+        if any(row["bounded"] for row in rows):
+            md += ["", ratings_mod.SWEEP_NOTE]
+        md.append("")
+        chart = page.ratings_chart([{k2: v for k2, v in row.items() if k2 != "bounded"} for row in rows],
+                                   f"Elo against cost: {head}{name}")
+        chart["replaces"] = [stem]
+        charts.append(chart)
     shown = sample(games)
     out = Path(out)
-    text = page.render(f"Games of {name}", variants[0], "\n".join(md), None, [chart], views(shown), len(games),
+    text = page.render(f"Games of {name}", variants[0], "\n".join(md), None, charts, views(shown), len(games),
                        f"; all of them in {db}")
     page._write_text(out, text)
     return out
