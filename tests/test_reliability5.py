@@ -12,6 +12,7 @@ import torch
 
 from evaluators import nets, onnx_runtime
 from evaluators.neural import qat_path
+from experiments.harness.tomlconfig import ConfigError
 from experiments.training import qat
 from tests.test_reliability import one_line_error, run_cli
 from tests.test_train import make_dataset
@@ -297,3 +298,21 @@ def test_also_report_and_ratings_take_a_database_whose_groups_never_met(tmp_path
     assert rc == 0, err
     html = (tmp_path / "ab.html").read_text()
     assert "Group 1:" in html and "Group 2:" in html and "no Elo compares two groups" in html
+
+
+def test_shipped_configs_and_openings_by_name_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``searchbench scale quick-crazyhouse`` and ``ablate zh-switches`` from an empty folder elsewhere:
+    a shipped config by name or by its checkout path, and the suites its openings key names."""
+    from experiments.harness import ablate, openings, scale, tomlconfig
+
+    monkeypatch.chdir(tmp_path)
+    assert tomlconfig.resolve_config("quick-crazyhouse").is_file()
+    assert tomlconfig.resolve_config("experiments/configs/zh-switches.toml").is_file()
+    assert not tomlconfig.resolve_config("no-such-config").exists()
+    assert scale.load("quick-crazyhouse").tasks()
+    assert ablate.load("zh-switches").tasks()
+    assert openings.resolve_suite("crazyhouse-1000").is_file()
+    assert len(openings.load_suite("experiments/openings/chess-1000.epd", "chess")) == 1000
+    assert openings.suite_id("crazyhouse-1000") == openings.suite_id(openings.SUITE_DIR / "crazyhouse-1000.epd")
+    with pytest.raises(ConfigError, match="cannot read config|no-such"):
+        tomlconfig.load("no-such-config")

@@ -187,7 +187,7 @@ def load(path: str | Path) -> Ablation:
     from experiments.harness import tomlconfig
 
     try:
-        return parse(tomlconfig.load(path), Path(path), Path(path).read_text())
+        return parse(tomlconfig.load(path), Path(path), tomlconfig.resolve_config(path).read_text())
     except openings_mod.OpeningError as e:
         raise ConfigError(f"{path}: {e}") from None
 

@@ -129,7 +129,7 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
 def load(path: str | Path) -> Config:
     from experiments.harness import tomlconfig
 
-    return parse(tomlconfig.load(path), Path(path), Path(path).read_text())
+    return parse(tomlconfig.load(path), Path(path), tomlconfig.resolve_config(path).read_text())
 
 
 def match_of(cfg: Config, row: RowSpec) -> str:

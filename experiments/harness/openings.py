@@ -62,13 +62,27 @@ def default_suite(variant: str) -> Path:
     return SUITE_DIR / f"{variant}.epd"
 
 
+def resolve_suite(path: str | Path) -> Path:
+    """An opening suite's file: ``path`` where it exists; else a shipped suite by name
+    (``crazyhouse-1000``, ``crazyhouse-1000.epd``) or by its path in a checkout
+    (``experiments/openings/chess.epd``), so shipped configs run from any folder."""
+    p = Path(path)
+    if p.exists() or str(path) == "":
+        return p
+    name = p.name if p.name.endswith(".epd") else f"{p.name}.epd"
+    shipped = SUITE_DIR / name
+    if shipped.is_file() and (len(p.parts) == 1 or p.parent.as_posix().endswith("experiments/openings")):
+        return shipped
+    return p
+
+
 def suite_id(path: str | Path) -> str:
     """The suite's identity for game keys: file name and content digest (not the path, so a run
     resumes from another directory; a changed suite gives new keys)."""
     from experiments.harness.store import file_id
 
     try:
-        return file_id(path)
+        return file_id(resolve_suite(path))
     except OSError as e:
         raise OpeningError(f"cannot read opening suite {str(path)!r}: {e.strerror or e}") from None
 
@@ -114,7 +128,7 @@ def load_suite(path: str | Path, variant: str) -> list[Opening]:
         raise OpeningError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
     from experiments.paths import InputError, read_text
 
-    p = Path(path)
+    p = resolve_suite(path)
     try:
         text = read_text(p, "opening suite")
     except InputError as e:

@@ -75,10 +75,26 @@ def key_text(key: tuple[Any, ...]) -> str:
     return out
 
 
+def resolve_config(path: str | Path) -> Path:
+    """A config's file: ``path`` where it exists; else a shipped config by name (``quick-crazyhouse``,
+    ``zh-switches.toml``) or by its path in a checkout (``experiments/configs/NAME.toml``), so the
+    documented commands run from any folder."""
+    from importlib import resources
+
+    p = Path(path)
+    if p.exists() or str(path) == "":
+        return p
+    name = p.name if p.name.endswith(".toml") else f"{p.name}.toml"
+    shipped = Path(str(resources.files("experiments") / "configs")) / name
+    if shipped.is_file() and (len(p.parts) == 1 or p.parent.as_posix().endswith("experiments/configs")):
+        return shipped
+    return p
+
+
 def load(path: str | Path) -> "Section":
     from experiments.paths import InputError, read_text
 
-    p = Path(path)
+    p = resolve_config(path)
     try:
         text = read_text(p, "config")
     except InputError as e:
