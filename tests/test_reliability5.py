@@ -316,3 +316,30 @@ def test_shipped_configs_and_openings_by_name_from_any_folder(tmp_path: Path, mo
     assert openings.suite_id("crazyhouse-1000") == openings.suite_id(openings.SUITE_DIR / "crazyhouse-1000.epd")
     with pytest.raises(ConfigError, match="cannot read config|no-such"):
         tomlconfig.load("no-such-config")
+
+
+def test_the_carried_state_keeps_what_resuming_needs_and_no_more(tmp_path: Path) -> None:
+    """Each arm's newest (and best) network, the newest round's optimizer without its weights, every
+    round's records and the window's games: round 3 resumes from it on another machine."""
+    import torch
+
+    from experiments.cli.main import main as cli
+    from experiments.selfplay import loop as rl
+    from tests.test_rl import _rounds_config
+
+    path = _rounds_config(tmp_path)
+    assert cli(["rl", path, "--quiet", "--until", "gate", "--state-to", str(tmp_path / "state")]) == 0
+    st = tmp_path / "state" / "puct"
+    assert (st / "gen-002" / "train" / "model.pt").is_file() and not (st / "gen-001" / "train" / "model.pt").exists()
+    assert (st / "gen-001" / "card.md").is_file() and (st / "gen-001" / "train" / "metrics.csv").is_file()
+    slim = torch.load(st / "gen-002" / "train" / "checkpoint.pt", weights_only=True)
+    assert set(slim) == {"optimizer"}
+    whole = tmp_path / "out" / "puct" / "gen-002" / "train" / "checkpoint.pt"
+    assert os.path.getsize(st / "gen-002" / "train" / "checkpoint.pt") < os.path.getsize(whole)
+    text = open(path).read().replace(f'out = "{tmp_path / "out"}"', f'out = "{tmp_path / "out2"}"').replace(
+        "generations = 2", "generations = 3")
+    open(path, "w").write(text)
+    assert cli(["rl", path, "--quiet", "--until", "train", "--state-from", str(tmp_path / "state")]) == 0
+    cmd = (tmp_path / "out2" / "puct" / "gen-003" / "train" / "command.txt").read_text()
+    assert "--optimizer-from" in cmd and "gen-002/train/checkpoint.pt" in cmd
+    assert rl.State(str(tmp_path / "out2" / "puct" / "state.json")).gen(3)["train"]["init"] == 2

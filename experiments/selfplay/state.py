@@ -97,24 +97,34 @@ class StageClock:
 
 #: files of the loop's folder itself
 TOP = ("loop.json", "gate0.json", "calibration.json", "heldout-0.json", "targets.json")
-#: files of a round's folder (``ARM/gen-NNN``), relative to it
-ROUND = ("card.md", "clock-selfplay.json", "clock-train.json", "clock-gate.json", "train/model.pt",
-         "train/metrics.csv", "train/command.txt")
+#: files of a round's folder (``ARM/gen-NNN``), relative to it (the network only where resuming needs it)
+ROUND = ("card.md", "clock-selfplay.json", "clock-reanalyse.json", "clock-train.json", "clock-gate.json",
+         "offline.json", "train/metrics.csv", "train/command.txt")
 
 
 def state_files(cfg: LoopConfig) -> list[str]:
-    """The state's files, relative to the loop's folder (those that exist)."""
+    """The state's files, relative to the loop's folder (those that exist): what resuming needs, the
+    records of every round, each arm's newest and best networks (older rounds' networks stay where
+    they were made: their ratings and model cards are in the report), the newest round's optimizer
+    state (written slim by :func:`export`) and the self-play games of the window."""
     from experiments.training import datagen
     out = Path(cfg.out)
     rel = [f for f in TOP if (out / f).is_file()]
     rel += sorted(p.relative_to(out).as_posix() for p in out.glob("calibrate/*/calibration.json"))
+    rel += [f for f in ("offline-reference.json", "offline-round0/offline.json") if (out / f).is_file()]
     for arm in cfg.arms:
         if (out / arm.name / STATE).is_file():
             rel.append(f"{arm.name}/{STATE}")
         gens = sorted(out.glob(f"{arm.name}/gen-[0-9][0-9][0-9]"))
+        trained = [g for g in gens if (g / "train" / "model.pt").is_file()]
+        best = State(str(out / arm.name / STATE)).best if (out / arm.name / STATE).is_file() else 0
+        keep = {trained[-1].name} if trained else set()
+        keep.add(f"gen-{best:03d}")
         for g in gens:
             base = g.relative_to(out).as_posix()
             rel += [f"{base}/{f}" for f in ROUND if (g / f).is_file()]
+            if g.name in keep and (g / "train" / "model.pt").is_file():
+                rel.append(f"{base}/train/model.pt")
             sp = g / "selfplay"
             rel += [os.path.relpath(p, out) for p in datagen.shard_paths(str(sp))] if sp.is_dir() else []
             rel += sorted(f"{base}/selfplay/{p.name}" for p in sp.glob("games*.sqlite"))  # bughouse self-play
@@ -137,8 +147,25 @@ def export(cfg: LoopConfig, dest: str | Path) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink():
             target.unlink()  # replaced, never written through
-        shutil.copyfile(Path(cfg.out) / rel, target)
+        if rel.endswith("train/checkpoint.pt"):
+            _slim_checkpoint(Path(cfg.out) / rel, target)
+        else:
+            shutil.copyfile(Path(cfg.out) / rel, target)
     return len(files)
+
+
+def _slim_checkpoint(src: Path, dest: Path) -> None:
+    """A finished round's checkpoint as the next round reads it (``optimizer_from``: the momentum
+    buffers), without the weights ``model.pt`` holds: about a third of its size."""
+    import torch
+
+    from experiments.paths import save_atomic
+
+    if not (src.parent / "model.pt").is_file():
+        shutil.copyfile(src, dest)  # a training still under way resumes from the whole file
+        return
+    ck = torch.load(src, map_location="cpu", weights_only=True)
+    save_atomic(dest, lambda tmp: torch.save({"optimizer": ck["optimizer"]}, tmp), "loop checkpoint")
 
 
 def check_state_to(cfg: LoopConfig, dest: str | Path) -> None:
