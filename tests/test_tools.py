@@ -261,3 +261,26 @@ def test_cutechess_reads_our_crazyhouse_pgn_as_openings_and_plays_our_engines(tm
            "name=b", *uci, "arg=material-ab", "proto=uci", "nodes=300", "-each", "tc=inf", "-games", "2"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert "Finished match" in r.stdout and "illegal" not in (r.stdout + r.stderr).lower(), r.stdout[-2000:]
+
+
+@pytest.mark.skipif(_cutechess() is None, reason="cutechess-cli not found (set CUTECHESS_CLI; README: building it)")
+@pytest.mark.timeout(900)
+def test_cutechess_plays_crazyhouse_from_our_epd_openings(tmp_path: object) -> None:
+    """cutechess-cli writes empty pockets as ``[-]`` in the FEN it sends: every crazyhouse game from an
+    EPD opening (our own suite) used to be lost with ``bestmove 0000``."""
+    import subprocess
+    from pathlib import Path
+
+    out = Path(str(tmp_path))
+    uci = [f"cmd={sys.executable}", "arg=-m", "arg=experiments.cli", "arg=uci", "arg=--engine"]
+    cmd = [str(_cutechess()), "-variant", "crazyhouse", "-engine", "name=a", *uci, "arg=material-mcts", "proto=uci",
+           "nodes=32", "-engine", "name=b", *uci, "arg=material-ab", "proto=uci", "nodes=300", "-each", "tc=inf",
+           "-openings", "file=experiments/openings/crazyhouse.epd", "format=epd", "order=sequential", "-games", "2",
+           "-pgnout", str(out / "epd.pgn")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    text = (r.stdout + r.stderr).lower()
+    assert "Finished match" in r.stdout, r.stdout[-2000:]
+    assert "illegal" not in text and "disconnect" not in text and "0000" not in text, r.stdout[-2000:]
+    with open(out / "epd.pgn") as f:
+        games = [chess.pgn.read_game(f) for _ in range(2)]
+    assert all(g is not None and len(list(g.mainline_moves())) > 4 for g in games)
