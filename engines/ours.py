@@ -86,6 +86,7 @@ class OurEngine(InProcessEngine):
         self._t0 = 0.0
         self._deadline: float | None = None
         self._last_check = 0.0
+        self._last_step = -1.0
         self._stopped = False
         self._steps = 0
 
@@ -116,7 +117,7 @@ class OurEngine(InProcessEngine):
         time_cfg = getattr(getattr(self.search, "config", None), "time", None)
         cap = hard_stop_after(lim, self._pos.turn, float(getattr(time_cfg, "move_overhead", 0.0)))
         self._deadline = None if cap is None else self._t0 + cap
-        self._last_check = self._t0
+        self._last_check, self._last_step = self._t0, -1.0
         try:
             self.search.start(self._pos, lim)
         except Exception as e:  # noqa: BLE001 - a failing search is a forfeit, not a crash
@@ -168,7 +169,10 @@ class OurEngine(InProcessEngine):
                 # next one's): a batch started just before it would otherwise overrun by a batch
                 now = time.perf_counter()
                 step, self._last_check = now - self._last_check, now
-                if now + step >= self._deadline:
+                # the shorter of the last two steps: one slow step (the search's start, a batch shape
+                # the network meets for the first time) does not end a search early
+                expect, self._last_step = (min(step, self._last_step) if self._last_step >= 0 else 0.0), step
+                if now + expect >= self._deadline:
                     self.stop()
                     return True
         try:
