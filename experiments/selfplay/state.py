@@ -130,8 +130,9 @@ def state_files(cfg: LoopConfig) -> list[str]:
             rel += sorted(f"{base}/selfplay/{p.name}" for p in sp.glob("games*.sqlite"))  # bughouse self-play
             if (sp / "selfplay.json").is_file():
                 rel.append(f"{base}/selfplay/selfplay.json")
-        if gens and (gens[-1] / "train" / "checkpoint.pt").is_file():
-            rel.append(f"{gens[-1].relative_to(out).as_posix()}/train/checkpoint.pt")
+        with_ck = [g for g in gens if (g / "train" / "checkpoint.pt").is_file()]
+        if with_ck:  # the newest round's optimizer (a round whose games are still being played has none)
+            rel.append(f"{with_ck[-1].relative_to(out).as_posix()}/train/checkpoint.pt")
     return rel
 
 
