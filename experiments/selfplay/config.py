@@ -275,3 +275,21 @@ def same_run(cfg: LoopConfig, path: str, where: str, remedy: str) -> dict[str, A
         k, a, b = diff
         raise ConfigError(f"{where} holds a loop run with {k} {a!r}, not {b!r}: {remedy}")
     return want
+
+
+def cached_record(path: str, key: dict[str, Any], make: Any, kind: type = object, indent: int | None = 1) -> Any:
+    """``make()``'s result, kept in the JSON record ``path`` under ``key`` (measured once; another key,
+    or a stored value that is not a ``kind``, measures again)."""
+    from experiments.paths import InputError, read_json, write_atomic
+
+    if os.path.lexists(path):
+        try:
+            have = read_json(path, "loop record")
+            if isinstance(have, dict) and have.get("key") == key and isinstance(have.get("value"), kind):
+                return have["value"]
+        except InputError:
+            pass
+    value = make()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomic(path, json.dumps({"key": key, "value": value}, indent=indent), "loop record")
+    return value

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from experiments.harness.tomlconfig import ConfigError, Section
 from experiments.paths import write_atomic
-from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, list_of, no_data,
+from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, cached_record, list_of, no_data,
                                             selfplay_search, weights_of, with_weights)
 
 
@@ -67,23 +67,6 @@ CALIBRATION = "calibration.json"
 HELDOUT0 = "heldout-0.json"
 
 
-def _cached(path: str, key: dict[str, Any], make: Any) -> Any:
-    """``make()``'s result, kept in ``path`` under ``key`` (measured once; another key measures again)."""
-    from experiments.paths import InputError, read_json
-
-    if os.path.lexists(path):
-        try:
-            have = read_json(path, "loop record")
-            if isinstance(have, dict) and have.get("key") == key and "value" in have:
-                return have["value"]
-        except InputError:
-            pass
-    value = make()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomic(path, json.dumps({"key": key, "value": value}, indent=1), "loop record")
-    return value
-
-
 def heldout_figures(weights: str, data: list[str]) -> dict[str, float]:
     """Held-out policy NLL, value loss, prior entropy and top-1 of a network (``searchbench heldout``)."""
     from experiments.training.policy_value import heldout
@@ -125,7 +108,7 @@ def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
                                               reuse=False)
         return rows
 
-    rows: list[dict[str, Any]] = _cached(os.path.join(cfg.out, GATE0), key, measure)
+    rows: list[dict[str, Any]] = cached_record(os.path.join(cfg.out, GATE0), key, measure)
     why = targets.gate0(rows, g["min_entropy_ratio"])
     if why:
         raise GateError(f"gate 0 refuses the loop before any game: {why[0]}" + (f" (and {len(why) - 1} more)" if len(why) > 1 else ""))
@@ -158,7 +141,7 @@ def calibrate(cfg: LoopConfig, progress: bool) -> dict[str, Any]:
             return {"lr": lr, "samples": int(meta.get("steps", 0)) * int(tc.resolved().batch or 0),
                     **heldout_figures(os.path.join(out, "model.pt"), c["data"])}
 
-        tries.append(_cached(os.path.join(out, "calibration.json"), key, one))
+        tries.append(cached_record(os.path.join(out, "calibration.json"), key, one))
     ok = [x for x in tries if x["policy_loss"] < base["policy_loss"]]
     result = {"round0": base, "tries": tries, "chosen": max(x["lr"] for x in ok) if ok else None,
               "cpu_seconds": c["cpu_seconds"]}
@@ -203,7 +186,7 @@ def _calibrate_value_weight(cfg: LoopConfig, lr: float, base: dict[str, float], 
             return {"value_weight": vw, "samples": int(meta.get("steps", 0)) * int(tc.resolved().batch or 0),
                     **heldout_figures(weights, c["data"]), "offline": fig}
 
-        tries.append(_cached(os.path.join(out, "calibration.json"), key, one))
+        tries.append(cached_record(os.path.join(out, "calibration.json"), key, one))
     ok = [x for x in tries if x["policy_loss"] < base["policy_loss"]]
     chosen = min(ok, key=lambda x: x["offline"]["value_sq"][0])["value_weight"] if ok else None
     return {"value_tries": tries, "value_weight": chosen}
@@ -211,7 +194,7 @@ def _calibrate_value_weight(cfg: LoopConfig, lr: float, base: dict[str, float], 
 
 def _heldout0(cfg: LoopConfig, data: list[str]) -> dict[str, float]:
     key = {"initial": cfg.initial, "data": data}
-    return dict(_cached(os.path.join(cfg.out, HELDOUT0), key, lambda: heldout_figures(cfg.initial, data)))
+    return dict(cached_record(os.path.join(cfg.out, HELDOUT0), key, lambda: heldout_figures(cfg.initial, data)))
 
 
 def check_gate1(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> str | None:

@@ -11,7 +11,8 @@ on them):
   a mate is +-1): the mean of ``(v - v_ref)^2`` with its 95% interval;
 - **prior cross-entropy**: ``H(π_0, p)`` in nats, ``π_0`` the visit shares of round 0's network
   searching ``reference`` nodes afresh without exploration, ``p`` the network's prior (mixed with
-  itself at :data:`experiments.selfplay.targets.SMOOTHING` as gate 0 mixes it): how close the prior
+  itself at :data:`experiments.selfplay.targets.SMOOTHING` as gate 0 mixes it, which leaves it as it
+  is): how close the prior
   came to the deep search it is meant to learn;
 
 each also as the paired difference to the arm's previous round (round 0: the initial network) and
@@ -25,14 +26,13 @@ difference above 0 fails.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
 
 import numpy as np
 
-from experiments.paths import InputError, read_json, write_atomic
+from experiments.selfplay.config import cached_record
 
 REFERENCE = "offline-reference.json"
 FIGURES = "offline.json"
@@ -61,6 +61,7 @@ def measure_reference(initial: str, data: list[str], positions: int, seed: int, 
                       engine: str = "fairy-stockfish", progress: bool = True) -> dict[str, Any]:
     """The held-out positions with Fairy-Stockfish's value at ``engine_nodes`` and the deep-search
     policy of the network ``initial`` at ``reference`` nodes (no noise, fresh tree)."""
+    from board import move_to_uci
     from engines import registry
     from experiments.selfplay import targets
     from experiments.training import datagen
@@ -86,18 +87,12 @@ def measure_reference(initial: str, data: list[str], positions: int, seed: int, 
                 continue
             out["fens"].append(fen)
             out["value"].append(round(fsf_value(score, variant), 6))
-            out["moves"].append([board_uci(m) for m in legal])
+            out["moves"].append([move_to_uci(m) for m in legal])
             out["probs"].append([round(shares.get(m, 0.0) / total, 6) for m in legal])
     finally:
         proc.close()
         pool.close()
     return out
-
-
-def board_uci(move: int) -> str:
-    from board import move_to_uci
-
-    return move_to_uci(move)
 
 
 def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[str, list[float]]:
@@ -106,7 +101,6 @@ def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[
     import board
     from engines import registry
     from evaluators.base import Leaf
-    from experiments.selfplay import targets
 
     variant = ref["variant"]
     pool = registry.EvaluatorPool()
@@ -126,20 +120,10 @@ def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[
                 sq.append((float(e.value) - float(ref["value"][lo + k])) ** 2)
                 p = np.array(e.priors, dtype=np.float64)
                 r = dists[k] / dists[k].sum()
-                ce.append(float(-(r * np.log(targets._smoothed(p, p, targets.SMOOTHING))).sum()))
+                ce.append(float(-(r * np.log(p / p.sum())).sum()))  # gate 0's prior row (mixed with itself: itself)
     finally:
         pool.close()
     return {"value_sq": sq, "prior_ce": ce}
-
-
-def _load(path: str) -> dict[str, Any] | None:
-    if not os.path.exists(path):
-        return None
-    try:
-        have = read_json(path, "offline gate record")
-    except InputError:
-        return None
-    return have if isinstance(have, dict) else None
 
 
 def reference(cfg: Any, progress: bool) -> dict[str, Any]:
@@ -147,14 +131,9 @@ def reference(cfg: Any, progress: bool) -> dict[str, Any]:
     o = cfg.offline
     key = {"initial": cfg.initial, "data": o["data"], "positions": o["positions"], "engine": o["engine"],
            "engine_nodes": o["engine_nodes"], "reference": o["reference"], "seed": cfg.seed}
-    path = os.path.join(cfg.out, REFERENCE)
-    have = _load(path)
-    if have is not None and have.get("key") == key and isinstance(have.get("value"), dict):
-        return dict(have["value"])
-    value = measure_reference(cfg.initial, o["data"], o["positions"], cfg.seed, o["engine_nodes"], o["reference"],
-                              o["engine"], progress)
-    write_atomic(path, json.dumps({"key": key, "value": value}), "offline reference")
-    return value
+    return dict(cached_record(os.path.join(cfg.out, REFERENCE), key, lambda: measure_reference(
+        cfg.initial, o["data"], o["positions"], cfg.seed, o["engine_nodes"], o["reference"], o["engine"], progress),
+        dict, indent=None))
 
 
 def figures_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str, list[float]]:
@@ -163,15 +142,8 @@ def figures_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str,
     from experiments.harness.store import file_id
 
     ref = reference(cfg, progress)
-    path = os.path.join(folder, FIGURES)
     key = {"weights": file_id(weights_path(weights)), "positions": len(ref["fens"]), "reference": ref["fens"][:3]}
-    have = _load(path)
-    if have is not None and have.get("key") == key and isinstance(have.get("value"), dict):
-        return dict(have["value"])
-    value = network_figures(weights, ref)
-    os.makedirs(folder, exist_ok=True)
-    write_atomic(path, json.dumps({"key": key, "value": value}), "offline figures")
-    return value
+    return dict(cached_record(os.path.join(folder, FIGURES), key, lambda: network_figures(weights, ref), dict, indent=None))
 
 
 def summary(now: dict[str, list[float]], prev: dict[str, list[float]], round0: dict[str, list[float]]) -> dict[str, Any]:
