@@ -22,6 +22,7 @@ results database.
 from __future__ import annotations
 
 from board.variants import CHESS, variant_of
+from reports import forest, played
 
 import base64
 import csv
@@ -43,7 +44,8 @@ CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:0 auto;padding:0 18px 60px;color:#222}
 h1{font-size:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}h2{font-size:1.3em;margin-top:1.6em}h3{font-size:1.1em}
 code{background:#f3f3f3;padding:1px 4px;border-radius:3px;font-size:.92em}pre{background:#f6f6f6;padding:10px;overflow:auto}
-pre code{background:none;padding:0}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+pre code{background:none;padding:0}table{border-collapse:collapse;margin:.6em 0;font-size:.9em;display:block;max-width:100%;overflow-x:auto}
+td code,p code,li code{overflow-wrap:anywhere}.forest-box{max-width:100%;overflow-x:auto}.forest{max-width:100%;height:auto}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:left}th{background:#f3f3f3;cursor:pointer;user-select:none}
 th[data-sort=asc]:after{content:" \\25B2"}th[data-sort=desc]:after{content:" \\25BC"}
 tr.has-games{cursor:pointer}tr.has-games:hover,tr.game-row:hover{background:#eef4ff}tr.game-row{cursor:pointer}
@@ -57,7 +59,7 @@ img{max-width:100%}.chart{margin:.8em 0;border:1px solid #e3e3e3;padding:8px;bor
 .sq{display:flex;align-items:center;justify-content:center;font-size:34px;line-height:1}.light{background:#f0d9b5}.dark{background:#b58863}.sq.last{box-shadow:inset 0 0 0 3px rgba(255,215,0,.8)}
 .pocket{font-size:24px;min-height:30px}.pk{margin-right:8px}.pk.none{opacity:.25}
 #sb-moves{max-width:420px;max-height:330px;overflow:auto;font-size:13px}.mv{cursor:pointer;padding:0 3px;border-radius:3px}.mv.cur{background:#ffd54f}.mno{color:#888;margin-left:4px}
-#sb-pgn{width:100%;height:90px;font:12px monospace}.note{color:#555;font-size:.9em}
+#sb-pgn{width:100%;height:90px;font:12px monospace}.note{color:#555;font-size:.9em}.stale{color:#a00}
 """
 
 
@@ -701,6 +703,8 @@ def index_page(reports_dir: str | Path) -> Path:
     report gives them) and a link to its page."""
     root = Path(reports_dir)
     groups: dict[str, list[str]] = {key: [] for key, _, _ in QUESTIONS}
+    forests: dict[str, list[forest.Row]] = {key: [] for key, _, _ in QUESTIONS}
+    stale = 0
     for md in sorted(p for name in MARKDOWN_FILES for p in root.rglob(name)):
         if md.parent == root or md.name == "README.md" and not (md.parent / "ratings.csv").exists():
             continue
@@ -715,14 +719,22 @@ def index_page(reports_dir: str | Path) -> Path:
         except ReportError as e:  # one report's broken data: the page is written without its finding, saying why
             print(f"searchbench: warning: {e}", file=sys.stderr)
             found = f"<em>no finding: {html.escape(str(e))}</em>"
+        state, why = played.status(md.parent)
+        stale += state == "stale"
+        engines = {"current": "today's", "unrecorded": '<span class="note">not recorded</span>'}.get(
+            state, '<strong class="stale">stale</strong>: ' + "; ".join(_inline(x) for x in why))
+        forests[question_of(rel)] += forest.rows_of(md.parent, rel, state == "stale")
         groups[question_of(rel)].append(
-            f'<tr data-report="{html.escape(rel)}"><td><a href="{html.escape(link)}">{html.escape(rel)}</a></td>'
-            f"<td>{_title_html(title)}</td><td>{found}</td></tr>")
+            f'<tr data-report="{html.escape(rel)}" data-engines="{state}"><td><a href="{html.escape(link)}">'
+            f"{html.escape(rel)}</a></td><td>{_title_html(title)}</td><td>{found}</td><td>{engines}</td></tr>")
     sections = []
     for key, question, _ in QUESTIONS:
         if groups[key]:
-            sections.append(f'<h2 id="q-{key}">{html.escape(question)}</h2>\n<table data-question="{key}"><thead><tr>'
-                            f"<th>report</th><th>title</th><th>finding</th></tr></thead><tbody>\n"
+            plot = forest.svg(forests[key], question)
+            sections.append(f'<h2 id="q-{key}">{html.escape(question)}</h2>\n'
+                            + (f'<div class="forest-box">{plot}</div>\n' if plot else "")
+                            + f'<table data-question="{key}"><thead><tr>'
+                            f"<th>report</th><th>title</th><th>finding</th><th>engines</th></tr></thead><tbody>\n"
                             + "\n".join(groups[key]) + "\n</tbody></table>")
     toc = " · ".join(f'<a href="#q-{key}">{html.escape(q)}</a>' for key, q, _ in QUESTIONS if groups[key])
     page = f"""<!DOCTYPE html>
@@ -730,7 +742,12 @@ def index_page(reports_dir: str | Path) -> Path:
 <body><div id="sb-body"><h1>searchbench: what the reports found</h1>
 <p>Every shipped report under the question it answers, with its finding (Elo differences with their 95% intervals,
 as the report states them) and a link to its page (figures, sortable tables, the games where the database was at
-hand). Regenerate this page with <code>searchbench report --index {html.escape(str(reports_dir))}</code>.</p>
+hand). Each question's measured differences are drawn first as a forest plot (each row's Elo difference with
+its 95% interval, rows grouped by budget; blue where the interval is above 0, red below, grey where the report is
+stale; hover a row for its figures). The last column says whether each report's engines still run as they played: <em>today's</em> where
+every recorded option of every player has today's value, <em>stale</em> (with the options that moved) where a
+default moved since, <em>not recorded</em> for a report played before games stored their engines' settings.
+{stale} stale. Regenerate this page with <code>searchbench report --index {html.escape(str(reports_dir))}</code>.</p>
 <p class="note">{toc}</p>
 {chr(10).join(sections)}</div>
 <script type="application/json" id="sb-data">{{"title":"reports","variant":"chess","charts":[],"games":[]}}</script>

@@ -313,3 +313,23 @@ def test_no_script_from_data_runs_in_a_page(browser: Any, tmp_path: Path) -> Non
     assert "move 2 (zz99) does not replay" in browser.find_element("id", "sb-vtitle").text
     assert "ply 0 / 1" in browser.find_element("id", "sb-ply").text
     assert not _errors(browser), _errors(browser)
+
+
+def test_every_shipped_page_fits_a_1400_pixel_window(browser: Any) -> None:
+    """No shipped page, the answer page included, scrolls sideways in a 1,400-pixel window: wide
+    tables scroll inside their own box, long code wraps, the answer page's forest plots scale."""
+    root = Path(__file__).resolve().parent.parent / "reports"
+    browser.set_window_size(1400, 1000)
+    try:
+        wide = []
+        for p in sorted(root.rglob(page.PAGE)):
+            _open(browser, p)
+            w = browser.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            if w[0] > w[1]:
+                wide.append(f"{p.relative_to(root)}: {w[0]} > {w[1]} px")
+            assert not _errors(browser), p
+        assert not wide, wide
+        _open(browser, root / page.PAGE)
+        assert browser.execute_script("return document.querySelectorAll('svg.forest g').length") > 50
+    finally:
+        browser.set_window_size(1200, 1000)

@@ -121,6 +121,14 @@ class Player:
         if spec is not None:
             s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
                      options=dict(spec.options))
+            from engines import catalog, registry
+            from engines.base import EngineError
+
+            try:  # every option's value as it ran (reports.played); none for a test's stand-in engine
+                if not catalog.is_external(spec):
+                    s["effective"] = registry.effective_values(spec)
+            except EngineError:
+                pass
         ev = getattr(engine, "evaluator", None)
         weights = getattr(ev, "path", None)
         if isinstance(weights, str) and os.path.isfile(weights):

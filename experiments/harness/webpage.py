@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from board.variants import variant_of
 from experiments.harness.store import GameRecord
 from reports import html as page
+from reports import played
 
 
 def views(games: Sequence[GameRecord]) -> list[page.GameView]:
@@ -57,7 +58,10 @@ def sample(games: Sequence[GameRecord], most: int = page.MAX_GAMES) -> list[Game
 def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str | None,
                 db: str | Path | None = None) -> Path:
     """``FOLDER/index.html`` for the report just written there, with ``games`` (:func:`sample` where
-    there are more than a page holds; ``variant`` None: read from the report's Markdown)."""
+    there are more than a page holds; ``variant`` None: read from the report's Markdown), and
+    ``FOLDER/engines.json``: what each player's games ran with (:mod:`reports.played`)."""
+    played.write(folder, played.collect((name, st) for g in games
+                                        for name, st in ((g.white, g.white_settings), (g.black, g.black_settings))))
     source = f"; all of them in {db}" if db else ""
     return page.folder_page(folder, views(sample(games)), variant, total_games=len(games), source=source)
 

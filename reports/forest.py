@@ -1,0 +1,134 @@
+"""The answer page's forest plots: each question's measured differences at a glance.
+
+One row a measured difference (an ablation's variant against its baseline at one budget, a bughouse
+team against its reference team at one clock or budget), drawn as its Elo with the 95% interval,
+rows grouped by budget (the unit each group's rows share), a line at 0.  A row whose report is
+stale (:mod:`reports.played`: an engine's default moved since) is drawn grey and says so; a sweep's
+row (no finite Elo) shows the bound its interval gives.  The plot is static SVG inside the page
+(no script), each row's full text in its tooltip, so it reads the same printed or offline.
+
+Notation: Elo and its 95% interval [lo, hi] as the report's CSV gives them.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+#: x-axis limits (Elo): an interval beyond them is cut and drawn with an arrow
+LIMIT = 600.0
+ROW, HEAD, LABEL_W, PLOT_W, NUM_W = 17, 20, 430, 460, 150
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured difference."""
+
+    report: str  # its folder under reports/
+    label: str  # what differs: "gumbel", "team-a vs ref"
+    group: str  # the budget its group shares: "nodes 100", "60+0"
+    order: float  # sorts groups: the budget's number
+    elo: float
+    lo: float
+    hi: float
+    games: int
+    stale: bool = False
+    sweep: int = 0  # -1: every game lost, +1: every game won (only the bound hi, resp. lo, is finite)
+
+
+def _f(v: str | None) -> float | None:
+    try:
+        x = float(v) if v not in (None, "") else None
+    except ValueError:
+        return None
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _sweep(r: dict[str, str], elo: float, lo: float, hi: float) -> tuple[float, float, float, int]:
+    """A row that lost (won) every game: its Elo is only a bound, the interval's finite end."""
+    score = _f(r.get("score"))
+    if score == 0.0:
+        return hi, -math.inf, hi, -1
+    if score == 1.0:
+        return lo, lo, math.inf, 1
+    return elo, lo, hi, 0
+
+
+def rows_of(folder: Path, rel: str, stale: bool) -> list[Row]:
+    """The differences a report folder measured (ablation.csv, teams.csv); [] for other kinds."""
+    out: list[Row] = []
+    path = folder / "ablation.csv"
+    if path.is_file() and not path.is_symlink():
+        for r in csv.DictReader(path.open(newline="")):
+            elo, lo, hi, budget = _f(r.get("elo")), _f(r.get("elo_low")), _f(r.get("elo_high")), _f(r.get("budget"))
+            if elo is None or lo is None or hi is None or budget is None or not _f(r.get("games")):
+                continue
+            axis = r.get("axis", "nodes")
+            elo, lo, hi, sw = _sweep(r, elo, lo, hi)
+            out.append(Row(rel, str(r.get("variant", "")), f"{axis} {budget:g}", budget, elo, lo, hi,
+                           int(float(r["games"])), stale, sw))
+    path = folder / "teams.csv"
+    if path.is_file() and not path.is_symlink():
+        for r in csv.DictReader(path.open(newline="")):
+            elo, lo, hi = _f(r.get("elo")), _f(r.get("elo_low")), _f(r.get("elo_high"))
+            if elo is None or lo is None or hi is None or not _f(r.get("games")):
+                continue
+            tc = str(r.get("tc", "") or "-")
+            elo, lo, hi, sw = _sweep(r, elo, lo, hi)
+            out.append(Row(rel, f"{r.get('row', '')} vs {r.get('opponent', '')}", f"clock {tc}",
+                           _f(tc.split("+")[0]) or 0.0, elo, lo, hi, int(float(r["games"])), stale, sw))
+    return out
+
+
+def _x(elo: float) -> float:
+    return LABEL_W + (max(-LIMIT, min(LIMIT, elo)) + LIMIT) / (2 * LIMIT) * PLOT_W
+
+
+def svg(rows: list[Row], title: str) -> str:
+    """The forest plot of ``rows`` (grouped by budget, in the order of the budgets) as inline SVG;
+    "" where there is no row."""
+    if not rows:
+        return ""
+    groups: dict[str, list[Row]] = {}
+    for r in sorted(rows, key=lambda r: (r.group.split(" ")[0], r.order, r.report, r.label)):
+        groups.setdefault(r.group, []).append(r)
+    height = HEAD + sum(HEAD + ROW * len(g) for g in groups.values()) + 24
+    width = LABEL_W + PLOT_W + NUM_W
+    parts = [f'<svg class="forest" role="img" aria-label="{html.escape(title)}" viewBox="0 0 {width} {height}" '
+             f'width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
+             f"<title>{html.escape(title)}</title>"]
+    for elo in range(-int(LIMIT), int(LIMIT) + 1, 200):
+        x = _x(elo)
+        parts.append(f'<line x1="{x:.1f}" y1="{HEAD - 6}" x2="{x:.1f}" y2="{height - 22}" stroke="{"#888" if elo == 0 else "#e4e4e4"}"/>'
+                     f'<text class="tick" x="{x:.1f}" y="{height - 8}" text-anchor="middle">{elo:+d}</text>')
+    parts.append(f'<text class="tick" x="{LABEL_W + PLOT_W / 2:.0f}" y="{HEAD - 8}" text-anchor="middle">'
+                 "Elo difference, 95% interval</text>")
+    y = HEAD
+    for name, group in groups.items():
+        y += HEAD
+        parts.append(f'<text class="label" x="4" y="{y - 5}" font-weight="600">{html.escape(name)}</text>')
+        for r in group:
+            y += ROW
+            mid = y - ROW / 2 + 1
+            colour = "#999" if r.stale else ("#1f77b4" if r.lo > 0 else "#d62728" if r.hi < 0 else "#444")
+            text = f"{r.report}: {r.label}" + (" (stale)" if r.stale else "")
+            figure = (f"below {r.hi:+.0f} (lost every game)" if r.sweep < 0 else f"above {r.lo:+.0f} (won every game)"
+                      if r.sweep > 0 else f"{r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]")
+            tip = (f"{r.report}: {r.label} at {r.group}: {figure}, {r.games} games"
+                   + ("; stale: an engine's default moved since it was played" if r.stale else ""))
+            cut = "…" if len(text) > 60 else ""
+            x0, x1, xm = _x(r.lo), _x(r.hi), _x(r.elo)
+            arrows = ("◂" if r.lo < -LIMIT else "") + ("▸" if r.hi > LIMIT else "")
+            parts.append(f'<g><title>{html.escape(tip)}</title>'
+                         f'<text class="tick" x="4" y="{mid + 4:.1f}" fill="{colour}">{html.escape(text[:60] + cut)}</text>'
+                         f'<line x1="{x0:.1f}" y1="{mid:.1f}" x2="{x1:.1f}" y2="{mid:.1f}" stroke="{colour}" stroke-width="2"/>'
+                         f'<rect x="{xm - 3:.1f}" y="{mid - 3:.1f}" width="6" height="6" fill="{colour}"/>'
+                         f'<text class="tick" x="{LABEL_W + PLOT_W + 6}" y="{mid + 4:.1f}" fill="{colour}">'
+                         f"{figure.split(' (')[0]}{arrows} {r.games}g</text></g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+__all__ = ["LIMIT", "Row", "rows_of", "svg"]
