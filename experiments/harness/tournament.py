@@ -127,7 +127,7 @@ def run_settings(cfg: Section) -> RunSettings:
     except OutputError as e:
         raise cfg.error("pgn" if s.pgn is not None and str(s.pgn) in str(e) else "db", str(e)) from None
     ops = cfg.get("openings", str, str(openings_mod.default_suite(variant)))
-    s.openings = Path(ops)
+    s.openings = openings_mod.resolve_suite(ops)  # a shipped suite by name or checkout path, from any folder
     if not s.openings.exists():
         raise cfg.error("openings", f"no such file {ops!r}")
     s.random_openings = cfg.get("random_openings", bool, False)
