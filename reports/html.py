@@ -680,6 +680,7 @@ QUESTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("speed", "Speed: what does a faster network buy at equal time?", ("int8-*-time",)),
     ("networks", "Networks and inference: what does int8 cost at equal nodes?", ("int8-*",)),
     ("selfplay", "Does self-play make a stronger player?", ("rl-*",)),
+    ("tuning", "Tuned by games: what do each paradigm's settings gain, verified?", ("tune-*",)),
     ("two-boards", "Bughouse: how do our teams play, against each other and against Sjeng?", ("bughouse-*",)),
     ("other", "Other reports", ("*",)),
 )

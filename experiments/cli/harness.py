@@ -239,6 +239,19 @@ def _run_flags(run: Any, args: argparse.Namespace) -> None:
         run.settings.ray_address = args.ray_address
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from experiments.harness import tune
+
+    t = tune.load(args.config)
+    _run_flags(t, args)
+    theta, rows, paths = tune.run(t, "searchbench tune " + shlex.quote(str(args.config)), progress=not args.quiet,
+                                  verify=not args.no_verify)
+    print("tuned: " + ", ".join(f"{p.name}={p.text(theta[p.name])}" for p in t.params))
+    _print_rows(rows)
+    print("report: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def cmd_scale(args: argparse.Namespace) -> int:
     from experiments.harness import scale
 
@@ -439,6 +452,16 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true")
     _add_backend_options(p)
     p.set_defaults(func=cmd_tournament)
+
+    p = sub.add_parser("tune", help="tune an engine's options by games (SPSA as fishtest runs it, or Optuna's TPE), "
+                                    "then verify the tuned engine against its defaults (a TOML config)")
+    p.add_argument("config")
+    p.add_argument("--report-dir", help="override the config's report_dir")
+    p.add_argument("--no-verify", action="store_true", help="tune only (the verification games are played on "
+                                                             "the next run without this flag)")
+    p.add_argument("--quiet", action="store_true")
+    _add_backend_options(p)
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("scale", help="Elo versus nodes from a TOML config (the main job)")
     p.add_argument("config")
