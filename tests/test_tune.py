@@ -166,6 +166,8 @@ def test_optuna_resumes_its_study_and_plays_trials_left_running(tmp_path: Path, 
     t = tune.load(_cfg(tmp_path, "o", 12, "optuna"))
     tune.run_optuna(t, False)
     assert len(t.history) == 12 and t.history[0]["theta"] == {"cpuct_init": 2.5}  # the start is trial 0
+    paths = tune._write_tuning(t, {"cpuct_init": 2.5})
+    assert tmp_path / "reports" / "o" / "slices.png" in paths and "slices.png" in tune._notes(t, {"cpuct_init": 2.5})
 
 
 @pytest.mark.parametrize("edit, match", [

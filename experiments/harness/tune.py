@@ -380,7 +380,41 @@ def _write_tuning(t: Tune, theta: dict[str, float]) -> list[Path]:
         save_figure(fig, folder / f"theta.{ext}", dpi=110)
         paths.append(folder / f"theta.{ext}")
     plt.close(fig)
+    if t.algorithm == "optuna" and rows:
+        paths += _slices(t, theta, folder, plt)
     return paths + [folder / "theta.csv"]
+
+
+def _slices(t: Tune, theta: dict[str, float], folder: Path, plt: Any) -> list[Path]:
+    """The model's slices: each trial's score against each parameter, with the smoothed score
+    (:func:`smoothed_best`'s neighbour average) of the trials along it."""
+    trials = [(dict(h["theta"]), float(h["result"])) for h in t.history]
+    k = min(len(trials), max(5, len(trials) // 10))
+    n = len(t.params)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n + 0.6, 3.0), squeeze=False)
+    for ax, p in zip(axes[0], t.params):
+        xs = [th[p.name] for th, _ in trials]
+        ax.scatter(xs, [sc for _, sc in trials], s=10, color="#1f77b4", alpha=0.6, label="trials")
+        order = sorted(range(len(trials)), key=lambda i: xs[i])
+        smooth = []
+        for i in order:  # the mean score of the k trials nearest in the whole normalised space
+            x = _normalised(t, trials[i][0])
+            near = sorted(trials, key=lambda q: sum((a - b) ** 2 for a, b in zip(x, _normalised(t, q[0]))))[:k]
+            smooth.append(sum(sc for _, sc in near) / len(near))
+        ax.plot([xs[i] for i in order], smooth, color="#d62728", lw=1, label=f"{k}-neighbour mean")
+        ax.axvline(theta[p.name], color="#d62728", ls=":", lw=1)
+        ax.set_xlabel(p.name)
+        ax.set_xlim(p.lo, p.hi)
+    axes[0, 0].set_ylabel("score against the defaults")
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(f"{t.settings.name}: the trials' scores along each parameter", fontsize=10)
+    fig.tight_layout()
+    out = []
+    for ext in ("png", "svg"):
+        save_figure(fig, folder / f"slices.{ext}", dpi=110)
+        out.append(folder / f"slices.{ext}")
+    plt.close(fig)
+    return out
 
 
 def _notes(t: Tune, theta: dict[str, float]) -> str:
@@ -397,6 +431,8 @@ def _notes(t: Tune, theta: dict[str, float]) -> str:
     lines += ["", "The table above is the verification: the tuned engine against its defaults in fresh games "
               "on distinct openings; the optimiser's own figures are not a verdict.", "",
               "![θ against games](theta.png)", ""]
+    if t.algorithm == "optuna":
+        lines += ["![the trials' scores along each parameter](slices.png)", ""]
     if t.settings.notes:
         lines += [t.settings.notes]
     return "\n".join(lines)
