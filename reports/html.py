@@ -674,14 +674,14 @@ def finding(md: str, folder: Path | None = None) -> str:
 #: each (the first pattern a folder's path under reports/ matches; fnmatch patterns)
 QUESTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("paradigms", "Which paradigm is strongest, per node, per evaluator call and per second?",
-     ("quick-*", "chess-scale", "ab-vs-mcts/*", "zh-paradigms", "small-budgets")),
+     ("quick-*", "chess-scale", "ab-vs-mcts/*", "zh-paradigms*", "small-budgets")),
     ("switches", "What is each switch worth?",
      ("zh-switches", "zh-defaults", "zh-qvalue", "zh-batch", "zh-gumbel-*", "ab-pruning")),
     ("speed", "Speed: what does a faster network buy at equal time?", ("int8-*-time",)),
     ("networks", "Networks and inference: what does int8 cost at equal nodes?", ("int8-*",)),
     ("selfplay", "Does self-play make a stronger player?", ("rl-*",)),
-    ("tuning", "Tuned by games: what do each paradigm's settings gain, verified?", ("tune-*",)),
     ("two-boards", "Bughouse: how do our teams play, against each other and against Sjeng?", ("bughouse-*",)),
+    ("tuning", "Tuned by games: what do each paradigm's settings gain, verified?", ("tune-*",)),
     ("other", "Other reports", ("*",)),
 )
 

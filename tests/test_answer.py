@@ -65,7 +65,8 @@ def test_every_shipped_report_opens_with_its_finding_and_command(md: Path) -> No
     lines = md.read_text().split("\n")
     assert lines[0].startswith("# ")
     assert re.match(r"\*\*Findings?\.\*\*", lines[2]), lines[2][:80]
-    assert re.search(r"\[[-+]?(\d|inf)", "\n".join(lines[2:lines.index("```")])), "the finding gives an interval"
+    assert re.search(r"\[[-+]?(\d|inf)|(below|above) [-+]?\d+, every game", "\n".join(lines[2:lines.index("```")])), \
+        "the finding gives an interval (or a sweep's bound)"
     fence = lines.index("```")
     assert lines[fence - 2].startswith("Regenerate") and lines[fence + 1].startswith("searchbench ")
 

@@ -281,6 +281,6 @@ def test_cutechess_plays_crazyhouse_from_our_epd_openings(tmp_path: object) -> N
     text = (r.stdout + r.stderr).lower()
     assert "Finished match" in r.stdout, r.stdout[-2000:]
     assert "illegal" not in text and "disconnect" not in text and "0000" not in text, r.stdout[-2000:]
-    with open(out / "epd.pgn") as f:
-        games = [chess.pgn.read_game(f) for _ in range(2)]
-    assert all(g is not None and len(list(g.mainline_moves())) > 4 for g in games)
+    with open(out / "epd.pgn") as f:  # headers only: python-chess refuses cutechess's "[-]" pocket in [FEN]
+        heads = [chess.pgn.read_headers(f) for _ in range(2)]
+    assert all(h is not None and "[-]" in h.get("FEN", "") and int(h.get("PlyCount", "0")) > 4 for h in heads)

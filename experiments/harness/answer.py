@@ -49,6 +49,12 @@ def _elo(x: float, tenths: bool = True) -> str:
 
 
 def _interval(elo: float, lo: float, hi: float, tenths: bool = True) -> str:
+    """``+12 [-3, +27]``; a sweep (the Elo at an end of its interval: every game lost or won, the
+    estimate only the clamp's) as the bound its interval gives."""
+    if elo == lo < hi:
+        return f"below {_elo(hi, tenths)}, every game lost"
+    if lo < hi == elo:
+        return f"above {_elo(lo, tenths)}, every game won"
     return f"{_elo(elo, tenths)} [{_elo(lo, tenths)}, {_elo(hi, tenths)}]"
 
 
