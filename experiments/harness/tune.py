@@ -286,15 +286,20 @@ def _normalised(t: Tune, theta: dict[str, float]) -> list[float]:
 def smoothed_best(t: Tune, trials: list[tuple[dict[str, float], float]]) -> tuple[dict[str, float], float]:
     """The trial whose score, averaged with its k nearest trials' (k = max(5, trials / 10)), is
     highest: (its θ, that average)."""
-    k = min(len(trials), max(5, len(trials) // 10))
-    pts = [(_normalised(t, th), s) for th, s in trials]
     best, best_score = trials[0][0], -math.inf
-    for (x, _), (th, _) in zip(pts, trials):
-        near = sorted(pts, key=lambda q: sum((a - b) ** 2 for a, b in zip(x, q[0])))[:k]
-        avg = sum(s for _, s in near) / len(near)
+    for th, _ in trials:
+        avg = _neighbour_mean(t, trials, th)
         if avg > best_score:
             best, best_score = th, avg
     return best, best_score
+
+
+def _neighbour_mean(t: Tune, trials: list[tuple[dict[str, float], float]], theta: dict[str, float]) -> float:
+    """The mean score of the k = max(5, trials / 10) trials nearest ``theta`` in the normalised space."""
+    k = min(len(trials), max(5, len(trials) // 10))
+    x = _normalised(t, theta)
+    near = sorted(trials, key=lambda q: sum((a - b) ** 2 for a, b in zip(x, _normalised(t, q[0]))))[:k]
+    return sum(sc for _, sc in near) / len(near)
 
 
 def run_optuna(t: Tune, progress: bool = True) -> dict[str, float]:
@@ -375,11 +380,7 @@ def _write_tuning(t: Tune, theta: dict[str, float]) -> list[Path]:
     fig.suptitle(f"{t.settings.name}: θ against games ({'SPSA' if t.algorithm == 'spsa' else 'Optuna TPE trials'})",
                  fontsize=10)
     fig.tight_layout()
-    paths = []
-    for ext in ("png", "svg"):
-        save_figure(fig, folder / f"theta.{ext}", dpi=110)
-        paths.append(folder / f"theta.{ext}")
-    plt.close(fig)
+    paths = _save(fig, folder, "theta", plt)
     if t.algorithm == "optuna" and rows:
         paths += _slices(t, theta, folder, plt)
     return paths + [folder / "theta.csv"]
@@ -396,11 +397,7 @@ def _slices(t: Tune, theta: dict[str, float], folder: Path, plt: Any) -> list[Pa
         xs = [th[p.name] for th, _ in trials]
         ax.scatter(xs, [sc for _, sc in trials], s=10, color="#1f77b4", alpha=0.6, label="trials")
         order = sorted(range(len(trials)), key=lambda i: xs[i])
-        smooth = []
-        for i in order:  # the mean score of the k trials nearest in the whole normalised space
-            x = _normalised(t, trials[i][0])
-            near = sorted(trials, key=lambda q: sum((a - b) ** 2 for a, b in zip(x, _normalised(t, q[0]))))[:k]
-            smooth.append(sum(sc for _, sc in near) / len(near))
+        smooth = [_neighbour_mean(t, trials, trials[i][0]) for i in order]  # nearest in the whole space
         ax.plot([xs[i] for i in order], smooth, color="#d62728", lw=1, label=f"{k}-neighbour mean")
         ax.axvline(theta[p.name], color="#d62728", ls=":", lw=1)
         ax.set_xlabel(p.name)
@@ -409,10 +406,14 @@ def _slices(t: Tune, theta: dict[str, float], folder: Path, plt: Any) -> list[Pa
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(f"{t.settings.name}: the trials' scores along each parameter", fontsize=10)
     fig.tight_layout()
-    out = []
-    for ext in ("png", "svg"):
-        save_figure(fig, folder / f"slices.{ext}", dpi=110)
-        out.append(folder / f"slices.{ext}")
+    return _save(fig, folder, "slices", plt)
+
+
+def _save(fig: Any, folder: Path, stem: str, plt: Any) -> list[Path]:
+    """``FOLDER/STEM.png`` and ``.svg``, the figure closed."""
+    out = [folder / f"{stem}.{ext}" for ext in ("png", "svg")]
+    for path in out:
+        save_figure(fig, path, dpi=110)
     plt.close(fig)
     return out
 
