@@ -130,6 +130,12 @@ def test_shipped_configs_parse() -> None:
                 continue
             assert loop.name and loop.arms and (loop.rate or loop.two_board)
             continue
+        if "params" in data:  # a tuning run
+            from experiments.harness import tune
+
+            t = tune.load(p)
+            assert t.params and t.verify_budgets[0] == t.budget
+            continue
         if "rows" in data:  # a bughouse report
             from experiments.harness import bughouse_report
 
