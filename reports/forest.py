@@ -11,11 +11,9 @@ Notation: Elo and its 95% interval [lo, hi] as the report's CSV gives them.
 """
 from __future__ import annotations
 
-import csv
 import html
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 #: x-axis limits (Elo): an interval beyond them is cut and drawn with an arrow
 LIMIT = 600.0
@@ -38,17 +36,18 @@ class Row:
     sweep: int = 0  # -1: every game lost, +1: every game won (only the bound hi, resp. lo, is finite)
 
 
-def _f(v: str | None) -> float | None:
-    try:
-        x = float(v) if v not in (None, "") else None
-    except ValueError:
-        return None
-    return x if x is not None and math.isfinite(x) else None
+#: the CSVs that hold differences, as a report writes them
+SOURCES = ("ablation.csv", "teams.csv")
+
+
+def _opt(v: str | None) -> float | None:
+    """A numeric cell of a checked CSV (``reports.html._read_csv``): None where it is blank."""
+    return float(v) if v is not None and v.strip() else None
 
 
 def _sweep(r: dict[str, str], elo: float, lo: float, hi: float) -> tuple[float, float, float, int]:
     """A row that lost (won) every game: its Elo is only a bound, the interval's finite end."""
-    score = _f(r.get("score"))
+    score = _opt(r.get("score"))
     if score == 0.0:
         return hi, -math.inf, hi, -1
     if score == 1.0:
@@ -56,29 +55,33 @@ def _sweep(r: dict[str, str], elo: float, lo: float, hi: float) -> tuple[float, 
     return elo, lo, hi, 0
 
 
-def rows_of(folder: Path, rel: str, stale: bool) -> list[Row]:
-    """The differences a report folder measured (ablation.csv, teams.csv); [] for other kinds."""
+def _clock(tc: str) -> float:
+    """The base seconds of a clock (``60+0``) that orders the groups; 0 for anything else."""
+    try:
+        return float(tc.split("+")[0])
+    except ValueError:
+        return 0.0
+
+
+def rows_of(source: str, rows: list[dict[str, str]], rel: str, stale: bool) -> list[Row]:
+    """The differences in the rows of a report's ``source`` (one of :data:`SOURCES`), read and checked
+    by ``reports.html._read_csv``; rows without games are left out."""
     out: list[Row] = []
-    path = folder / "ablation.csv"
-    if path.is_file() and not path.is_symlink():
-        for r in csv.DictReader(path.open(newline="")):
-            elo, lo, hi, budget = _f(r.get("elo")), _f(r.get("elo_low")), _f(r.get("elo_high")), _f(r.get("budget"))
-            if elo is None or lo is None or hi is None or budget is None or not _f(r.get("games")):
+    for r in rows:
+        games = _opt(r.get("games"))
+        if not games:
+            continue
+        elo, lo, hi, sw = _sweep(r, float(r["elo"]), float(r["elo_low"]), float(r["elo_high"]))
+        if source == "ablation.csv":
+            budget = _opt(r.get("budget"))
+            if budget is None:
                 continue
-            axis = r.get("axis", "nodes")
-            elo, lo, hi, sw = _sweep(r, elo, lo, hi)
-            out.append(Row(rel, str(r.get("variant", "")), f"{axis} {budget:g}", budget, elo, lo, hi,
-                           int(float(r["games"])), stale, sw))
-    path = folder / "teams.csv"
-    if path.is_file() and not path.is_symlink():
-        for r in csv.DictReader(path.open(newline="")):
-            elo, lo, hi = _f(r.get("elo")), _f(r.get("elo_low")), _f(r.get("elo_high"))
-            if elo is None or lo is None or hi is None or not _f(r.get("games")):
-                continue
+            out.append(Row(rel, str(r.get("variant", "")), f"{r.get('axis', 'nodes')} {budget:g}", budget, elo, lo, hi,
+                           int(games), stale, sw))
+        else:
             tc = str(r.get("tc", "") or "-")
-            elo, lo, hi, sw = _sweep(r, elo, lo, hi)
-            out.append(Row(rel, f"{r.get('row', '')} vs {r.get('opponent', '')}", f"clock {tc}",
-                           _f(tc.split("+")[0]) or 0.0, elo, lo, hi, int(float(r["games"])), stale, sw))
+            out.append(Row(rel, f"{r.get('row', '')} vs {r.get('opponent', '')}", f"clock {tc}", _clock(tc), elo, lo,
+                           hi, int(games), stale, sw))
     return out
 
 
@@ -131,4 +134,4 @@ def svg(rows: list[Row], title: str) -> str:
     return "".join(parts)
 
 
-__all__ = ["LIMIT", "Row", "rows_of", "svg"]
+__all__ = ["LIMIT", "SOURCES", "Row", "rows_of", "svg"]

@@ -724,7 +724,13 @@ def index_page(reports_dir: str | Path) -> Path:
         stale += state == "stale"
         engines = {"current": "today's", "unrecorded": '<span class="note">not recorded</span>'}.get(
             state, '<strong class="stale">stale</strong>: ' + "; ".join(_inline(x) for x in why))
-        forests[question_of(rel)] += forest.rows_of(md.parent, rel, state == "stale")
+        for source in forest.SOURCES:
+            path = md.parent / source
+            if path.is_file() and not path.is_symlink():
+                try:
+                    forests[question_of(rel)] += forest.rows_of(source, _read_csv(path), rel, state == "stale")
+                except ReportError as e:  # a broken table: the plot is drawn without it, saying why
+                    print(f"searchbench: warning: {e}", file=sys.stderr)
         groups[question_of(rel)].append(
             f'<tr data-report="{html.escape(rel)}" data-engines="{state}"><td><a href="{html.escape(link)}">'
             f"{html.escape(rel)}</a></td><td>{_title_html(title)}</td><td>{found}</td><td>{engines}</td></tr>")

@@ -18,6 +18,7 @@ machine, and each game stores the one that ran.
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Iterable
@@ -61,9 +62,11 @@ def write(folder: str | Path, players: dict[str, dict[str, Any]]) -> Path | None
     return path
 
 
+@functools.lru_cache(maxsize=None)
 def today(engine: str) -> dict[str, str] | None:
-    """The effective options of ``engine`` (a spec text) with today's code; None for an external
-    engine; KeyError (its message the reason) where the text no longer makes an engine."""
+    """The effective options of ``engine`` (a spec text) with today's code, resolved once a process
+    (the answer page asks for ``rise-mcts`` in report after report; callers do not change the dict);
+    None for an external engine; KeyError (its message the reason) where the text no longer makes an engine."""
     from engines import catalog, registry
     from engines.base import EngineError
 

@@ -241,3 +241,22 @@ def test_a_page_rewritten_without_its_database_keeps_its_games(tmp_path: Path) -
     after = (d / page.PAGE).read_text()
     assert n > 100 and after.count('"id":') == n
     assert "404 of 404 games; all of them in runs/quick-crazyhouse.sqlite." in after
+
+
+def test_the_answer_pages_forest_plot_reads_checked_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each ablation row is a mark of its question's forest plot (a sweep as its bound); a table
+    that is not a report's CSV leaves the plot without it, in one warning, never a traceback."""
+    from reports import html as page
+
+    head = "variant,axis,budget,games,score,elo,elo_low,elo_high\n"
+    for rel, body in (("zh-paradigms", "gumbel,nodes,100,100,0.4,-70.4,-132.5,-12.5\nab,nodes,16,200,0.0,-1040,-1040,-566\n"),
+                      ("small-budgets", "gumbel,nodes,8,100,0.58,abc,-6,122\n")):
+        d = tmp_path / rel
+        d.mkdir()
+        (d / "ablation.md").write_text(f"# {rel}\n\n**Findings.** {rel} +1 [-2, +4].\n")
+        (d / "ablation.csv").write_text(head + body)
+    text = page.index_page(tmp_path).read_text()
+    assert text.count('<svg class="forest"') == 1 and "zh-paradigms: gumbel at nodes 100: -70 [-132, -12]" in text
+    assert "zh-paradigms: ab at nodes 16: below -566 (lost every game)" in text
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "small-budgets/ablation.csv row 2 column 'elo'" in err[0]
