@@ -191,7 +191,8 @@ def _play(t: Tune, matches: Sequence[tuple[Player, Player]], progress: bool, des
     with Store(str(s.db), lock=True) as store:
         play([x for ts in tasks for x in ts], store, concurrency=s.concurrency, workers=s.workers,
              adjudication=s.adjudication, progress=progress, desc=desc, backend=s.backend, ray_address=s.ray_address)
-        done = {g.key: g for g in store.games(run=s.name)}
+        # this batch's pairings only (the run's earlier games are not read again every batch)
+        done = {g.key: g for ts in tasks for g in store.games(match=ts[0].match)}
     out = []
     for (a, _), ts in zip(matches, tasks):
         missing = [x.key for x in ts if x.key not in done]
