@@ -27,10 +27,14 @@ from typing import Any
 
 import board
 from board.variants import BUGHOUSE, CHESS
+from evaluators.composite import CompositeEvaluator
 from evaluators.families import FAMILIES
 from engines.base import EngineError, EngineSpec
 from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, find_program, is_external
-from engines.options import EXTERNAL_OPTIONS, OptionInfo, check_external_options, optional, parse_int, parse_str
+from engines.options import (
+    ENGINE_OPTIONS, EXTERNAL_OPTIONS, OptionInfo, build_config, check_external_options, config_options, find_option,
+    norm_key as norm, optional, parse_int, parse_str,
+)
 from evaluators.base import Evaluator
 from evaluators.classical import KD_WEIGHT
 from search.base import setting
@@ -134,7 +138,6 @@ def default_variant(spec: EngineSpec) -> str:
 def _check_external_allowed(head: str, overrides: dict[str, str]) -> None:
     if external_programs_allowed():
         return
-    from engines.options import norm_key as norm
 
     if head not in builtins():
         raise EngineError(f"external programs are disabled (--no-external-programs): {head!r} is not a built-in "
@@ -232,8 +235,6 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
     """``base`` with ``overrides`` applied and everything parsed: canonical option names and text,
     ``settings`` (engine options, defaults filled) and ``config`` (in-process engines; None while the
     search's module cannot be imported: :func:`create` then says so)."""
-    from engines.options import ENGINE_OPTIONS, build_config, config_options, find_option
-
     options = dict(base.options)
     canonical: dict[str, str] = {}
     config = None
@@ -333,8 +334,6 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
             ev: Evaluator = cls.load(**kw)
             value_weights = (params or {}).get("value_weights")
             if value_weights:  # the head swap: this network's priors, another's value
-                from evaluators.composite import CompositeEvaluator
-
                 ev = CompositeEvaluator(ev, cls.load(**{**kw, "path": value_weights}))
         else:
             if weights is not None:
@@ -431,8 +430,6 @@ def evaluator_for(spec: EngineSpec, variant: str | None = None) -> Evaluator:
 
 def option_infos(spec: EngineSpec) -> list[Any]:
     """Every option an in-process engine takes (engine options, the evaluator's, then config fields)."""
-    from engines.options import ENGINE_OPTIONS, config_options
-
     if is_external(spec):
         raise EngineError(f"{spec.name} is an external engine")
     return [*ENGINE_OPTIONS, *evaluator_options(spec.evaluator)] + config_options(search_config_class(spec.search))
@@ -441,8 +438,6 @@ def option_infos(spec: EngineSpec) -> list[Any]:
 def named_options(spec: EngineSpec) -> dict[str, str]:
     """The options ``spec``'s text itself sets (not a built-in engine's defaults), by their canonical
     names (an in-process engine)."""
-    from engines.options import find_option
-
     infos = option_infos(spec)
     return {find_option(infos, k).name: v for k, v in split_spec(spec.name)[1].items()}
 

@@ -52,7 +52,8 @@ from board.variants import BUGHOUSE
 from engines import catalog, registry
 from engines.base import EngineError, EngineSpec, MoveStat
 from evaluators.base import Evaluator, value_to_cp
-from search.base import flat_view
+from search.alphabeta import AlphaBeta
+from search.base import Limits, flat_view
 from search.two_board import BughouseLimits
 
 log = logging.getLogger(__name__)
@@ -368,13 +369,10 @@ class OurSeat(Seat):
 def _alphabeta_worker(conn: Any, spec_text: str) -> None:
     """The process of an :class:`AlphaBetaSeat`: jobs ``(job, fen, board_id, movetime, nodes,
     depth)`` in, ``(job, uci, nodes, evals, depth, cp, seconds)`` out; ``None`` ends it."""
-    from search.base import Limits
-
     try:
         spec = registry.resolve(spec_text)
         if spec.search != "alphabeta":
             raise SeatError(f"{spec.name}: an alpha-beta seat needs the alphabeta search, not {spec.search}")
-        from search.alphabeta import AlphaBeta
 
         evaluator = registry.evaluator_for(spec, BUGHOUSE.name)
         board_of = getattr(evaluator, "board", None)

@@ -48,10 +48,12 @@ from typing import Callable, Iterable, Sequence, TextIO
 import board
 from board import Position, move_to_uci
 from board.variants import CHESS
+from engines import registry
 from engines.base import EngineError, EngineSpec, InProcessEngine
 from engines.options import OptionInfo, find_option, norm_key, parse_int
 from engines.ours import OurEngine
 from evaluators.base import Evaluation, Evaluator, Leaf
+from evaluators.classical import ClassicalEvaluator
 from search.ab_config import TT_SLOT_BYTES
 from search.base import Limits, PVLine, SearchResult
 from search.mcts_config import TREE_NODE_BYTES
@@ -139,8 +141,6 @@ def fallback_move(pos: Position) -> int:
     if not moves:
         return 0
     try:
-        from evaluators.classical import ClassicalEvaluator
-
         ev = ClassicalEvaluator()
         best, best_score = moves[0], None
         for m in moves:
@@ -266,7 +266,6 @@ class UCIServer:
         """Warm the current network, then load and warm the network of every other variant the engine
         plays with the current options (background, after ``uciok``)."""
         self.warm_up()
-        from engines import registry
 
         for v in self.variants:
             key = (v,) + self._evaluator_key()[1:]
@@ -313,8 +312,6 @@ class UCIServer:
         if spare:
             evaluator = self._spare.pop(key)
         try:
-            from engines import registry
-
             spec = registry.with_options(self.spec, self._settings)  # every option validated together
             engine = self.factory(spec, self.variant, evaluator)
         except (EngineError, ValueError, OSError) as e:
@@ -760,8 +757,6 @@ def _less_time(limits: Limits, spent: float, turn: int) -> Limits:
 
 def _effective(spec: EngineSpec) -> dict[str, str]:
     """:func:`engines.registry.effective_values` of ``spec``, whose values parse ({} where it has none)."""
-    from engines import registry
-
     try:
         return {k: v for k, v in registry.effective_values(spec).items() if v != "none"}
     except (EngineError, ValueError):
@@ -770,7 +765,7 @@ def _effective(spec: EngineSpec) -> dict[str, str]:
 
 def serve(spec: EngineSpec, inp: TextIO, out: TextIO, variant: str = CHESS.name) -> None:
     """Run a UCI session for ``spec`` (an in-process engine) until ``quit`` or end of input."""
-    from engines import factory, registry
+    from engines import factory, registry  # deferred: loads chess.engine
 
     infos = registry.option_infos(spec)
 

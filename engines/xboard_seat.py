@@ -66,6 +66,7 @@ from board.bitboards import BISHOP, BLACK, KNIGHT, PAWN, QUEEN, ROOK, WHITE
 from board.bughouse import BughouseGame, seat_of
 from board.position import Position
 from engines.base import EngineError
+from engines.process import LineProcess
 from engines.seats import GameContext, Seat, SeatError
 
 if TYPE_CHECKING:
@@ -129,8 +130,6 @@ class XBoardSeat(Seat):
 
     # -- process (the one line driver, engines/process.py)
     def _start_process(self) -> None:
-        from engines.process import LineProcess
-
         try:
             self.process = LineProcess(self.command, merge_stderr=True)
         except EngineError as e:

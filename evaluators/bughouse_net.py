@@ -63,6 +63,7 @@ from board.bughouse import (
 )
 from board.variants import BUGHOUSE
 from evaluators.base import DEFAULT_INFERENCE, POLICY_VALUE, Evaluation, EvaluatorError, Leaf
+from evaluators.bughouse_classical import BughouseClassicalEvaluator
 from evaluators.families import FAMILIES
 from evaluators.neural import NeuralEvaluator
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
@@ -402,8 +403,6 @@ class BughouseNetClassicalEvaluator(BughouseNetEvaluator):
     name = "bughouse-net-classical"
 
     def __init__(self, *args: Any, **kw: Any) -> None:
-        from evaluators.bughouse_classical import BughouseClassicalEvaluator
-
         super().__init__(*args, **kw)
         self.classical = BughouseClassicalEvaluator()
 

@@ -32,6 +32,7 @@ from evaluators import encodings as enc
 from evaluators.base import COMPARE, INT8_MODES, ONNX_MODES, SCORE, value_to_cp
 from evaluators.nets import DeepChessNet
 from evaluators.neural import FROZEN_ATOL, NeuralEvaluator, log
+from evaluators.onnx_runtime import checked_session
 
 DEFAULT_WEIGHTS = "deepchess_crazyhouse.pt"
 
@@ -105,8 +106,6 @@ class DeepChessEvaluator(NeuralEvaluator):
         return _TowerNet(self.net).eval(), _HeadNet(self.net).eval()
 
     def _build_ort(self, eager: tuple[nn.Module, nn.Module]) -> tuple[Tower, Head]:
-        from evaluators.onnx_runtime import checked_session
-
         if self.inference_requested in INT8_MODES:
             self._build_int8()  # refused, with its warning: int8 is for the policy-value networks
         x = self._bits([p.raw_state() for p in self.sample_positions(16)])

@@ -44,6 +44,7 @@ from typing import Final, Sequence
 
 import numpy as np
 
+from board.moves import move_from_uci
 from board.position import (
     RAW_CASTLING, RAW_EP, RAW_FULLMOVE, RAW_HALFMOVE, RAW_POCKETS, RAW_PROMOTED, RAW_REPETITIONS,
     RAW_TURN,
@@ -262,8 +263,6 @@ CRAZYARA_LABELS: Final = _crazyara_labels()
 
 def crazyara_label_to_policy_index(label: str, black: bool) -> int:
     """Policy-map index of a UCI label when ``black`` (True) or White is to move (-1 if none)."""
-    from board.moves import move_from_uci
-
     return int(crazyara_move_table()[int(black), move_from_uci(label)])
 
 

@@ -63,9 +63,10 @@ import torch
 from torch import nn
 
 from board import Position, new_position
-from evaluators import encodings as enc
+from evaluators import encodings as enc, onnx_runtime
 from evaluators import leafbatch
-from evaluators.onnx_runtime import OrtForward
+from evaluators.devices import resolve_device
+from evaluators.onnx_runtime import OrtForward, calibration_key, checked_session, int8_verdicts, weights_key
 from evaluators import nets
 from evaluators.base import (
     DEFAULT_INFERENCE, INFERENCE_MODES, INT8_MODES, POLICY_VALUE, SCORE, Evaluation, Evaluator, EvaluatorError, Leaf, value_to_cp,
@@ -159,8 +160,6 @@ def check_inference(mode: str) -> str:
     if mode not in INFERENCE_MODES:
         raise EvaluatorError(f"unknown inference mode {mode!r}; known: {', '.join(INFERENCE_MODES)}")
     if mode.startswith("onnxruntime"):
-        from evaluators import onnx_runtime
-
         missing = onnx_runtime.available()
         if missing is not None:
             raise EvaluatorError(missing)
@@ -291,8 +290,6 @@ class NeuralEvaluator(Evaluator):
     def __init__(self, net: Any, threads: int = 1, meta: dict[str, Any] | None = None,
                  path: str | None = None, max_batch: int | None = None, device: str | torch.device = "cpu",
                  half: str = "auto") -> None:
-        from evaluators.devices import resolve_device
-
         if half not in HALF_MODES:
             raise EvaluatorError(f"unknown half mode {half!r}; known: {', '.join(HALF_MODES)}")
         #: where the network runs (see the module docstring)
@@ -473,8 +470,6 @@ class NeuralEvaluator(Evaluator):
     def _build_onnx(self) -> Callable[..., Any] | None:
         """An ONNX Runtime session of the network (:mod:`evaluators.onnx_runtime`) if it matches eager
         torch within :data:`FROZEN_ATOL` on two batch sizes; else None and a warning."""
-        from evaluators.onnx_runtime import checked_session
-
         examples = self.onnx_examples()
         if examples is None:
             self.inference_error = "the network has no forward to export"
@@ -666,8 +661,6 @@ class PolicyValueEvaluator(NeuralEvaluator):
         if not tuned:
             return net
         if self._int8_source is None:
-            from evaluators.onnx_runtime import weights_key
-
             self._int8_source = net
             qat = qat_path(self.path) if self.path else None
             if qat is not None and os.path.isfile(qat):
@@ -691,15 +684,11 @@ class PolicyValueEvaluator(NeuralEvaluator):
         """The int8 model's key: the weights' SHA-1 and the calibration's (its cache name and its
         verdict's key), and (``tuned``, where the copy exists) the tuned copy's SHA-1
         (``-qat-<16 hex digits>``)."""
-        from evaluators.onnx_runtime import calibration_key, weights_key
-
         key = f"{weights_key(self.net)}-int8-{calibration_key(self.int8_calibration())}"
         src = self.int8_source(tuned)
         return key if src is self.net else f"{key}-qat-{weights_key(src)[:16]}"
 
     def int8_verdict(self, tuned: bool = False) -> dict[str, Any] | None:
-        from evaluators.onnx_runtime import int8_verdicts, weights_key
-
         verdicts = int8_verdicts()
         prefix = weights_key(self.net) + "-int8-"
         if not any(k.startswith(prefix) and ("-qat-" in k) == tuned for k in verdicts):  # no calibration then

@@ -18,7 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from board.variants import CHESS
+from board.variants import CHESS, ONE_BOARD
+from experiments.harness import ablate, match as match_mod, openings as openings_mod, scale
+from experiments.harness.store import Store
+from experiments.paths import OutputError, ensure_parent
 
 
 def match(white: str, black: str, variant: str = CHESS.name, games: int = 2, nodes: int | None = None,
@@ -27,13 +30,6 @@ def match(white: str, black: str, variant: str = CHESS.name, games: int = 2, nod
     """Play ``games`` games (colour-reversed pairs on distinct openings of the variant's suite)
     between two engine specs at ``nodes`` a move, stored in ``db``; returns the first engine's wins,
     draws, losses and score, with the database and the games played and already stored."""
-    from experiments.harness import match as match_mod
-    from experiments.harness import openings as openings_mod
-    from experiments.harness.store import Store
-
-    from board.variants import ONE_BOARD
-    from experiments.paths import OutputError, ensure_parent
-
     for name, v, least in (("games", games, 1), ("concurrency", concurrency, 1), ("workers", workers, 1),
                            ("max_plies", max_plies, 1), ("seed", seed, 0)):
         if not isinstance(v, int) or isinstance(v, bool) or v < least:
@@ -72,8 +68,6 @@ def match(white: str, black: str, variant: str = CHESS.name, games: int = 2, nod
 def games(db: str | Path, run: str | None = None) -> list[dict[str, Any]]:
     """Every game of ``db`` (of one ``run``: match, a config's name) as a dict: the players, result,
     reason, plies, opening, seed, and the mean nodes, evaluator calls and seconds of each side's moves."""
-    from experiments.harness.store import Store
-
     out = []
     with Store(str(db), readonly=True) as store:
         for g in store.games(run=run) if run else store.games():
@@ -105,8 +99,6 @@ def run(config: str | Path, progress: bool = False) -> list[dict[str, Any]]:
     """Play a scale or ablation config (resumably, as the command line does) and return its report's
     rows: a scale config's players with their Elo and interval, an ablation's variants by budget."""
     import tomllib
-
-    from experiments.harness import ablate, scale
 
     try:
         data = tomllib.loads(Path(config).read_text())

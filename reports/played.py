@@ -22,6 +22,8 @@ import functools
 import json
 from pathlib import Path
 from typing import Any, Iterable
+from engines import catalog, registry
+from engines.base import EngineError
 
 #: the file beside a report's Markdown
 FILE = "engines.json"
@@ -67,9 +69,6 @@ def today(engine: str) -> dict[str, str] | None:
     """The effective options of ``engine`` (a spec text) with today's code, resolved once a process
     (the answer page asks for ``rise-mcts`` in report after report; callers do not change the dict);
     None for an external engine; KeyError (its message the reason) where the text no longer makes an engine."""
-    from engines import catalog, registry
-    from engines.base import EngineError
-
     try:
         spec = registry.resolve(engine)
         if catalog.is_external(spec):

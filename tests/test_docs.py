@@ -201,3 +201,22 @@ def test_a_shipped_config_by_name_loads_from_an_empty_folder(cmd: str, tmp_path:
     except ConfigError as e:
         assert "searchbench datagen" in str(e), e
     assert not any(tmp_path.iterdir())  # loading writes nothing
+
+
+def test_each_command_is_registered_by_the_module_the_cli_names() -> None:
+    """A command's run imports only its own module (experiments.cli.main.COMMANDS): each module
+    registers exactly the commands the table gives it, and the table names every command."""
+    import importlib
+
+    from experiments.cli import main as cli_main
+
+    found: dict[str, str] = {}
+    for name in cli_main.COMMAND_MODULES:
+        p = argparse.ArgumentParser()
+        sub = p.add_subparsers()
+        mod = importlib.import_module(name)
+        if hasattr(mod, "register"):
+            mod.register(sub)
+        found.update(dict.fromkeys(sub.choices, name))
+    assert found == cli_main.COMMANDS
+    assert set(_subparsers(build_parser("uci"))) == {"perft", "bench", "engines", "uci"}

@@ -130,3 +130,26 @@ def test_no_import_circles() -> None:
         if m not in index:
             visit(m)
     assert not circles, circles
+
+
+def test_function_local_imports_only_defer_a_heavy_dependency() -> None:
+    """The project's own modules are imported at the top of a module; a function-local import of one
+    defers a heavy dependency (torch, onnxruntime, ray, matplotlib, or asyncio for a command's start-up)
+    and says which on its line.  At most 60 of them."""
+    local, silent = [], []
+    for top in ORDER:
+        for p in _sources(top):
+            lines = p.read_text().splitlines()
+            for fn in ast.walk(ast.parse(p.read_text())):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for node in ast.walk(fn):
+                    mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                            else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+                    if isinstance(node, ast.ImportFrom) and node.level or any(m.split(".")[0] in ORDER for m in mods):
+                        where = f"{p.relative_to(ROOT)}:{node.lineno}"
+                        local.append(where)
+                        if "# deferred: loads " not in lines[(node.end_lineno or node.lineno) - 1]:
+                            silent.append(where)
+    assert not silent, silent
+    assert len(local) <= 60, len(local)

@@ -23,6 +23,9 @@ import numpy as np
 import board
 from board.convert import to_python_chess
 from board.variants import CRAZYHOUSE
+from evaluators import encodings as enc
+from evaluators.base import Leaf
+from evaluators.families import FAMILIES
 
 
 def reference_crazyara_planes(b: chess.Board, repetitions: int = 0) -> np.ndarray:
@@ -83,11 +86,9 @@ def run(batches: tuple[int, ...] = (1, 8, 64, 256), seconds: float = 1.0, seed: 
         weights: str | None = None) -> dict[str, Any]:
     import torch
 
-    from evaluators import encodings as enc
-    from evaluators import nets
-    from evaluators.base import Leaf
-    from evaluators.neural import flatten_moves, legal_softmax
-    from evaluators.rise import RiseEvaluator
+    from evaluators import nets  # deferred: loads torch
+    from evaluators.neural import flatten_moves, legal_softmax  # deferred: loads torch
+    from evaluators.rise import RiseEvaluator  # deferred: loads torch
 
     torch.set_num_threads(1)
     net: torch.nn.Module
@@ -95,8 +96,6 @@ def run(batches: tuple[int, ...] = (1, 8, 64, 256), seconds: float = 1.0, seed: 
         ev = RiseEvaluator.load(weights)
         net, label = ev.net, f"weights {ev.path}"
     except ValueError:
-        from evaluators.families import FAMILIES
-
         net, label = nets.build("rise", {**FAMILIES["rise"].sizes["small"], "variant": CRAZYHOUSE.name}), "fresh small RISE"
         net.eval()
     ps = _positions(max(batches), seed)

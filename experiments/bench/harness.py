@@ -56,12 +56,18 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from engines.base import Engine, EngineSpec
+from engines import catalog, registry
+from engines.base import Engine, EngineError, EngineSpec
+from engines.external import ExternalEngine
+from engines.ours import OurEngine
+from engines.registry import join_spec
+from evaluators.base import DEFAULT_INFERENCE, INFERENCE_MODES
 from experiments.harness.match import (
     Adjudication, MatchError, Player, RegistryFactory, Runner, RunStats, match_tasks,
 )
 from experiments.harness.backends import play_processes
 from experiments.harness.openings import default_suite, load_suite
+from experiments.harness.runner import check_players
 from experiments.harness.store import GameRecord
 
 #: batch sizes of the network table (the UCI side's batch is added)
@@ -81,8 +87,6 @@ class UciFactory:
         self.threads = threads
 
     def __call__(self, player: Player, variant: str) -> Engine:
-        from engines.external import ExternalEngine
-
         spec = EngineSpec(f"uci:{self.engine}", "searchbench", "uci", {"threads": str(self.threads)})
         return ExternalEngine(spec, variant, command=self.command)
 
@@ -92,8 +96,6 @@ class UciFactory:
 def _network_evaluator(engine: str, threads: int = 1, inference: str | None = None) -> Any:
     """The engine's evaluator (in ``inference`` mode, None: the engine's own) if it has a network
     to measure (else None)."""
-    from engines import catalog, registry
-
     spec = registry.resolve(registry.join_spec(engine, {"inference": inference}) if inference else engine)
     if catalog.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
@@ -103,9 +105,6 @@ def _network_evaluator(engine: str, threads: int = 1, inference: str | None = No
 
 def engine_inference(engine: str) -> str:
     """The inference mode the engine's network runs in (its ``inference`` option or the default)."""
-    from engines import registry
-    from evaluators.base import DEFAULT_INFERENCE
-
     return registry.evaluator_settings(registry.resolve(engine))[2] or DEFAULT_INFERENCE
 
 
@@ -116,8 +115,6 @@ def note(text: str) -> None:
 
 def search_batch(engine: str) -> int:
     """Leaves per ask of the engine's search (MCTS ``batch_size``; 1 for searches without one)."""
-    from engines import registry
-
     values = registry.effective_values(registry.resolve(engine))
     text = values.get("batch_size")
     return int(text) if text is not None and text.isdigit() else 1
@@ -293,8 +290,6 @@ def _auto(text: str | int | None, what: str) -> int | None:
 
 
 def check_inference_mode(mode: str) -> None:
-    from evaluators.base import INFERENCE_MODES
-
     if mode not in INFERENCE_MODES:
         raise BenchError(f"unknown inference mode {mode!r}; known: {', '.join(INFERENCE_MODES)}")
 
@@ -306,8 +301,6 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     """Measure the network table, tune the pooled side, then play the rows ``rounds`` times,
     alternating (see the module doc).  ``inferences`` (e.g. ``onnxruntime,onnxruntime-int8``) adds a
     pooled row per inference mode, the engine's network run in it, the same games otherwise."""
-    from engines import catalog, registry
-
     uci_list = _parse_list(uci_threads, "--uci-threads") if uci_threads else []
     conc, wk = _auto(concurrency, "--concurrency"), _auto(workers, "--workers")
     pt, pb = _auto(pool_threads, "--pool-threads"), _auto(pool_batch, "--pool-batch")
@@ -318,8 +311,6 @@ def run(engine: str, variant: str, games: int, nodes: int, concurrency: int | st
     spec = registry.resolve(engine)
     if catalog.is_external(spec):
         raise BenchError(f"bench harness needs one of our engines, not the external {spec.name!r}")
-    from engines.base import EngineError
-    from experiments.harness.runner import check_players
 
     try:  # an engine that cannot play the variant is refused before anything is measured
         check_players([Player("A", engine, nodes=nodes)], variant, RegistryFactory(1, None))
@@ -401,9 +392,8 @@ def _timed(acc: dict[str, float]) -> Iterator[dict[str, float]]:
     """Add the seconds spent in the network (ONNX Runtime's ``run``), in encoding leaves
     (``PolicyValueEvaluator._encode``), in the whole evaluator call and in the searches' ask and tell to
     ``acc`` while the block runs (bench only: the methods are wrapped for its duration)."""
-    from engines.ours import OurEngine
-    from evaluators.neural import PolicyValueEvaluator
-    from evaluators.onnx_runtime import OrtForward
+    from evaluators.neural import PolicyValueEvaluator  # deferred: loads torch
+    from evaluators.onnx_runtime import OrtForward  # deferred: loads torch
 
     saved: list[tuple[type, str, Any]] = []
     targets: tuple[tuple[type, str, str], ...] = ((OrtForward, "run", "network"), (PolicyValueEvaluator, "_encode", "encode"),
@@ -436,10 +426,6 @@ def run_device(engine: str, variant: str, games: int, nodes: int, device: str, c
     pooled run actually formed (its mean leaves per call), measured in the same run: the pooled
     evaluations per second as a share of the raw network's (goal on a GPU: >= 70%).  ``timers``: see
     :func:`_timed` (the games only, not the raw measurement)."""
-    from engines import catalog, registry
-    from engines.base import EngineError
-    from engines.registry import join_spec
-
     spec_text = join_spec(engine, {"device": device})
     spec = registry.resolve(spec_text)
     if catalog.is_external(spec):

@@ -19,7 +19,10 @@ from typing import Any, Callable
 import numpy as np
 
 from board.variants import CRAZYHOUSE
-from evaluators.onnx_runtime import OrtForward
+from engines import registry
+from evaluators import encodings as enc
+from evaluators.neural import PolicyValueEvaluator
+from evaluators.onnx_runtime import OrtForward, export, quantize_int8
 
 
 def _alternatives() -> dict[str, Callable[[Any, np.ndarray, np.ndarray], tuple[np.ndarray, dict[str, Any]]]]:
@@ -59,11 +62,6 @@ def _rate(f: Callable[[np.ndarray], Any], x: np.ndarray, seconds: float) -> floa
 def run(family: str = "rise", variant: str = CRAZYHOUSE.name, positions: int = 2000, seconds: float = 0.3,
         alternatives: tuple[str, ...] = ALTERNATIVES) -> dict[str, Any]:
     import onnx
-
-    from engines import registry
-    from evaluators import encodings as enc
-    from evaluators.neural import PolicyValueEvaluator
-    from evaluators.onnx_runtime import export, quantize_int8
 
     ev = registry.load_evaluator(family, None, 1, "eager", device="cpu", variant=variant)
     assert isinstance(ev, PolicyValueEvaluator)

@@ -19,20 +19,19 @@ alpha-beta spends), and the two-board bughouse net.
 """
 from __future__ import annotations
 
-from board.variants import CHESS, CRAZYHOUSE
+from experiments.bench import BATCHES, GRAPHS, NETWORKS
+from experiments.bench.harness import run_device
+from evaluators import bughouse_net as bn, leafbatch
+from evaluators.onnx_runtime import available
+from evaluators.base import BACKENDS, INT8_MODES
+from evaluators.neural import PolicyValueEvaluator, best_rate
+from engines import registry
 
 import time
 from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
-
-NETWORKS: tuple[tuple[str, str], ...] = (("rise", CRAZYHOUSE.name), ("rise", CHESS.name), ("sixtyfour", CRAZYHOUSE.name),
-                                         ("sixtyfour", CHESS.name))
-BATCHES: tuple[int, ...] = (1, 8, 32, 64)
-#: the other shipped networks, by the name the table gives them
-GRAPHS: tuple[str, ...] = ("deepchess_crazyhouse/tower", "deepchess_crazyhouse/head", "deepchess_chess/tower",
-                           "deepchess_chess/head", "bughouse_lazybug")
 
 
 def _best_gemm_rate(product: Callable[[], Any], n: int, seconds: float) -> float:
@@ -122,9 +121,6 @@ def flops_per_eval(net: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...]) -
 
 def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], seconds: float) -> list[dict[str, Any]]:
     """Rows of one of :data:`GRAPHS` (the table's format), one per backend."""
-    from engines import registry
-    from evaluators.neural import best_rate
-
     rows = []
     for mode in backends:
         if name.startswith("deepchess"):
@@ -140,8 +136,6 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
             run_b: Callable[[int], Callable[[], Any]] = (
                 (lambda b: (lambda: tower(x[:b]))) if graph == "tower" else (lambda b: (lambda: head(f[:b], g[:b]))))
         else:
-            from evaluators import bughouse_net as bn
-
             ev = bn.BughouseNetEvaluator.load(inference=mode)
             fwd = ev._built()
             planes, scal = (torch.from_numpy(a) for a in bn.encode(bn.sample_states(max(batches))))
@@ -157,11 +151,6 @@ def graph_rows(name: str, backends: Sequence[str], batches: Sequence[int], secon
 
 def run(networks: Sequence[tuple[str, str]] = NETWORKS, batches: Sequence[int] = BATCHES,
         seconds: float = 0.3, graphs: Sequence[str] = GRAPHS) -> dict[str, Any]:
-    from engines import registry
-    from evaluators.base import BACKENDS, INT8_MODES
-    from evaluators.neural import PolicyValueEvaluator
-    from evaluators.onnx_runtime import available
-
     backends = [m for m in BACKENDS if not m.startswith("onnxruntime") or available() is None]
     peak = sgemm_gflops()
     peak8 = int8_gemm_gops() if INT8_MODES[0] in backends else None
@@ -209,9 +198,6 @@ def pooled(rows: list[dict[str, Any]], games: int = 8, nodes: int = 64, concurre
     and by the numpy encoders alone (its peer), ``rounds`` times alternating: the best of each counts,
     and of the raw rate; with the shares of the games' wall time spent in the network (ONNX Runtime's
     ``run``) and in encoding the leaves."""
-    from evaluators import leafbatch
-    from experiments.bench.harness import run_device
-
     paths = LEAF_PATHS if leafbatch.COMPILED else LEAF_PATHS[1:]
     out = []
     for net in dict.fromkeys(r["network"] for r in rows):

@@ -164,7 +164,7 @@ def nn_fraction(sims: int, batch: int = 8, repeats: int = 5) -> dict[str, Any]:
     that search asked for (replayed; nearly all of ``batch`` leaves), best of ``repeats`` each (the
     machine is shared: best-of filters out the time others take)."""
     try:
-        from evaluators.rise import RiseEvaluator
+        from evaluators.rise import RiseEvaluator  # deferred: loads torch
         ev = RiseEvaluator.load(threads=1)
     except Exception as e:  # noqa: BLE001  (missing module or weights: the line is skipped)
         return {"skipped": f"no RISE evaluator ({type(e).__name__}: {e})"}

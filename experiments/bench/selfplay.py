@@ -22,7 +22,12 @@ import tempfile
 from typing import Any, Sequence
 
 from board.variants import CRAZYHOUSE
+from engines import registry
+from engines.base import EngineError
+from engines.catalog import is_external
+from engines.registry import join_spec
 from experiments.harness.tomlconfig import ConfigError
+from experiments.selfplay import games as sp_games
 
 #: the loop's settings (experiments/configs/rl-crazyhouse.toml)
 ENGINE = "rise-mcts"
@@ -39,11 +44,6 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
         nodes: int = NODES, fast_nodes: int = FAST_NODES, full_fraction: float = FULL_FRACTION,
         concurrencies: Sequence[int] = CONCURRENCIES, workers: int = 2, rounds: int = 2, seconds: float = 0.5, seed: int = 1,
         progress: bool = False) -> dict[str, Any]:
-    from engines import registry
-    from engines.base import EngineError
-    from engines.registry import join_spec
-    from experiments.selfplay import games as sp_games
-
     if not inferences:
         raise BenchSelfPlayError("bench selfplay: --inferences: name at least one backend")
     if not concurrencies or min(concurrencies) < 1:
@@ -52,7 +52,6 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
         base = registry.resolve(engine)
     except (EngineError, ValueError) as e:
         raise BenchSelfPlayError(f"bench selfplay: {e}") from None
-    from engines.catalog import is_external
 
     entry = None if is_external(base) else registry.EVALUATORS.get(registry.ALIASES.get(base.evaluator, base.evaluator))
     if entry is None or not entry.loads_weights:

@@ -16,7 +16,12 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+from board.variants import BUGHOUSE
 from experiments.cli.main import count, fraction, number, positive_float, seed
+from experiments.harness import bughouse_report as br
+from experiments.paths import check_dir
+from experiments.training import bughouse_data as bd
+from experiments.training.bughouse_data import DEFAULT_PAIRS, shard_paths
 
 RUNS = Path("runs")
 
@@ -26,7 +31,7 @@ def _safe(s: str) -> str:
 
 
 def cmd_bughouse_match(args: argparse.Namespace) -> int:
-    from experiments.harness import bughouse as bm
+    from experiments.harness import bughouse as bm  # deferred: loads chess.engine
 
     base_ms, inc_ms = bm.parse_clock(args.tc)
     db = Path(args.db) if args.db else RUNS / f"{_safe(args.a)}-vs-{_safe(args.b)}-bughouse.sqlite"
@@ -41,21 +46,16 @@ def cmd_bughouse_match(args: argparse.Namespace) -> int:
 
 
 def _pairs(items: list[list[str]] | None) -> list[tuple[str, str]]:
-    from experiments.training.bughouse_data import DEFAULT_PAIRS
-
     return [(a, b) for a, b in items] if items else list(DEFAULT_PAIRS)
 
 
 def _with_shards(dbs: list[str]) -> list[str]:
     """Each database with the shards that ``bughouse-datagen --workers`` wrote beside it."""
-    from experiments.training.bughouse_data import shard_paths
-
     return [str(p) for d in dbs for p in (shard_paths(d) or [Path(d)])]
 
 
 def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
-    from experiments.training import bughouse_data as bd
-    from experiments.harness.match import parse_tc
+    from experiments.harness.match import parse_tc  # deferred: loads chess.engine
 
     base_s, inc_s = parse_tc(args.tc)
     pairs = _pairs(args.pair)
@@ -74,10 +74,8 @@ def cmd_bughouse_datagen(args: argparse.Namespace) -> int:
 
 
 def cmd_bughouse_train(args: argparse.Namespace) -> int:
-    from experiments.training import bughouse_train as bt
-    from board.variants import BUGHOUSE
-    from experiments.training.recipe import TrainConfig
-    from experiments.paths import check_dir
+    from experiments.training import bughouse_train as bt  # deferred: loads torch
+    from experiments.training.recipe import TrainConfig  # deferred: loads torch
 
     check_dir(args.out, "run directory")
     cfg = TrainConfig(model=BUGHOUSE.name, data=_with_shards(args.db), out=args.out, size=args.size, epochs=args.epochs,
@@ -94,7 +92,7 @@ def cmd_bughouse_train(args: argparse.Namespace) -> int:
 def cmd_bughouse_heldout(args: argparse.Namespace) -> int:
     import json
 
-    from experiments.training import bughouse_train as bt
+    from experiments.training import bughouse_train as bt  # deferred: loads torch
 
     r = bt.heldout(_with_shards(args.db), args.weights, val_fraction=args.val_fraction, seed=args.seed, threads=args.threads)
     if args.json:
@@ -119,8 +117,6 @@ def cmd_bughouse_heldout(args: argparse.Namespace) -> int:
 
 
 def cmd_bughouse_report(args: argparse.Namespace) -> int:
-    from experiments.harness import bughouse_report as br
-
     cfg = br.load(args.config)
     if not args.report_only:
         br.play(cfg, progress=not args.quiet)

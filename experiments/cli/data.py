@@ -7,18 +7,20 @@ import sys
 
 import board
 from board.variants import CRAZYHOUSE
-from experiments.cli.main import count, fraction, number, plies_range, positive_float, seed
+from experiments.bench import encode as bench_encode
+from experiments.cli.main import MAX_BENCH_BATCH, count, fraction, number, plies_range, positive_float, seed
 from evaluators.base import INFERENCE_MODES
 from evaluators.families import FAMILIES
+from experiments.paths import check_dir
+from experiments.selfplay import targets
+from experiments.training import agreement, datagen, king_danger
+from experiments.training.datagen import DataError
 
 #: what `searchbench train` trains (bughouse: `searchbench bughouse-train`)
 MODELS = tuple(f.name for f in FAMILIES.values() if f.trains_with_train)
 
 
 def _cmd_datagen(args: argparse.Namespace) -> int:
-    from experiments.training import datagen
-    from experiments.paths import check_dir
-
     check_dir(args.out, "data directory")
     if args.pgn:
         stats = datagen.import_pgn(args.pgn, args.out, variant=args.pgn_variant, min_elo=args.min_elo,
@@ -35,9 +37,6 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
 
 
 def _cmd_targets(args: argparse.Namespace) -> int:
-    from experiments.selfplay import targets
-    from experiments.training.datagen import DataError
-
     if args.reference:
         cap = (args.full_fraction, args.fast_nodes) if args.full_fraction < 1.0 else None
         if cap is not None and not 1 <= args.fast_nodes <= args.nodes:
@@ -57,8 +56,6 @@ def _cmd_targets(args: argparse.Namespace) -> int:
 
 
 def _cmd_agreement(args: argparse.Namespace) -> int:
-    from experiments.training import agreement
-
     rows = agreement.measure(args.data, args.nodes, positions=args.positions, seed=args.seed,
                              engine=args.engine, val_fraction=args.val_fraction, progress=not args.quiet)
     if args.json:
@@ -70,7 +67,7 @@ def _cmd_agreement(args: argparse.Namespace) -> int:
 
 
 def _cmd_qat(args: argparse.Namespace) -> int:
-    from experiments.training import qat
+    from experiments.training import qat  # deferred: loads torch
 
     cfg = qat.QATConfig(weights=args.weights, data=args.data, out=args.out, steps=args.steps, batch=args.batch,
                         lr=args.lr, value_weight=args.value_weight, seed=args.seed, threads=args.threads)
@@ -81,7 +78,7 @@ def _cmd_qat(args: argparse.Namespace) -> int:
 
 
 def _cmd_heldout(args: argparse.Namespace) -> int:
-    from experiments.training.policy_value import heldout
+    from experiments.training.policy_value import heldout  # deferred: loads torch
 
     rows = heldout(args.weights, args.data, val_fraction=args.val_fraction, select_fraction=args.select_fraction,
                    seed=args.seed, threads=args.threads, classical=args.classical, inference=args.inference)
@@ -98,8 +95,6 @@ def _cmd_heldout(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit_king_danger(args: argparse.Namespace) -> int:
-    from experiments.training import king_danger
-
     f = king_danger.fit(args.data, every=args.every, val_fraction=args.val_fraction)
     print(json.dumps({**f.params, **f.constants(), "positions": f.positions, "val_positions": f.val_positions,
                       "val_mse_scaled": f.val_mse_scaled, "val_mse_fit": f.val_mse_fit})
@@ -108,8 +103,7 @@ def _cmd_fit_king_danger(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from experiments.training import train
-    from experiments.paths import check_dir
+    from experiments.training import train  # deferred: loads torch
 
     check_dir(args.out, "run directory")
     cfg = train.TrainConfig(model=args.model, data=args.data, out=args.out, size=args.size,
@@ -130,10 +124,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_encode(args: argparse.Namespace) -> int:
-    from experiments.bench import encode as bench_encode
-
-    from experiments.cli.main import MAX_BENCH_BATCH
-
     try:
         batches = tuple(int(b) for b in args.batches.split(","))
     except ValueError:

@@ -8,6 +8,9 @@ import json
 import sys
 
 import board
+from engines import catalog, registry, uci
+from engines.base import EngineError
+from engines.options import EXTERNAL_OPTIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,8 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _cmd_engines(args: argparse.Namespace) -> int:
-    from engines import registry
-
     if args.name:
         return _show_options(args.name, args.json)
     rows = [registry.describe(s) for s in registry.list_engines()]
@@ -45,9 +46,6 @@ def _cmd_engines(args: argparse.Namespace) -> int:
 
 
 def _show_options(name: str, as_json: bool) -> int:
-    from engines import catalog, registry
-    from engines.options import EXTERNAL_OPTIONS
-
     spec = registry.resolve(name)
     infos = list(EXTERNAL_OPTIONS) if catalog.is_external(spec) else registry.option_infos(spec)
     effective = {} if catalog.is_external(spec) else registry.effective_values(spec)
@@ -77,9 +75,6 @@ def _show_options(name: str, as_json: bool) -> int:
 
 
 def _cmd_uci(args: argparse.Namespace) -> int:
-    from engines import catalog, registry, uci
-    from engines.base import EngineError
-
     spec = registry.resolve(args.engine)
     if catalog.is_external(spec):
         raise EngineError(f"{spec.name} is an external engine; run the program itself as the UCI engine")

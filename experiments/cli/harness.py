@@ -13,13 +13,21 @@ from typing import Any
 
 import board
 from board.variants import ALL, CRAZYHOUSE, variant_of
-from engines.base import EngineSpec
+from engines import registry
+from engines.base import LIMIT_KEYS, EngineSpec, layered_limits
+from experiments.bench import harness as bench_harness
+from experiments.cli.bughouse import cmd_bughouse_match
 from experiments.cli.main import count, number, positive_float, seed
-from experiments.harness import match as match_mod
+from experiments.harness import ablate, accept, match as match_mod, scale, tournament, tune, webpage
 from experiments.harness import openings as openings_mod
 from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
+from experiments.harness.replay import replay
+from experiments.harness.sprt import Sprt
+from experiments.harness.stats import score_text
 from experiments.harness.store import Store
+from experiments.paths import InputError, check_dir, check_file
+from reports import html as page
 
 RUNS = Path("runs")
 
@@ -67,9 +75,6 @@ def _add_backend_options(p: argparse.ArgumentParser) -> None:
 def _side_limits(args: argparse.Namespace, side: str, engine: EngineSpec) -> dict[str, Any]:
     """The limits of one side: its own flag (``--nodes-a``), else a limit in its engine spec
     (``material-mcts:nodes=32``), else the match-wide flag (``--nodes``): :func:`engines.base.layered_limits`."""
-    from engines import registry
-    from engines.base import LIMIT_KEYS, layered_limits
-
     own = {k: getattr(args, f"{k}_{side}") for k in LIMIT_KEYS}
     shared = {k: getattr(args, k) for k in LIMIT_KEYS}
     out = layered_limits(own, registry.spec_limits(engine), shared)
@@ -80,8 +85,6 @@ def _side_limits(args: argparse.Namespace, side: str, engine: EngineSpec) -> dic
 
 def _players(args: argparse.Namespace) -> tuple[match_mod.Player, match_mod.Player]:
     """The two players, each engine resolved once here: its spec travels with the player."""
-    from engines import registry
-
     sa, sb = registry.resolve(args.a), registry.resolve(args.b)
     la, lb = _side_limits(args, "a", sa), _side_limits(args, "b", sb)
     na, nb = args.a, args.b
@@ -128,16 +131,12 @@ class _Score:
         self.wdl[0 if s == 1 else 1 if s == 0.5 else 2] += 1
 
     def text(self) -> str:
-        from experiments.harness.stats import score_text
-
         return f"{self.a} {score_text(*self.wdl)}"
 
 
 def _bughouse_match(args: argparse.Namespace) -> int:
     """``match --variant bughouse``: the four-seat server of experiments/harness/bughouse.py (teams of
     two seats; limits go in the team specs, e.g. ``bughouse-mcts:nodes=400``, and ``--tc``)."""
-    from experiments.cli.bughouse import cmd_bughouse_match
-
     unsupported = [f"--{k.replace('_', '-')}" for k in ("nodes", "nodes_a", "nodes_b", "evals", "evals_a", "evals_b",
                                                         "playouts", "playouts_a", "playouts_b",
                                                         "depth", "depth_a", "depth_b",
@@ -178,8 +177,6 @@ def cmd_match(args: argparse.Namespace) -> int:
 
 
 def cmd_sprt(args: argparse.Namespace) -> int:
-    from experiments.harness.sprt import Sprt
-
     a, b = _players(args)
     test = Sprt(a.name, b.name, args.elo0, args.elo1, args.alpha, args.beta)
     pairs = args.max_games // 2
@@ -207,8 +204,6 @@ def cmd_sprt(args: argparse.Namespace) -> int:
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    from experiments.harness import tournament
-
     t = tournament.load(args.config)
     s = t.settings
     _, games = tournament.play_run(s, t.tasks(), [p.name for p in t.players], progress=not args.quiet,
@@ -216,8 +211,6 @@ def cmd_tournament(args: argparse.Namespace) -> int:
     rs = ratings_mod.rate(ratings_mod.from_games(games), s.anchor, s.anchor_elo, s.bootstrap, s.seed, progress=True)
     print(ratings_mod.format_table(rs))
     if games:
-        from experiments.harness import webpage
-
         try:
             page = webpage.database_page(s.db, Path(s.db).with_suffix(".html"), s.name, s.bootstrap, s.anchor,
                                          s.anchor_elo)
@@ -230,8 +223,6 @@ def cmd_tournament(args: argparse.Namespace) -> int:
 def _run_flags(run: Any, args: argparse.Namespace) -> None:
     """The command line's --report-dir, --backend and --ray-address over a config's own."""
     if args.report_dir:
-        from experiments.paths import check_dir
-
         run.report_dir = check_dir(args.report_dir, "report folder")
     if args.backend:
         run.settings.backend = args.backend
@@ -240,8 +231,6 @@ def _run_flags(run: Any, args: argparse.Namespace) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from experiments.harness import tune
-
     t = tune.load(args.config)
     _run_flags(t, args)
     theta, rows, paths = tune.run(t, "searchbench tune " + shlex.quote(str(args.config)), progress=not args.quiet,
@@ -253,14 +242,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
-    from experiments.harness import scale
-
     sc = scale.load(args.config)
     _run_flags(sc, args)
     command = "searchbench scale " + shlex.quote(str(args.config))
     if args.compare:
-        from experiments.paths import InputError
-
         shipped = Path(args.compare) / "elo_vs_nodes.csv"
         if not shipped.is_file():
             raise InputError(f"--compare: no report {str(shipped)!r}")
@@ -285,8 +270,6 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from experiments.harness import ablate
-
     ab = ablate.load(args.config)
     _run_flags(ab, args)
     rows, paths = ablate.run(ab, ablate.cli_command(str(args.config)), progress=not args.quiet)
@@ -304,12 +287,10 @@ def _print_rows(rows: Any) -> None:
 
 
 def cmd_accept_int8(args: argparse.Namespace) -> int:
-    from experiments.harness import ablate, accept
-
     ab = ablate.load(args.config)
     _run_flags(ab, args)
     accept.int8_variant(ab)  # a config that cannot decide is refused before any game
-    from evaluators.onnx_runtime import read_verdicts_strict, verdicts_file
+    from evaluators.onnx_runtime import read_verdicts_strict, verdicts_file  # deferred: loads torch
 
     for shipped in (True, False):  # a damaged verdicts file is refused before any game, not after
         read_verdicts_strict(verdicts_file(shipped))
@@ -344,8 +325,6 @@ def cmd_ratings(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Exit 0 when every replayed game agrees with the database, 1 at the first divergence."""
-    from experiments.harness.replay import replay
-
     outs = replay(args.db, args.game, args.run, progress=not args.quiet, every=args.every)
     done = [o for o in outs if not o.skipped]
     bad = [o for o in done if o.ply is not None]
@@ -364,8 +343,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_openings(args: argparse.Namespace) -> int:
-    from experiments.paths import check_file
-
     if args.out != "-":
         check_file(args.out, "opening suite", regular=True)  # before the minute of generation, not after
         openings_mod.check_replaceable(args.out)
@@ -381,8 +358,6 @@ def cmd_openings(args: argparse.Namespace) -> int:
 
 
 def cmd_bench_harness(args: argparse.Namespace) -> int:
-    from experiments.bench import harness as bench_harness
-
     if args.device is not None:
         conc = 64 if args.concurrency == "auto" else int(args.concurrency)
         r = bench_harness.run_device(args.engine, args.variant, args.games, args.nodes, args.device, conc, args.seed,
@@ -397,9 +372,6 @@ def cmd_bench_harness(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from experiments.harness import webpage
-    from reports import html as page
-
     if args.index:
         if not Path(args.index).is_dir():
             raise ValueError(f"--index {args.index!r}: not a folder")

@@ -9,6 +9,8 @@ from typing import Any, Callable, NoReturn
 
 import board
 from board.variants import CHESS, CRAZYHOUSE
+from engines.catalog import NO_EXTERNAL_ENV
+from experiments.bench import movegen as bench_movegen
 from experiments.harness.tasks import MAX_BUDGET, SEED_RANGE
 
 EXIT_USAGE = 2
@@ -155,20 +157,32 @@ def _cmd_perft(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_movegen(args: argparse.Namespace) -> int:
-    from experiments.bench import movegen as bench_movegen
-
     r = bench_movegen.run(args.variant, playout_games=args.games, seed=args.seed)
     print(json.dumps(r) if args.json else bench_movegen.format_table(r))
     return 0
 
 
 # Modules that add subcommands: each has ``register(sub)`` (top level) and/or
-# ``register_bench(bench_sub)`` (under ``searchbench bench``).  Add yours here.
+# ``register_bench(bench_sub)`` (under ``searchbench bench``).  Add yours here, with the commands it
+# registers in COMMANDS: a command's run imports its own module alone (``searchbench uci`` starts
+# without the harness); --help, ``bench`` and anything else import them all.
 COMMAND_MODULES: list[str] = ["experiments.cli.data", "experiments.cli.engines", "experiments.cli.harness",
                                "experiments.cli.bughouse", "experiments.cli.search", "experiments.cli.rl"]
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("datagen", "agreement", "targets", "heldout", "fit-king-danger", "qat", "train"),
+                    "experiments.cli.data"),
+    **dict.fromkeys(("engines", "uci"), "experiments.cli.engines"),
+    **dict.fromkeys(("match", "sprt", "tournament", "tune", "scale", "ablate", "accept-int8", "ratings", "report",
+                     "replay", "openings"), "experiments.cli.harness"),
+    **dict.fromkeys(("bughouse-report", "bughouse-datagen", "bughouse-heldout", "bughouse-train", "bughouse-match"),
+                    "experiments.cli.bughouse"),
+    **dict.fromkeys(("selfplay", "rl"), "experiments.cli.rl"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command``'s module alone where :data:`COMMANDS` names it
+    (the other commands are then unknown to it)."""
     p = Parser(prog="searchbench", description=__doc__)
     p.add_argument("--no-external-programs", action="store_true",
                    help="refuse engine specs that run a program other than the built-in Stockfish, Fairy-Stockfish "
@@ -195,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     import importlib
 
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         mod = importlib.import_module(name)
         if hasattr(mod, "register"):
             mod.register(sub)
@@ -205,7 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    first = next((a for a in argv if not a.startswith("-")), None)  # the command (the one global option is a flag)
+    parser = build_parser(first)
     try:
         args = parser.parse_args(argv)
         check_numbers(parser, args)
@@ -213,8 +229,6 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code) if isinstance(e.code, int) else EXIT_USAGE
     if args.no_external_programs:
         import os
-
-        from engines.catalog import NO_EXTERNAL_ENV
 
         os.environ[NO_EXTERNAL_ENV] = "1"  # worker processes inherit it
     func: Callable[[argparse.Namespace], int] = args.func

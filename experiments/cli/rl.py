@@ -10,11 +10,11 @@ import sys
 import board
 from board.variants import CRAZYHOUSE
 from experiments.cli.main import count, plies_range, seed
+from experiments.paths import DirLock, check_dir
+from experiments.selfplay import games, loop, state
 
 
 def _cmd_selfplay(args: argparse.Namespace) -> int:
-    from experiments.selfplay import games
-
     min_p, max_p = args.random_plies
     cfg = games.SelfPlayConfig(engine=args.engine, out=args.out, variant=args.variant, games=args.games,
                                   nodes=args.nodes, concurrency=args.concurrency, workers=args.workers,
@@ -28,25 +28,16 @@ def _cmd_selfplay(args: argparse.Namespace) -> int:
 
 
 def _cmd_rl(args: argparse.Namespace) -> int:
-    from experiments.selfplay import loop
-
     cfg = loop.parse(args.config)
     if args.state_to:  # checked before the loop runs, not after it
-        from experiments.selfplay import state as state_mod
-
-        state_mod.check_state_to(cfg, args.state_to)
+        state.check_state_to(cfg, args.state_to)
     if args.state_from:
-        from experiments.paths import DirLock, check_dir
-        from experiments.selfplay import state
-
         check_dir(cfg.out, "loop folder")
         os.makedirs(cfg.out, exist_ok=True)
         with DirLock(cfg.out, "loop folder"):
             print(f"state: {state.restore(cfg, args.state_from)} files from {args.state_from}")
     summary = loop.run(cfg, progress=not args.quiet, until=args.until)
     if args.state_to:
-        from experiments.selfplay import state
-
         print(f"state: {state.export(cfg, args.state_to)} files to {args.state_to}")
     for arm in cfg.arms:
         gens = summary[arm.name]["gens"]

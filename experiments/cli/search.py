@@ -5,6 +5,10 @@ import argparse
 import json
 
 import board
+from board.variants import CRAZYHOUSE
+from evaluators.base import BACKENDS
+from experiments.bench import BATCHES, GRAPHS, NETWORKS, search as bench_search, selfplay as bench_selfplay
+from experiments.cli.main import MAX_BENCH_BATCH, count, positive_float
 
 
 def _positive(text: str) -> int:
@@ -18,8 +22,6 @@ def _positive(text: str) -> int:
 
 
 def _cmd_bench_search(args: argparse.Namespace) -> int:
-    from experiments.bench import search as bench_search
-
     variants = board.VARIANTS if args.variant == "both" else (args.variant,)
     r = bench_search.run(variants, sims=args.sims, ab_nodes=args.ab_nodes, pc_depth=args.pc_depth,
                          nn_sims=args.nn_sims)
@@ -28,10 +30,10 @@ def _cmd_bench_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_net(args: argparse.Namespace) -> int:
-    from experiments.bench import net as bench_net
+    from experiments.bench import net as bench_net  # deferred: loads torch
 
-    nets = [n for n in bench_net.NETWORKS if args.network in ("all", n[0] + "_" + n[1])]
-    graphs = [g for g in bench_net.GRAPHS if args.network in ("all", g, g.split("/")[0])]
+    nets = [n for n in NETWORKS if args.network in ("all", n[0] + "_" + n[1])]
+    graphs = [g for g in GRAPHS if args.network in ("all", g, g.split("/")[0])]
     r = bench_net.run(nets, batches=args.batches, seconds=args.seconds, graphs=graphs)
     if not args.no_pooled:
         r["pooled"] = bench_net.pooled(r["rows"], seconds=args.seconds)
@@ -40,7 +42,7 @@ def _cmd_bench_net(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_int8_calibration(args: argparse.Namespace) -> int:
-    from experiments.bench import int8_calibration
+    from experiments.bench import int8_calibration  # deferred: loads torch
 
     family, variant = args.network.split("_")
     r = int8_calibration.run(family, variant, positions=args.positions, seconds=args.seconds)
@@ -49,8 +51,6 @@ def _cmd_bench_int8_calibration(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
-    from experiments.bench import selfplay as bench_selfplay
-
     r = bench_selfplay.run(args.engine, args.variant, args.inferences, games=args.games, nodes=args.nodes,
                            fast_nodes=args.fast_nodes, full_fraction=args.full_fraction, concurrencies=args.concurrency,
                            workers=args.workers, rounds=args.rounds, seconds=args.seconds, progress=not args.json)
@@ -59,9 +59,6 @@ def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
 
 
 def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from experiments.bench.net import BATCHES, GRAPHS, NETWORKS
-    from experiments.cli.main import MAX_BENCH_BATCH, count, positive_float
-
     n = bench_sub.add_parser("net", help="raw network evaluations/s per inference backend (ONNX Runtime, "
                                          "TorchScript, eager, int8), one thread, with the share of the core's SGEMM peak")
     n.add_argument("--network", choices=("all",) + tuple(f"{f}_{v}" for f, v in NETWORKS)
@@ -81,22 +78,19 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     c.add_argument("--seconds", type=positive_float, default=0.3, help="length of each of the 3 speed trials")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=_cmd_bench_int8_calibration)
-    from board.variants import CRAZYHOUSE
-    from evaluators.base import BACKENDS
-    from experiments.bench import selfplay as bsp
 
     sp = bench_sub.add_parser("selfplay", help="self-play games/hour at the loop's settings per inference backend, "
                                                "and its evaluator calls as a share of the raw network's rate")
-    sp.add_argument("--engine", default=bsp.ENGINE, help="an MCTS-family engine (default: %(default)s)")
+    sp.add_argument("--engine", default=bench_selfplay.ENGINE, help="an MCTS-family engine (default: %(default)s)")
     sp.add_argument("--variant", choices=tuple(board.VARIANTS), default=CRAZYHOUSE.name)
-    sp.add_argument("--inferences", nargs="+", choices=BACKENDS, default=list(bsp.INFERENCES),
+    sp.add_argument("--inferences", nargs="+", choices=BACKENDS, default=list(bench_selfplay.INFERENCES),
                     help="backends compared, the first is the reference of the ratio (default: %(default)s)")
     sp.add_argument("--games", type=count(1, 10_000), default=32, help="games a round and backend (default: %(default)s)")
-    sp.add_argument("--nodes", type=count(1, 100_000), default=bsp.NODES, help="full search (default: %(default)s)")
-    sp.add_argument("--fast-nodes", type=count(1, 100_000), default=bsp.FAST_NODES, help="fast search (default: %(default)s)")
-    sp.add_argument("--full-fraction", type=positive_float, default=bsp.FULL_FRACTION,
+    sp.add_argument("--nodes", type=count(1, 100_000), default=bench_selfplay.NODES, help="full search (default: %(default)s)")
+    sp.add_argument("--fast-nodes", type=count(1, 100_000), default=bench_selfplay.FAST_NODES, help="fast search (default: %(default)s)")
+    sp.add_argument("--full-fraction", type=positive_float, default=bench_selfplay.FULL_FRACTION,
                     help="share of full searches, 1 for no playout-cap randomisation (default: %(default)s)")
-    sp.add_argument("--concurrency", type=count(1, 4096), nargs="+", default=list(bsp.CONCURRENCIES),
+    sp.add_argument("--concurrency", type=count(1, 4096), nargs="+", default=list(bench_selfplay.CONCURRENCIES),
                     help="games pooled a process, one row per value and backend (default: %(default)s, the loop's)")
     sp.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes (default: %(default)s)")
     sp.add_argument("--rounds", type=count(1, 100), default=2, help="alternating rounds, the best counts (default: %(default)s)")

@@ -51,18 +51,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from engines.registry import join_spec
-from experiments.harness import openings as openings_mod
+from engines import registry
+from engines.base import EngineError
+from engines.registry import join_spec, split_spec
+from experiments.harness import openings as openings_mod, tomlconfig
 from experiments.harness.answer import AblationRow, ablation_finding, history, opening, verdict
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
+from experiments.harness.scale import _ladder
 from experiments.harness.sprt import Sprt
 from experiments.harness.stats import pentanomial, pentanomial_elo
-from experiments.harness.store import GameRecord
+from experiments.harness.store import GameRecord, check_writable, versions
 from experiments.harness.tasks import GameTask, MatchError, Player
 from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.harness.webpage import report_page
 from experiments.paths import csv_text, save_figure, write_atomic
-from experiments.harness.tournament import RunSettings, _name_check, interleave, run_settings
+from experiments.harness.tournament import RunSettings, _name_check, interleave, play_run, run_settings
 
 AXES = ("nodes", "evals", "movetime")
 #: the CSV's pentanomial columns: colour-reversed pairs by the variant's score in the pair (0 .. 2)
@@ -117,8 +121,6 @@ def _option_text(v: Any) -> str:
 
 
 def _budgets(cfg: Section) -> list[tuple[str, float]]:
-    from experiments.harness.scale import _ladder
-
     out: list[tuple[str, float]] = []
     if cfg.has("nodes") or cfg.has("ladder"):
         out += [("nodes", float(n)) for n in _ladder(cfg)]
@@ -138,9 +140,6 @@ def _budgets(cfg: Section) -> list[tuple[str, float]]:
 
 
 def parse(cfg: Section, path: Path, text: str) -> Ablation:
-    from engines import registry
-    from engines.base import EngineError
-
     s = run_settings(cfg)
     baseline = cfg.get("baseline", str, check=lambda v: None if v.strip() else "must not be empty")
     try:
@@ -184,8 +183,6 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
 
 
 def load(path: str | Path) -> Ablation:
-    from experiments.harness import tomlconfig
-
     try:
         return parse(tomlconfig.load(path), Path(path), tomlconfig.resolve_config(path).read_text())
     except openings_mod.OpeningError as e:
@@ -246,9 +243,6 @@ def rows(ab: Ablation, games: Sequence[GameRecord]) -> list[Row]:
 
 def run(ab: Ablation, command: str, progress: bool = True, factory: Any = None) -> tuple[list[Row], list[Path]]:
     """Play what is missing (with ``sprt``: not past a decided variant), write the report."""
-    from experiments.harness.store import check_writable
-    from experiments.harness.tournament import play_run
-
     check_writable(ab.out_dir / "ablation.csv")
     matches = ab.matches()
     names = [p.name for v, axis, b, _ in matches for p in ab.players(v, axis, b)]
@@ -277,8 +271,6 @@ def _fmt(x: float) -> str:
 
 def _spec_text(spec: str) -> str:
     """A spec as played, each option once (a variant's option overrides the baseline's)."""
-    from engines.registry import split_spec
-
     head, opts = split_spec(spec)
     return head + (":" + ",".join(f"{k}={v}" for k, v in opts.items()) if opts else "")
 
@@ -319,8 +311,6 @@ def finding(ab: Ablation, rs: Sequence[Row]) -> str:
 
 def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[GameRecord] = ()) -> list[Path]:
     import csv
-
-    from experiments.harness.store import versions
 
     out = ab.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -368,7 +358,6 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
            "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items())), *history(s.notes)]
     md_path = out / "ablation.md"
     write_atomic(md_path, "\n".join(md) + "\n", "report")
-    from experiments.harness.webpage import report_page
 
     return [csv_path, md_path] + figs + [report_page(out, games, ab.settings.variant, ab.settings.db)]
 

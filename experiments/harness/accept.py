@@ -22,6 +22,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from engines import registry
 from experiments.harness import ablate
 from experiments.harness.tomlconfig import ConfigError
 
@@ -44,8 +45,6 @@ class Verdict:
 
 def _inference(spec: str) -> tuple[str, str | None, str | None]:
     """(evaluator, weights, inference) of an in-process engine spec."""
-    from engines import registry
-
     s = registry.resolve(spec)
     weights, _, inference, _ = registry.evaluator_settings(s)
     return s.evaluator, weights, inference
@@ -76,8 +75,6 @@ def int8_variant(ab: ablate.Ablation) -> ablate.Variant:
 
 def _other_settings(a: str, b: str) -> str:
     """What two in-process engine specs differ in besides ``inference`` ("" if nothing)."""
-    from engines import registry
-
     x, y = registry.resolve(a), registry.resolve(b)
     if (x.evaluator, x.search) != (y.evaluator, y.search):
         return "evaluator or search"
@@ -103,9 +100,8 @@ def stronger(old: dict[str, Any], new: dict[str, Any]) -> bool:
 def record(ab: ablate.Ablation, rows: list[ablate.Row], replace: bool = False) -> Verdict:
     """Record the nodes-axis SPRT verdict of the int8 variant (module docstring); a verdict already
     recorded for the same model that says more (:func:`stronger`) is kept unless ``replace``."""
-    from engines import registry
-    from evaluators.neural import PolicyValueEvaluator
-    from evaluators.onnx_runtime import SHIPPED_VERDICTS, record_int8_verdict
+    from evaluators.neural import PolicyValueEvaluator  # deferred: loads torch
+    from evaluators.onnx_runtime import SHIPPED_VERDICTS, record_int8_verdict  # deferred: loads torch
 
     v = int8_variant(ab)
     ev_name, weights, _ = _inference(ab.baseline)
@@ -136,7 +132,7 @@ def record(ab: ablate.Ablation, rows: list[ablate.Row], replace: bool = False) -
     if others:
         entry["other_budgets"] = [{"axis": r.axis, "budget": r.budget, "games": r.games,
                                    "elo": [round(r.elo, 1), round(r.lo, 1), round(r.hi, 1)]} for r in others]
-    from evaluators.onnx_runtime import read_verdicts_strict, verdicts_file
+    from evaluators.onnx_runtime import read_verdicts_strict, verdicts_file  # deferred: loads torch
 
     have = read_verdicts_strict(verdicts_file(shipped)).get(key)
     if have is not None and stronger(have, entry) and not replace:

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator, Sequence
 
+from engines.catalog import NO_EXTERNAL_ENV
 from experiments.harness.runner import EngineFactory, Runner, RunStats
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import Adjudication, GameTask, MatchError
@@ -114,7 +115,6 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
             loopback_only()
             # local workers import this checkout (and the tests' helpers) like the driver
             env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            from engines.catalog import NO_EXTERNAL_ENV
 
             if os.environ.get(NO_EXTERNAL_ENV):
                 env[NO_EXTERNAL_ENV] = os.environ[NO_EXTERNAL_ENV]

@@ -58,16 +58,21 @@ from board.bughouse import (
     BOARD_LETTERS, BughouseError, BughouseGame, bpgn_movetext, format_move, partner_seat, team_of,
 )
 from board.variants import BUGHOUSE
+from engines import registry
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
     GameContext, OurSeat, Seat, SeatError, TeamSpec, parse_team,
 )
 from engines.base import EngineSpec
 from engines.factory import make_seat
 from engines.registry import EvaluatorPool
+from experiments.harness import openings as op_mod
+from experiments.harness.match import parse_tc
 from experiments.harness.openings import Opening
 from experiments.harness.pgn import append_text, game_id, ids_in
 from experiments.harness.pgn import check as pgn_check
-from experiments.harness.store import GameRecord, MoveStat, Store, StoreError, versions
+from experiments.harness.stats import score_text
+from experiments.harness.store import GameRecord, MoveStat, Store, StoreError, file_id, versions
+from experiments.harness.workers import PoolError, run_pool
 
 log = logging.getLogger(__name__)
 
@@ -280,8 +285,6 @@ class MatchSummary:
     reasons: dict[str, int] = field(default_factory=dict)
 
     def line(self, a: str, b: str) -> str:
-        from experiments.harness.stats import score_text
-
         return (f"{a} vs {b}: {score_text(self.wins, self.draws, self.losses)}; "
                 f"played {self.played}, resumed past {self.skipped}")
 
@@ -297,8 +300,6 @@ def parse_clock(text: str) -> tuple[int, int]:
     """A bughouse time control in ms a seat, ``(base, increment)``: ``BASE+INC`` seconds
     (:func:`experiments.harness.match.parse_tc`), or ``none``, no clocks ``(-1, 0)``
     (:func:`check_untimed` says which seats may play so)."""
-    from experiments.harness.match import parse_tc
-
     if text.strip().lower() == "none":
         return -1, 0
     base_s, inc_s = parse_tc(text)
@@ -316,8 +317,6 @@ def check_untimed(team: TeamSpec) -> None:
     node, playout or evaluator-call limits and whose games then replay move for move: an XBoard
     program needs a clock, and our alpha-beta seat answers from a process of its own, when it
     answers, so its games depend on the machine's speed."""
-    from engines import registry
-
     for text, spec in zip(team.seat_specs, team.resolved):
         if spec.search not in registry.SEAT_SEARCHES or spec.settings.get("movetime"):
             raise BughouseMatchError(f"{text}: a game without clocks takes our MCTS seats (bughouse-mcts, "
@@ -398,8 +397,6 @@ def network_of(seat: Seat) -> dict[str, str]:
     backend it ran in); nothing for a seat without a network."""
     import os
 
-    from experiments.harness.store import file_id
-
     ev = getattr(seat, "evaluator", None)
     path, inference = getattr(ev, "path", None), getattr(ev, "inference", None)
     out: dict[str, str] = {}
@@ -454,8 +451,6 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
     suite = ""
     starts: list[Opening | None] = [None] * ((games + 1) // 2)
     if openings is not None:
-        from experiments.harness import openings as op_mod
-
         try:
             suite = op_mod.suite_id(openings)
             drawn_by = a if openings_as is None else parse_team(openings_as)
@@ -500,8 +495,6 @@ def run_match(team_a: str, team_b: str, games: int, base_ms: int, inc_ms: int, d
             for i in todo:
                 commit(_play_index(job, i, seats_of))
         elif todo:
-            from experiments.harness.workers import PoolError, run_pool
-
             try:
                 run_pool(_serve, job, todo, min(workers, len(todo)), on_result=commit)
             except PoolError as e:

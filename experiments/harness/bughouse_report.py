@@ -32,11 +32,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from board.bughouse import BOARD_LETTERS, BughouseBoard, BughouseGame, team_of
-from board.variants import BUGHOUSE
+from board.variants import BUGHOUSE, CRAZYHOUSE
+from engines.seats import STALL_RESERVE_MS, ClockWatch, GameContext, SeatError, parse_team
+from experiments.harness import bughouse as bm, tomlconfig
 from experiments.harness.answer import TeamRow, opening, team_finding
+from experiments.harness.bughouse import BughouseMatchError, BughouseStore, check_untimed, match_key, parse_clock
+from experiments.harness.match import MatchError
+from experiments.harness.openings import OpeningError, default_suite, load_suite, suite_id
 from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.harness.webpage import report_page
+from experiments.paths import write_atomic
 
 SEATS = ("A-white", "A-black", "B-white", "B-black")
 
@@ -72,12 +79,6 @@ def _even(n: int) -> str | None:
 
 
 def parse(cfg: Section, path: Path, text: str) -> Config:
-    from engines.seats import SeatError, parse_team
-    from experiments.harness.bughouse import BughouseMatchError, check_untimed, parse_clock
-    from experiments.harness.match import MatchError
-    from experiments.harness.openings import OpeningError, default_suite, load_suite
-    from board.variants import CRAZYHOUSE
-
     name = cfg.get("name", str, check=lambda v: None if v and v.replace("-", "").replace("_", "").isalnum()
                    else "letters, digits, - and _ only")
     opponent = cfg.get("opponent", str, "sjeng")
@@ -127,24 +128,16 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
 
 
 def load(path: str | Path) -> Config:
-    from experiments.harness import tomlconfig
-
     return parse(tomlconfig.load(path), Path(path), tomlconfig.resolve_config(path).read_text())
 
 
 def match_of(cfg: Config, row: RowSpec) -> str:
-    from engines.seats import parse_team
-    from experiments.harness.bughouse import match_key
-    from experiments.harness.openings import suite_id
-
     return match_key(parse_team(row.team), parse_team(row.opponent), row.base_ms, row.inc_ms, cfg.seed,
                      suite_id(cfg.openings))
 
 
 def play(cfg: Config, progress: bool = True) -> None:
     """Play every row's missing games (the stored ones are skipped)."""
-    from experiments.harness import bughouse as bm
-
     cfg.db.parent.mkdir(parents=True, exist_ok=True)
     for row in cfg.rows:
         s = bm.run_match(row.team, row.opponent, row.games, row.base_ms, row.inc_ms, cfg.db,
@@ -274,8 +267,6 @@ def stall_chances(row: RowSpec, rec: GameRecord, times: Sequence[int], ours: set
     """Our seats' moves made while waiting would have won on time: the stall's condition
     (:meth:`engines.seats.ClockWatch.stalls`) at the move's time, replayed from the stored move
     times; a seat that stalls holds its move then, so with the stall on only a mate is played so."""
-    from engines.seats import ClockWatch, GameContext
-
     if row.base_ms < 0 or len(times) != len(rec.moves):
         return 0
     game = BughouseGame(rec.opening_fen or None, row.base_ms, row.inc_ms)
@@ -358,8 +349,6 @@ def summarize(row: RowSpec, games: Sequence[GameRecord], details: dict[str, dict
 
 
 def rows(cfg: Config) -> tuple[list[Row], list[GameRecord]]:
-    from experiments.harness.bughouse import BughouseStore
-
     if not cfg.db.exists():
         return [summarize(spec, [], {}) for spec in cfg.rows], []
     store = BughouseStore(cfg.db, readonly=True)
@@ -445,9 +434,6 @@ def finding(rs: Sequence[Row]) -> str:
 
 
 def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], command: str) -> list[Path]:
-    from experiments.harness.webpage import report_page
-    from experiments.paths import write_atomic
-
     out = cfg.report_dir / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
@@ -521,8 +507,6 @@ def write_report(cfg: Config, rs: list[Row], games: Sequence[GameRecord], comman
     for r in rs:
         lines.append(f"| {r.spec.name} | " + " | ".join(f"{r.used.get(k, 0.0):.1f}" for k in seat_keys) + " |")
     if any(r.spec.base_ms >= 0 for r in rs):
-        from engines.seats import STALL_RESERVE_MS
-
         lines += ["", "Clock play across the boards: our moves made while waiting would have won on time (the "
                       f"partner's opponent stuck on move and flagging at least {STALL_RESERVE_MS / 1000:g} s before "
                       "our seat: the condition of the spec option `stall`, `engines.seats.ClockWatch.stalls`, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from engines.registry import resolve
 from experiments.harness.store import GameRecord
 
 #: what "nodes" and "evaluator calls" mean, written under every report's cost table
@@ -54,8 +55,6 @@ def costs(games: Iterable[GameRecord]) -> dict[str, Cost]:
 def batch_text(spec: str) -> str:
     """`` (batch 8, virtual loss 3)`` for an MCTS-family spec: the batch is part of a search's cost at
     small budgets, so every report says which one its engines used ("" for other searches)."""
-    from engines.registry import resolve
-
     try:
         cfg = resolve(spec).config
     except ValueError:

@@ -26,7 +26,12 @@ from typing import Sequence
 
 import board
 from board import Position, new_position
-from board.variants import variant_of
+from board.bughouse import BughouseGame
+from board.variants import CRAZYHOUSE, variant_of
+from engines.base import EngineError
+from engines.catalog import find_program
+from experiments.harness.store import file_id
+from experiments.paths import InputError, read_text, write_atomic
 
 SUITE_DIR = Path(str(resources.files("experiments") / "openings"))  # package data, installed or not
 
@@ -79,8 +84,6 @@ def resolve_suite(path: str | Path) -> Path:
 def suite_id(path: str | Path) -> str:
     """The suite's identity for game keys: file name and content digest (not the path, so a run
     resumes from another directory; a changed suite gives new keys)."""
-    from experiments.harness.store import file_id
-
     try:
         return file_id(resolve_suite(path))
     except OSError as e:
@@ -126,7 +129,6 @@ def load_suite(path: str | Path, variant: str) -> list[Opening]:
     """All openings of an EPD file (blank lines and ``#`` comments skipped)."""
     if variant not in board.VARIANTS:
         raise OpeningError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
-    from experiments.paths import InputError, read_text
 
     p = resolve_suite(path)
     try:
@@ -148,8 +150,6 @@ def check_replaceable(path: str | Path) -> None:
     """Refuse to replace ``path`` unless it is absent, empty or an EPD suite (every line a comment or
     starting with a board of eight ranks): ``openings --out results.sqlite`` must not destroy a
     database.  :class:`OpeningError` (one line)."""
-    from experiments.paths import InputError, read_text
-
     p = Path(path)
     if not p.exists() or (p.is_file() and p.stat().st_size == 0):
         return
@@ -164,8 +164,6 @@ def check_replaceable(path: str | Path) -> None:
 
 def write_suite(path: str | Path, text: str) -> None:
     """Write a suite whole: a temporary file beside it, then a rename (a failure leaves the old one)."""
-    from experiments.paths import write_atomic
-
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text, "opening suite")
 
@@ -202,9 +200,6 @@ def bughouse_openings(pairs: int, seed: int, key: str, suite: str | Path | None 
     the pockets stay empty and every seat, Sjeng's included, can be set up by ``setboard``; White to
     move on both boards is what Sjeng's custom start needs (:class:`engines.xboard_seat.XBoardSeat`).
     The opening's FEN is the two boards' (``A | B``); its name ``bughouse:<id A>+<id B>``."""
-    from board.bughouse import BughouseGame
-    from board.variants import CRAZYHOUSE
-
     path = Path(suite) if suite is not None else default_suite(CRAZYHOUSE.name)
     lines = []
     for op in load_suite(path, CRAZYHOUSE.name):
@@ -246,9 +241,6 @@ def format_epd(op: Opening, pos: Position, depth: int) -> str:
 
 def find_engine(name: str) -> str:
     """Path of an external engine binary (:func:`engines.catalog.find_program`)."""
-    from engines.base import EngineError
-    from engines.catalog import find_program
-
     try:
         return find_program(name)
     except EngineError as e:

@@ -38,7 +38,7 @@ from typing import Hashable, Iterable, Sequence
 import numpy as np
 
 from experiments.harness.stats import (  # noqa: F401 - re-exported: the statistics' one home
-    elo_of_score, expected_score, score_text, trinomial_elo, wilson,
+    elo_of_score, expected_score, percentile_interval, score_text, trinomial_elo, wilson,
 )
 from experiments.harness.store import GameRecord
 
@@ -217,8 +217,6 @@ class Fit:
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
         """(Elo of a − Elo of b, low, high): the 95% percentile interval of the difference."""
-        from experiments.harness.stats import percentile_interval
-
         ia, ib = self.names.index(a), self.names.index(b)
         d = float(self.elo[ia] - self.elo[ib])
         if not len(self.samples):

@@ -26,9 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from board.variants import variant_of
-from engines.base import EngineSpec
+import board
+from board.variants import BUGHOUSE, variant_of
+from engines import catalog, factory, registry
+from engines.base import EngineSpec, InProcessEngine
+from engines.registry import EvaluatorPool
+from engines.seats import Seat
+from experiments.harness.bughouse import BughouseStore, network_of, play_game
 from experiments.harness.openings import Opening
+from experiments.harness.runner import RegistryFactory
 from experiments.harness.store import GameRecord, Store
 from experiments.harness.tasks import Player, parse_limits
 
@@ -71,8 +77,6 @@ def spec_of(settings: dict[str, Any], legacy: str | None = LEGACY_INFERENCE) -> 
     (``inference``, recorded since ONNX Runtime became the default; a network game without it ran
     TorchScript: ``legacy``; a bughouse seat always recorded its mode) unless its options name one.
     :class:`engines.base.EngineError` (one line) when the stored engine no longer resolves."""
-    from engines import catalog, registry
-
     options, ev, se = settings.get("options"), settings.get("evaluator"), settings.get("search")
     if isinstance(options, dict) and isinstance(ev, str) and isinstance(se, str) and se not in catalog.PROTOCOLS:
         stored = {str(k): str(v) for k, v in options.items()}
@@ -87,9 +91,6 @@ def spec_of(settings: dict[str, Any], legacy: str | None = LEGACY_INFERENCE) -> 
 
 def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome:
     """Play ``g`` again with engines from ``factory`` (see module doc)."""
-    import board
-    from engines.base import InProcessEngine
-
     players = (player_of(g.white, g.white_settings), player_of(g.black, g.black_settings))
     out = Outcome(g.key, len(g.moves))
     if any(p.movetime is not None or p.tc is not None for p in players):
@@ -118,11 +119,6 @@ def replay_game(g: GameRecord, factory: Callable[[Player, str], Any]) -> Outcome
 def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> Outcome:
     """Play the bughouse game ``g`` again (module doc); ``details``: its ``bughouse_games`` row;
     ``pool``: the :class:`engines.registry.EvaluatorPool` its seats' evaluators come from."""
-    from board.variants import BUGHOUSE
-    from engines import factory
-    from engines.seats import Seat
-    from experiments.harness.bughouse import play_game
-
     out = Outcome(g.key, len(g.moves))
     seats = details["seats"]
     if any(int(s.get("base_ms", -1)) >= 0 for s in seats):
@@ -131,7 +127,6 @@ def replay_bughouse_game(g: GameRecord, details: dict[str, Any], pool: Any) -> O
     if any(s.get("kind") != "ours" or "seed" not in s for s in seats):
         out.skipped = "a seat that is not our MCTS"
         return out
-    from experiments.harness.bughouse import network_of
 
     made = [factory.create(spec_of(s, legacy=None), BUGHOUSE.name, kind=Seat, seed=int(s["seed"]), pool=pool)
             for s in seats]
@@ -162,10 +157,6 @@ def replay(db: str | Path, key: str | None = None, run: str | None = None,
     for a sample) in the order stored."""
     from tqdm import tqdm
 
-    from experiments.harness.runner import RegistryFactory
-
-    from engines import registry
-
     with Store(db, readonly=True) as store:
         games = store.games(run=run)
     if run is not None and not games:
@@ -194,9 +185,6 @@ def replay(db: str | Path, key: str | None = None, run: str | None = None,
 
 def _replay_bughouse(db: str | Path, games: list[GameRecord], progress: bool) -> list[Outcome]:
     from tqdm import tqdm
-
-    from engines.registry import EvaluatorPool
-    from experiments.harness.bughouse import BughouseStore
 
     bstore = BughouseStore(db, readonly=True)
     try:

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, cast
 
 from board import WHITE, Position, move_to_uci
+from engines import catalog, factory
 from engines.base import Engine, EngineError, EngineSpec, InProcessEngine, MoveResult
+from engines.registry import EvaluatorPool
 from evaluators.base import Evaluation, Leaf
 from experiments.harness.store import GameRecord, MoveStat, versions
 from experiments.harness.tasks import Adjudication, CommitError, GameTask, MatchError, Player, played
@@ -80,8 +82,6 @@ class RegistryFactory:
         self.pool = self._new_pool()
 
     def _new_pool(self) -> Any:
-        from engines.registry import EvaluatorPool
-
         return EvaluatorPool(self.threads, self.max_batch, pad_single=self.exact_batches)
 
     @property
@@ -98,8 +98,6 @@ class RegistryFactory:
         self.pool = self._new_pool()
 
     def __call__(self, player: Player, variant: str) -> Engine:
-        from engines import catalog, factory
-
         spec = player.spec  # resolved once per player
         if catalog.is_external(spec):
             return factory.create(spec, variant)

@@ -37,16 +37,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from experiments.harness import openings as openings_mod
+from experiments.harness import openings as openings_mod, ratings as ratings_mod, tomlconfig
 from experiments.harness.answer import Difference, Rated, history, opening, scale_finding, verdict
+from experiments.harness.webpage import report_page
 from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
-from experiments.harness.store import GameRecord
+from experiments.harness.store import GameRecord, check_writable
 from experiments.harness.match import GameTask, Player
 from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE, Rating
 from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
-from experiments.harness.tournament import RunSettings, _name_check, interleave, player, run_settings
+from experiments.harness.tournament import RunSettings, _name_check, interleave, play_run, player, run_settings
 
 
 @dataclass
@@ -184,8 +185,6 @@ def parse(cfg: Section) -> Scale:
 
 
 def load(path: str | Path) -> Scale:
-    from experiments.harness import tomlconfig
-
     try:
         return parse(tomlconfig.load(path))
     except openings_mod.OpeningError as e:
@@ -289,7 +288,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
                  game_records: Sequence[GameRecord] = (), fit: Any = None) -> list[Path]:
     """``elo_vs_nodes.{csv,md,png,svg}``, ``elo_vs_cost.{png,svg}`` and the page ``index.html``
     (:mod:`reports.html`, with the games) in :attr:`Scale.out_dir`."""
-    from reports.plot import plot, plot_cost
+    from reports.plot import plot, plot_cost  # deferred: loads matplotlib
 
     out = sc.out_dir
     try:
@@ -340,17 +339,12 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
     write_atomic(md_path, "\n".join(md) + "\n", "report")
     figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})", save=save_figure)
     figs += plot_cost(csv_path, f"Elo versus cost per move: {s.name} ({s.variant})", save=save_figure)
-    from experiments.harness.webpage import report_page
 
     return [csv_path, md_path] + figs + [report_page(out, game_records, s.variant, s.db)]
 
 
 def run(sc: Scale, command: str, factory: object | None = None, progress: bool = True) -> tuple[list[Rating], list[Path]]:
     """Play what is missing, rate every stored game of the run, write the report (see module doc)."""
-    from experiments.harness import ratings as ratings_mod
-    from experiments.harness.store import check_writable
-    from experiments.harness.tournament import play_run
-
     s = sc.settings
     check_writable(sc.out_dir / "elo_vs_nodes.csv")
     _, games = play_run(s, sc.tasks(), [p.name for p in sc.players], factory, progress)

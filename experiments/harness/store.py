@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from engines.base import MoveStat as MoveStat  # re-exported: a stored game's per-move statistics
+from experiments.paths import OutputError, check_file
 
 SCHEMA_VERSION = 1
 
@@ -181,8 +182,6 @@ def versions() -> dict[str, str]:
 def check_writable(path: str | Path) -> None:
     """Fail now (before any game) if ``path`` cannot be created or written (nothing is created);
     an existing path must be a regular file (``/dev/null`` is no database)."""
-    from experiments.paths import OutputError, check_file
-
     try:
         check_file(path, "database", regular=True)
     except OutputError as e:

@@ -12,8 +12,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from engines.base import Engine, EngineSpec
+from engines import catalog, registry
+from engines.base import Engine, EngineError, EngineSpec
 from experiments.harness.openings import Opening
+from experiments.harness.store import file_id
 from search.base import Limits
 
 BACKENDS = ("local", "ray")
@@ -98,8 +100,6 @@ class Player:
         """The engine resolved once (:func:`engines.registry.resolve`, options parsed and checked):
         every engine instance of this player is built from this record, which travels with the
         player to worker processes; ``engine`` stays the text that games and keys store."""
-        from engines import registry
-
         return self.resolved if self.resolved is not None else registry.resolve(self.engine)
 
     @property
@@ -121,8 +121,6 @@ class Player:
         if spec is not None:
             s.update(spec=str(spec), spec_name=spec.name, evaluator=spec.evaluator, search=spec.search,
                      options=dict(spec.options))
-            from engines import catalog, registry
-            from engines.base import EngineError
 
             try:  # every option's value as it ran (reports.played); none for a test's stand-in engine
                 if not catalog.is_external(spec):
@@ -132,8 +130,6 @@ class Player:
         ev = getattr(engine, "evaluator", None)
         weights = getattr(ev, "path", None)
         if isinstance(weights, str) and os.path.isfile(weights):
-            from experiments.harness.store import file_id
-
             s["weights"] = file_id(weights)  # which network played, whatever the spec says
         return played(s, engine)
 

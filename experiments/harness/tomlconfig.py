@@ -10,6 +10,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Callable
+from experiments.paths import InputError, OutputError, check_dir, read_text
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY = re.compile(r'^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|\'[^\']*\')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|\'[^\']*\'))*)\s*=')
@@ -92,8 +93,6 @@ def resolve_config(path: str | Path) -> Path:
 
 
 def load(path: str | Path) -> "Section":
-    from experiments.paths import InputError, read_text
-
     p = resolve_config(path)
     try:
         text = read_text(p, "config")
@@ -180,8 +179,6 @@ class Section:
 
 def writable_dir(v: str) -> str | None:
     """A ``check`` for an output folder key: why it cannot be written, or None."""
-    from experiments.paths import OutputError, check_dir
-
     try:
         check_dir(v, "folder")
     except OutputError as e:

@@ -44,9 +44,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import board
+from engines import catalog, registry
+from engines.base import EngineError
+from engines.registry import pin_inference
 from evaluators.base import INFERENCE_MODES
-from experiments.harness import openings as openings_mod
+from experiments.harness import openings as openings_mod, tomlconfig
 from experiments.harness import pgn as pgn_out
+from experiments.harness.match import play
+from experiments.harness.ratings import Standings
 from experiments.paths import OutputError, check_file
 from experiments.harness.runner import RunStats
 from experiments.harness.store import GameRecord, Store
@@ -91,8 +96,6 @@ class RunSettings:
             self._suite = openings_mod.load_suite(self.openings, self.variant)
             self._suite_id = openings_mod.suite_id(self.openings) + "/" + openings_mod.DRAWN
         if self.inference is not None:
-            from engines.registry import pin_inference
-
             a = replace(a, engine=pin_inference(a.engine, self.inference))
             b = replace(b, engine=pin_inference(b.engine, self.inference))
         key = match_id(self.variant, a, b, self._suite_id)
@@ -191,9 +194,6 @@ class Tournament:
 def _options_now(engine: str, cache: dict[str, dict[str, str] | None]) -> dict[str, str] | None:
     """The options ``engine`` resolves to now (None for an external engine or one that cannot
     resolve), remembered in ``cache`` (one run's)."""
-    from engines import catalog, registry
-    from engines.base import EngineError
-
     if engine not in cache:
         try:
             spec = registry.resolve(engine)
@@ -223,9 +223,6 @@ def play_run(s: RunSettings, tasks: Sequence[GameTask], players: Sequence[str], 
     progress bar; returns the stats and every stored game of the run between ``players``.
     ``on_game`` sees every game of the tasks, the stored ones first; ``skip`` (see
     :func:`experiments.harness.match.play`) drops tasks not yet started."""
-    from experiments.harness.match import play
-    from experiments.harness.ratings import Standings
-
     standings = Standings()
     keys = {t.key for t in tasks}
     names = set(players)
@@ -286,8 +283,6 @@ def parse(cfg: Section) -> Tournament:
 
 
 def load(path: str | Path) -> Tournament:
-    from experiments.harness import tomlconfig
-
     try:
         return parse(tomlconfig.load(path))
     except openings_mod.OpeningError as e:

@@ -39,12 +39,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from engines import registry
+from engines.base import EngineError
 from engines.registry import join_spec
-from experiments.harness import openings as openings_mod
+from experiments.harness import ablate, openings as openings_mod, tomlconfig
+from experiments.harness.match import play
+from experiments.harness.store import Store
 from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS, GameTask, Player
 from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, run_settings
-from experiments.paths import csv_text, save_figure, write_atomic
+from experiments.paths import InputError, csv_text, read_json, save_figure, write_atomic
 
 GAMMA, ALPHA = 0.101, 0.602  # fishtest's exponents of c_k and a_k
 ALGORITHMS = ("spsa", "optuna")
@@ -107,9 +111,6 @@ class Tune:
 
 
 def parse(cfg: Section, path: Path, text: str) -> Tune:
-    from engines import registry
-    from engines.base import EngineError
-
     if cfg.has("games"):
         raise cfg.error("games", "a tuning run counts iterations and pairs (a step's game pairs); the "
                                  "verification's games are [verify] games")
@@ -169,8 +170,6 @@ def parse(cfg: Section, path: Path, text: str) -> Tune:
 
 
 def load(path: str | Path) -> Tune:
-    from experiments.harness import tomlconfig
-
     try:
         return parse(tomlconfig.load(path), Path(path), tomlconfig.resolve_config(path).read_text())
     except openings_mod.OpeningError as e:
@@ -183,9 +182,6 @@ def load(path: str | Path) -> Tune:
 def _play(t: Tune, matches: Sequence[tuple[Player, Player]], progress: bool, desc: str) -> list[float]:
     """Each (a, b) pairing's ``pairs`` game pairs played (what is stored already is not played again);
     a's wins minus losses in each."""
-    from experiments.harness.match import play
-    from experiments.harness.store import Store
-
     s = t.tuning
     tasks: list[list[GameTask]] = [s.pairing_tasks(a, b, 2 * t.pairs) for a, b in matches]
     with Store(str(s.db), lock=True) as store:
@@ -215,8 +211,6 @@ def spsa_gains(p: Param, n: int, k: int) -> tuple[float, float]:
 
 
 def _read_state(path: Path, t: Tune) -> dict[str, Any]:
-    from experiments.paths import InputError, read_json
-
     start = {"k": 0, "theta": {p.name: p.start for p in t.params}, "history": []}
     if not path.exists():
         return start
@@ -443,8 +437,6 @@ def _notes(t: Tune, theta: dict[str, float]) -> str:
 def run(t: Tune, command: str, progress: bool = True, verify: bool = True) -> tuple[dict[str, float], list[Any], list[Path]]:
     """Tune, write θ against games, then (``verify``) play the verification and write the report;
     (tuned θ, the verification's rows, paths written)."""
-    from experiments.harness import ablate
-
     theta = run_spsa(t, progress) if t.algorithm == "spsa" else run_optuna(t, progress)
     paths = _write_tuning(t, theta)
     if not verify:

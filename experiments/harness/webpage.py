@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from board.variants import variant_of
-from experiments.harness.store import GameRecord
+from experiments.harness import ratings as ratings_mod
+from experiments.harness.costs import costs
+from experiments.harness.store import GameRecord, Store
 from reports import html as page
 from reports import played
 
@@ -71,10 +73,6 @@ def database_page(db: str | Path, out: str | Path, run: str | None = None, boots
     """A page for any results database: ratings of every player (``anchor`` at ``anchor_elo``; by
     default the most-played player at 0), their cost a move, the games (``tournament`` writes its
     run's page beside its database)."""
-    from experiments.harness import ratings as ratings_mod
-    from experiments.harness.costs import costs
-    from experiments.harness.store import Store
-
     with Store(str(db), readonly=True) as st:
         games = st.games(run=run)
     if not games:

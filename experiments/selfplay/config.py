@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from board.variants import CHESS, CRAZYHOUSE, variant_of
+from engines import registry
 from engines.base import EngineSpec
+from engines.registry import as_given, extend
+from experiments.harness import openings as openings_mod
+from experiments.harness.store import file_id
 from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.paths import InputError, read_json, write_atomic
+from search.mcts_config import MCTSConfig
 
 STATE = "state.json"
 
@@ -38,15 +44,11 @@ class Arm:
     def spec(self) -> EngineSpec:
         """The self-play engine, resolved once (named by the text as given): the loop derives every
         engine the arm plays from this value (:func:`with_weights`, :func:`selfplay_search`)."""
-        from engines.registry import as_given
-
         return as_given(self.engine)
 
     @functools.cached_property
     def gate_spec(self) -> EngineSpec:
         """The gate's and the rating's engine, resolved once."""
-        from engines.registry import as_given
-
         return self.spec if self.gate_engine == self.engine else as_given(self.gate_engine)
 
 
@@ -87,8 +89,6 @@ class LoopConfig:
 
 def check_suite(sec: Section, key: str, path: str, variant: str, pairs: int) -> None:
     """The opening suite ``path`` ("": the variant's own) loads and has ``pairs`` distinct openings."""
-    from experiments.harness import openings as openings_mod
-
     try:
         n = len(openings_mod.load_suite(path or str(openings_mod.default_suite(variant)), variant))
     except ValueError as e:
@@ -125,8 +125,6 @@ class State:
     """``OUT/ARM/state.json``: the best generation and what finished, per generation."""
 
     def __init__(self, path: str) -> None:
-        from experiments.paths import InputError, read_json
-
         self.path = path
         self.data: dict[str, Any] = {"best": 0, "gens": {}}
         if os.path.lexists(path):
@@ -147,8 +145,6 @@ class State:
         return out
 
     def save(self) -> None:
-        from experiments.paths import write_atomic
-
         write_atomic(self.path, json.dumps(self.data, indent=1), "loop state file")
 
 
@@ -211,8 +207,6 @@ def weights_of(cfg: LoopConfig, arm: str, gen: int) -> str:
 
 def with_weights(engine: EngineSpec, weights: str) -> EngineSpec:
     """``engine`` playing the network ``weights`` (named ``ENGINE,weights=W`` in games and keys)."""
-    from engines.registry import extend
-
     return extend(engine, {"weights": weights})
 
 
@@ -221,9 +215,6 @@ def selfplay_search(cfg: "LoopConfig", engine: EngineSpec) -> EngineSpec:
     sets it (the target then does not learn the check bias that play adds back: ``searchbench targets``
     found the PUCT target at 16 nodes with it 33.7% top-1 with 0.39 of its mass on checks, without it
     36.0% and 0.20, the prior 34.7% and 0.18)."""
-    from engines import registry
-    from search.mcts_config import MCTSConfig
-
     if cfg.mode != "rounds" or not isinstance(engine.config, MCTSConfig) or engine.config.root_rule != "puct" \
             or "check_enhancement" in engine.options:
         return engine
@@ -236,8 +227,7 @@ _ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("s
 
 def run_record(cfg: LoopConfig) -> dict[str, Any]:
     """What a loop folder's ``loop.json`` records of the settings its games and networks depend on."""
-    from evaluators.neural import weights_path
-    from experiments.harness.store import file_id
+    from evaluators.neural import weights_path  # deferred: loads torch
 
     return {"variant": cfg.variant, "model": cfg.model, "seed": cfg.seed, "initial": cfg.initial, "mode": cfg.mode,
             "initial_file": file_id(weights_path(cfg.initial)),
@@ -251,8 +241,6 @@ def same_run(cfg: LoopConfig, path: str, where: str, remedy: str) -> dict[str, A
     """The run record of ``cfg`` merged with the one in ``path`` (a ``loop.json``: arms may be added);
     :class:`ConfigError` naming the first setting that differs (``WHERE holds a loop run with seed 1,
     not 2: REMEDY``)."""
-    from experiments.paths import InputError, read_json
-
     want = run_record(cfg)
     try:
         have = read_json(path, "loop run file")
@@ -280,8 +268,6 @@ def same_run(cfg: LoopConfig, path: str, where: str, remedy: str) -> dict[str, A
 def cached_record(path: str, key: dict[str, Any], make: Any, kind: type = object, indent: int | None = 1) -> Any:
     """``make()``'s result, kept in the JSON record ``path`` under ``key`` (measured once; another key,
     or a stored value that is not a ``kind``, measures again)."""
-    from experiments.paths import InputError, read_json, write_atomic
-
     if os.path.lexists(path):
         try:
             have = read_json(path, "loop record")

@@ -52,14 +52,17 @@ from typing import Any, Callable
 import board
 from board import new_position
 from board.variants import CRAZYHOUSE, ONE_BOARD
-from engines.base import EngineSpec
+from engines import registry
+from engines.base import EngineError, EngineSpec
 from evaluators.base import value_to_cp
+from experiments.harness.backends import play_on
 from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player
-from experiments.paths import InputError, append_line, read_json, require_regular, write_atomic
+from experiments.paths import DirLock, InputError, append_line, check_dir, read_json, require_regular, write_atomic
 from experiments.training import datagen
+from search.mcts_config import MCTSConfig
 
 JOURNAL = "pending.jsonl"
 RESULT_CODES = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
@@ -135,10 +138,6 @@ def selfplay_engine(engine: str | EngineSpec, variant: str, explore: bool = True
     root rule added for the options the spec does not set (a built-in engine's play-time defaults,
     such as rise-gumbel's gumbel_scale 0, do not count); :class:`SelfPlayError` unless it is an
     MCTS-family engine."""
-    from engines import registry
-    from engines.base import EngineError
-    from search.mcts_config import MCTSConfig
-
     try:
         spec = registry.as_given(engine) if isinstance(engine, str) else engine
     except EngineError as e:
@@ -165,8 +164,6 @@ NO_EXPLORATION: dict[str, dict[str, str]] = {
 def without_exploration(engine: EngineSpec) -> EngineSpec:
     """``engine`` with every exploration option off, whatever the spec set (a reference search: the
     same network and search without noise, temperature or forced playouts)."""
-    from engines import registry
-
     return registry.extend(engine, NO_EXPLORATION[getattr(engine.config, "root_rule", "puct")])
 
 
@@ -352,8 +349,6 @@ def _record_run(cfg: SelfPlayConfig, engine: str) -> None:
 def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Play the run's missing games and write them; returns counts and timings.  One run at a time
     in a folder (:class:`~experiments.paths.DirLock`)."""
-    from experiments.paths import DirLock, check_dir
-
     cfg.check()
     engine = selfplay_engine(cfg.engine, cfg.variant, cfg.explore)  # the one resolve of a run
     check_dir(cfg.out, "self-play directory")
@@ -364,8 +359,6 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
 
 def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[[], bool] | None) -> dict[str, Any]:
     from tqdm import tqdm
-
-    from experiments.harness.backends import play_on
 
     engine = spec.name  # the text the run file, the games and their keys store
     new_run = _check_run(cfg, engine)

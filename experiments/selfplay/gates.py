@@ -10,9 +10,11 @@ import os
 from typing import Any, Callable
 
 from experiments.harness.tomlconfig import ConfigError, Section
-from experiments.paths import write_atomic
+from experiments.paths import InputError, read_json, write_atomic
+from experiments.selfplay import offline, targets
 from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, Arm, LoopConfig, State, cached_record, list_of, no_data,
                                             selfplay_search, weights_of, with_weights)
+from experiments.selfplay.reanalyse import reanalyse_engine
 
 
 TARGETS = "targets.json"
@@ -24,9 +26,6 @@ def measure_targets(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     ``OUT/targets.json`` (measured once), quoted by the report, and a warning for every target that
     is not better than the prior (training on it teaches the network nothing it does not say)."""
     import sys
-
-    from experiments.paths import InputError, read_json
-    from experiments.selfplay import targets
 
     data = [d for d in cfg.rate.get("heldout", []) if os.path.exists(d)]
     n = int(cfg.rate.get("target_positions", 0))
@@ -69,7 +68,7 @@ HELDOUT0 = "heldout-0.json"
 
 def heldout_figures(weights: str, data: list[str]) -> dict[str, float]:
     """Held-out policy NLL, value loss, prior entropy and top-1 of a network (``searchbench heldout``)."""
-    from experiments.training.policy_value import heldout
+    from experiments.training.policy_value import heldout  # deferred: loads torch
 
     r = heldout([weights], data)[0]
     return {k: round(float(r[f"val_{k}"]), 5) for k in ("policy_loss", "value_loss", "policy_entropy", "policy_acc")}
@@ -79,8 +78,6 @@ def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
     """Gate 0, before any self-play game: each self-play arm's target as self-play writes it against a
     deep search of generation 0 (:func:`experiments.selfplay.targets.measure_reference`), kept in
     ``OUT/gate0.json``; :class:`GateError` naming the figures unless every target passes."""
-    from experiments.selfplay import targets
-
     g = cfg.gate0
     if not g["enabled"]:
         return []
@@ -100,8 +97,6 @@ def run_gate0(cfg: LoopConfig, progress: bool) -> list[dict[str, Any]]:
             engines, g["data"], g["reference"], positions=g["positions"], nodes=sp["nodes"], seed=cfg.seed,
             explore=sp["explore"], progress=progress, playout_cap=cap, reuse=g["reuse"], evals=sp["evals"])
         if re_frac > 0 and re_nodes < g["reference"]:  # Reanalyse's target passes the same gate
-            from experiments.selfplay.reanalyse import reanalyse_engine
-
             re_engines = [reanalyse_engine(cfg, a, 0) for a in cfg.arms if a.kind == "selfplay"]
             rows += targets.measure_reference(re_engines, g["data"], g["reference"], positions=g["positions"],
                                               nodes=re_nodes, seed=cfg.seed, explore=False, progress=progress,
@@ -120,7 +115,7 @@ def calibrate(cfg: LoopConfig, progress: bool) -> dict[str, Any]:
     data alone, the constant schedule, ``[calibrate] cpu_seconds`` of process CPU) at each of
     ``[calibrate] lrs``; the largest whose network's held-out policy NLL is below generation 0's is
     kept (none: :class:`GateError`).  Kept in ``OUT/calibration.json`` with every try's figures."""
-    from experiments.training import train
+    from experiments.training import train  # deferred: loads torch
 
     c = cfg.calibrate
     if not c["lrs"]:
@@ -163,8 +158,7 @@ def _calibrate_value_weight(cfg: LoopConfig, lr: float, base: dict[str, float], 
     (:mod:`experiments.selfplay.offline`, paired with generation 0's); the weight of the lowest
     value error whose held-out policy NLL stays below generation 0's is kept (none: the configured
     ``value_weight``)."""
-    from experiments.selfplay import offline
-    from experiments.training import train
+    from experiments.training import train  # deferred: loads torch
 
     c = cfg.calibrate
     round0 = offline.figures_of(cfg, cfg.initial, os.path.join(cfg.out, "offline-round0"), progress)
@@ -204,8 +198,6 @@ def check_gate1(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> str | None
     rules only with ``heldout_stops``); with ``[offline]`` first the offline value gate
     (:func:`experiments.selfplay.offline.verdict`), whose figures every arm's round records.  The
     figures go into the round's record (``gate1``, ``offline``); returns why it fails (None: it passes)."""
-
-    from experiments.selfplay import offline
 
     g = cfg.gate1
     rec = state.gen(gen)
@@ -316,7 +308,6 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
         if not os.path.exists(d):
             raise c.error("data", no_data(d, cfg.variant))
     c.done()
-    from experiments.selfplay import offline
 
     offline.parse(root, cfg, heldout)
     if vws and (not lrs or not cfg.offline["enabled"]):

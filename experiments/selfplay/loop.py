@@ -120,22 +120,33 @@ from typing import Any
 
 import board
 from board.variants import BUGHOUSE, CRAZYHOUSE, variant_of
-from engines.base import EngineSpec
+from engines import registry
+from engines.base import EngineError, EngineSpec
+from engines.registry import extend
+from engines.seats import SeatError, parse_team, plays_bughouse
+from evaluators.families import FAMILIES, policy_value_families
+from experiments.harness import bughouse as bm, match as match_mod, openings as openings_mod, pgn as pgn_out
+from experiments.harness.match import MatchError, parse_tc
+from experiments.harness.openings import default_suite
+from experiments.harness.sprt import Sprt
+from experiments.harness.stats import score_text
+from experiments.harness.store import Store
 from experiments.harness.tasks import MAX_BUDGET
-from experiments.harness.tomlconfig import ConfigError, Section, load
-from experiments.paths import write_atomic
-from experiments.selfplay import gates
+from experiments.harness.tomlconfig import ConfigError, Section, load, writable_dir
+from experiments.paths import DirLock, check_dir, write_atomic
+from experiments.selfplay import games, gates, reanalyse
 from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
                                             check_suite, list_of, no_data, run_record, same_run, selfplay_search,
                                             weights_of, with_weights)
 from experiments.selfplay.report import parse_rate, rate_and_report, write_generations
 from experiments.selfplay.state import StageClock, check_networks
-from experiments.selfplay.games import SelfPlayConfig, SelfPlayError
+from experiments.selfplay.games import SelfPlayConfig, SelfPlayError, selfplay_engine
+from experiments.training import bughouse_data as bd, datagen
 
 
 def _check_train(t: Section, cfg: LoopConfig) -> None:
     """The ``[train]`` values as the trainer itself checks them (before any self-play)."""
-    from experiments.training.recipe import TrainConfig
+    from experiments.training.recipe import TrainConfig  # deferred: loads torch
 
     keys = {k: v for k, v in cfg.train.items() if k not in LOOP_TRAIN_KEYS}
     try:
@@ -146,13 +157,7 @@ def _check_train(t: Section, cfg: LoopConfig) -> None:
 
 def parse(path: str) -> LoopConfig:
     """Read and check a config; :class:`ConfigError` (file:line: key: why) for anything bad."""
-    from engines import registry
-    from engines.base import EngineError
-    from engines.seats import SeatError, plays_bughouse
-    from evaluators.families import FAMILIES, policy_value_families
-    from evaluators.neural import weights_path
-    from experiments.harness.tomlconfig import writable_dir
-    from experiments.selfplay.games import selfplay_engine
+    from evaluators.neural import weights_path  # deferred: loads torch
 
     root = load(path)
     name = root.get("name", str, check=lambda v: None if v and v[0] != "." and all(c.isalnum() or c in "-_." for c in v)
@@ -255,8 +260,6 @@ def _parse_train(t: Section, cfg: LoopConfig) -> None:
         if not os.path.exists(d):
             raise t.error("supervised", no_data(d, cfg.variant))
         if cfg.two_board:  # a game database of bughouse games, not a folder of one-board shards
-            from experiments.training import bughouse_data as bd
-
             why = bd.not_a_bughouse_db(d)
             if why:
                 raise t.error("supervised", why)
@@ -307,8 +310,6 @@ def _parse_one_board(root: Section, cfg: LoopConfig) -> None:
     if cfg.gate["guard"] and not cfg.gate["sprt"]:
         raise g.error("guard", "a regression guard is an SPRT: set sprt = true (e.g. elo0 = -30, elo1 = 0)")
     if cfg.gate["sprt"]:
-        from experiments.harness.sprt import Sprt
-
         try:
             Sprt("a", "b", cfg.gate["elo0"], cfg.gate["elo1"], cfg.gate["alpha"], cfg.gate["beta"])
         except ValueError as e:
@@ -362,9 +363,6 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
 
 def _check_seats(sec: Section, cfg: LoopConfig, nodes: int) -> None:
     """Each arm's seat at ``nodes`` as the four-seat server will read it (at parse, not when its stage starts)."""
-    from engines.base import EngineError
-    from engines.seats import parse_team
-
     for arm in cfg.arms:
         try:
             parse_team(_seat(arm.spec, nodes))
@@ -375,15 +373,11 @@ def _check_seats(sec: Section, cfg: LoopConfig, nodes: int) -> None:
 def _suite(path: str) -> str:
     """A bughouse loop's opening suite: ``path``, or ("") the crazyhouse suite of this checkout (the
     run record keeps "", so a loop resumes from another folder or machine)."""
-    from experiments.harness.openings import default_suite
-
     return path or str(default_suite(CRAZYHOUSE.name))
 
 
 def _clock(sec: Section, key: str, default: str) -> list[int]:
     """A bughouse clock ``BASE+INC`` in seconds, as [base ms, increment ms]."""
-    from experiments.harness.match import MatchError, parse_tc
-
     try:
         base, inc = parse_tc(sec.get(key, str, default))
     except MatchError as e:
@@ -411,8 +405,6 @@ def check_run(cfg: LoopConfig) -> None:
 # --------------------------------------------------------------------------- the stages
 
 def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
-    from experiments.selfplay import games
-
     rec = state.gen(gen)
     if "selfplay" in rec:
         return
@@ -439,8 +431,6 @@ def generate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) 
 def _seat(engine: EngineSpec, nodes: int) -> str:
     """The seat text of ``engine`` at ``nodes`` simulations a move (a bughouse team is text at the
     four-seat server's edge)."""
-    from engines.registry import extend
-
     return extend(engine, {"nodes": str(nodes)}).name
 
 
@@ -448,8 +438,6 @@ def _generate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progr
     """Bughouse self-play: the network on all four seats (the engine as given: no exploration is
     added), ``games`` games, each game pair from its own bughouse opening, into ``selfplay/games.sqlite``
     and its worker shards; ``positions`` counts the training samples (both boards' views of every ply)."""
-    from experiments.training import bughouse_data as bd
-
     sp = cfg.selfplay
     team = _seat(with_weights(arm.spec, weights_of(cfg, arm.name, state.best)), sp["nodes"])
     db = os.path.join(cfg.gen_dir(arm.name, gen), "selfplay", "games.sqlite")
@@ -468,8 +456,6 @@ def _generate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progr
 
 
 def _positions(directory: str) -> int:
-    from experiments.training import datagen
-
     return sum(len(datagen.load_shard(p)["move"]) for p in datagen.shard_paths(directory))
 
 
@@ -479,8 +465,7 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     asks for, or (a control arm) on the supervised data alone for the self-play arm's CPU seconds."""
     import importlib
 
-    from evaluators.families import FAMILIES
-    from experiments.training import train
+    from experiments.training import train  # deferred: loads torch
 
     rec = state.gen(gen)
     start = state.best
@@ -511,8 +496,6 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
     elif supervised:
         data += _supervised_sample(cfg.train["supervised"], cfg.train["supervised_games"], sup_dir, cfg.seed + gen)
     if cfg.mode == "rounds" and not cfg.two_board:  # MuZero's Reanalyse: older networks' shards searched again
-        from experiments.selfplay import reanalyse
-
         data = reanalyse.training_data(cfg, arm, gen, state, data, progress)
     init = weights_of(cfg, arm.name, start)
     carried = os.path.join(cfg.gen_dir(arm.name, start), "train", "checkpoint.pt") if start else None
@@ -548,8 +531,6 @@ def train_candidate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
 def _supervised(cfg: LoopConfig) -> list[str]:
     """The supervised data as the trainer reads it: shard folders, or (bughouse) every game database
     with the worker shards beside it."""
-    from experiments.training import bughouse_data as bd
-
     sup = list(cfg.train["supervised"])
     return [str(p) for d in sup for p in bd.shard_paths(d)] if cfg.two_board else sup
 
@@ -561,8 +542,6 @@ def _window(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> list[str]:
     if want <= 0:
         last = [os.path.join(cfg.gen_dir(arm.name, k), "selfplay") for k in range(max(1, gen - cfg.train["window"] + 1), gen + 1)]
         if cfg.two_board:  # each generation's game database and its worker shards
-            from experiments.training import bughouse_data as bd
-
             return [str(p) for d in last for p in bd.shard_paths(os.path.join(d, "games.sqlite"))]
         return last
     dirs: list[str] = []
@@ -594,8 +573,6 @@ def _supervised_sample(dirs: list[str], games: int, out: str, seed: int, positio
     """The supervised shards to mix in: all of them (games 0), or ``games`` games of them drawn once
     per generation (or, ``positions``, whole games drawn until that many positions) and written to
     ``out`` (so a resumed training sees the same)."""
-    from experiments.training import datagen
-
     if games <= 0 and positions <= 0:
         return list(dirs)
     if datagen.shard_paths(out):
@@ -629,13 +606,6 @@ def _supervised_sample(dirs: list[str], games: int, out: str, seed: int, positio
 
 def gate(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: bool) -> None:
     """Candidate against the best (module docstring); the decision goes into ``state``."""
-    from experiments.harness import match as match_mod
-    from experiments.harness import openings as openings_mod
-    from experiments.harness import pgn as pgn_out
-    from experiments.harness.sprt import Sprt
-    from experiments.harness.stats import score_text
-    from experiments.harness.store import Store
-
     rec = state.gen(gen)
     if "gate" in rec:
         return
@@ -703,8 +673,6 @@ def _gate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
                     champ: EngineSpec) -> None:
     """The bughouse gate: the candidate's team against the best's, four-seat games on the gate's clock,
     each pair from its own bughouse opening; accepted at a score of at least ``threshold``."""
-    from experiments.harness import bughouse as bm
-
     gt = cfg.gate
     db = os.path.join(cfg.gen_dir(arm.name, gen), "gate.sqlite")
     with StageClock(cfg.gen_dir(arm.name, gen), "gate") as clock:
@@ -717,7 +685,7 @@ def _gate_two_board(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress:
 
 
 def model_card(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> None:
-    from experiments.training import modelcard
+    from experiments.training import modelcard  # deferred: loads torch
 
     rec = state.gen(gen)
     g = rec["gate"]
@@ -740,8 +708,6 @@ STAGES = ("selfplay", "train", "gate")
 def run(cfg: LoopConfig, progress: bool = True, until: str | None = None) -> dict[str, Any]:
     """The loop for every arm, generation by generation (arms in turn), then the rating and report
     (``until``: stop after that stage of the last generation: tests and partial runs)."""
-    from experiments.paths import DirLock, check_dir
-
     check_dir(cfg.out, "loop folder")
     os.makedirs(cfg.out, exist_ok=True)
     with DirLock(cfg.out, "loop folder"):

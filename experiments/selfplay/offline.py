@@ -32,7 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from experiments.selfplay.config import cached_record
+import board
+from board import move_to_uci
+from engines import registry
+from evaluators.base import Leaf
+from evaluators.scale import cp_to_value
+from experiments.harness.store import file_id
+from experiments.selfplay import targets
+from experiments.selfplay.config import cached_record, list_of, no_data, weights_of
+from experiments.training import datagen
+from experiments.training.datagen import MATE_SCORE
+from search.base import Limits
 
 REFERENCE = "offline-reference.json"
 FIGURES = "offline.json"
@@ -49,9 +59,6 @@ def _mean_interval(x: np.ndarray) -> tuple[float, float, float]:
 
 def fsf_value(score: int, variant: str) -> float:
     """A Fairy-Stockfish score (centipawns, or datagen's mate score) on the suite's value scale."""
-    from evaluators.scale import cp_to_value
-    from experiments.training.datagen import MATE_SCORE
-
     if abs(score) >= MATE_SCORE - 1000:
         return 1.0 if score > 0 else -1.0
     return cp_to_value(float(score), variant)
@@ -61,12 +68,6 @@ def measure_reference(initial: str, data: list[str], positions: int, seed: int, 
                       engine: str = "fairy-stockfish", progress: bool = True) -> dict[str, Any]:
     """The held-out positions with Fairy-Stockfish's value at ``engine_nodes`` and the deep-search
     policy of the network ``initial`` at ``reference`` nodes (no noise, fresh tree)."""
-    from board import move_to_uci
-    from engines import registry
-    from experiments.selfplay import targets
-    from experiments.training import datagen
-    from search.base import Limits
-
     ds, idx = targets._held_out(data, positions, seed, 0.1)
     variant = ds.variant
     spec = registry.resolve(f"rise-mcts:weights={initial},tree_reuse=false")
@@ -98,10 +99,6 @@ def measure_reference(initial: str, data: list[str], positions: int, seed: int, 
 def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[str, list[float]]:
     """Per reference position: the network's squared value error and its prior's cross-entropy to
     round 0's deep search (the module docstring)."""
-    import board
-    from engines import registry
-    from evaluators.base import Leaf
-
     variant = ref["variant"]
     pool = registry.EvaluatorPool()
     try:
@@ -138,8 +135,7 @@ def reference(cfg: Any, progress: bool) -> dict[str, Any]:
 
 def figures_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str, list[float]]:
     """A network's per-position figures, kept in ``folder/offline.json`` (measured once per network)."""
-    from evaluators.neural import weights_path
-    from experiments.harness.store import file_id
+    from evaluators.neural import weights_path  # deferred: loads torch
 
     ref = reference(cfg, progress)
     key = {"weights": file_id(weights_path(weights)), "positions": len(ref["fens"]), "reference": ref["fens"][:3]}
@@ -159,8 +155,6 @@ def summary(now: dict[str, list[float]], prev: dict[str, list[float]], round0: d
 
 def record(cfg: Any, arm: Any, gen: int, state: Any, progress: bool) -> dict[str, Any] | None:
     """The round's offline figures (``state.gen(gen)["offline"]``), measured once; None when off."""
-    from experiments.selfplay.config import weights_of
-
     if not cfg.offline.get("enabled"):
         return None
     rec = state.gen(gen)
@@ -190,7 +184,6 @@ def parse(root: Any, cfg: Any, heldout: list[str]) -> None:
     """``[offline]``: enabled (default: with held-out data in rounds mode), data ([rate] heldout),
     positions 300, engine "fairy-stockfish", engine_nodes 50000, reference 400."""
     o = root.table("offline")
-    from experiments.selfplay.config import list_of, no_data
 
     data = list_of(o, "data", str, heldout)
     enabled = o.get("enabled", bool, False)

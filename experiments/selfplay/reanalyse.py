@@ -28,8 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from evaluators.encodings import raw_to_fen
+from experiments.harness.backends import play_on
+from experiments.harness.openings import Opening
+from experiments.harness.runner import RegistryFactory, RunStats, check_players
+from experiments.harness.store import GameRecord
+from experiments.harness.tasks import Adjudication, GameTask, MatchError, Player
 from experiments.paths import OutputError, save_atomic
 from experiments.selfplay.config import Arm, LoopConfig, State, selfplay_search, weights_of, with_weights
+from experiments.selfplay.games import SelfPlayError, without_exploration
 from experiments.selfplay.state import StageClock
 from experiments.training import datagen
 
@@ -92,22 +99,12 @@ def reanalyse(cfg: LoopConfig, arm: Arm, gen: int, state: State, shards: list[st
 
 def reanalyse_engine(cfg: LoopConfig, arm: Arm, network: int) -> Any:
     """The arm's self-play search without exploration, with round ``network``'s weights."""
-    from experiments.selfplay.games import without_exploration
-
     return without_exploration(with_weights(selfplay_search(cfg, arm.spec), weights_of(cfg, arm.name, network)))
 
 
 def _one_shard(cfg: LoopConfig, spec: Any, nodes: int, src: str, dst: str, progress: bool) -> int:
     """Reanalyse one shard into ``dst`` (written whole or not at all); returns its positions."""
     from tqdm import tqdm
-
-    from evaluators.encodings import raw_to_fen
-    from experiments.harness.backends import play_on
-    from experiments.harness.openings import Opening
-    from experiments.harness.runner import RegistryFactory, RunStats, check_players
-    from experiments.harness.store import GameRecord
-    from experiments.harness.tasks import Adjudication, GameTask, MatchError, Player
-    from experiments.selfplay.games import SelfPlayError
 
     arrays = datagen.load_shard(src)
     variant = str(arrays["variant"])

@@ -49,20 +49,26 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from engines import registry
+from engines.base import EngineError
+from experiments.harness import match as match_mod, openings as openings_mod, pgn as pgn_out, ratings as ratings_mod
+from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE
+from experiments.harness.stats import percentile_interval
+from experiments.harness.store import Store
+from experiments.harness.tasks import MAX_BUDGET
 from experiments.harness.tomlconfig import Section, writable_dir
-from experiments.paths import save_atomic, write_atomic
+from experiments.harness.webpage import report_page
+from experiments.paths import InputError, read_json, save_atomic, write_atomic
+from experiments.selfplay import offline, targets
 from experiments.selfplay.config import STATE, LoopConfig, State, check_suite, weights_of, with_weights
+from experiments.selfplay.gates import CALIBRATION, GATE0, HELDOUT0, TARGETS
 
 
 def parse_rate(r: Section, cfg: LoopConfig) -> dict[str, Any]:
-    from engines import registry
-    from engines.base import EngineError
-
     if not r.data:
         return {}
     anchors = []
     players = {_player_name(arm.name, gen) for arm in cfg.arms for gen in range(cfg.generations + 1)}
-    from experiments.harness.tasks import MAX_BUDGET
 
     budget = lambda v: None if 1 <= v <= MAX_BUDGET else f"must be from 1 to {MAX_BUDGET:,}"  # noqa: E731
     for a in r.tables("anchors") or []:
@@ -149,13 +155,6 @@ def player(cfg: LoopConfig, arm: str, gen: int, search: str) -> str:
 
 def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = True) -> str:
     """Play the rating games (resumable), rate, write the report; returns the report's folder."""
-    from engines import registry
-    from experiments.harness import match as match_mod
-    from experiments.harness import openings as openings_mod
-    from experiments.harness import pgn as pgn_out
-    from experiments.harness import ratings as ratings_mod
-    from experiments.harness.store import Store
-
     rt = cfg.rate
     suite = cfg.gate["openings"] or str(openings_mod.default_suite(cfg.variant))
     suite_ops = openings_mod.load_suite(suite, cfg.variant)
@@ -320,7 +319,6 @@ def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any]
     openings = len({(g.opening_fen, g.match) for g in games})
     text = _markdown(cfg, sections, gates, held, len(games), openings)
     write_atomic(out / "README.md", text, "report")
-    from experiments.harness.webpage import report_page
 
     report_page(out, games, cfg.variant, os.path.join(cfg.out, "rate.sqlite"))
     return str(out)
@@ -330,8 +328,6 @@ def _gain_difference(fit: Any, a: str, b: str, gen: int) -> tuple[float, float, 
     """(gain of arm ``a`` over its generation 0) minus (gain of arm ``b``) at ``gen``, with the 95%
     interval from the same bootstrap replicates: the test of whether one arm's training improves
     the network more, whatever the two searches' strength as players."""
-    from experiments.harness.stats import percentile_interval
-
     ix = [fit.names.index(_player_name(arm, g)) for arm, g in ((a, gen), (a, 0), (b, gen), (b, 0))]
     d = float(fit.elo[ix[0]] - fit.elo[ix[1]] - fit.elo[ix[2]] + fit.elo[ix[3]])
     if not len(fit.samples) or gen == 0:
@@ -354,7 +350,7 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def _heldout(cfg: LoopConfig, networks: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     """``searchbench heldout`` of every (name, arm, generation) network."""
-    from experiments.training.policy_value import heldout
+    from experiments.training.policy_value import heldout  # deferred: loads torch
 
     data = [d for d in cfg.rate["heldout"] if os.path.exists(d)]
     if not data:
@@ -406,9 +402,6 @@ def _figure(out: Path, rows: list[dict[str, Any]], x: str, label: str, anchors: 
 def _targets_section(cfg: LoopConfig) -> list[str]:
     """The policy targets of each arm's self-play search against generation 0's prior
     (``OUT/targets.json``, :func:`experiments.selfplay.gates.measure_targets`)."""
-    from experiments.paths import InputError, read_json
-    from experiments.selfplay.gates import TARGETS
-
     path = Path(cfg.out) / TARGETS
     if not path.is_file():
         return []
@@ -430,8 +423,6 @@ def _targets_section(cfg: LoopConfig) -> list[str]:
 
 def _record(cfg: LoopConfig, name: str) -> Any:
     """A JSON record of the loop's folder (None: absent or unreadable)."""
-    from experiments.paths import InputError, read_json
-
     path = Path(cfg.out) / name
     try:
         return read_json(path, "loop record") if path.is_file() else None
@@ -443,9 +434,6 @@ def _gates_section(cfg: LoopConfig) -> list[str]:
     """Gate 0's table (the target against a deep search, before any game), the learning-rate
     calibration, and every round's gate 1 figures with the work each arm spent (the control's budget:
     the self-play arm's process CPU seconds), from the loop's records in ``OUT``."""
-    from experiments.selfplay import targets
-    from experiments.selfplay.gates import CALIBRATION, GATE0, HELDOUT0
-
     def record(name: str) -> Any:
         return _record(cfg, name)
 
@@ -514,8 +502,6 @@ def _gates_section(cfg: LoopConfig) -> list[str]:
 
 def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[str, Any]], held: list[dict[str, Any]],
               n_games: int, n_openings: int) -> str:
-    from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE
-
     sp, tr, gt, rt = cfg.selfplay, cfg.train, cfg.gate, cfg.rate
     rounds = cfg.mode == "rounds"
     lines = [f"# Self-play loop: {cfg.name}", ""]
@@ -658,9 +644,6 @@ def _offline_section(cfg: LoopConfig, record: Callable[[str], Any]) -> list[str]
     value error against Fairy-Stockfish and the prior's cross-entropy to round 0's deep search, each
     with its change from the previous round and from round 0, and the value term's share of the
     round's training loss (its held-out split)."""
-    from experiments.selfplay import offline
-    from experiments.selfplay.gates import CALIBRATION
-
     def ci(x: list[float], sign: bool = False) -> str:
         f = "{:+.4f}" if sign else "{:.4f}"
         return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"

@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from experiments.paths import write_atomic
+from experiments.paths import InputError, OutputError, check_dir, read_json, save_atomic, write_atomic
 from experiments.harness.tomlconfig import ConfigError
-from experiments.selfplay.config import STATE, Arm, LoopConfig, State, weights_of
+from experiments.selfplay.config import STATE, Arm, LoopConfig, State, same_run, weights_of
+from experiments.training import datagen
 
 def cpu_now() -> float:
     """Process CPU seconds so far: this process (every thread) and its finished, waited-for children
@@ -43,8 +44,6 @@ class StageClock:
     TICK = 10.0
 
     def __init__(self, folder: str, stage: str) -> None:
-        from experiments.paths import InputError, read_json
-
         self.path = os.path.join(folder, f"clock-{stage}.json")
         self.base = self.cpu_base = 0.0
         if os.path.lexists(self.path):
@@ -68,8 +67,6 @@ class StageClock:
         return round(self.cpu_base + cpu_now() - self.c0, 1)
 
     def _write(self) -> None:
-        from experiments.paths import OutputError
-
         try:
             write_atomic(self.path, json.dumps({"seconds": self.seconds, "cpu": self.cpu}), "stage clock")
         except OutputError:
@@ -107,7 +104,6 @@ def state_files(cfg: LoopConfig) -> list[str]:
     records of every round, each arm's newest and best networks (older rounds' networks stay where
     they were made: their ratings and model cards are in the report), the newest round's optimizer
     state (written slim by :func:`export`) and the self-play games of the window."""
-    from experiments.training import datagen
     out = Path(cfg.out)
     rel = [f for f in TOP if (out / f).is_file()]
     rel += sorted(p.relative_to(out).as_posix() for p in out.glob("calibrate/*/calibration.json"))
@@ -138,8 +134,6 @@ def state_files(cfg: LoopConfig) -> list[str]:
 
 def export(cfg: LoopConfig, dest: str | Path) -> int:
     """Copy the state into ``dest`` (its files replaced; others left); returns the files copied."""
-    from experiments.paths import check_dir
-
     check_state_to(cfg, dest)
     files = state_files(cfg)
     for rel in files:
@@ -160,8 +154,6 @@ def _slim_checkpoint(src: Path, dest: Path) -> None:
     buffers), without the weights ``model.pt`` holds: about a third of its size."""
     import torch
 
-    from experiments.paths import save_atomic
-
     if not (src.parent / "model.pt").is_file():
         shutil.copyfile(src, dest)  # a training still under way resumes from the whole file
         return
@@ -172,8 +164,6 @@ def _slim_checkpoint(src: Path, dest: Path) -> None:
 def check_state_to(cfg: LoopConfig, dest: str | Path) -> None:
     """``--state-to``'s folder, checked before the loop runs: writable, and neither the loop's folder
     nor inside it (the state would copy itself)."""
-    from experiments.paths import OutputError, check_dir
-
     check_dir(dest, "state folder")
     d, out = Path(dest).resolve(), Path(cfg.out).resolve()
     if d == out or out in d.parents:
@@ -183,8 +173,6 @@ def check_state_to(cfg: LoopConfig, dest: str | Path) -> None:
 def _inside(root: Path, folder: Path) -> None:
     """Refuse a folder of the state whose path inside ``root`` passes through a symbolic link: the state
     is meant to be committed, where a link is an ordinary file, and nothing is written outside ``root``."""
-    from experiments.paths import OutputError
-
     p = folder
     while p != root and root in p.parents:
         if p.is_symlink():
@@ -197,12 +185,9 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
     """Copy a state from ``src`` into the loop's folder, file by file where the folder has none (what
     this machine has already done is kept); returns the files copied.  One line if ``src`` is no
     loop state."""
-    from experiments.paths import InputError
-
     root = Path(src)
     if not (root / "loop.json").is_file():
         raise InputError(f"{src} holds no loop state (no loop.json): give the folder --state-to wrote")
-    from experiments.selfplay.config import same_run  # compared before any copy: nothing copied on a refusal
 
     remedy = "give the config that made it, or another state"
     same_run(cfg, str(root / "loop.json"), str(src), remedy)

@@ -30,11 +30,17 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 import board
-from engines.base import EngineSpec
+from engines import factory, registry
+from engines.base import EngineError, EngineSpec
+from engines.ours import OurEngine
+from evaluators.base import Leaf
 from evaluators.encodings import raw_to_fen
+from experiments.selfplay.games import SelfPlayError, selfplay_engine, without_exploration
 from experiments.training import datagen
 from experiments.training.agreement import Agreement, sample_validation
 from experiments.training.datagen import DataError
+from search.base import Limits
+from search.gumbel import budget_considered
 
 
 @dataclass
@@ -81,10 +87,6 @@ def sequential_halving_phases(n: int, m: int) -> int:
 def _engines(specs: Sequence[EngineSpec], variant: str, pool: Any) -> list[Any]:
     """An in-process engine for each spec, their networks from ``pool`` (closed on a failure, which is
     one :class:`DataError`)."""
-    from engines import factory, registry
-    from engines.base import EngineError
-    from engines.ours import OurEngine
-
     made = []
     try:
         for spec in specs:
@@ -106,8 +108,6 @@ def _held_out(data: list[str], positions: int, seed: int, val_fraction: float) -
 
 def _selfplay_spec(engine: str | EngineSpec, variant: str, explore: bool) -> EngineSpec:
     """The engine as self-play runs it (:func:`experiments.selfplay.games.selfplay_engine`); a bad one is a :class:`DataError`."""
-    from experiments.selfplay.games import SelfPlayError, selfplay_engine
-
     try:
         return selfplay_engine(engine, variant, explore)
     except SelfPlayError as err:
@@ -141,10 +141,6 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
             explore: bool = True, val_fraction: float = 0.1, progress: bool = True, evals: int = 0) -> list[TargetRow]:
     """The prior rows (one per distinct network) and one row per engine (module docstring); ``evals``
     > 0: each search limited to that many evaluator calls instead of ``nodes``."""
-    from engines import registry
-    from evaluators.base import Leaf
-    from search.base import Limits
-
     if not engines:
         raise DataError("give one or more --engine")
     ds, idx = _held_out(data, positions, seed, val_fraction)
@@ -187,8 +183,6 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
                     gp = cfg.gumbel_params
                     m = min(gp.considered_actions, len(legal))
                     if gp.adaptive_considered:
-                        from search.gumbel import budget_considered
-
                         m = min(m, budget_considered(gp.considered_actions, evals or nodes))
                     row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(evals or nodes, m) == 1
     finally:
@@ -306,11 +300,6 @@ def measure_reference(engines: Sequence[str | EngineSpec], data: list[str], refe
     target the paired difference to its network's prior.  Returns the rows' summaries (prior,
     target, reference for each engine)."""
     import random
-
-    from engines import registry
-    from evaluators.base import Leaf
-    from experiments.selfplay.games import without_exploration
-    from search.base import Limits
 
     if not engines:
         raise DataError("give one or more --engine")

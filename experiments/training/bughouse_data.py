@@ -35,8 +35,16 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from board.bughouse import BughouseGame, team_of
+from board.bughouse import BughouseGame, leaf_state, team_of
 from board.variants import BUGHOUSE
+from engines.factory import make_seat
+from engines.registry import EvaluatorPool
+from engines.seats import parse_team
+from experiments.harness import bughouse as bm
+from experiments.harness.bughouse import BughouseStore
+from experiments.harness.openings import suite_id
+from experiments.harness.store import Store, StoreError
+from experiments.harness.workers import PoolError, run_pool
 
 DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (("sjeng:depth=3", "sjeng:depth=4"), ("sjeng:depth=4", "sjeng:depth=4"))
 
@@ -75,7 +83,6 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     Returns the games stored in all of them."""
     if games < 1 or chunk < 1 or not pairs or workers < 1:
         raise BughouseDataError("need games >= 1, chunk >= 1, workers >= 1 and at least one pair of teams")
-    from engines.seats import parse_team
 
     for a, b in pairs:  # a bad team is one line here, not one per worker
         parse_team(a), parse_team(b)
@@ -89,8 +96,6 @@ def generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base_
     import threading
 
     from tqdm import tqdm
-
-    from experiments.harness.workers import PoolError, run_pool
 
     left = max(0, games - count_all(db))
     # one task a shard: worker k's database, its quota, its seed (a task is played where it lands)
@@ -133,10 +138,6 @@ def _serve(arg: tuple[list[tuple[str, str]], int, int, float | None, int, int, s
 def _check_seats(pairs: Sequence[tuple[str, str]]) -> None:
     """Every seat of the pairs made once (a program started, a network loaded) and closed: an engine
     that cannot start is one line here, before any worker starts, not a traceback from each."""
-    from engines.registry import EvaluatorPool
-    from engines.factory import make_seat
-    from engines.seats import parse_team
-
     pool = EvaluatorPool()
     try:
         for spec in dict.fromkeys(s for pair in pairs for team in pair for s in parse_team(team).seat_specs):
@@ -150,10 +151,6 @@ def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base
               openings: str | Path | None = None) -> int:
     """One process: play until ``db`` holds ``games`` games; returns the games stored there."""
     from tqdm import tqdm
-
-    from engines.seats import parse_team
-    from experiments.harness import bughouse as bm
-    from experiments.harness.openings import suite_id
 
     if chunk % 2:
         chunk += 1  # colours alternate per pair of games
@@ -189,7 +186,6 @@ def _generate(db: str | Path, pairs: Sequence[tuple[str, str]], games: int, base
 def _done_keys(db: str | Path) -> set[str]:
     if not Path(db).exists():
         return set()
-    from experiments.harness.store import Store
 
     s = Store(db, readonly=True)
     try:
@@ -201,9 +197,6 @@ def _done_keys(db: str | Path) -> set[str]:
 def not_a_bughouse_db(path: str | Path) -> str | None:
     """Why ``path`` is no bughouse game database (None: it is one): a folder (one-board shards), a
     file that is not a results database, or one whose games are all of another variant."""
-    from experiments.harness.bughouse import BughouseStore
-    from experiments.harness.store import StoreError
-
     if not Path(path).is_file():
         return f"{path} is not a bughouse game database (a folder: one-board data shards?); give the SQLite file bughouse-datagen wrote"
     try:
@@ -258,10 +251,7 @@ def _result_value(result: str) -> int | None:
 
 def samples_from_db(paths: Sequence[str | Path], both_views: bool = True) -> Samples:
     """Samples of every usable game stored in the given match databases."""
-    from board.bughouse import leaf_state
-    from evaluators.bughouse_net import policy_indices_np
-    from experiments.harness.bughouse import BughouseStore
-    from experiments.harness.store import StoreError
+    from evaluators.bughouse_net import policy_indices_np  # deferred: loads torch
 
     states: list[tuple[int, ...]] = []
     moves: list[int] = []

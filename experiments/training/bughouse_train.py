@@ -34,9 +34,12 @@ import torch.nn.functional as F
 
 from board.variants import BUGHOUSE
 from evaluators import bughouse_net as bn
+from evaluators.devices import resolve_device
 from evaluators.nets import load_model, save_model
+from evaluators.neural import weights_path
+from experiments.paths import run_dir, write_atomic
 from experiments.training.bughouse_data import BughouseDataError, Samples, samples_from_db
-from experiments.training.recipe import TrainConfig, TrainError
+from experiments.training.recipe import TrainConfig, TrainError, save_checkpoint, write_metrics_row
 
 
 def split_by_game(samples: Samples, fraction: float, seed: int) -> tuple[Samples, Samples]:
@@ -125,7 +128,6 @@ def heldout(dbs: Sequence[str], weights: Sequence[str], val_fraction: float = 0.
     if len(val_s) == 0:
         raise BughouseDataError(f"no held-out games: {samples.games} games, val_fraction {val_fraction}")
     out: dict[str, Any] = {"games": samples.games, "val_games": val_s.games, "val_positions": len(val_s), "nets": {}}
-    from evaluators.neural import weights_path
 
     for path in weights:
         try:
@@ -155,9 +157,6 @@ def train(cfg: TrainConfig, progress: bool = True, command: str | None = None) -
     config (:class:`experiments.training.recipe.TrainConfig`, ``model`` bughouse: the family's
     defaults fill what it leaves None), write ``cfg.out/model.pt`` (+ metrics.csv, checkpoint.pt,
     command.txt); returns the metadata."""
-    from evaluators.devices import resolve_device
-    from experiments.paths import run_dir
-
     if cfg.model != bn.FAMILY:
         raise BughouseDataError(f"the two-board trainer trains {bn.FAMILY}, not {cfg.model}")
     try:
@@ -174,10 +173,6 @@ def train(cfg: TrainConfig, progress: bool = True, command: str | None = None) -
 def _train(dbs: Sequence[str], out: str, cfg: TrainConfig, device: torch.device, progress: bool,
            command: str | None) -> dict[str, Any]:
     from tqdm import tqdm
-
-    from experiments.training.recipe import save_checkpoint, write_metrics_row
-
-    from experiments.paths import write_atomic
 
     write_atomic(os.path.join(out, "command.txt"), (command or " ".join(["searchbench"] + sys.argv[1:])) + "\n")
     # the resolved config (TrainConfig.resolved) has filled every None with the family's default

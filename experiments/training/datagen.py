@@ -60,7 +60,11 @@ import numpy as np
 import board
 from board import Position, new_position
 from board.variants import CHESS, CRAZYHOUSE, ONE_BOARD, Variant, of_pgn_tag, variant_of
+from engines.base import EngineError
+from engines.catalog import find_program
+from engines.process import LineProcess
 from experiments.harness.workers import PoolError, run_pool
+from experiments.paths import OutputError, save_atomic
 
 MATE_SCORE = 32000
 SCORE_UNKNOWN = -32768
@@ -80,9 +84,6 @@ class DataError(ValueError):
 def find_engine(name: str) -> str:
     """Path of an external engine (:func:`engines.catalog.find_program`: a path, PATH, then /usr/games;
     under ``--no-external-programs`` a built-in engine's program only)."""
-    from engines.base import EngineError
-    from engines.catalog import find_program
-
     try:
         return find_program(name)
     except EngineError as e:
@@ -96,9 +97,6 @@ class UciProcess:
 
     def __init__(self, path: str, variant: str, options: dict[str, str] | None = None,
                  timeout: float = 30.0) -> None:
-        from engines.base import EngineError
-        from engines.process import LineProcess
-
         self.timeout = timeout
         try:
             self.process = LineProcess([path])
@@ -309,7 +307,6 @@ def write_shard(directory: str, games: list[GameRecord]) -> str:
         arrays["policy_move"] = np.array([m for ms, _ in targets for m in ms], dtype=np.int32)
         arrays["policy_prob"] = np.array([p for _, ps in targets for p in ps], dtype=np.float32)
         arrays["root_q"] = np.array([q for g in games for q in g.root_q], dtype=np.float32)
-    from experiments.paths import OutputError, save_atomic
 
     try:  # a full disk: one line, and no temporary file left to be taken for a shard
         save_atomic(path, lambda tmp: np.savez_compressed(tmp, **arrays), "data shard")  # type: ignore[arg-type]

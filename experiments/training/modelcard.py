@@ -15,6 +15,7 @@ import os
 import sys
 
 import torch
+from experiments.paths import write_atomic
 
 
 def render(run_dir: str, notes: str = "") -> str:
@@ -78,7 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, KeyError, RuntimeError) as e:
         print(f"modelcard: error: {e}", file=sys.stderr)
         return 2
-    from experiments.paths import write_atomic
 
     write_atomic(a.card, text, "model card")
     return 0

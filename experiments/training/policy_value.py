@@ -19,10 +19,12 @@ from torch import nn
 import board
 from board.position import RAW_CASTLING
 from board.variants import variant_of
-from evaluators import encodings as enc
+from engines import registry
+from evaluators import classical, encodings as enc
 from evaluators import nets
 from evaluators.base import INT8_MODES
 from evaluators.neural import PolicyValueEvaluator, weights_path
+from experiments.training import datagen
 from experiments.training.datagen import DataSet
 from evaluators.families import FAMILIES, policy_value_families, resolve
 from experiments.training.recipe import (
@@ -364,8 +366,6 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
 def classical_metrics(ds: DataSet, idx: np.ndarray, legal: list[list[int]]) -> dict[str, float]:
     """The classical evaluator as a reference on the same positions: value sign = the sign of its
     side-to-move score, policy top-1 = its highest move score (the priors it gives MCTS)."""
-    from evaluators import classical
-
     zh = variant_of(ds.variant).pockets
     z = side_result(ds, idx)
     correct = sign_ok = decisive = 0
@@ -389,8 +389,6 @@ def heldout(weights: list[str], data: list[str], val_fraction: float = 0.1, sele
     ``classical`` first a row for the classical evaluator (:func:`classical_metrics`).  ``inference``
     (an evaluator inference mode; None: eager torch) runs each network as an engine would, so
     ``onnxruntime-int8`` shows what quantisation costs."""
-    from experiments.training import datagen
-
     torch.set_num_threads(max(1, threads))
     ds = datagen.load_dataset(data)
     cfg = TrainConfig(model="rise", data=data, out="", val_fraction=val_fraction, select_fraction=select_fraction,
@@ -427,8 +425,6 @@ class _EngineForward(nn.Module):
     """A network run through its evaluator's inference mode, as (value, policy logits) like the module."""
 
     def __init__(self, family: str, path: str, variant: str, threads: int, inference: str) -> None:
-        from engines import registry
-
         super().__init__()
         self.ev = registry.load_evaluator(family, path, threads, "eager", device="cpu", variant=variant)
         if inference in INT8_MODES:

@@ -46,6 +46,10 @@ from torch import nn
 
 from evaluators import nets
 from evaluators.base import EvaluatorError
+from evaluators.neural import WEIGHTS_DIR, qat_path, weights_path
+from evaluators.onnx_runtime import OrtForward, weights_key
+from experiments.training import datagen
+from experiments.training.policy_value import evaluator_class
 
 
 @dataclass
@@ -210,8 +214,6 @@ def _batches(raw: np.ndarray, batch: int, rng: np.random.Generator) -> Iterator[
 
 def _shipped(path: str) -> bool:
     """Whether ``path`` lies among the shipped networks (evaluators/weights/)."""
-    from evaluators.neural import WEIGHTS_DIR
-
     return os.path.realpath(os.path.dirname(path)) == os.path.realpath(WEIGHTS_DIR)
 
 
@@ -260,9 +262,6 @@ def _lr_factor(s: int, steps: int, warm: int) -> float:
 def _evaluator(weights: str, threads: int) -> Any:
     """The policy-value evaluator of the weights file ``weights`` (a path or a shipped name), eager:
     its family read from the file; one line of EvaluatorError for a file that is not one."""
-    from evaluators.neural import weights_path
-    from experiments.training.policy_value import evaluator_class
-
     src = weights_path(weights)
     try:
         head = torch.load(src, map_location="cpu", weights_only=True) if os.path.isfile(src) else None
@@ -277,10 +276,6 @@ def _evaluator(weights: str, threads: int) -> Any:
 def run_qat(cfg: QATConfig, progress: bool = True) -> dict[str, Any]:
     """Tune the int8 copy of ``cfg.weights`` (module docstring); returns a summary."""
     from tqdm import tqdm
-
-    from evaluators.neural import qat_path
-    from evaluators.onnx_runtime import weights_key
-    from experiments.training import datagen
 
     cfg.check()
     ev = _evaluator(cfg.weights, cfg.threads)
@@ -341,8 +336,6 @@ def agreement(weights: str, tuned: str, positions: int, threads: int) -> dict[st
     """int8's top-move agreement with float32 (and the largest value difference) on ``positions``
     sample positions (not the calibration's), quantised from the network itself and from the tuned
     copy ``tuned``: what the fine-tuning bought, before any game is played."""
-    from evaluators.onnx_runtime import OrtForward
-
     ev = _evaluator(weights, threads)
     examples = ev.example_inputs()
     assert examples is not None

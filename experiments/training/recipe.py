@@ -75,6 +75,7 @@ import board
 from board.position import RAW_CASTLING, RAW_EP, RAW_PROMOTED, RAW_TURN
 from evaluators import encodings as enc
 from evaluators import nets
+from experiments.paths import OutputError, save_atomic
 from experiments.training import datagen
 from experiments.training.datagen import DataSet
 from evaluators.families import FAMILIES
@@ -334,8 +335,6 @@ def write_metrics_row(path: str, row: dict[str, Any]) -> None:
 def save_checkpoint(path: str, state: dict[str, Any]) -> None:
     """Write a checkpoint atomically (a kill or a full disk leaves the previous one whole, and no
     temporary file); one line (:class:`TrainError`) if it cannot be written."""
-    from experiments.paths import OutputError, save_atomic
-
     try:
         save_atomic(path, lambda tmp: torch.save(state, tmp), "checkpoint")
     except OutputError as e:

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from evaluators.devices import resolve_device
 from experiments.paths import run_dir
 from experiments.training import datagen
 from evaluators.families import FAMILIES
@@ -18,8 +19,6 @@ from experiments.training.recipe import (  # noqa: F401 - the command's settings
 
 def train(cfg: TrainConfig, progress: bool = True) -> dict[str, Any]:
     """Train ``cfg.model`` and write ``cfg.out``/{checkpoint.pt, metrics.csv, model.pt}."""
-    from evaluators.devices import resolve_device
-
     cfg = cfg.resolved()
     if not FAMILIES[cfg.model].trains_with_train:
         known = ", ".join(f.name for f in FAMILIES.values() if f.trains_with_train)
