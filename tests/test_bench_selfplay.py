@@ -19,6 +19,23 @@ def test_bench_selfplay_measures_each_backend_against_its_raw_rate(capsys: pytes
         assert x["running"] == x["inference"]
     assert r["rows"][0]["vs_first"] == r["rows"][0]["positions_vs_first"] == 1.0
     assert "ratio: games/h" in bench_selfplay.format_table(r)
+    for x in r["rows"]:  # where the time went, by part: every part named, shares summing to 1
+        assert list(x["profile"]) == [*(p for p, _ in bench_selfplay.PARTS), "other"]
+        assert abs(sum(x["profile"].values()) - 1) < 1e-9 and x["profile"]["network"] > 0
+        assert x["profile"]["search"] > 0 and x["profile"]["encoding"] > 0
+    assert r["profiled_games"] == 4 and "profile: " in bench_selfplay.format_table(r)
+
+
+def test_profile_parts_gives_c_functions_to_their_callers() -> None:
+    """numpy called from the legal softmax is the softmax's time; a function no part names is other."""
+    import numpy as np
+
+    def legal_softmax_toy() -> None:
+        for _ in range(300):
+            np.exp(np.arange(20_000.0) / 1e4).sum()
+
+    shares = bench_selfplay.profile_parts(legal_softmax_toy)
+    assert shares["legal softmax"] > 0.9 and shares["network"] == 0
 
 
 def test_bench_selfplay_bad_settings_get_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,12 +14,22 @@ length between backends, so both are given).
 
 The games are real self-play games into a temporary folder (deleted after): their targets and
 shards are written as the loop writes them, so everything the loop pays for is in the figure.
+
+Beside the rates, where the time goes (:func:`profile_parts`): after the timed rounds, one more run
+per backend in this process (a quarter of the games, at least 4, one worker) under cProfile, each
+function's own time given to its part (:data:`PARTS`; a C function no part names, such as numpy's,
+to its callers' parts), as shares of the profiled time.  cProfile slows the Python-level calls (the
+runner, the encoding's and the softmax's Python lines) more than the network, so those shares lean
+high; compare them between runs of one machine, as a regression's pointer.
 """
 from __future__ import annotations
 
+import cProfile
 import os
+import pstats
 import tempfile
-from typing import Any, Sequence
+from collections import defaultdict
+from typing import Any, Callable, Sequence
 
 from board.variants import CRAZYHOUSE
 from engines import registry
@@ -36,6 +46,66 @@ INFERENCES = ("onnxruntime", "onnxruntime-int8")
 CONCURRENCIES = (32,)  # the loop's
 
 
+#: the parts of a self-play process, by where a function lives or what it is called (the first that
+#: matches): process start-up (imports, model export and session building), the network (ONNX
+#: Runtime's run), the legal-move softmax, the input encoding, the searches (the compiled MCTS and its
+#: board, their ask/tell wrapper), the runner (the harness and the self-play bookkeeping)
+PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("start-up", ("importlib", "_imp.", "marshal.", "builtins.exec", "builtins.compile", "__build_class__",
+                  "inspect.py", "torch", "onnx/", "_create_inference_session", "quantiz")),
+    ("network", ("onnxruntime",)),
+    ("legal softmax", ("legal_softmax", "flatten_moves")),
+    ("encoding", ("_encode", "encodings.py", "leafbatch", "planes")),
+    ("search", ("'MCTS'", "'Position'", "search/", "board/", "engines/ours.py")),
+    ("runner", ("experiments/", "engines/")),
+)
+
+
+def _part(key: tuple[str, int, str]) -> str | None:
+    where = key[2] if key[0] == "~" else f"{key[0]}:{key[2]}"
+    return next((part for part, needles in PARTS if any(n in where for n in needles)), None)
+
+
+def profile_parts(fn: Callable[[], object]) -> dict[str, float]:
+    """Shares of ``fn``'s profiled time by part (:data:`PARTS`; "other" for the rest), summing to 1.
+    A function no part names and not of this checkout (a C function, numpy's Python layer) gives its
+    own time to its callers' parts, in proportion to the time each call made, up the call graph."""
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        fn()
+    finally:
+        prof.disable()
+    stats: dict[Any, Any] = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    ours = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    memo: dict[Any, dict[str, float]] = {}
+
+    def owners(key: Any, seen: frozenset[Any]) -> dict[str, float]:
+        """The parts ``key``'s time belongs to, as fractions summing to 1."""
+        if key in memo:
+            return memo[key]
+        part = _part(key)
+        callers = stats[key][4] if key in stats else {}
+        if part is not None or key[0].startswith(ours) or not callers or key in seen:
+            out = {part or "other": 1.0}
+        else:
+            weights = {c: v[2] + v[3] for c, v in callers.items()}  # the caller's share of this function's time
+            total = sum(weights.values())
+            out = defaultdict(float)
+            for c, w in weights.items():
+                for p, f in owners(c, seen | {key}).items():
+                    out[p] += f * (w / total if total > 0 else 1 / len(weights))
+        memo[key] = dict(out)
+        return memo[key]
+
+    parts: dict[str, float] = defaultdict(float)
+    for key, (_cc, _nc, tt, _ct, _callers) in stats.items():
+        for p, f in owners(key, frozenset()).items():
+            parts[p] += tt * f
+    total = sum(parts.values())
+    return {p: parts[p] / total for p in [*(n for n, _ in PARTS), "other"] if total > 0}
+
+
 class BenchSelfPlayError(ConfigError):
     """Bad settings for ``bench selfplay`` (one line, exit code 2)."""
 
@@ -43,7 +113,7 @@ class BenchSelfPlayError(ConfigError):
 def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequence[str] = INFERENCES, games: int = 32,
         nodes: int = NODES, fast_nodes: int = FAST_NODES, full_fraction: float = FULL_FRACTION,
         concurrencies: Sequence[int] = CONCURRENCIES, workers: int = 2, rounds: int = 2, seconds: float = 0.5, seed: int = 1,
-        progress: bool = False) -> dict[str, Any]:
+        progress: bool = False, profile: bool = True) -> dict[str, Any]:
     if not inferences:
         raise BenchSelfPlayError("bench selfplay: --inferences: name at least one backend")
     if not concurrencies or min(concurrencies) < 1:
@@ -58,19 +128,22 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
         raise BenchSelfPlayError(f"bench selfplay: {engine!r} runs no network ({base.evaluator}): it has no inference "
                                  "backends to compare; give a network engine (e.g. rise-mcts)")
     setups = [(mode, c) for mode in dict.fromkeys(inferences) for c in dict.fromkeys(concurrencies)]
+
+    def play(mode: str, concurrency: int, n_games: int, n_workers: int, r: int) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="sb-bench-selfplay-") as out:
+            cfg = sp_games.SelfPlayConfig(engine=join_spec(engine, {"inference": mode}), out=os.path.join(out, "sp"),
+                                          variant=variant, games=n_games, nodes=nodes, concurrency=concurrency,
+                                          workers=n_workers, seed=seed + r, full_fraction=full_fraction,
+                                          fast_nodes=fast_nodes if full_fraction < 1.0 else 0)
+            try:
+                return sp_games.play(cfg, progress=progress)
+            except sp_games.SelfPlayError as e:
+                raise BenchSelfPlayError(f"bench selfplay: {e}") from None
+
     best: dict[tuple[str, int], dict[str, Any]] = {}
     for r in range(rounds):
         for mode, concurrency in setups:
-            spec = join_spec(engine, {"inference": mode})
-            with tempfile.TemporaryDirectory(prefix="sb-bench-selfplay-") as out:
-                cfg = sp_games.SelfPlayConfig(engine=spec, out=os.path.join(out, "sp"), variant=variant, games=games,
-                                              nodes=nodes, concurrency=concurrency, workers=workers,
-                                              seed=seed + r, full_fraction=full_fraction,
-                                              fast_nodes=fast_nodes if full_fraction < 1.0 else 0)
-                try:
-                    st = sp_games.play(cfg, progress=progress)
-                except sp_games.SelfPlayError as e:
-                    raise BenchSelfPlayError(f"bench selfplay: {e}") from None
+            st = play(mode, concurrency, games, workers, r)
             secs = max(float(st["seconds"]), 1e-9)
             row = {"inference": mode, "concurrency": concurrency, "engine": st["engine"], "round": r, "games": st["games"],
                    "positions": st["positions"], "seconds": secs, "games_per_hour": 3600 * st["games"] / secs,
@@ -80,6 +153,10 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
             if (mode, concurrency) not in best or row["games_per_hour"] > best[mode, concurrency]["games_per_hour"]:
                 best[mode, concurrency] = row
     rows = [best[k] for k in setups]
+    profiled = max(4, games // 4)
+    for row in rows:
+        row["profile"] = (profile_parts(lambda: play(row["inference"], row["concurrency"], profiled, 1, rounds))
+                          if profile else None)
     for row in rows:
         resolved = registry.resolve(join_spec(engine, {"inference": row["inference"]}))
         try:
@@ -96,7 +173,7 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
                                        if rows[0]["positions_per_hour"] else None))
     return {"engine": engine, "variant": variant, "games": games, "nodes": nodes, "fast_nodes": fast_nodes,
             "full_fraction": full_fraction, "concurrencies": list(dict.fromkeys(concurrencies)), "workers": workers, "rounds": rounds,
-            "cpus": os.cpu_count(), "rows": rows}
+            "cpus": os.cpu_count(), "profiled_games": profiled if profile else 0, "rows": rows}
 
 
 def format_table(r: dict[str, Any]) -> str:
@@ -116,6 +193,12 @@ def format_table(r: dict[str, Any]) -> str:
                      f"{x['vs_first']:>15.2f}x{x['positions_vs_first']:>12.2f}x")
         if x["running"] != x["inference"]:
             lines.append(f"{'':<20}the evaluator runs {x['running']}")
+        if x.get("profile"):
+            lines.append(f"{'':<20}profile: " + ", ".join(f"{p} {100 * v:.0f}%" for p, v in x["profile"].items()
+                                                           if v >= 0.005))
     lines += ["", "pooled: games a process; share: self-play's evaluator calls a second over the raw network's at the "
                   "batch the pooled games formed (one thread) times the workers; ratios: against the first row, same run"]
+    if r.get("profiled_games"):
+        lines.append(f"profile: the own time of one more run of {r['profiled_games']} games in one process under "
+                     "cProfile, by part (it slows the Python-level parts more than the network)")
     return "\n".join(lines)

@@ -53,7 +53,8 @@ def _cmd_bench_int8_calibration(args: argparse.Namespace) -> int:
 def _cmd_bench_selfplay(args: argparse.Namespace) -> int:
     r = bench_selfplay.run(args.engine, args.variant, args.inferences, games=args.games, nodes=args.nodes,
                            fast_nodes=args.fast_nodes, full_fraction=args.full_fraction, concurrencies=args.concurrency,
-                           workers=args.workers, rounds=args.rounds, seconds=args.seconds, progress=not args.json)
+                           workers=args.workers, rounds=args.rounds, seconds=args.seconds, progress=not args.json,
+                           profile=not args.no_profile)
     print(json.dumps(r) if args.json else bench_selfplay.format_table(r))
     return 0
 
@@ -95,6 +96,8 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     sp.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes (default: %(default)s)")
     sp.add_argument("--rounds", type=count(1, 100), default=2, help="alternating rounds, the best counts (default: %(default)s)")
     sp.add_argument("--seconds", type=positive_float, default=0.5, help="length of each raw-rate trial")
+    sp.add_argument("--no-profile", action="store_true",
+                    help="leave out the profile (where the time goes, by part: one more run per backend)")
     sp.add_argument("--json", action="store_true", help="print one JSON object")
     sp.set_defaults(func=_cmd_bench_selfplay)
     p = bench_sub.add_parser("search", help="MCTS overhead vs OpenSpiel, alpha-beta vs python-chess, MCTS with a net")
