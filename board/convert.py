@@ -4,8 +4,8 @@ from __future__ import annotations
 import chess
 
 from board.moves import move_from_uci, move_to_uci
-from board.position import Position, new_position
-from board.variants import of_python_board, variant_of
+from board.position import Position
+from board.variants import new_position, of_python_board, variant_of
 
 
 def to_python_chess(pos: Position) -> chess.Board:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Final
 
 from librt.vecs import append, vec
-from mypy_extensions import i64, trait
+from mypy_extensions import i64, mypyc_attr, trait
 
 from board.bitboards import (
     BB_BACKRANKS, BB_BETWEEN, BB_DARK_SQUARES, BB_FILES, BB_KING_ATTACKS, BB_KNIGHT_ATTACKS,
@@ -63,6 +63,12 @@ _HALFMOVE_SHIFT: Final = 18
 
 
 # Indices into Position.raw_state().
+#: :meth:`Position.search_end`'s answers, for the side to move
+END_NONE: Final = 0
+END_LOST: Final = 1
+END_DRAWN: Final = 2
+END_WON: Final = 3
+
 RAW_WHITE: Final = 0
 RAW_BLACK: Final = 1
 RAW_PIECES: Final = 1  # RAW_PIECES + pt for pt in PAWN..KING
@@ -85,6 +91,7 @@ def more_than_one(b: i64) -> bool:
     return b != INT64_MIN and (b & (b - 1)) != 0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a variant's position may live outside board/ (tests/toy_variant.py)
 class Position:
     """A chess position with its move history since the FEN it was set from."""
 
@@ -621,6 +628,26 @@ class Position:
 
     # ------------------------------------------------------------------ game end
 
+    def variant_end(self) -> int:
+        """The variant's own end, asked before the move list (python-chess's ``is_variant_end``:
+        king of the hill, three-check): :data:`END_LOST` or :data:`END_WON` for the side to move,
+        :data:`END_DRAWN`, or :data:`END_NONE` (chess and crazyhouse have none)."""
+        return END_NONE
+
+    def search_end(self, has_moves: bool, in_tree: bool) -> int:
+        """The game's end as every search sees it, for the side to move: the one terminal test of
+        MCTS's walk, alpha-beta and its quiescence, and the comparator search.  The variant's end
+        first (:meth:`variant_end`); no legal move: checkmated (:data:`END_LOST`) or stalemate
+        (:data:`END_DRAWN`); below the root (``in_tree``) also :meth:`is_search_draw`."""
+        end = self.variant_end()
+        if end != END_NONE:
+            return end
+        if not has_moves:
+            return END_LOST if self.is_check() else END_DRAWN
+        if in_tree and self.is_search_draw():
+            return END_DRAWN
+        return END_NONE
+
     def is_checkmate(self) -> bool:
         return self.is_check() and not self.has_legal_moves()
 
@@ -675,11 +702,17 @@ class Position:
     def outcome(self, claim_draw: bool = True) -> tuple[str, str] | None:
         """``(result, termination)`` if the game is over, else None.
 
-        result is "1-0", "0-1" or "1/2-1/2"; termination one of checkmate, stalemate,
-        insufficient_material, fifty_moves, threefold_repetition (the last two only with
-        ``claim_draw``, as engines and match servers apply them), seventyfive_moves,
-        fivefold_repetition.
+        result is "1-0", "0-1" or "1/2-1/2"; termination one of variant_win, variant_loss,
+        variant_draw (:meth:`variant_end`), checkmate, stalemate, insufficient_material, fifty_moves,
+        threefold_repetition (the last two only with ``claim_draw``, as engines and match servers
+        apply them), seventyfive_moves, fivefold_repetition.
         """
+        end = self.variant_end()
+        if end == END_DRAWN:
+            return ("1/2-1/2", "variant_draw")
+        if end != END_NONE:  # python-chess's terminations, for the side to move
+            won = end == END_WON
+            return ("1-0" if won == (self.turn == WHITE) else "0-1", "variant_win" if won else "variant_loss")
         has_moves = self.has_legal_moves()
         if not has_moves and self.is_check():
             return ("0-1" if self.turn == WHITE else "1-0", "checkmate")
@@ -944,13 +977,3 @@ class CrazyhousePosition(Position):
 
 
 CRAZYHOUSE_STARTING_FEN: Final = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR[] w KQkq - 0 1"
-VARIANTS: Final = ("chess", "crazyhouse")
-
-
-def new_position(variant: str = "chess", fen: str | None = None) -> Position:
-    """A position of the named variant; ``ValueError`` for an unknown variant or a bad FEN."""
-    if variant == "chess":
-        return Position(fen)
-    if variant == "crazyhouse":
-        return CrazyhousePosition(fen)
-    raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")

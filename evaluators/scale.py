@@ -16,10 +16,10 @@ external engine's centipawns are taken as it reports them.
 """
 from __future__ import annotations
 
-from board.variants import ALL
-
 import math
 from typing import Final
+
+from board.variants import ALL, variant_of
 
 #: the base of the conversion per variant (module docstring)
 CP_BASE: Final = {v.name: v.cp_base for v in ALL}
@@ -32,8 +32,8 @@ _LOG_BASE: Final = {k: math.log(b) for k, b in CP_BASE.items()}
 
 def _log_base(variant: str) -> float:
     lb = _LOG_BASE.get(variant)
-    if lb is None:
-        raise ValueError(f"no centipawn scale for variant {variant!r}; known: {', '.join(CP_BASE)}")
+    if lb is None:  # a variant registered at run time (board.variants.register); unknown: ValueError
+        return math.log(variant_of(variant).cp_base)
     return lb
 
 

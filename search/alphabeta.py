@@ -44,8 +44,8 @@ Pieces of the search, each behind a switch of :class:`ABConfig`:
   thread): TorchScript 550 positions/s one at a time, 635 batched (2.2 positions sent per position
   searched); ONNX Runtime 1,620 one at a time, 1,134 batched: cutoffs waste more than the batch saves,
   so the option is off by default and the faster backend is the gain;
-- draws inside the tree: a position repeated once since the root or the game (twofold), the
-  fifty-move rule in chess, insufficient material: score ``draw_score``.
+- the game's end is :meth:`board.position.Position.search_end`'s; draws inside the tree (a position
+  repeated since the root or the game, the fifty-move rule in chess, insufficient material) score ``draw_score``.
 
 Node accounting (see :mod:`search.base`): ``nodes`` counts positions visited (every call of the
 negamax or quiescence function, the root included); ``evals`` counts calls of ``evaluator.score``.
@@ -68,7 +68,7 @@ from mypy_extensions import i64, mypyc_attr
 from board.bitboards import (
     BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, queen_attacks_mask,
 )
-from board.position import Position
+from board.position import END_LOST, END_NONE, END_WON, Position
 from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require
 from search.base import Limits, PVLine, SearchResult
 from search.ab_config import EVAL_CLAMP, ABConfig, SearchConfigError
@@ -169,6 +169,14 @@ class _Core(Budget):
 
     # ---------------------------------------------------------------- negamax
 
+    def end_score(self, end: int, ply: int) -> int:
+        """The score of a game's end (:meth:`~board.position.Position.search_end`) ``ply`` plies deep."""
+        if end == END_LOST:
+            return -MATE + ply
+        if end == END_WON:
+            return MATE - ply
+        return self.cfg.draw_score
+
     def negamax(self, depth: int, alpha: int, beta: int, ply: int) -> int:
         pos = self.pos
         self.nodes += 1
@@ -178,11 +186,10 @@ class _Core(Budget):
         if self.aborted:
             return 0
         moves = pos.legal_moves()
+        end = pos.search_end(len(moves) > 0, ply > 0)
+        if end != END_NONE:
+            return self.end_score(end, ply)
         in_check = pos.is_check()
-        if not moves:
-            return -MATE + ply if in_check else self.cfg.draw_score
-        if ply > 0 and self.pos.is_search_draw():
-            return self.cfg.draw_score
         if in_check and self.cfg.check_extension and ply < MAX_PLY // 2:
             depth += 1
         if depth <= 0 or ply >= MAX_PLY - 2:
@@ -288,13 +295,11 @@ class _Core(Budget):
                 pos.pop()
                 return 0
             child_moves = pos.legal_moves()
-            child_check = pos.is_check()
-            if not child_moves:
-                score = MATE - ply - 1 if child_check else -self.cfg.draw_score
-            elif self.pos.is_search_draw():
-                score = -self.cfg.draw_score
+            end = pos.search_end(len(child_moves) > 0, True)
+            if end != END_NONE:
+                score = -self.end_score(end, ply + 1)
             else:
-                score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1, child_moves, child_check)
+                score = -self.quiesce(-beta, -alpha, ply + 1, qply + 1, child_moves, pos.is_check())
             pos.pop()
             if self.aborted:
                 return 0

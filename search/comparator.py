@@ -31,7 +31,8 @@ from typing import Final
 from mypy_extensions import i64, mypyc_attr
 from librt.vecs import vec
 
-from board.position import Position, new_position
+from board.position import END_DRAWN, END_LOST, END_NONE, Position
+from board.variants import new_position
 from board.variants import CHESS
 from evaluators.base import COMPARE, Evaluator, require, value_to_cp
 from search.base import Limits, SearchResult, range_error
@@ -170,12 +171,12 @@ class _Core(Budget):
         if self.aborted:
             return self.neg_inf
         moves = pos.legal_moves()
-        if not moves:
-            if pos.is_check():
-                return Item(WHITE_MATED if pos.turn == 0 else BLACK_MATED, (), ply)
+        end = pos.search_end(len(moves) > 0, ply > 0)
+        if end == END_DRAWN:
             return Item(POSITION, self.draw_state, 0)
-        if ply > 0 and pos.is_search_draw():
-            return Item(POSITION, self.draw_state, 0)
+        if end != END_NONE:  # the side to move lost (or won): a mate for the comparator's order
+            white_lost = (end == END_LOST) == (pos.turn == 0)
+            return Item(WHITE_MATED if white_lost else BLACK_MATED, (), ply)
         if depth <= 0:
             return Item(POSITION, pos.raw_state(), 0)
         white = pos.turn == 0

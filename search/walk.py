@@ -9,20 +9,22 @@ both boards, the sit, simulated clocks) is :class:`search.two_board_walk.TwoBoar
 Values (the notation of :mod:`search.mcts`): a one-board tree keeps each edge's ``W`` from the point
 of view of the side to move at its node; a two-board tree keeps team 0's (:attr:`search.mcts.MCTS.teams`), and
 :meth:`Walk.value_sign` turns the evaluator's value (for the side the leaf is seen by) into it.
-One-board terminal positions: checkmate ``-mate_value`` (proven lost), stalemate, insufficient
-material, the fifty-move rule and a repetition inside the tree 0 (proven drawn); a repeated
-position below the root ended above it, so it is sent with no earlier occurrence.
+One-board terminal positions are the position's (:meth:`board.position.Position.search_end`, the one
+terminal test every search asks): checkmate ``-mate_value`` (proven lost), stalemate, insufficient
+material, the fifty-move rule and a repetition inside the tree 0 (proven drawn), a variant's own end
+either way; a repeated position below the root ended above it, so it is sent with no earlier
+occurrence.
 """
 from __future__ import annotations
 
 from librt.vecs import vec
 from mypy_extensions import i64
 
-from board.position import Position
+from board.position import END_DRAWN, END_LOST, END_NONE, Position
 from evaluators.base import Leaf
 from search import mcgs
 from search.checks import checking_moves_vec, mates_in_one_vec
-from search.mcts_tree import DRAW, EXPANDED, LOSS, _Tree
+from search.mcts_tree import DRAW, EXPANDED, LOSS, WIN, _Tree
 from search.transpositions import position_key
 
 
@@ -150,17 +152,14 @@ class BoardWalk(Walk):
         return tree.mcgs and mcgs.link(tree, pos, child)
 
     def outcome(self, tree: _Tree, node: int, moves: vec[i64], is_root: bool, mate_value: float) -> tuple[bool, float]:
-        pos = self.pos
-        if not moves:
-            if pos.is_check():
-                tree.nd_proven[node] = LOSS
-                return True, -mate_value
+        end = self.pos.search_end(len(moves) > 0, not is_root)
+        if end == END_NONE:
+            return False, 0.0
+        if end == END_DRAWN:
             tree.nd_proven[node] = DRAW
             return True, 0.0
-        if not is_root and pos.is_search_draw():
-            tree.nd_proven[node] = DRAW
-            return True, 0.0
-        return False, 0.0
+        tree.nd_proven[node] = LOSS if end == END_LOST else WIN
+        return True, -mate_value if end == END_LOST else mate_value
 
     def checks(self, moves: vec[i64]) -> vec[i64]:
         return checking_moves_vec(self.pos, moves)

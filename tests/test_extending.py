@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main as cli
-from board.position import new_position
+from board.variants import new_position
 from board.variants import CHESS
 from engines import factory
 from search import mcts_config, mcts_stop
@@ -123,3 +123,48 @@ def test_a_q_transform_is_one_function_and_one_line(tmp_path: Path, monkeypatch:
     assert cli.main(["match", "material-mcts:q_transform=nope", "material-mcts", "--nodes", "8", "--games", "2",
                      "--db", str(tmp_path / "x.sqlite"), "--quiet"]) == 2
 
+
+
+def test_a_variant_is_a_position_class_a_record_and_openings() -> None:
+    """King of the hill from a test file (tests/toy_variant.py and tests/data/koth.epd), compiled build
+    or not: found by name, its openings load, its end agrees with python-chess's KingOfTheHillBoard in
+    random games, and MCTS and alpha-beta find the hill through Position.search_end, where the same
+    kings in chess are a draw."""
+    import random
+
+    import chess.variant
+
+    from board.variants import variant_of
+    from evaluators.classical import ClassicalEvaluator
+    from experiments.harness.openings import default_suite, load_suite
+    from search.alphabeta import MATE_BOUND, AlphaBeta
+    from search.mcts import MCTS, MCTSConfig
+    from tests.toy_variant import KING_OF_THE_HILL, KingOfTheHill
+
+    assert variant_of("koth") is KING_OF_THE_HILL and isinstance(new_position("kingofthehill"), KingOfTheHill)
+    suite = load_suite(default_suite("koth"), "kingofthehill")
+    assert len(suite) == 4 and all(isinstance(o.position("kingofthehill"), KingOfTheHill) for o in suite)
+    rng = random.Random(5)
+    ends = set()
+    for _ in range(30):
+        pos, ref = new_position("kingofthehill"), chess.variant.KingOfTheHillBoard()
+        for _ in range(300):
+            ours, theirs = pos.outcome(claim_draw=False), ref.outcome(claim_draw=False)
+            assert (ours is None) == (theirs is None), ref.fen()
+            if ours is not None and theirs is not None:
+                assert ours == (theirs.result(), theirs.termination.name.lower()), ref.fen()
+                ends.add(ours[1])
+                break
+            m = rng.choice(pos.legal_moves())
+            ref.push(chess.Move.from_uci(pos.uci(m)))
+            pos.push(m)
+    assert "variant_loss" in ends  # random kings do walk up the hill
+    ev = ClassicalEvaluator()
+    ev.variants = ev.variants | {KING_OF_THE_HILL.name}  # an evaluator lists the variants it plays
+    one_step = KingOfTheHill("8/8/8/8/8/4K3/8/k7 w - - 0 1")
+    r = MCTS(ev, MCTSConfig.of(), random.Random(1)).run(one_step, Limits(nodes=200))
+    assert one_step.uci(r.best_move) in ("e3e4", "e3d4") and r.value > 0.9
+    two_steps = "8/8/8/8/8/8/4K3/k7 w - - 0 1"  # chess: insufficient material; here White walks up
+    won = AlphaBeta(ev).run(KingOfTheHill(two_steps), Limits(depth=4))
+    assert won.cp is not None and won.cp > MATE_BOUND
+    assert AlphaBeta(ClassicalEvaluator()).run(new_position("chess", two_steps), Limits(depth=4)).cp == 0

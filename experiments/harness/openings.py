@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-import board
 from board import Position, new_position
 from board.bughouse import BughouseGame
 from board.variants import CRAZYHOUSE, variant_of
@@ -64,7 +63,11 @@ class Opening:
 
 
 def default_suite(variant: str) -> Path:
-    return SUITE_DIR / f"{variant}.epd"
+    """The opening suite the variant's record names (:attr:`board.variants.Variant.openings`): a
+    shipped suite by name, else the record's path."""
+    name = variant_of(variant).openings
+    shipped = SUITE_DIR / f"{name}.epd"
+    return shipped if shipped.is_file() else Path(name)
 
 
 def resolve_suite(path: str | Path) -> Path:
@@ -127,8 +130,12 @@ def parse_epd_line(line: str, variant: str, where: str = "") -> Opening:
 
 def load_suite(path: str | Path, variant: str) -> list[Opening]:
     """All openings of an EPD file (blank lines and ``#`` comments skipped)."""
-    if variant not in board.VARIANTS:
-        raise OpeningError(f"unknown variant {variant!r}; known: {', '.join(board.VARIANTS)}")
+    try:
+        one_board = variant_of(variant).position is not None
+    except ValueError as e:
+        raise OpeningError(str(e)) from None
+    if not one_board:
+        raise OpeningError(f"an opening suite holds one-board positions, not {variant}'s")
 
     p = resolve_suite(path)
     try:
