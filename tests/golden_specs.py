@@ -5,7 +5,10 @@ option names, resolving to the same search; ``tests/test_golden_specs.py`` check
 
 The specs: every built-in engine of ours, every engine spec of the shipped experiment configs
 (``experiments/configs/*.toml``: their teams, rows, players and arms) that names one of our searches,
-and spellings of the MCTS options by their flat names.  Written by ``python -m tests.golden_specs
+and spellings of the MCTS options by their flat names.  Each spec pins only the settings of its
+search config that differ from that config class's defaults, and the file pins each class's
+defaults once (``defaults``): a new part whose settings default to off adds settings the pinned
+defaults do not name, and changes no pinned row.  Written by ``python -m tests.golden_specs
 --write``; regenerated only by a deliberate change of behaviour, named in the commit.
 """
 from __future__ import annotations
@@ -47,10 +50,20 @@ def _config_specs() -> list[str]:
     return sorted(out)
 
 
+def _flat(config: Any) -> dict[str, Any]:
+    from search.base import flat_view
+
+    return json.loads(json.dumps(flat_view(config), default=str))
+
+
+def defaults(classes: set[type]) -> dict[str, dict[str, Any]]:
+    """Each config class's settings at its defaults, by flat name."""
+    return {cls.__name__: _flat(cls()) for cls in sorted(classes, key=lambda c: c.__name__)}
+
+
 def _resolved(text: str) -> dict[str, Any] | None:
     from engines import registry
     from engines.base import EngineError
-    from search.base import flat_view
 
     try:
         spec = registry.resolve(text)
@@ -58,8 +71,9 @@ def _resolved(text: str) -> dict[str, Any] | None:
         return None
     if spec.config is None or not dataclasses.is_dataclass(spec.config):
         return None  # an external program: nothing of ours to pin
+    base = _flat(type(spec.config)())
     return {"evaluator": spec.evaluator, "search": spec.search, "config_class": type(spec.config).__name__,
-            "config": json.loads(json.dumps(flat_view(spec.config), default=str)),
+            "config": {k: v for k, v in _flat(spec.config).items() if k not in base or base[k] != v},
             "settings": json.loads(json.dumps(spec.settings, default=str))}
 
 
@@ -70,12 +84,17 @@ def specs() -> list[str]:
 
 
 def results() -> dict[str, Any]:
-    out = {}
+    """``{"defaults": each config class's defaults, "specs": each spec's search and the settings of
+    its config that differ from its class's defaults}``."""
+    from engines import registry
+
+    out, classes = {}, set()
     for text in specs():
         r = _resolved(text)
         if r is not None:
             out[text] = r
-    return out
+            classes.add(type(registry.resolve(text).config))
+    return {"defaults": defaults(classes), "specs": out}
 
 
 if __name__ == "__main__":

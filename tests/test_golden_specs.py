@@ -8,12 +8,18 @@ from tests.golden_specs import FLAT, GOLDEN, results
 
 
 def test_every_stored_spec_resolves_to_the_pinned_search() -> None:
+    """Each config class's pinned defaults still hold (a setting added since is not pinned: at its
+    default it changes no search), and each stored spec resolves to its pinned differences from
+    them."""
     want = json.loads(GOLDEN.read_text())
     have = results()
-    assert len(want) >= 40 and all(f in want for f in FLAT)
-    missing = sorted(set(want) - set(have))
+    assert len(want["specs"]) >= 40 and all(f in want["specs"] for f in FLAT)
+    for cls, pinned in want["defaults"].items():
+        moved = sorted(k for k in pinned if have["defaults"].get(cls, {}).get(k, "(gone)") != pinned[k])
+        assert not moved, f"{cls}: defaults moved or gone: {moved[:5]}"
+    missing = sorted(set(want["specs"]) - set(have["specs"]))
     assert not missing, f"no longer resolves: {missing[:5]}"
-    changed = [k for k in want if have[k] != want[k]]
+    changed = [k for k in want["specs"] if have["specs"][k] != want["specs"][k]]
     assert not changed, f"resolves to another search: {changed[:5]}"
 
 
