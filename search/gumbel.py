@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Final
+from typing import ClassVar, Final
 
 from librt.vecs import append, vec
 from mypy_extensions import i64
@@ -59,6 +59,17 @@ def budget_considered(m: int, n: int) -> int:
         if 2 * c * math.ceil(math.log2(c)) <= n:
             best = c
     return best
+
+
+def sequential_halving_phases(n: int, m: int) -> int:
+    """How many phases Sequential Halving gets with ``n`` simulations and ``m`` considered actions
+    (mctx's budget split: each phase gives every remaining action ``max(1, n // (k·⌈log2 m⌉))``
+    visits): 1 when ``n < m·⌈log2 m⌉``: with more than two actions that is a collapse (every action
+    gets the same visits, none is halved away)."""
+    if m <= 1:
+        return 1
+    rounds = math.ceil(math.log2(m))
+    return rounds if n >= m * rounds else 1
 
 
 def considered_visits(m: int, n: int) -> list[int]:
@@ -320,6 +331,22 @@ class SequentialHalving(RootRule):
     """Gumbel-Top-k and Sequential Halving at the root, and the final move (module docstring).  Its
     actions are the root's edges ``lo .. lo + k - 1`` (all of them here; one board's with two boards:
     :class:`search.two_board_gumbel.SeatGumbel`), valued ``sign · v`` by the side that moves them."""
+
+    SELFPLAY: ClassVar[dict[str, str | None]] = {"gumbel_scale": "1.0"}
+    QUIET: ClassVar[dict[str, str]] = {"gumbel_scale": "0", "prior_noise": "0"}
+
+    @staticmethod
+    def describe(cfg: MCTSConfig) -> str:
+        gp = cfg.gumbel_params
+        return f"Gumbel: considered actions {gp.considered_actions}, c_scale {gp.c_scale:g}"
+
+    @staticmethod
+    def one_phase(cfg: MCTSConfig, moves: int, budget: int) -> bool:
+        gp = cfg.gumbel_params
+        m = min(gp.considered_actions, moves)
+        if gp.adaptive_considered:
+            m = min(m, budget_considered(gp.considered_actions, budget))
+        return math.ceil(math.log2(m)) > 1 and sequential_halving_phases(budget, m) == 1
 
     def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
         super().__init__(cfg, tree_rule)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import ClassVar
 
 from mypy_extensions import i64, mypyc_attr
 
@@ -86,13 +87,33 @@ class RootRule:
     simulation starts with (:meth:`select`, by default the tree rule's) and which move is played
     among the root's open edges (:meth:`choose`, called by :meth:`search.mcts.MCTS.choose_move`
     after the solver's verdicts).  :meth:`begin` sees the root once it is expanded (fresh or reused)
-    with the search's node budget and injected random state."""
+    with the search's node budget and injected random state.
+
+    Self-play asks the rule, not its name: ``SELFPLAY``, the options that make it explore where a
+    spec sets none (a value None: the variant's own, its Dirichlet alpha), and ``QUIET``, the options
+    that turn that off (a reference search), and ``ROUNDS``, what the loop's rounds add besides; a
+    rule without them plays self-play as it searches."""
+
+    SELFPLAY: ClassVar[dict[str, str | None]] = {}
+    QUIET: ClassVar[dict[str, str]] = {}
+    ROUNDS: ClassVar[dict[str, str]] = {}
 
     def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
         self.cfg = cfg
         self.tree_rule = tree_rule
         #: this move is a playout-cap fast search (``Limits.fast``, set by the driver every move)
         self.fast = False
+
+    @staticmethod
+    def describe(cfg: MCTSConfig) -> str:
+        """The rule's own settings in a few words, for a report's notes ("" where nothing to say)."""
+        return ""
+
+    @staticmethod
+    def one_phase(cfg: MCTSConfig, moves: int, budget: int) -> bool:
+        """Does a search of ``budget`` among ``moves`` legal moves decide in one step (a value-greedy
+        pick: Sequential Halving with one phase)?"""
+        return False
 
     def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
         pass
@@ -140,6 +161,17 @@ class VisitsRoot(RootRule):
       so reduced to one visit or none (:meth:`pruned_visits`);
     - ``temperature_visits``: the temperature draws from the target's visit shares, not from
       ``final_policy``'s Q mix (the greedy move keeps ``final_policy``)."""
+
+    SELFPLAY: ClassVar[dict[str, str | None]] = {
+        "dirichlet_epsilon": "0.25", "dirichlet_alpha": None, "temperature": "1.0", "temperature_moves": "15",
+        "forced_playouts": "2", "policy_target_pruning": "true", "temperature_visits": "true"}
+    QUIET: ClassVar[dict[str, str]] = {
+        "dirichlet_epsilon": "0", "temperature": "0", "forced_playouts": "0", "policy_target_pruning": "false",
+        "temperature_visits": "false", "prior_noise": "0"}
+    # no check enhancement in the loop's targets: they would learn the check bias that play adds back
+    # (searchbench targets at 16 nodes: with it 33.7% top-1 and 0.39 of the mass on checks, without
+    # it 36.0% and 0.20, the prior 34.7% and 0.18)
+    ROUNDS: ClassVar[dict[str, str]] = {"check_enhancement": "false"}
 
     def select(self, tree: _Tree, root: int) -> int:
         k = self.cfg.exploration.forced_playouts
@@ -248,6 +280,13 @@ def make_rule(cfg: MCTSConfig) -> TreeRule:
     """The tree rule ``cfg.score_formula`` names (:data:`search.mcts_config.TREE_RULES`)."""
     rule: TreeRule = load(TREE_RULES[cfg.score_formula])(cfg)
     return rule
+
+
+def root_rule_class(cfg: MCTSConfig) -> type[RootRule]:
+    """The class of the root rule ``cfg.root_rule`` names: its facts (self-play's options, its notes)
+    asked without a search."""
+    cls: type[RootRule] = load(ROOT_RULES[cfg.root_rule])
+    return cls
 
 
 def make_root_rule(cfg: MCTSConfig, tree_rule: TreeRule) -> RootRule:

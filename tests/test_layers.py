@@ -153,3 +153,27 @@ def test_function_local_imports_only_defer_a_heavy_dependency() -> None:
                             silent.append(where)
     assert not silent, silent
     assert len(local) <= 60, len(local)
+
+
+def test_no_rule_name_is_compared_outside_search() -> None:
+    """Far layers ask a search part for its facts (``search.mcts_rules.root_rule_class(cfg).SELFPLAY``,
+    ``.describe``), they do not compare or look up its name: no ``cfg.root_rule`` (``score_formula``,
+    ``q_transform``) in a comparison or as a table key outside search/."""
+    names = {"root_rule", "score_formula", "q_transform"}
+
+    def rule_name(node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr in names
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in names)
+
+    found = []
+    for top in ORDER:
+        if top == "search":
+            continue
+        for p in _sources(top):
+            for node in ast.walk(ast.parse(p.read_text())):
+                if isinstance(node, ast.Compare) and any(rule_name(x) for x in (node.left, *node.comparators)) \
+                        or isinstance(node, ast.Subscript) and rule_name(node.slice):
+                    found.append(f"{p.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

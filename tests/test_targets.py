@@ -30,11 +30,13 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 
 def test_sequential_halving_phases() -> None:
-    assert targets.sequential_halving_phases(16, 16) == 1  # the shipped Gumbel at 16 simulations: no halving
-    assert targets.sequential_halving_phases(16, 4) == 2
-    assert targets.sequential_halving_phases(64, 16) == 4
-    assert targets.sequential_halving_phases(63, 16) == 1
-    assert targets.sequential_halving_phases(5, 1) == 1
+    from search.gumbel import sequential_halving_phases
+
+    assert sequential_halving_phases(16, 16) == 1  # the shipped Gumbel at 16 simulations: no halving
+    assert sequential_halving_phases(16, 4) == 2
+    assert sequential_halving_phases(64, 16) == 4
+    assert sequential_halving_phases(63, 16) == 1
+    assert sequential_halving_phases(5, 1) == 1
 
 
 def test_the_prior_row_is_the_networks_policy_and_each_target_a_distribution(data: tuple[str, str]) -> None:

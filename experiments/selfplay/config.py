@@ -21,6 +21,7 @@ from experiments.harness.store import file_id
 from experiments.harness.tomlconfig import ConfigError, Section
 from experiments.paths import InputError, read_json, write_atomic
 from search.mcts_config import MCTSConfig
+from search.mcts_rules import root_rule_class
 
 STATE = "state.json"
 
@@ -211,14 +212,12 @@ def with_weights(engine: EngineSpec, weights: str) -> EngineSpec:
 
 
 def selfplay_search(cfg: "LoopConfig", engine: EngineSpec) -> EngineSpec:
-    """The arm's self-play engine: in rounds, a PUCT search without check enhancement unless the spec
-    sets it (the target then does not learn the check bias that play adds back: ``searchbench targets``
-    found the PUCT target at 16 nodes with it 33.7% top-1 with 0.39 of its mass on checks, without it
-    36.0% and 0.20, the prior 34.7% and 0.18)."""
-    if cfg.mode != "rounds" or not isinstance(engine.config, MCTSConfig) or engine.config.root_rule != "puct" \
-            or "check_enhancement" in engine.options:
+    """The arm's self-play engine: in rounds, with what its root rule adds for the loop's rounds
+    (``ROUNDS``; PUCT's: check enhancement off) where the spec sets none of it."""
+    if cfg.mode != "rounds" or not isinstance(engine.config, MCTSConfig):
         return engine
-    return registry.extend(engine, {"check_enhancement": "false"})
+    add = {k: v for k, v in root_rule_class(engine.config).ROUNDS.items() if k not in engine.options}
+    return registry.extend(engine, add) if add else engine
 
 
 _ADDED = {("selfplay", "full_fraction"): 1.0, ("selfplay", "fast_nodes"): 0, ("selfplay", "evals"): 0,

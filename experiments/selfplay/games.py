@@ -63,6 +63,7 @@ from experiments.harness.tasks import BACKENDS, SEED_RANGE, Adjudication, GameTa
 from experiments.paths import DirLock, InputError, append_line, check_dir, read_json, require_regular, write_atomic
 from experiments.training import datagen
 from search.mcts_config import MCTSConfig
+from search.mcts_rules import root_rule_class
 
 JOURNAL = "pending.jsonl"
 RESULT_CODES = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
@@ -72,12 +73,7 @@ class SelfPlayError(ValueError):
     """Bad self-play input (not an MCTS-family engine, bad numbers, a damaged journal): one line."""
 
 
-#: the papers' exploration, by root rule (``search.mcts_config.ROOT_RULES``); ``None``: by variant
-EXPLORATION: dict[str, dict[str, Any]] = {
-    "puct": {"dirichlet_epsilon": "0.25", "dirichlet_alpha": None, "temperature": "1.0", "temperature_moves": "15",
-             "forced_playouts": "2", "policy_target_pruning": "true", "temperature_visits": "true"},
-    "gumbel": {"gumbel_scale": "1.0"},
-}
+#: the Dirichlet alpha a root rule's exploration takes by variant (its ``SELFPLAY`` value None)
 DIRICHLET_ALPHA = {v.name: f"{v.dirichlet_alpha:g}" for v in ONE_BOARD}
 
 
@@ -149,22 +145,14 @@ def selfplay_engine(engine: str | EngineSpec, variant: str, explore: bool = True
         return spec
     named = registry.named_options(spec)  # the options the spec itself sets, not a built-in's
     add = {k: (v if v is not None else DIRICHLET_ALPHA[variant])
-           for k, v in EXPLORATION[spec.config.root_rule].items() if k not in named}
+           for k, v in root_rule_class(spec.config).SELFPLAY.items() if k not in named}
     return registry.extend(spec, add)
-
-
-#: the options that make a search explore (self-play's), and their values in a search that does not
-NO_EXPLORATION: dict[str, dict[str, str]] = {
-    "puct": {"dirichlet_epsilon": "0", "temperature": "0", "forced_playouts": "0", "policy_target_pruning": "false",
-             "temperature_visits": "false", "prior_noise": "0"},
-    "gumbel": {"gumbel_scale": "0", "prior_noise": "0"},
-}
 
 
 def without_exploration(engine: EngineSpec) -> EngineSpec:
     """``engine`` with every exploration option off, whatever the spec set (a reference search: the
     same network and search without noise, temperature or forced playouts)."""
-    return registry.extend(engine, NO_EXPLORATION[getattr(engine.config, "root_rule", "puct")])
+    return registry.extend(engine, root_rule_class(engine.config).QUIET if isinstance(engine.config, MCTSConfig) else {})
 
 
 def game_uid(seed: int, index: int) -> int:
@@ -414,5 +402,5 @@ def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[
     return stats
 
 
-__all__ = ["EXPLORATION", "NO_EXPLORATION", "without_exploration", "Journal", "SelfPlayConfig", "SelfPlayError", "game_uid", "play", "selfplay_engine",
+__all__ = ["without_exploration", "Journal", "SelfPlayConfig", "SelfPlayError", "game_uid", "play", "selfplay_engine",
            "to_record"]

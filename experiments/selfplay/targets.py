@@ -40,7 +40,7 @@ from experiments.training import datagen
 from experiments.training.agreement import Agreement, sample_validation
 from experiments.training.datagen import DataError
 from search.base import Limits
-from search.gumbel import budget_considered
+from search.mcts_rules import root_rule_class
 
 
 @dataclass
@@ -71,17 +71,6 @@ class TargetRow:
                 "kl_prior": round(self.kl_prior / max(1, self.positions), 4),
                 "check_mass": round(self.check_mass / max(1, self.positions), 4),
                 "evals": round(self.evals / max(1, self.positions), 2), "collapsed": self.collapsed, "notes": self.notes}
-
-
-def sequential_halving_phases(n: int, m: int) -> int:
-    """How many phases Sequential Halving gets with ``n`` simulations and ``m`` considered actions
-    (mctx's budget split: each phase gives every remaining action ``max(1, n // (k·⌈log2 m⌉))``
-    visits): 1 when ``n < m·⌈log2 m⌉``: with more than two actions that is a collapse (every action
-    gets the same visits, none is halved away)."""
-    if m <= 1:
-        return 1
-    rounds = math.ceil(math.log2(m))
-    return rounds if n >= m * rounds else 1
 
 
 def _engines(specs: Sequence[EngineSpec], variant: str, pool: Any) -> list[Any]:
@@ -156,9 +145,9 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
     priors = {k: TargetRow(name) for k, (name, _) in networks.items()}
     rows = [TargetRow(spec.name) for spec in specs]
     for row, eng in zip(rows, made):
-        cfg = eng.spec.config
-        if getattr(cfg, "root_rule", "") == "gumbel":
-            row.notes.append(f"Gumbel: considered actions {cfg.gumbel_params.considered_actions}, c_scale {cfg.gumbel_params.c_scale:g}")
+        note = root_rule_class(eng.spec.config).describe(eng.spec.config)
+        if note:
+            row.notes.append(note)
     try:
         for n, i, pos, legal, played in _positions(ds, idx, progress):
             checks = np.zeros(len(legal), dtype=bool)
@@ -178,13 +167,7 @@ def measure(engines: Sequence[str | EngineSpec], data: list[str], positions: int
                 probs = np.array([target.get(m, 0.0) for m in legal], dtype=np.float64)
                 _add(row, probs, legal, played, prior_of[id(eng.evaluator)], checks)
                 row.evals += r.info.evals if r.info else 0
-                cfg = eng.spec.config
-                if getattr(cfg, "root_rule", "") == "gumbel":
-                    gp = cfg.gumbel_params
-                    m = min(gp.considered_actions, len(legal))
-                    if gp.adaptive_considered:
-                        m = min(m, budget_considered(gp.considered_actions, evals or nodes))
-                    row.collapsed += math.ceil(math.log2(m)) > 1 and sequential_halving_phases(evals or nodes, m) == 1
+                row.collapsed += root_rule_class(eng.spec.config).one_phase(eng.spec.config, len(legal), evals or nodes)
     finally:
         pool.close()
     for row in rows:
@@ -418,4 +401,4 @@ def format_reference(rows: list[dict[str, Any]], markdown: bool = False) -> str:
 
 
 __all__ = ["ReferenceRow", "SMOOTHING", "TargetRow", "format_reference", "format_table", "gate0", "measure",
-           "measure_reference", "sequential_halving_phases"]
+           "measure_reference"]
