@@ -269,7 +269,7 @@ def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  
     path = _rounds_config(tmp_path, arms=arms)
     text = open(path).read().replace("bootstrap = 10", "bootstrap = 10\nsearches = [\n"
                                      '  { name = "policy", engine = "rise-mcts:batch_size=1,tree_reuse=false", nodes = 1 },\n'
-                                     '  { name = "puct8", engine = "rise-mcts:batch_size=2", nodes = 8, rounds = [2], anchors = false, games = 4 },\n]')
+                                     '  { name = "puct8", engine = "rise-mcts:batch_size=2", nodes = 8, rounds = [2], anchors = false, games = 4, head_swaps = [2] },\n]')
     open(path, "w").write(text)
     cfg = rl.parse(path)
     assert [s["name"] for s in cfg.rate["searches"]] == ["policy", "puct8"]
@@ -279,7 +279,8 @@ def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  
     policy = {r["player"] for r in rows if r["search"] == "policy"}
     assert policy == {"puct-g0@policy", "puct-g1@policy", "puct-g2@policy", "control-g1@policy", "control-g2@policy",
                       "material"}
-    assert {r["player"] for r in rows if r["search"] == "puct8"} == {"puct-g0@puct8", "puct-g2@puct8", "control-g2@puct8"}
+    assert {r["player"] for r in rows if r["search"] == "puct8"} == {"puct-g0@puct8", "puct-g2@puct8", "control-g2@puct8",
+                                                                     "puct-g2+vcontrol@puct8", "control-g2+vpuct@puct8"}
     with Store(str(tmp_path / "out" / "rate.sqlite")) as st:
         games = st.games()
     pairs: dict[frozenset[str], int] = {}
@@ -290,11 +291,18 @@ def test_every_round_is_rated_under_the_same_fixed_searches(tmp_path) -> None:  
     assert pairs[frozenset(("puct-g0@policy", "material"))] == 8
     assert not any("material" in p and any("puct8" in x for x in p) for p in pairs)  # anchors = false
     assert pairs[frozenset(("puct-g2@puct8", "control-g2@puct8"))] == 4  # its own games a comparison
+    # head swaps: each network with the other arm's value head against itself whole
+    assert pairs[frozenset(("puct-g2+vcontrol@puct8", "puct-g2@puct8"))] == 4
+    assert pairs[frozenset(("control-g2+vpuct@puct8", "control-g2@puct8"))] == 4
+    swapped = next(g for g in games if "puct-g2+vcontrol@puct8" in (g.white, g.black))
+    settings = swapped.white_settings if swapped.white == "puct-g2+vcontrol@puct8" else swapped.black_settings
+    assert "value_weights=" in json.dumps(settings) and "control" in json.dumps(settings)
     # the raw policy player spends one evaluator call a move (the root's expansion)
     policy_moves = [m for g in games if "@policy" in g.white and "@policy" in g.black for m in g.move_stats]
     assert policy_moves and all(m.evals <= 1 for m in policy_moves)
     text = (tmp_path / "report" / "README.md").read_text()
     assert "under `policy`" in text and "Self-play against the control" in text and "| puct-g2@puct8 | control-g2@puct8 |" in text
+    assert "### Head swaps under `puct8`" in text and "| puct-g2+vcontrol@puct8 | puct-g2@puct8 |" in text
     assert (tmp_path / "report" / "elo_vs_generation_policy.png").exists()
 
 

@@ -19,7 +19,7 @@ Keys (defaults in brackets)::
             against generation 0's prior before any self-play, searchbench targets; 0: not measured),
             report_dir ["reports/NAME"], notes [""] (Markdown printed in the report),
             searches [[]] (tables: name, engine (a spec without weights), nodes, rounds [all], anchors [true],
-            games [rate.games] (a comparison))
+            games [rate.games] (a comparison), head_swaps [[]] (rounds))
 
 **Fixed searches** (``[rate] searches``: ratings that can see what training did): every
 round's network of every arm is rated under the *same* searches, whatever search its arm played
@@ -29,7 +29,10 @@ games against the anchors (unless ``anchors = false``), every rated round of eve
 against round 0, and every self-play arm's round ``rate.games`` against the control arm's same round;
 ``rounds`` (default: all) picks the rounds a costly search rates.  Players are ``ARM-gN@SEARCH``.
 Each search is fitted on its own games, round 0 at 0 Elo; the report gives each round's gain over
-round 0 and each self-play round's difference to the control, with intervals.
+round 0 and each self-play round's difference to the control, with intervals.  ``head_swaps``
+(rounds) also rates, at each such round, every self-play arm's network with the control's value
+head (``value_weights``: :mod:`evaluators.composite`) against that network, and the control's with
+the self-play arm's value against the control's: does the value explain the difference?
 
 The report (``report_dir``): ``index.html`` (:mod:`reports.html`: the figures interactive, the games
 on a board), ``ratings.csv`` (player, arm, generation, gate decision, self-play games
@@ -92,11 +95,15 @@ def parse_rate(r: Section, cfg: LoopConfig) -> dict[str, Any]:
     for t in r.tables("searches") or []:
         sch = {"name": t.get("name", str), "engine": t.get("engine", str), "nodes": t.get("nodes", int, None, budget),
                "rounds": _list_ints(t, "rounds"), "anchors": t.get("anchors", bool, True),
+               "head_swaps": _list_ints(t, "head_swaps"),
                "games": t.get("games", int, 0, lambda v: None if v >= 0 and v % 4 == 0 else "must be a multiple of 4")}
         if not sch["name"].replace("-", "").replace("_", "").isalnum() or sch["name"] in [x["name"] for x in fixed]:
             raise t.error("name", f"{sch['name']!r}: each search needs a name of its own, of letters, digits, - and _")
-        if any(g < 1 or g > cfg.generations for g in sch["rounds"]):
-            raise t.error("rounds", f"rounds are 1 to {cfg.generations} (round 0 is always rated)")
+        for k in ("rounds", "head_swaps"):
+            if any(g < 1 or g > cfg.generations for g in sch[k]):
+                raise t.error(k, f"rounds are 1 to {cfg.generations} (round 0 is always rated)")
+        if sch["head_swaps"] and not any(a.kind == "control" for a in cfg.arms):
+            raise t.error("head_swaps", "a head swap takes the control arm's value head: the loop has no control arm")
         try:
             spec = registry.resolve(sch["engine"])
         except EngineError as e:
@@ -138,8 +145,9 @@ def _list_ints(t: Section, k: str) -> list[int]:
     return sorted(set(v))
 
 
-def _player_name(arm: str, gen: int, search: str = "") -> str:
-    return f"{arm}-g{gen}" + (f"@{search}" if search else "")
+def _player_name(arm: str, gen: int, search: str = "", value_of: str = "") -> str:
+    """``ARM-gN[@SEARCH]``; ``ARM-gN+vOTHER@SEARCH`` for ARM's network with OTHER's value head (a head swap)."""
+    return f"{arm}-g{gen}" + (f"+v{value_of}" if value_of else "") + (f"@{search}" if search else "")
 
 
 def searches(cfg: LoopConfig) -> list[dict[str, Any]]:
@@ -177,9 +185,13 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
         name = sch["name"]
         own = registry.as_given(sch["engine"]) if sch["engine"] else None  # resolved once a search
 
-        def make(arm: Any, gen: int) -> match_mod.Player:
+        def make(arm: Any, gen: int, value_of: Any = None) -> match_mod.Player:
             spec = with_weights(own or arm.gate_spec, weights_of(cfg, arm.name, gen))
-            return match_mod.Player(player(cfg, arm.name, gen, name), spec.name, nodes=sch["nodes"], resolved=spec)
+            if value_of is None:
+                return match_mod.Player(player(cfg, arm.name, gen, name), spec.name, nodes=sch["nodes"], resolved=spec)
+            spec = registry.extend(spec, {"value_weights": weights_of(cfg, value_of.name, gen)})
+            return match_mod.Player(_player_name(arm.name, gen, name, value_of.name), spec.name, nodes=sch["nodes"],
+                                    resolved=spec)
 
         if not name:  # the older design: each arm's generations against its generation 0 and the anchors
             for arm in cfg.arms:
@@ -215,6 +227,12 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
                 for c in controls:
                     if done(arm.name, gen) and done(c.name, gen):
                         pairing(name, make(arm, gen), make(c, gen), n)
+        for gen in sorted({min(g, last) for g in sch["head_swaps"]} - {0}):
+            for arm in [a for a in cfg.arms if a.kind != "control"]:
+                for c in controls:
+                    if done(arm.name, gen) and done(c.name, gen):
+                        pairing(name, make(arm, gen, c), make(arm, gen), n)
+                        pairing(name, make(c, gen, arm), make(c, gen), n)
     db = os.path.join(cfg.out, "rate.sqlite")
     with Store(db, lock=True) as store:
         match_mod.play(tasks, store, concurrency=rt["concurrency"], workers=rt["workers"],
@@ -270,7 +288,17 @@ def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any]
                              "selfplay_games": sp_games, "cpu_hours": round(hours, 3), "elo": round(r.elo, 1),
                              "lo": round(r.lo, 1), "hi": round(r.hi, 1), "games": r.games, "score": round(r.score, 4),
                              "sweep_bounded": r.sweep_bounded})
-        anchors = [r for r in fit.ratings if not any(r.name == row["player"] for row in mine)]
+        swaps = []  # (network with another's value, the network itself, difference, interval)
+        for r in fit.ratings:
+            if "+v" in r.name:
+                base = r.name.split("+v")[0] + (f"@{name}" if name else "")
+                if base in fit.names:
+                    swaps.append((r.name, base, *fit.difference(r.name, base)))
+        anchors = [r for r in fit.ratings if "+v" not in r.name and not any(r.name == row["player"] for row in mine)]
+        anchor_rows += [{"player": ns, **({"search": name} if name else {}), "arm": "head swap", "generation": "",
+                         "gate": "", "selfplay_games": "", "cpu_hours": "", "elo": round(by_name[ns].elo, 1),
+                         "lo": round(by_name[ns].lo, 1), "hi": round(by_name[ns].hi, 1), "games": by_name[ns].games,
+                         "score": round(by_name[ns].score, 4)} for ns, *_ in swaps]
         anchor_rows += [{"player": a.name, **({"search": name} if name else {}), "arm": "anchor", "generation": "",
                          "gate": "", "selfplay_games": "", "cpu_hours": "", "elo": round(a.elo, 1), "lo": round(a.lo, 1),
                          "hi": round(a.hi, 1), "games": a.games, "score": round(a.score, 4)} for a in anchors]
@@ -299,7 +327,7 @@ def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any]
                 if na in fit.names and nb in fit.names:
                     diffs.append((gen, *fit.difference(na, nb), *_gain_difference(fit, a, b, gen)))
         sections.append({"search": sch, "rows": mine, "anchors": anchors, "figures": figures, "gains": gains,
-                         "diffs": diffs, "controls": controls})
+                         "diffs": diffs, "controls": controls, "swaps": swaps})
     _write_csv(out / "ratings.csv", rows + anchor_rows)
     gates = [{"arm": arm.name, "generation": g, **{k: v for k, v in states[arm.name].gen(g).get("gate", {}).items()}}
              for arm in cfg.arms for g in range(1, cfg.generations + 1)
@@ -573,6 +601,16 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
             for na, nc, d, lo, hi in sec["controls"]:
                 verdict = "self-play stronger" if lo > 0 else "control stronger" if hi < 0 else "no difference shown"
                 lines.append(f"| {na} | {nc} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
+            lines.append("")
+        if sec.get("swaps"):
+            lines += [f"### Head swaps{head}", "",
+                      "Each network with another arm's value head (`value_weights`: the policy and the search its "
+                      "own) against the same network whole: what the value head is worth to the searched player.", "",
+                      "| network with the other's value | against | Elo difference | 95% interval | verdict |",
+                      "|---|---|---:|---|---|"]
+            for ns, nb, d, lo, hi in sec["swaps"]:
+                verdict = "the other's value stronger" if lo > 0 else "own value stronger" if hi < 0 else "no difference shown"
+                lines.append(f"| {ns} | {nb} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
             lines.append("")
         if sec["diffs"]:
             a, b = cfg.arms[1].name, cfg.arms[0].name
