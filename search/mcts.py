@@ -361,7 +361,7 @@ class MCTS(Search):
         cfg = self.config
         moves = walk.moves()
         is_root = node == self.root
-        over, value = walk.outcome(tree, node, moves, is_root, cfg.sixtyfour_params.mate_value)
+        over, value = walk.outcome(tree, node, moves, is_root, cfg.tree.mate_value)
         if over:
             tree.nd_state[node] = TERMINAL
             tree.nd_value[node] = value
@@ -412,7 +412,7 @@ class MCTS(Search):
             for j in range(len(mates)):
                 child = tree.child_of(e0c + mates[j])
                 tree.nd_state[child] = TERMINAL
-                tree.nd_value[child] = -cfg.sixtyfour_params.mate_value
+                tree.nd_value[child] = -cfg.tree.mate_value
                 tree.nd_proven[child] = LOSS
             tree.update_proven(node)
         if node == self.root:

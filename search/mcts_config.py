@@ -192,8 +192,12 @@ class Exploration:
     # k = forced_playouts (2 in KataGo; 0: off).  policy_target_pruning takes them out of the target
     forced_playouts: float = 0.0
     policy_target_pruning: bool = False
+    # SixtyFour's prior noise: uniform in +-b, b = prior_noise / (1 + (fullmove - 1) / prior_noise_decay)
+    prior_noise: float = 0.0
+    prior_noise_decay: float = 6.0
 
     def validate(self) -> None:
+        _positive(("prior_noise_decay", self.prior_noise_decay))
         if not 0.0 <= self.dirichlet_epsilon <= 1.0:
             raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
         if self.dirichlet_alpha <= 0:
@@ -229,18 +233,11 @@ class GumbelParams:
 
 @dataclass
 class SixtyFourParams:
-    """SixtyFour's rule (search.sixtyfour): its constant, mates scored 1.5, decaying prior noise,
-    depth-limited playouts (0: unlimited; from the clock by SixtyFour's table)."""
+    """SixtyFour's rule (search.sixtyfour): its constant.  What else SixtyFour does is shared: mates
+    scored 1.5 (``TreeParams.mate_value``), decaying prior noise (``Exploration.prior_noise``),
+    depth-limited playouts (``Stopping.max_playout_depth``)."""
 
     sixtyfour_c: float = 0.5
-    mate_value: float = 1.0
-    prior_noise: float = 0.0
-    prior_noise_decay: float = 6.0
-    max_playout_depth: int = 0  # 0: unlimited
-    playout_depth_from_clock: bool = False
-
-    def validate(self) -> None:
-        _positive(("prior_noise_decay", self.prior_noise_decay))
 
 
 @dataclass
@@ -256,6 +253,7 @@ class TreeParams:
     tree_reuse: bool = True
     mcgs: bool = False
     mcgs_q_eps: float = 0.01
+    mate_value: float = 1.0  # the value of a proven win (SixtyFour scores mates 1.5)
 
     def validate(self) -> None:
         if self.mcgs_q_eps < 0:
@@ -265,11 +263,14 @@ class TreeParams:
 @dataclass
 class Stopping:
     """When a search stops besides its limits (search.mcts_stop): one legal move, the default node
-    budget, a full tree (UCI Hash)."""
+    budget, a full tree (UCI Hash); where a playout stops (SixtyFour's depth-limited playouts: 0
+    unlimited, or from the clock by SixtyFour's table)."""
 
     stop_single_move: bool = True
     default_nodes: int = 800
     max_tree_nodes: int = 2_000_000  # the search stops when its tree holds this many nodes (UCI Hash)
+    max_playout_depth: int = 0  # 0: unlimited
+    playout_depth_from_clock: bool = False
 
 
 @dataclass

@@ -39,8 +39,8 @@ def root_noise(tree: _Tree, root: int, cfg: MCTSConfig, rng: random.Random, full
             eps = cfg.exploration.dirichlet_epsilon
             for i in range(k):
                 tree.ed_prior[e0 + i] = (1.0 - eps) * tree.ed_prior[e0 + i] + eps * noise[i] / total
-    if cfg.sixtyfour_params.prior_noise > 0.0 and k > 0:
-        b = cfg.sixtyfour_params.prior_noise / (1.0 + (fullmove_number - 1) / cfg.sixtyfour_params.prior_noise_decay)
+    if cfg.exploration.prior_noise > 0.0 and k > 0:
+        b = cfg.exploration.prior_noise / (1.0 + (fullmove_number - 1) / cfg.exploration.prior_noise_decay)
         ps = [max(0.0, tree.ed_prior[e0 + i] + rng.uniform(-b, b)) for i in range(k)]
         total = sum(ps)
         if total > 0:

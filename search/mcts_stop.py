@@ -73,8 +73,8 @@ class Stoppers:
             self.node_limit = cfg.stopping.default_nodes
         else:
             self.node_limit = 0
-        self.playout_depth = cfg.sixtyfour_params.max_playout_depth
-        if cfg.sixtyfour_params.playout_depth_from_clock and remaining is not None:
+        self.playout_depth = cfg.stopping.max_playout_depth
+        if cfg.stopping.playout_depth_from_clock and remaining is not None:
             self.playout_depth = playout_depth_for_clock(remaining)
         if limits.depth is not None:
             if limits.depth < 1:

@@ -406,9 +406,9 @@ class _Tree:
     def proven_value(self, node: int) -> float:
         pr = self.nd_proven[node]
         if pr == WIN:
-            return self.cfg.sixtyfour_params.mate_value
+            return self.cfg.tree.mate_value
         if pr == LOSS:
-            return -self.cfg.sixtyfour_params.mate_value
+            return -self.cfg.tree.mate_value
         return 0.0
 
     def add_virtual_loss(self, parent: int, e: int) -> None:

@@ -427,7 +427,7 @@ def test_dirichlet_noise_changes_root_priors() -> None:
 
 def test_sixtyfour_variant() -> None:
     cfg = MCTSConfig.sixtyfour()
-    assert cfg.score_formula == "sixtyfour" and cfg.sixtyfour_params.mate_value == 1.5 and cfg.sixtyfour_params.prior_noise > 0
+    assert cfg.score_formula == "sixtyfour" and cfg.tree.mate_value == 1.5 and cfg.exploration.prior_noise > 0
     assert [playout_depth_for_clock(s) for s in (1000, 500, 200, 90, 30, 5)] == [20, 15, 12, 10, 4, 0]
     m1 = board.new_position("crazyhouse", "6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1")
     _, r = search(m1, 200, cfg)
