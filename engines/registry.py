@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import board
-from board.variants import BUGHOUSE, CHESS
+from board.variants import ALL as ALL_VARIANTS, BUGHOUSE, CHESS
 from evaluators.composite import CompositeEvaluator
-from evaluators.families import FAMILIES
+from evaluators.families import FAMILIES, family_variants
 from engines.base import EngineError, EngineSpec
 from engines.catalog import PROTOCOLS, builtins, external_programs_allowed, find_program, is_external
 from engines.options import (
@@ -461,13 +461,28 @@ def spec_limits(spec: str | EngineSpec) -> dict[str, Any]:
     return {k: st.get(k) for k in ("nodes", "evals", "playouts", "depth", "movetime")}
 
 
+def evaluator_variants(evaluator: str, weights: str | None = None) -> tuple[str, ...]:
+    """The variants an evaluator plays, asked of the evaluator: a network family's
+    (:func:`evaluators.families.family_variants`: those of the weights it runs), any other's its
+    class's ``variants``."""
+    name = ALIASES.get(evaluator, evaluator)
+    family = next((f for f in FAMILIES.values() if f.evaluator_name == name), None)
+    if family is not None:
+        return family_variants(family, weights)
+    entry = EVALUATORS.get(name)
+    if entry is None:
+        return board.VARIANTS
+    cls = getattr(importlib.import_module(entry.module), entry.cls)
+    return tuple(v.name for v in ALL_VARIANTS if v.name in cls.variants)
+
+
 def variants_of(spec: EngineSpec) -> tuple[str, ...]:
-    """The variants an engine plays: a built-in's list, else its search's."""
+    """The variants an engine plays: an external program's as ``engines/builtin.toml`` lists them
+    (or every one-board variant); ours, its evaluator's (:func:`evaluator_variants`)."""
     info = builtins().get(spec.name.partition(":")[0])
-    if info is not None:
-        return info.variants
-    entry = SEARCHES.get(spec.search)
-    return entry.variants if entry is not None else board.VARIANTS
+    if is_external(spec):
+        return info.variants if info is not None else board.VARIANTS
+    return evaluator_variants(spec.evaluator, spec.options.get("weights"))
 
 
 # ---- creating ---------------------------------------------------------------------------------------
@@ -476,7 +491,7 @@ def variants_of(spec: EngineSpec) -> tuple[str, ...]:
 def describe(spec: EngineSpec) -> dict[str, str]:
     """One row of ``searchbench engines``: name, evaluator, search, variants, defaults, status."""
     info = builtins().get(spec.name.partition(":")[0])
-    variants = ",".join(info.variants) if info else ",".join(board.VARIANTS)
+    variants = ",".join(variants_of(spec))
     return {
         "name": spec.name,
         "evaluator": spec.evaluator,

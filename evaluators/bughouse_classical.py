@@ -97,6 +97,8 @@ def team_board_score(state: tuple[int, ...], board_id: int, team: int, flow: int
 class BughouseClassicalEvaluator(Evaluator):
     """Classical two-board value (team to move) and per-board priors with the sit move."""
 
+    variants = frozenset({BUGHOUSE.name})
+
     def __init__(self, value_scale: float = VALUE_SCALE, prior_temperature: float = PRIOR_TEMPERATURE,
                  sit_prior: float = SIT_PRIOR, flow_weight: float = FLOW_WEIGHT) -> None:
         if value_scale <= 0 or prior_temperature <= 0 or not 0.0 < sit_prior < 1.0 or flow_weight < 0:
@@ -197,6 +199,8 @@ class BoardScoreEvaluator(Evaluator):
     ``flow_weight`` times the material sent to the partners since the search's root
     (:func:`sent_to_partners`): a capture takes the piece off the opponent's board *and* hands it to
     our partner, as the two-board evaluator counts it (``FLOW_WEIGHT``)."""
+
+    variants = frozenset({BUGHOUSE.name})
 
     #: the name the registry knows this evaluator by
     registry_name = "bughouse-board"

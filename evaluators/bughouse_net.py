@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import logging
 import os
-from importlib import resources
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Self, Sequence
 
@@ -64,13 +63,12 @@ from board.bughouse import (
 from board.variants import BUGHOUSE
 from evaluators.base import DEFAULT_INFERENCE, POLICY_VALUE, Evaluation, EvaluatorError, Leaf
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
-from evaluators.families import FAMILIES
+from evaluators.families import FAMILIES, WEIGHTS_DIR
 from evaluators.neural import NeuralEvaluator
 from evaluators.encodings import MOVE_TABLE_SIZE, bitboard_planes, pocket_counts, queen_knight_index
 
 log = logging.getLogger(__name__)
 
-WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package data, installed or not
 FAMILY: Final = BUGHOUSE.name
 DEFAULT_WEIGHTS: Final = "bughouse_lazybug.pt"
 PLANES_PER_BOARD: Final = 14
@@ -301,6 +299,7 @@ class BughouseNetEvaluator(NeuralEvaluator):
     networks, so ``onnxruntime-int8`` runs float32 with a warning)."""
 
     name = "bughouse-net"
+    variants = frozenset({BUGHOUSE.name})
     family = FAMILY
     net_type = BughouseNet
     default_weights = DEFAULT_WEIGHTS

@@ -11,10 +11,12 @@ Adding a family is one entry here, its network and evaluator module (2 files), a
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
-from board.variants import BUGHOUSE
+from board.variants import BUGHOUSE, ONE_BOARD
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,18 @@ def policy_value_families() -> list[str]:
 
 def sizes(name: str) -> dict[str, dict[str, Any]]:
     return FAMILIES[name].sizes
+
+
+#: the shipped weights (package data, installed or not): ``<family>_<variant>.pt`` and their cards
+WEIGHTS_DIR = str(resources.files("evaluators") / "weights")
+
+
+def family_variants(family: Family, weights: str | None = None) -> tuple[str, ...]:
+    """The variants a family's network plays: bughouse for a two-board family; else the variant of
+    the shipped weights named (``<family>_<variant>.pt``), or every variant the family ships weights
+    for (other weights: the family's variants, as a network file names none of its own)."""
+    if family.kind == "two_board":
+        return (BUGHOUSE.name,)
+    shipped = tuple(v.name for v in ONE_BOARD if os.path.exists(os.path.join(WEIGHTS_DIR, f"{family.name}_{v.name}.pt")))
+    stem = os.path.basename(weights or "").split(".")[0]
+    return tuple(v for v in shipped if stem == f"{family.name}_{v}") or shipped

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from importlib import resources
 import itertools
 import os
 import time
@@ -66,6 +65,7 @@ from board import Position, new_position
 from evaluators import encodings as enc, onnx_runtime
 from evaluators import leafbatch
 from evaluators.devices import resolve_device
+from evaluators.families import WEIGHTS_DIR
 from evaluators.onnx_runtime import OrtForward, calibration_key, checked_session, int8_verdicts, weights_key
 from evaluators import nets
 from evaluators.base import (
@@ -78,7 +78,6 @@ log = logging.getLogger(__name__)
 #: built (values lie in [-1, 1]; policy logits are O(10); float32 reassociation gives ~1e-5)
 FROZEN_ATOL: Final = 1e-3
 
-WEIGHTS_DIR: Final = str(resources.files("evaluators") / "weights")  # package data, installed or not
 #: a CPU batch of two or more positions is padded to a multiple of this (copies of its first row):
 #: oneDNN's convolution kernels treat the rows of a block of 4 alike but the rows of a remainder
 #: otherwise, so without padding a position's outputs changed (by up to 1.2e-6, enough to change a

@@ -384,3 +384,20 @@ def test_extending_a_spec_as_a_value_is_resolving_the_joined_text(text: str, opt
     assert got.name == registry.join_spec(text, options)
     assert (got.evaluator, got.search, got.options, got.settings, got.config) == \
         (want.evaluator, want.search, want.options, want.settings, want.config)
+
+
+def test_our_engines_play_what_their_evaluator_plays() -> None:
+    """builtin.toml lists variants for external programs only; ours are asked of the evaluator: the
+    variants of a network's weights (the shipped files <family>_<variant>.pt), a class's own."""
+    import tomllib
+
+    from engines.catalog import BUILTIN_FILE
+
+    entries = tomllib.loads(BUILTIN_FILE.read_text())["engines"]
+    assert all(("variants" in e) == (e["search"] in ("uci", "xboard")) for e in entries.values())
+    want = {"material-ab": ("chess", "crazyhouse"), "rise-mcts": ("chess", "crazyhouse"), "rise-mcts-chess": ("chess",),
+            "deepchess-ab-chess": ("chess",), "bughouse-ab-kd": ("bughouse",), "mixed-bughouse-mcts": ("bughouse",),
+            "rise-bughouse-mcts": ("bughouse",), "sjeng": ("chess", "crazyhouse", "bughouse")}
+    assert {n: registry.variants_of(registry.resolve(n)) for n in want} == want
+    assert registry.variants_of(registry.resolve("rise-mcts:weights=rise_chess.pt")) == ("chess",)
+    assert registry.evaluator_variants("material") == ("chess", "crazyhouse")

@@ -46,7 +46,8 @@ from torch import nn
 
 from evaluators import nets
 from evaluators.base import EvaluatorError
-from evaluators.neural import WEIGHTS_DIR, qat_path, weights_path
+from evaluators.families import WEIGHTS_DIR
+from evaluators.neural import qat_path, weights_path
 from evaluators.onnx_runtime import OrtForward, weights_key
 from experiments.training import datagen
 from experiments.training.policy_value import evaluator_class
