@@ -109,7 +109,7 @@ def new_position(variant: str = "chess", fen: str | None = None) -> Position:
 
 def variant_of(name: str) -> Variant:
     """The record of ``name`` (ours or an alias, any case); ``ValueError`` (one line) if unknown."""
-    v = _BY_NAME.get(name.lower()) if isinstance(name, str) else None
+    v = (_BY_NAME.get(name) or _BY_NAME.get(name.lower())) if isinstance(name, str) else None
     if v is None:
         raise ValueError(f"unknown variant {name!r}; known: {', '.join(v.name for v in ALL)}")
     return v

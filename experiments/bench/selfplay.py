@@ -49,7 +49,8 @@ CONCURRENCIES = (32,)  # the loop's
 #: the parts of a self-play process, by where a function lives or what it is called (the first that
 #: matches): process start-up (imports, model export and session building), the network (ONNX
 #: Runtime's run), the legal-move softmax, the input encoding, the searches (the compiled MCTS and its
-#: board, their ask/tell wrapper), the runner (the harness and the self-play bookkeeping)
+#: board, their ask/tell wrapper), the evaluator's glue around them (batching, checks, the results'
+#: lists), the runner (the harness and the self-play bookkeeping)
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("start-up", ("importlib", "_imp.", "marshal.", "builtins.exec", "builtins.compile", "__build_class__",
                   "inspect.py", "torch", "onnx/", "_create_inference_session", "quantiz")),
@@ -57,6 +58,7 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("legal softmax", ("legal_softmax", "flatten_moves")),
     ("encoding", ("_encode", "encodings.py", "leafbatch", "planes")),
     ("search", ("'MCTS'", "'Position'", "search/", "board/", "engines/ours.py")),
+    ("evaluator", ("evaluators/",)),
     ("runner", ("experiments/", "engines/")),
 )
 
