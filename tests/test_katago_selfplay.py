@@ -341,5 +341,12 @@ def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.
     assert st["gens"]["2"]["train"]["init"] == 1
     assert "gen-001/train/checkpoint.pt" in (tmp_path / "out2" / "puct" / "gen-002" / "train" / "command.txt").read_text()
     assert "state:" in capsys.readouterr().out
+    # exported again over the same folder: round 1's optimizer, no longer the newest, goes; others stay
+    (tmp_path / "state" / "NOTES.txt").write_text("mine")
+    assert cli(["rl", path, "--quiet", "--until", "train", "--state-to", str(tmp_path / "state")]) == 0
+    assert (tmp_path / "state" / "puct" / "gen-002" / "train" / "checkpoint.pt").is_file()
+    assert not (tmp_path / "state" / "puct" / "gen-001" / "train" / "checkpoint.pt").exists()
+    assert (tmp_path / "state" / "puct" / "gen-001" / "selfplay" / "selfplay.json").is_file()  # the window's games stay
+    assert (tmp_path / "state" / "NOTES.txt").read_text() == "mine"
     rc = cli(["rl", path, "--quiet", "--state-from", str(tmp_path / "nothing")])
     assert rc == 2

@@ -133,9 +133,16 @@ def state_files(cfg: LoopConfig) -> list[str]:
 
 
 def export(cfg: LoopConfig, dest: str | Path) -> int:
-    """Copy the state into ``dest`` (its files replaced; others left); returns the files copied."""
+    """Copy the state into ``dest`` (its files replaced; a round's file an earlier export left there
+    that this state no longer holds, such as the network and optimizer of a round no longer the
+    newest, removed; others left); returns the files copied."""
     check_state_to(cfg, dest)
     files = state_files(cfg)
+    keep = set(files)
+    for arm in cfg.arms:
+        for old in Path(dest).glob(f"{arm.name}/gen-[0-9][0-9][0-9]/**/*"):
+            if old.is_file() and not old.is_symlink() and old.relative_to(dest).as_posix() not in keep:
+                old.unlink()
     for rel in files:
         target = Path(dest) / rel
         _inside(Path(dest), target.parent)
