@@ -88,7 +88,8 @@ def profile_parts(fn: Callable[[], object]) -> dict[str, float]:
             return memo[key]
         part = _part(key)
         callers = stats[key][4] if key in stats else {}
-        if part is not None or key[0].startswith(ours) or not callers or key in seen:
+        mine = key[0].startswith(ours) and "site-packages" not in key[0]  # (a .venv may sit in the checkout)
+        if part is not None or mine or not callers or key in seen:
             out = {part or "other": 1.0}
         else:
             weights = {c: v[2] + v[3] for c, v in callers.items()}  # the caller's share of this function's time
