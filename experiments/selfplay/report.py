@@ -295,13 +295,8 @@ def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any]
                 if base in fit.names:
                     swaps.append((r.name, base, *fit.difference(r.name, base)))
         anchors = [r for r in fit.ratings if "+v" not in r.name and not any(r.name == row["player"] for row in mine)]
-        anchor_rows += [{"player": ns, **({"search": name} if name else {}), "arm": "head swap", "generation": "",
-                         "gate": "", "selfplay_games": "", "cpu_hours": "", "elo": round(by_name[ns].elo, 1),
-                         "lo": round(by_name[ns].lo, 1), "hi": round(by_name[ns].hi, 1), "games": by_name[ns].games,
-                         "score": round(by_name[ns].score, 4)} for ns, *_ in swaps]
-        anchor_rows += [{"player": a.name, **({"search": name} if name else {}), "arm": "anchor", "generation": "",
-                         "gate": "", "selfplay_games": "", "cpu_hours": "", "elo": round(a.elo, 1), "lo": round(a.lo, 1),
-                         "hi": round(a.hi, 1), "games": a.games, "score": round(a.score, 4)} for a in anchors]
+        anchor_rows += [_outside_row(by_name[ns], name, "head swap") for ns, *_ in swaps]
+        anchor_rows += [_outside_row(a, name, "anchor") for a in anchors]
         rows += mine
         suffix = f"_{name}" if name else ""
         figures = [_figure(out, mine, x, label, anchors, suffix, name) for x, label in
@@ -350,6 +345,13 @@ def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any]
 
     report_page(out, games, cfg.variant, os.path.join(cfg.out, "rate.sqlite"))
     return str(out)
+
+
+def _outside_row(r: Any, search: str, kind: str) -> dict[str, Any]:
+    """A ratings.csv row of a player outside the loop's rounds (an anchor, a head swap)."""
+    return {"player": r.name, **({"search": search} if search else {}), "arm": kind, "generation": "", "gate": "",
+            "selfplay_games": "", "cpu_hours": "", "elo": round(r.elo, 1), "lo": round(r.lo, 1), "hi": round(r.hi, 1),
+            "games": r.games, "score": round(r.score, 4)}
 
 
 def _gain_difference(fit: Any, a: str, b: str, gen: int) -> tuple[float, float, float]:
