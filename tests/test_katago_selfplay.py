@@ -331,7 +331,10 @@ def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.
     files = set(rl_state.state_files(rl.parse(path)))
     assert {"loop.json", "puct/state.json", "puct/gen-001/train/model.pt", "puct/gen-001/train/checkpoint.pt"} <= files
     assert any(f.startswith("puct/gen-001/selfplay/") and f.endswith(".npz") for f in files)
-    assert all((tmp_path / "state" / f).is_file() for f in files)
+    shards = {f for f in files if f.endswith(".npz")}
+    assert all((tmp_path / "state" / f).is_file() for f in files - shards)
+    assert not any((tmp_path / "state" / f).exists() for f in shards)  # packed: one archive an arm
+    window = (tmp_path / "state" / "puct" / rl_state.WINDOW).read_bytes()
     # a new machine: another folder, the state restored, one more round
     moved = text.replace(f'out = "{tmp_path / "out"}"', f'out = "{tmp_path / "out2"}"').replace("generations = 1", "generations = 2")
     open(path, "w").write(moved)
@@ -339,6 +342,11 @@ def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.
     st = json.loads((tmp_path / "out2" / "puct" / rl.STATE).read_text())
     assert st["gens"]["1"] == json.loads((tmp_path / "out" / "puct" / rl.STATE).read_text())["gens"]["1"]
     assert st["gens"]["2"]["train"]["init"] == 1
+    for f in shards:  # the shards written back hold the same arrays
+        with np.load(tmp_path / "out" / f) as a, np.load(tmp_path / "out2" / f) as b:
+            assert sorted(a.files) == sorted(b.files)
+            assert all(a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k], equal_nan=a[k].dtype.kind == "f")
+                       for k in a.files)
     assert "gen-001/train/checkpoint.pt" in (tmp_path / "out2" / "puct" / "gen-002" / "train" / "command.txt").read_text()
     assert "state:" in capsys.readouterr().out
     # exported again over the same folder: round 1's optimizer, no longer the newest, goes; others stay
@@ -348,5 +356,17 @@ def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.
     assert not (tmp_path / "state" / "puct" / "gen-001" / "train" / "checkpoint.pt").exists()
     assert (tmp_path / "state" / "puct" / "gen-001" / "selfplay" / "selfplay.json").is_file()  # the window's games stay
     assert (tmp_path / "state" / "NOTES.txt").read_text() == "mine"
+    again = (tmp_path / "state" / "puct" / rl_state.WINDOW).read_bytes()
+    assert len(again) > len(window)  # round 2's games too
+    ck = tmp_path / "state" / "puct" / "gen-002" / "train" / "checkpoint.pt"
+    before = ck.read_bytes()
+    assert cli(["rl", path, "--quiet", "--until", "train", "--state-to", str(tmp_path / "state")]) == 0
+    # the same bytes: git stays clean
+    assert (tmp_path / "state" / "puct" / rl_state.WINDOW).read_bytes() == again and ck.read_bytes() == before
+    # a damaged archive: one line, before anything runs
+    (tmp_path / "state" / "puct" / rl_state.WINDOW).write_bytes(again[:100])
+    open(path, "w").write(moved.replace(f'{tmp_path / "out2"}', f'{tmp_path / "out3"}'))
+    rc, _, err = run_cli(capsys, "rl", path, "--quiet", "--state-from", str(tmp_path / "state"))
+    assert rc == 2 and "window.tar.xz is damaged" in err and "Traceback" not in err
     rc = cli(["rl", path, "--quiet", "--state-from", str(tmp_path / "nothing")])
     assert rc == 2

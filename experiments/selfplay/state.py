@@ -7,18 +7,26 @@ The state is what later rounds and the report need and nothing that can be made 
 record (``loop.json``), gate 0, the calibration and round 0's held-out figures; each arm's
 ``state.json``; every round's trained network (``model.pt``), its metrics and command, its clocks and
 model card, its self-play shards or (bughouse) game databases (the replay window); and each arm's last optimizer state
-(``checkpoint.pt`` of its newest round: the next round carries its momentum).  Not the rating's games
+(``checkpoint.pt`` of its newest round: the next round carries its momentum).  An arm's self-play
+shards travel as one archive, ``ARM/window.tar.xz`` (:data:`WINDOW`): their arrays uncompressed in a
+tar, then xz, 0.6 of the shards' own size (each shard's arrays are zlib-compressed one by one);
+``--state-from`` writes the shards back, array for array the same.  Not the rating's games
 (``rate.sqlite``, the games of a finished report are in its page), the supervised samples (drawn again
 from their seed), the journals or the calibration's own networks.
 """
 from __future__ import annotations
 
+import io
 import json
+import lzma
 import os
 import shutil
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from experiments.paths import InputError, OutputError, check_dir, read_json, save_atomic, write_atomic
 from experiments.harness.tomlconfig import ConfigError
@@ -92,6 +100,9 @@ class StageClock:
         self._write()
 
 
+#: an arm's self-play shards in the state, one archive (relative to the arm's folder)
+WINDOW = "window.tar.xz"
+
 #: files of the loop's folder itself
 TOP = ("loop.json", "gate0.json", "calibration.json", "heldout-0.json", "targets.json")
 #: files of a round's folder (``ARM/gen-NNN``), relative to it (the network only where resuming needs it)
@@ -138,12 +149,18 @@ def export(cfg: LoopConfig, dest: str | Path) -> int:
     newest, removed; others left); returns the files copied."""
     check_state_to(cfg, dest)
     files = state_files(cfg)
-    keep = set(files)
+    shards = [f for f in files if _is_shard(f)]
+    keep = set(files) - set(shards)
     for arm in cfg.arms:
         for old in Path(dest).glob(f"{arm.name}/gen-[0-9][0-9][0-9]/**/*"):
             if old.is_file() and not old.is_symlink() and old.relative_to(dest).as_posix() not in keep:
                 old.unlink()
-    for rel in files:
+        mine = [f for f in shards if f.startswith(f"{arm.name}/")]
+        if mine:
+            _inside(Path(dest), Path(dest) / arm.name)
+            (Path(dest) / arm.name).mkdir(parents=True, exist_ok=True)
+            _pack(Path(cfg.out), mine, Path(dest) / arm.name / WINDOW)
+    for rel in sorted(keep):
         target = Path(dest) / rel
         _inside(Path(dest), target.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +173,56 @@ def export(cfg: LoopConfig, dest: str | Path) -> int:
     return len(files)
 
 
+def _is_shard(rel: str) -> bool:
+    return "/selfplay/" in rel and rel.endswith(".npz")
+
+
+def _pack(out: Path, shards: list[str], dest: Path) -> None:
+    """``shards`` (relative to ``out``) into the archive ``dest``: each array as ``SHARD/NAME.npy``,
+    in order, with fixed times and owners (the same shards give the same bytes: a second export
+    leaves git clean)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel in sorted(shards):
+            with np.load(out / rel, allow_pickle=False) as z:
+                for name in sorted(z.files):
+                    one = io.BytesIO()
+                    np.save(one, z[name], allow_pickle=False)
+                    info = tarfile.TarInfo(f"{rel[:-4]}/{name}.npy")
+                    info.size, info.mtime, info.mode = one.tell(), 0, 0o644
+                    one.seek(0)
+                    tar.addfile(info, one)
+    data = lzma.compress(buf.getvalue(), preset=9)
+    save_atomic(dest, lambda tmp: Path(tmp).write_bytes(data), "state window")
+
+
+def _unpack(archive: Path, out: Path) -> int:
+    """The shards of ``archive`` written back into ``out`` (those it has not); returns how many.
+    One line if the archive is damaged or names a path outside ``out``."""
+    try:
+        raw = lzma.decompress(archive.read_bytes())
+        shards: dict[str, dict[str, np.ndarray]] = {}
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r") as tar:
+            for m in tar.getmembers():
+                shard, _, name = m.name.rpartition("/")
+                f = tar.extractfile(m) if m.isfile() else None
+                if f is None or not name.endswith(".npy") or not _is_shard(f"{shard}.npz") or ".." in shard.split("/") or shard.startswith("/"):
+                    raise ValueError(f"unexpected member {m.name!r}")
+                shards.setdefault(shard, {})[name[:-4]] = np.load(io.BytesIO(f.read()), allow_pickle=False)
+    except (lzma.LZMAError, tarfile.TarError, ValueError, OSError, EOFError) as e:
+        raise InputError(f"{archive} is damaged ({str(e).splitlines()[0][:100] if str(e) else type(e).__name__}): "
+                         f"export the state again") from None
+    n = 0
+    for shard, arrays in sorted(shards.items()):
+        target = out / f"{shard}.npz"
+        if target.exists() or target.is_symlink():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        save_atomic(target, lambda tmp, a=arrays: np.savez_compressed(tmp, **a), "data shard")  # type: ignore[misc]
+        n += 1
+    return n
+
+
 def _slim_checkpoint(src: Path, dest: Path) -> None:
     """A finished round's checkpoint as the next round reads it (``optimizer_from``: the momentum
     buffers), without the weights ``model.pt`` holds: about a third of its size."""
@@ -165,7 +232,9 @@ def _slim_checkpoint(src: Path, dest: Path) -> None:
         shutil.copyfile(src, dest)  # a training still under way resumes from the whole file
         return
     ck = torch.load(src, map_location="cpu", weights_only=True)
-    save_atomic(dest, lambda tmp: torch.save({"optimizer": ck["optimizer"]}, tmp), "loop checkpoint")
+    buf = io.BytesIO()  # not saved to the temporary file itself: torch names the archive's records after it
+    torch.save({"optimizer": ck["optimizer"]}, buf)
+    save_atomic(dest, lambda tmp: Path(tmp).write_bytes(buf.getvalue()), "loop checkpoint")
 
 
 def check_state_to(cfg: LoopConfig, dest: str | Path) -> None:
@@ -202,8 +271,11 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
     if here.is_file():
         same_run(cfg, str(here), cfg.out, "give the same settings to resume it, or another out")
     n = 0
+    windows = sorted(p for p in root.glob(f"*/{WINDOW}") if p.is_file() and not p.is_symlink())
+    for p in windows:  # first: a damaged archive stops the restore before any file is copied
+        n += _unpack(p, Path(cfg.out))
     for p in sorted(root.rglob("*")):
-        if not p.is_file() or p.is_symlink():
+        if not p.is_file() or p.is_symlink() or p in windows:
             continue
         target = Path(cfg.out) / p.relative_to(root)
         if target.exists() or target.is_symlink():
@@ -231,4 +303,4 @@ def check_networks(cfg: LoopConfig, arm: Arm, state: State) -> None:
                               f"{'round' if cfg.mode == 'rounds' else 'generation'} {g} of arm {arm.name!r} again") from None
 
 
-__all__ = ["ROUND", "TOP", "StageClock", "check_networks", "cpu_now", "export", "restore", "state_files"]
+__all__ = ["ROUND", "TOP", "WINDOW", "StageClock", "check_networks", "cpu_now", "export", "restore", "state_files"]
