@@ -214,6 +214,10 @@ def config_options(config_cls: type, prefix: str = "", outer_ranges: dict[str, t
         if not f.init or f.name.startswith("_"):
             continue
         default = getattr(defaults, f.name)
+        if f.metadata.get("own"):  # the parts' own settings (search.base.OWN): each group's fields by their names
+            for group in default.values():
+                out += config_options(type(group), prefix, ranges)
+            continue
         if f.metadata.get("flat"):  # a group set by its fields' own names (search.base.FLAT)
             out += config_options(type(default), prefix, ranges)
             continue

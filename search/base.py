@@ -108,6 +108,9 @@ def range_error(config: object, ranges: dict[str, tuple[int, int]]) -> str | Non
 #: field metadata of a nested config whose fields are set and read by their own names (flat aliases:
 #: ``cpuct_init``, not ``puct.cpuct_init``); other nested configs are named with a dot (``time.move_overhead``)
 FLAT: Final = {"flat": True}
+#: field metadata of a table of settings groups (``{"module:Class": instance}``: the parts' own
+#: settings, :mod:`search.parts`), each group's fields set and read by their own names as a FLAT one's
+OWN: Final = {"flat": True, "own": True}
 
 C = TypeVar("C")
 
@@ -116,18 +119,32 @@ _GROUPS: dict[type, dict[str, str]] = {}
 
 
 def flat_groups(config_cls: type) -> dict[str, str]:
-    """Each flat alias of ``config_cls`` (a field of one of its :data:`FLAT` groups) -> the group."""
+    """Each flat alias of ``config_cls`` (a field of one of its :data:`FLAT` groups) -> the group
+    (``FIELD[KEY]`` for a group of an :data:`OWN` table: the table's entries follow the parts there are)."""
     known = _GROUPS.get(config_cls)
-    if known is not None:
+    own = [f for f in dataclasses.fields(config_cls) if f.metadata.get("own")]
+    if known is None:
+        known = {}
+        defaults = config_cls()
+        for f in dataclasses.fields(config_cls):
+            if f.metadata.get("flat") and not f.metadata.get("own"):
+                for g in dataclasses.fields(getattr(defaults, f.name)):
+                    known[g.name] = f.name
+        _GROUPS[config_cls] = known
+    if not own:
         return known
-    out: dict[str, str] = {}
+    out = dict(known)
     defaults = config_cls()
-    for f in dataclasses.fields(config_cls):
-        if f.metadata.get("flat"):
-            for g in dataclasses.fields(getattr(defaults, f.name)):
-                out[g.name] = f.name
-    _GROUPS[config_cls] = out
+    for f in own:
+        for key, group in getattr(defaults, f.name).items():
+            for g in dataclasses.fields(group):
+                out[g.name] = f"{f.name}[{key}]"
     return out
+
+
+def _group(config: object, group: str) -> Any:
+    outer, bracket, key = group.partition("[")
+    return getattr(config, outer)[key[:-1]] if bracket else getattr(config, outer)
 
 
 def setting(config: object, name: str) -> Any:
@@ -136,7 +153,7 @@ def setting(config: object, name: str) -> Any:
     if dot:
         return getattr(getattr(config, outer), inner)
     group = flat_groups(type(config)).get(name)
-    return getattr(getattr(config, group), name) if group is not None else getattr(config, name)
+    return getattr(_group(config, group), name) if group is not None else getattr(config, name)
 
 
 def with_settings(config: C, values: dict[str, Any]) -> C:
@@ -154,7 +171,13 @@ def with_settings(config: C, values: dict[str, Any]) -> C:
         else:
             top[name] = v
     for outer, vs in nested.items():
-        top[outer] = dataclasses.replace(getattr(config, outer), **vs)
+        field_name, bracket, key = outer.partition("[")
+        if bracket:  # a group of an OWN table: the table copied with that group replaced
+            table = dict(top.get(field_name, getattr(config, field_name)))
+            table[key[:-1]] = dataclasses.replace(table[key[:-1]], **vs)
+            top[field_name] = table
+        else:
+            top[outer] = dataclasses.replace(getattr(config, outer), **vs)
     return dataclasses.replace(config, **top)  # type: ignore[type-var]
 
 
@@ -163,7 +186,10 @@ def flat_view(config: object) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(config):  # type: ignore[arg-type]
         v = getattr(config, f.name)
-        if f.metadata.get("flat"):
+        if f.metadata.get("own"):
+            for group in v.values():
+                out.update(dataclasses.asdict(group))
+        elif f.metadata.get("flat"):
             out.update(dataclasses.asdict(v))
         else:
             out[f.name] = dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v

@@ -1,6 +1,6 @@
 """The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults), the schedules
 of the selection and final-move rules (``cpuct``, ``udiv``, ``Qthresh``, SixtyFour's playout depth)
-and the registry of tree rules (:data:`TREE_RULES`; notation in :mod:`search.mcts`).
+and its parts by name (the table of parts: :mod:`search.parts`; notation in :mod:`search.mcts`).
 
 Pieces (each a setting by its flat name, in a small config of :class:`MCTSConfig`; CrazyAra 0.6.0)
 -------------------------------------------------------------------------------------------------
@@ -38,46 +38,20 @@ Pieces (each a setting by its flat name, in a small config of :class:`MCTSConfig
 """
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, TypeVar
 
-from search.base import FLAT, range_error, with_settings
+from search import parts
+from search.base import FLAT, OWN, range_error, with_settings
 from search.timeman import TimeConfig
-
-#: the selection rules below the root (``MCTSConfig.score_formula``): "module:Class" of a
-#: :class:`search.mcts_rules.TreeRule`; a new rule is a new file and a line here
-TREE_RULES: Final = {
-    "crazyara": "search.puct:PUCT",
-    "sixtyfour": "search.sixtyfour:SixtyFourScore",
-    "gumbel": "search.gumbel:GumbelTreeRule",
-}
-#: the rules at the root (``MCTSConfig.root_rule``): which edge a simulation starts with and which
-#: move is played, "module:Class" of a :class:`search.mcts_rules.RootRule`
-ROOT_RULES: Final = {
-    "puct": "search.mcts_rules:VisitsRoot",
-    "gumbel": "search.gumbel:SequentialHalving",
-}
-#: the Q transforms (``MCTSConfig.q_transform``): "module:function" of a
-#: :data:`search.qtransforms.QTransform`; "mean" the rules compute inline
-Q_TRANSFORMS: Final = {
-    "mean": "search.qtransforms:mean",
-}
-
-
-def load(entry: str) -> Any:
-    """The class or function a registry entry names ("module:name": :data:`TREE_RULES`,
-    :data:`ROOT_RULES`, :data:`Q_TRANSFORMS`, :data:`search.mcts_stop.STOPPERS`), imported on first use."""
-    module, _, cls = entry.partition(":")
-    return getattr(importlib.import_module(module), cls)
-
 
 # SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
 SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
 
 
 T = TypeVar("T", bound="MCTSConfig")
+S = TypeVar("S")
 
 
 class MCTSConfigError(ValueError):
@@ -232,15 +206,6 @@ class GumbelParams:
 
 
 @dataclass
-class SixtyFourParams:
-    """SixtyFour's rule (search.sixtyfour): its constant.  What else SixtyFour does is shared: mates
-    scored 1.5 (``TreeParams.mate_value``), decaying prior noise (``Exploration.prior_noise``),
-    depth-limited playouts (``Stopping.max_playout_depth``)."""
-
-    sixtyfour_c: float = 0.5
-
-
-@dataclass
 class TreeParams:
     """What the tree knows: the transposition table, mates found at expansion, the MCTS-solver,
     reuse between moves, and Monte-Carlo graph search (Czech et al. 2021: transpositions share one
@@ -280,9 +245,9 @@ class MCTSConfig:
     (``MCTSConfig.of(cpuct_init=2)``, the option ``cpuct_init``: :func:`search.base.with_settings`),
     so every stored spec keeps resolving to the same search."""
 
-    # the tree rule (TREE_RULES), the root rule (ROOT_RULES: "puct", the tree rule at the root and
-    # the final policy; "gumbel", Gumbel sampling with Sequential Halving) and the Q transform
-    # (Q_TRANSFORMS; "mean": W/N with virtual losses)
+    # the parts by name (search.parts.PARTS): the tree rule, the root rule ("puct", the tree rule at
+    # the root and the final policy; "gumbel", Gumbel sampling with Sequential Halving) and the Q
+    # transform ("mean": W/N with virtual losses)
     score_formula: str = "crazyara"
     root_rule: str = "puct"
     q_transform: str = "mean"
@@ -291,7 +256,8 @@ class MCTSConfig:
     choice: MoveChoice = field(default_factory=MoveChoice, metadata=FLAT)
     exploration: Exploration = field(default_factory=Exploration, metadata=FLAT)
     gumbel_params: GumbelParams = field(default_factory=GumbelParams, metadata=FLAT)
-    sixtyfour_params: SixtyFourParams = field(default_factory=SixtyFourParams, metadata=FLAT)
+    # the parts' own settings ("module:Class" -> instance; search.parts): read with settings()
+    own: dict[str, Any] = field(default_factory=parts.own_settings, metadata=OWN)
     tree: TreeParams = field(default_factory=TreeParams, metadata=FLAT)
     stopping: Stopping = field(default_factory=Stopping, metadata=FLAT)
     time: TimeConfig = field(default_factory=TimeConfig)
@@ -300,6 +266,11 @@ class MCTSConfig:
     def of(cls: type[T], **settings: Any) -> T:
         """This config with ``settings`` by their flat names (``MCTSConfig.of(batch_size=1)``)."""
         return with_settings(cls(), settings)
+
+    def settings(self, cls: type[S]) -> S:
+        """A part's own settings (``cfg.settings(SixtyFourParams)``: the class its record names)."""
+        group: S = self.own[f"{cls.__module__}:{cls.__qualname__}"]
+        return group
 
     def batch_for(self, budget: int | None) -> int:
         """Leaves a search step collects under a node, playout or evaluator-call ``budget`` (None: a
@@ -338,12 +309,14 @@ class MCTSConfig:
             check = getattr(getattr(self, f.name), "validate", None) if f.metadata.get("flat") else None
             if check is not None:
                 check()
-        if self.score_formula not in TREE_RULES:
-            raise MCTSConfigError(f"score_formula must be one of {', '.join(TREE_RULES)}, got {self.score_formula!r}")
-        if self.q_transform not in Q_TRANSFORMS:
-            raise MCTSConfigError(f"q_transform must be one of {', '.join(Q_TRANSFORMS)}, got {self.q_transform!r}")
-        if self.root_rule not in ROOT_RULES:
-            raise MCTSConfigError(f"root_rule must be one of {', '.join(ROOT_RULES)}, got {self.root_rule!r}")
+        for group in self.own.values():
+            check = getattr(group, "validate", None)
+            if check is not None:
+                check()
+        for option, kind, name in (("score_formula", "tree", self.score_formula), ("q_transform", "q", self.q_transform),
+                                   ("root_rule", "root", self.root_rule)):
+            if name not in parts.names(kind):
+                raise MCTSConfigError(f"{option} must be one of {', '.join(parts.names(kind))}, got {name!r}")
         ex = self.exploration
         if (ex.forced_playouts > 0 or ex.policy_target_pruning or self.choice.temperature_visits) \
                 and (self.root_rule != "puct" or self.score_formula != "crazyara"):

@@ -3,8 +3,8 @@ which edge a simulation follows below the root) and the root rule (:class:`RootR
 a simulation starts with, which move is played, the training target), each built from its own
 settings of :class:`search.mcts_config.MCTSConfig` (mypyc-compiled; notation in :mod:`search.mcts`).
 
-A new rule is a class in a file of its own and a line in :data:`search.mcts_config.TREE_RULES` or
-:data:`search.mcts_config.ROOT_RULES`: CrazyAra's PUCT (:mod:`search.puct`), SixtyFour's score
+A new rule is a class in a file of its own and a line in the table of parts
+(:data:`search.parts.PARTS`): CrazyAra's PUCT (:mod:`search.puct`), SixtyFour's score
 (:mod:`search.sixtyfour`), Gumbel's Sequential Halving at the root (:mod:`search.gumbel`) and the
 visit-count root below.
 """
@@ -16,7 +16,8 @@ from typing import ClassVar
 
 from mypy_extensions import i64, mypyc_attr
 
-from search.mcts_config import Q_TRANSFORMS, ROOT_RULES, TREE_RULES, MCTSConfig, load, cpuct, final_policy, u_divisor
+from search import parts
+from search.mcts_config import MCTSConfig, cpuct, final_policy, u_divisor
 from search.qtransforms import QTransform
 from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
@@ -24,7 +25,7 @@ from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 @mypyc_attr(allow_interpreted_subclasses=True)  # a rule may live outside search/, uncompiled (docs/extending.md)
 class TreeRule:
     """The selection hook: which edge a simulation follows from an expanded node (PUCT,
-    SixtyFour's score, ...; :data:`search.mcts_config.TREE_RULES` names them).  A rule is built
+    SixtyFour's score, ...; :data:`search.parts.PARTS` names them).  A rule is built
     once per search from its config and may keep tables of its own.
 
     Shared by every rule: the solver's treatment of proven children (:meth:`proven`) and the choice
@@ -41,7 +42,7 @@ class TreeRule:
         self.win_e: i64 = -1
         self.lose_e: i64 = -1
         #: the Q transform (:mod:`search.qtransforms`); None for "mean", which the rules compute inline
-        self.q_of: QTransform | None = None if cfg.q_transform == "mean" else load(Q_TRANSFORMS[cfg.q_transform])
+        self.q_of: QTransform | None = None if cfg.q_transform == "mean" else q_transform(cfg)
 
     def select(self, tree: _Tree, node: int) -> int:
         """The edge to follow from ``node`` (EXPANDED)."""
@@ -82,6 +83,7 @@ class TreeRule:
         return int(self.lose_e) if self.lose_e >= 0 else int(e0)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a rule may live outside search/, uncompiled (docs/extending.md)
 class RootRule:
     """The root's two decisions (mctx's root action selection and final action): which edge a
     simulation starts with (:meth:`select`, by default the tree rule's) and which move is played
@@ -120,6 +122,11 @@ class RootRule:
 
     def select(self, tree: _Tree, root: int) -> int:
         return self.tree_rule.select(tree, root)
+
+    def select_run(self, tree: _Tree, root: int, lo: i64, hi: i64) -> int:
+        """The edge a simulation starts with among the root's edges ``lo .. hi - 1`` (our board's at a
+        bughouse seat: :class:`search.two_board_rules.SeatWrap`); by default the tree rule's."""
+        return self.tree_rule.select_run(tree, root, lo, hi)
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         raise NotImplementedError
@@ -276,20 +283,28 @@ class VisitsRoot(RootRule):
         return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
 
 
+def q_transform(cfg: MCTSConfig) -> QTransform:
+    """The Q transform ``cfg.q_transform`` names; one with settings of its own is a factory given them."""
+    p = parts.part("q", cfg.q_transform)
+    impl = parts.load(p.impl)
+    q: QTransform = impl(cfg.own[p.settings]) if p.settings else impl
+    return q
+
+
 def make_rule(cfg: MCTSConfig) -> TreeRule:
-    """The tree rule ``cfg.score_formula`` names (:data:`search.mcts_config.TREE_RULES`)."""
-    rule: TreeRule = load(TREE_RULES[cfg.score_formula])(cfg)
+    """The tree rule ``cfg.score_formula`` names (:data:`search.parts.PARTS`)."""
+    rule: TreeRule = parts.implementation("tree", cfg.score_formula)(cfg)
     return rule
 
 
 def root_rule_class(cfg: MCTSConfig) -> type[RootRule]:
     """The class of the root rule ``cfg.root_rule`` names: its facts (self-play's options, its notes)
     asked without a search."""
-    cls: type[RootRule] = load(ROOT_RULES[cfg.root_rule])
+    cls: type[RootRule] = parts.implementation("root", cfg.root_rule)
     return cls
 
 
 def make_root_rule(cfg: MCTSConfig, tree_rule: TreeRule) -> RootRule:
-    """The root rule ``cfg.root_rule`` names (:data:`search.mcts_config.ROOT_RULES`)."""
-    rule: RootRule = load(ROOT_RULES[cfg.root_rule])(cfg, tree_rule)
+    """The root rule ``cfg.root_rule`` names (:data:`search.parts.PARTS`)."""
+    rule: RootRule = root_rule_class(cfg)(cfg, tree_rule)
     return rule

@@ -1,7 +1,7 @@
 """When an MCTS move ends: the move's limits resolved once (:class:`Stoppers`), then a chain of small
 stoppers (:class:`Stopper`, as lc0's ``ChainedSearchStopper``), each asked after every batch
 (mypyc-compiled; notation in :mod:`search.mcts`); a new stopper is a class and a line in
-:data:`STOPPERS`.
+:data:`search.parts.PARTS` (kind "stop").
 
 The stoppers, in the order they are asked:
 
@@ -27,7 +27,8 @@ from typing import Final
 from mypy_extensions import mypyc_attr
 
 from search.base import Limits
-from search.mcts_config import MCTSConfig, MCTSConfigError, load, playout_depth_for_clock, simulation_cap
+from search import parts
+from search.mcts_config import MCTSConfig, MCTSConfigError, playout_depth_for_clock, simulation_cap
 from search.mcts_tree import EXPANDED, UNKNOWN, _Tree
 from search.timeman import TimeControl, move_time
 
@@ -45,7 +46,7 @@ class Stoppers:
         self.single_move = 0  # the one legal move when the search is skipped, else 0
         self.spent_out = False  # a reused root has the visits the limit asks for already
         self.proven_at = -1  # simulations when the root was proven won (-1: not proven)
-        self.chain = make_chain()  # the stoppers asked after every batch, in order (STOPPERS)
+        self.chain = make_chain()  # the stoppers asked after every batch, in order (the "stop" parts)
 
     def begin(self, limits: Limits, turn: int, fullmove: int, moves: list[int], visits0: int) -> None:
         """Resolve ``limits`` for the search of a position (``turn`` to move at full move ``fullmove``,
@@ -127,7 +128,7 @@ class Stoppers:
 class Stopper:
     """One condition that ends a move (lc0's ``SearchStopper``): asked after every batch with the
     move's resolved limits (``s``) and where the search stands.  A new stopper is a subclass and a
-    line in :data:`STOPPERS`."""
+    line in :data:`search.parts.PARTS` (kind "stop")."""
 
     def should_stop(self, s: Stoppers, tree: _Tree, root: int, nodes: int, evals: int, elapsed: float,
                     last_q: float | None) -> bool:
@@ -177,20 +178,9 @@ class TimeStopper(Stopper):
         return s.time.should_stop(elapsed, is_easy(tree, root, s.cfg.time.easy_prior), critical)
 
 
-#: the chain, in the order it is asked: "module:Class" of a :class:`Stopper` (a new stopper is a class
-#: and a line here; its order is its place in the chain)
-STOPPERS: Final = [
-    "search.mcts_stop:RootSettledStopper",
-    "search.mcts_stop:TreeFullStopper",
-    "search.mcts_stop:NodeLimitStopper",
-    "search.mcts_stop:EvalLimitStopper",
-    "search.mcts_stop:TimeStopper",
-]
-
-
 def make_chain() -> list[Stopper]:
-    """One instance of every stopper of :data:`STOPPERS`, in order."""
-    return [load(name)() for name in STOPPERS]
+    """One instance of every stopper of the table of parts (:data:`search.parts.PARTS`), in its order."""
+    return [parts.implementation("stop", name)() for name in parts.names("stop")]
 
 
 def is_easy(tree: _Tree, root: int, easy_prior: float) -> bool:

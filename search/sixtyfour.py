@@ -8,6 +8,7 @@ with ``q(s')`` the evaluator's value of the child (from s's side), ``c`` = ``six
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from mypy_extensions import i64
 
@@ -16,11 +17,21 @@ from search.mcts_rules import TreeRule
 from search.mcts_tree import _Tree
 
 
+@dataclass
+class SixtyFourParams:
+    """SixtyFour's rule's own settings (its record in :data:`search.parts.PARTS`): its constant.
+    What else SixtyFour does is shared: mates scored 1.5 (``TreeParams.mate_value``), decaying prior
+    noise (``Exploration.prior_noise``), depth-limited playouts (``Stopping.max_playout_depth``)."""
+
+    sixtyfour_c: float = 0.5
+
+
 class SixtyFourScore(TreeRule):
     """The rule of the module docstring (every edge scored: no shortcuts)."""
 
     def __init__(self, cfg: MCTSConfig) -> None:
         super().__init__(cfg)
+        self.c = cfg.settings(SixtyFourParams).sixtyfour_c
 
     def select(self, tree: _Tree, node: int) -> int:
         cfg = self.cfg
@@ -33,7 +44,7 @@ class SixtyFourScore(TreeRule):
         end: i64 = e0 + tree.nd_nedges[node]
         vl = cfg.batching.virtual_loss
         fpu = cfg.puct.fpu
-        c = cfg.sixtyfour_params.sixtyfour_c * math.sqrt(tree.nd_sum_n[node] + 1.0)
+        c = self.c * math.sqrt(tree.nd_sum_n[node] + 1.0)
         self.win_e = -1
         self.lose_e = -1
         best = -1e30

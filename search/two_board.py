@@ -20,10 +20,14 @@ board A's first, each board's ``sit`` last where it is allowed.
   ``playouts`` new simulations; ``evals`` evaluator calls).  Tree reuse follows the moves played
   since on either board (and our partner's sit) and keeps the node whose walk hash matches.
 
-The final-move rule is the seat root's ``decide`` (the only place it is decided; the rules are
-named in :data:`BOARD_RULES` and :data:`SEAT_ROOTS`): LazyBug's (:class:`search.two_board_rules.SeatRoot`),
-as the legacy tree of its own applied it (``tests/oracles/bughouse_mcts.py``), or with
-``root_rule="gumbel"`` Gumbel's (:class:`search.two_board_gumbel.SeatGumbel`).
+The final-move rule is the seat root's ``decide`` (the only place it is decided; each rule's
+two-board form is named by its record in :data:`search.parts.PARTS`): LazyBug's
+(:class:`search.two_board_rules.SeatRoot`), as the legacy tree of its own applied it
+(``tests/oracles/bughouse_mcts.py``), with ``root_rule="gumbel"`` Gumbel's
+(:class:`search.two_board_gumbel.SeatGumbel`), and for a root rule with no form of its own the
+generic seat (:class:`search.two_board_rules.SeatWrap`) around the rule.  Below the root a tree
+rule's form (LazyBug's PUCT for "crazyara"), or the rule itself where it selects within a run of
+edges (:meth:`search.mcts_rules.TreeRule.select_run`), inside LazyBug's board choice.
 
 Switches of the shared driver that hold here:
 
@@ -48,13 +52,15 @@ from typing import Final, Sequence
 from board.bughouse import SIT, BughouseBoard, BughouseGame, recent_move_ms, split_move, team_of, two_board_move
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
+from search import parts
 from search.base import FLAT, Limits, SearchResult, range_error, step
 from search.mcts import MCTS
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
-from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, PUCTParams, Stopping, TreeParams, load
+from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, PUCTParams, Stopping, TreeParams
+from search.mcts_rules import TreeRule
 from search.mcts_tree import EXPANDED, TERMINAL, _Tree
 from search.timeman import TimeConfig
-from search.two_board_rules import BoardChoice, LazyBugParams, SeatRoot
+from search.two_board_rules import BoardChoice, LazyBugParams, SeatRoot, SeatWrap
 from search.two_board_walk import TwoBoardWalk
 
 
@@ -87,20 +93,15 @@ class BughouseResult:
         return self.move == SIT
 
 
-#: the two-board rules: below the root (``score_formula``; "module:function" making, from the config
-#: and LazyBug's parameters, a rule that selects within a run of edges, which LazyBug's board choice
-#: wraps: :class:`~search.two_board_rules.BoardChoice`) and at our seat's root (``root_rule``;
-#: "module:Class" of a :class:`~search.two_board_rules.SeatRoot`, which also decides sit or move)
-BOARD_RULES: Final = {
-    "crazyara": "search.two_board_rules:lazybug_puct",
-    "gumbel": "search.two_board_gumbel:gumbel_run",
-}
-SEAT_ROOTS: Final = {
-    "puct": "search.two_board_rules:SeatRoot",
-    "gumbel": "search.two_board_gumbel:SeatGumbel",
-}
 #: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
 SPIN_RANGES: Final = {**MCTS_RANGES, "recent_moves": (1, 100), "default_move_ms": (1, 10**7)}
+
+
+def serves_two_boards(score_formula: str) -> bool:
+    """Does the tree rule play below a bughouse root: a two-board form in its record, or its own
+    selection within a run of edges?"""
+    p = parts.part("tree", score_formula)
+    return bool(p.two_board) or parts.load(p.impl).select_run is not TreeRule.select_run
 
 
 def _hard_clock() -> TimeConfig:
@@ -142,8 +143,7 @@ class TwoBoardConfig(MCTSConfig):
             ("q_value_selection", self.choice.q_value_selection), ("q_pv", self.choice.q_pv),
             ("check_enhancement", self.puct.check_enhancement), ("check_urgency", self.puct.check_urgency),
             ("epsilon_greedy", self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0),
-            (f"root_rule={self.root_rule}", self.root_rule not in SEAT_ROOTS),
-            (f"score_formula={self.score_formula}", self.score_formula not in BOARD_RULES),
+            (f"score_formula={self.score_formula}", not serves_two_boards(self.score_formula)),
             ("multipv", self.choice.multipv != 1),
             # KataGo's self-play pieces act through VisitsRoot, which the seat's root rules do not run
             ("forced_playouts", self.exploration.forced_playouts > 0),
@@ -170,8 +170,13 @@ class TwoBoardMCTS:
         self.config = cfg
         self.evaluator = evaluator
         self.rng = rng if rng is not None else random.Random(0)
-        board_rule = BoardChoice(cfg, self.rng, load(BOARD_RULES[cfg.score_formula])(cfg, cfg.lazybug))
-        self.seat_root: SeatRoot = load(SEAT_ROOTS[cfg.root_rule])(cfg, board_rule, 0, cfg.lazybug.root_own_p)
+        tree_part, root_part = parts.part("tree", cfg.score_formula), parts.part("root", cfg.root_rule)
+        run: TreeRule = parts.load(tree_part.two_board)(cfg, cfg.lazybug) if tree_part.two_board \
+            else parts.load(tree_part.impl)(cfg)
+        board_rule = BoardChoice(cfg, self.rng, run)
+        own_p = cfg.lazybug.root_own_p
+        self.seat_root: SeatRoot = parts.load(root_part.two_board)(cfg, board_rule, 0, own_p) if root_part.two_board \
+            else SeatWrap(cfg, board_rule, 0, own_p, parts.load(root_part.impl)(cfg, run))
         #: the shared driver
         self.mcts = MCTS(evaluator, cfg, self.rng, rule=board_rule, root_rule=self.seat_root, teams=True, summary=False)
         self.walk: TwoBoardWalk | None = None

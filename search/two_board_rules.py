@@ -187,3 +187,28 @@ class SeatRoot(RootRule):
             if tree.edge_n(e) > tree.edge_n(best):
                 best = e
         return best
+
+
+class SeatWrap(SeatRoot):
+    """Any root rule at our seat, the root twin of :class:`BoardChoice` (a root rule whose record in
+    :data:`search.parts.PARTS` names no two-board form): a simulation starts on our board with
+    ``root_own_p`` (LazyBug's root), where the wrapped rule chooses among that board's edges
+    (:meth:`search.mcts_rules.RootRule.select_run`), else on the other board by the interior rule;
+    the seat's decision, sit or move, is LazyBug's (:meth:`SeatRoot.decide`)."""
+
+    def __init__(self, cfg: MCTSConfig, tree_rule: BoardChoice, own_board: int, root_own_p: float,
+                 inner: RootRule) -> None:
+        super().__init__(cfg, tree_rule, own_board, root_own_p)
+        self.inner = inner
+
+    def begin(self, tree: _Tree, root: int, budget: int, rng: random.Random) -> None:
+        self.inner.fast = self.fast
+        self.inner.begin(tree, root, budget, rng)
+
+    def select(self, tree: _Tree, root: int) -> int:
+        lo, hi = self.board_rule.board_edges(tree, root, self.own_board, self.root_own_p)
+        own_lo, own_hi = board_range(tree, root, self.own_board)
+        if lo == own_lo and hi == own_hi:
+            return self.inner.select_run(tree, root, lo, hi)
+        return self.board_rule.board_select(tree, root, lo, hi)
+

@@ -77,3 +77,28 @@ def _refusal(call: object) -> Exception:
     except Exception as e:  # noqa: BLE001 - the refusal itself is the result
         return e
     raise AssertionError("not refused")
+
+
+def test_parts_and_their_settings_have_unique_names() -> None:
+    """The table of parts: a name once per kind, every implementation and settings class found, and
+    every setting's flat name once across the config's groups and the parts' own settings (a part
+    whose setting took a built-in name would change what stored specs mean)."""
+    import dataclasses
+
+    from search import parts
+    from search.base import OWN
+    from search.mcts_config import MCTSConfig
+
+    keys = [(p.kind, p.name) for p in parts.PARTS]
+    assert len(keys) == len(set(keys)) and {p.kind for p in parts.PARTS} == set(parts.KINDS)
+    for p in parts.PARTS:
+        assert parts.load(p.impl) is not None and (not p.settings or dataclasses.is_dataclass(parts.load(p.settings)))
+        assert not p.two_board or parts.load(p.two_board) is not None
+    cfg = MCTSConfig()
+    names: list[str] = []
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        groups = list(v.values()) if f.metadata == OWN else [v] if f.metadata.get("flat") else []
+        names += [g.name for group in groups for g in dataclasses.fields(group)]
+    assert len(names) == len(set(names)) and "sixtyfour_c" in names
+    assert set(cfg.own) == {p.settings for p in parts.PARTS if p.settings}

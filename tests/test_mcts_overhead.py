@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from search.mcts import LOSS, UNKNOWN, WIN, MCTSConfig, counters_hash, cpuct, u_divisor
 from search.mcts_rules import make_rule
+from search.sixtyfour import SixtyFourParams
 from search.mcts_tree import _Tree
 
 C1 = 0x9E3779B97F4A7C15
@@ -47,7 +48,7 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
     solver = cfg.tree.solver or cfg.tree.fix_checkmates
     sixtyfour = cfg.score_formula == "sixtyfour"
     if sixtyfour:
-        c = cfg.sixtyfour_params.sixtyfour_c * math.sqrt(sum_n + 1.0)
+        c = cfg.settings(SixtyFourParams).sixtyfour_c * math.sqrt(sum_n + 1.0)
         ud = 1.0
     else:
         c = cpuct(cfg.puct, sum_n) * math.sqrt(max(sum_n, 1.0))

@@ -1,8 +1,7 @@
 """Toys written outside search/, to show (tests/test_extending.py) that a new tree rule is one class
-and one line in :data:`search.mcts_config.TREE_RULES` (the edge with the fewest visits, highest prior
-first among equals, with the solver's verdicts as every rule has them), a new stopper one class
-and one line in :data:`search.mcts_stop.STOPPERS`, and a new Q transform one function and one line
-in :data:`search.mcts_config.Q_TRANSFORMS`."""
+and one line in the table of parts, :data:`search.parts.PARTS` (the edge with the fewest visits,
+highest prior first among equals, with the solver's verdicts as every rule has them), a new stopper
+one class and one line there, and a new Q transform one function and one line."""
 from __future__ import annotations
 
 from search.mcts_rules import TreeRule
@@ -43,7 +42,7 @@ class FewestVisits(TreeRule):
 
 
 def fewest_visits_run(cfg: object, lazybug: object) -> FewestVisits:
-    """The toy rule for two boards (a line in :data:`search.two_board.BOARD_RULES`)."""
+    """The toy rule's two-board form, named by its record (the rule's own ``select_run`` would serve as well)."""
     return FewestVisits(cfg)  # type: ignore[arg-type]
 
 
