@@ -32,6 +32,7 @@ MYPYC_MODULES = [
     "search/mcts_rules.py",
     "search/puct.py",
     "search/sixtyfour.py",
+    "search/halving.py",
     "search/gumbel.py",
     "search/mcts_stop.py",
     "search/mcts_explore.py",

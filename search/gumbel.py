@@ -10,9 +10,7 @@ mctx's ``qtransform_completed_by_mix_value``)::
     v_mix = (v + Σ_b N(b) · Σ_{b visited} P(b) Q(b) / Σ_{b visited} P(b)) / (1 + Σ_b N(b))
 
 the completed Q are rescaled to ``q̂`` in [0, 1] by their minimum and maximum over the node's edges,
-and ``σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂`` (c_visit 50; c_scale 1 as the paper's text:
-mctx's ``qtransform_completed_by_mix_value`` defaults to ``value_scale=0.1``, a tenth of it, so
-``c_scale=0.1`` is mctx's setting and makes σ a gentler correction of the priors at few visits).
+and ``σ(q̂) = (c_visit + max_b N(b)) · c_scale · q̂`` (:class:`GumbelParams`).
 
 Root (:class:`SequentialHalving`): Gumbel noise ``g(a)`` (``gumbel_scale`` times a standard Gumbel
 draw from the injected random state; 0: none, deterministic) is drawn once; ``m = min(legal
@@ -29,67 +27,46 @@ Below the root (:class:`GumbelTreeRule`): the deterministic ``argmax_a π'(a) �
 N(b))`` with the improved policy ``π' = softmax(l + σ(completed Q))`` (:func:`improved_policy`).
 
 Virtual losses count as visits of value -1 below the root, as in our PUCT; at the root a leaf in
-flight counts as a visit for the schedule (so a batch spreads over the considered actions).  The
-solver's proven children are treated as in PUCT (a mate in one ends the exploration, proven losses
-are avoided).
+flight counts as a visit for the schedule.  The solver's proven children are treated as in PUCT.
 """
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
-from search.mcts_config import MCTSConfig
+from search.base import range_error
+from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_rules import RootRule, TreeRule
 from search.mcts_tree import _Tree
+from search.halving import budget_considered, considered_visits, sequential_halving_phases
 
 _LOW_LOGIT: Final = -1e9
+#: the bounds of GumbelParams' integer fields (validated, announced as UCI spin bounds)
+SPIN_RANGES: Final = {"considered_actions": (1, 1000)}
 
 
-def budget_considered(m: int, n: int) -> int:
-    """The largest number of considered actions ``m' <= m`` with ``2 m' ceil(log2 m') <= n`` (at least
-    2, at most ``m``): what ``adaptive_considered`` lets Sequential Halving consider with ``n``
-    simulations, so it has at least two phases and each phase at least two visits an action
-    (16 nodes: 4; 64: 8; 200 and more: 16)."""
-    best = min(m, 2)
-    for c in range(2, m + 1):
-        if 2 * c * math.ceil(math.log2(c)) <= n:
-            best = c
-    return best
+@dataclass
+class GumbelParams:
+    """The settings of Gumbel's root and interior rules, which share them (their records in
+    :data:`search.parts.PARTS`): c_visit 50 as the paper and mctx; c_scale 1.0 as the paper's text
+    (``c_scale=0.1`` is mctx's value_scale default); ``adaptive_considered``: at most
+    :func:`budget_considered` actions, so Sequential Halving has at least two phases."""
 
+    considered_actions: int = 16
+    adaptive_considered: bool = False
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+    gumbel_scale: float = 1.0  # 1: sample as in the paper; 0: deterministic
 
-def sequential_halving_phases(n: int, m: int) -> int:
-    """How many phases Sequential Halving gets with ``n`` simulations and ``m`` considered actions
-    (mctx's budget split: each phase gives every remaining action ``max(1, n // (k·⌈log2 m⌉))``
-    visits): 1 when ``n < m·⌈log2 m⌉``: with more than two actions that is a collapse (every action
-    gets the same visits, none is halved away)."""
-    if m <= 1:
-        return 1
-    rounds = math.ceil(math.log2(m))
-    return rounds if n >= m * rounds else 1
-
-
-def considered_visits(m: int, n: int) -> list[int]:
-    """The visit count the k-th simulation's root action must have, k = 0 .. n - 1: Sequential
-    Halving over ``m`` considered actions and ``n`` simulations (mctx's
-    ``get_sequence_of_considered_visits``)."""
-    if m <= 1:
-        return list(range(n))
-    log2max = int(math.ceil(math.log2(m)))
-    seq: list[int] = []
-    visits = [0] * m
-    considered = m
-    while len(seq) < n:
-        extra = max(1, n // (log2max * considered))
-        for _ in range(extra):
-            seq.extend(visits[:considered])
-            for i in range(considered):
-                visits[i] += 1
-        considered = max(2, considered // 2)
-    return seq[:n]
+    def validate(self) -> None:
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None or self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
+            raise MCTSConfigError(bad or "c_visit, c_scale and gumbel_scale must be >= 0")
 
 
 def improved_policy(priors: list[float], qs: list[float], visits: list[float], value: float,
@@ -205,6 +182,7 @@ class GumbelTreeRule(TreeRule):
 
     def __init__(self, cfg: MCTSConfig) -> None:
         super().__init__(cfg)
+        self.gp = cfg.settings(GumbelParams)
         self.stats = _Stats()
         self.x = vec[float]()  # x(a) of the touched edges of the node being selected from
 
@@ -216,7 +194,7 @@ class GumbelTreeRule(TreeRule):
         self.win_e = -1
         self.lose_e = -1
         st = self.stats
-        st.measure(tree, node, True, cfg.gumbel_params.c_visit, cfg.gumbel_params.c_scale)
+        st.measure(tree, node, True, self.gp.c_visit, self.gp.c_scale)
         if touched < end and tree.nd_tail_from[node] != touched:
             tree.find_tail_best(node, touched, end, False)
         tail: i64 = tree.nd_tail_best[node] if touched < end else -1
@@ -292,8 +270,8 @@ class GumbelTreeRule(TreeRule):
                 sign = tree.nd_sign[child]
                 break
         st = self.stats
-        st.measure_edges(tree, lo, hi, hi, sign * tree.nd_value[node], True, self.cfg.gumbel_params.c_visit,
-                         self.cfg.gumbel_params.c_scale)
+        st.measure_edges(tree, lo, hi, hi, sign * tree.nd_value[node], True, self.gp.c_visit,
+                         self.gp.c_scale)
         sigmas = [GumbelTreeRule._sigma_of(tree, e, vl, st) for e in range(lo, hi)]
         top = -math.inf
         for i in range(len(sigmas)):
@@ -337,12 +315,12 @@ class SequentialHalving(RootRule):
 
     @staticmethod
     def describe(cfg: MCTSConfig) -> str:
-        gp = cfg.gumbel_params
+        gp = cfg.settings(GumbelParams)
         return f"Gumbel: considered actions {gp.considered_actions}, c_scale {gp.c_scale:g}"
 
     @staticmethod
     def one_phase(cfg: MCTSConfig, moves: int, budget: int) -> bool:
-        gp = cfg.gumbel_params
+        gp = cfg.settings(GumbelParams)
         m = min(gp.considered_actions, moves)
         if gp.adaptive_considered:
             m = min(m, budget_considered(gp.considered_actions, budget))
@@ -350,6 +328,7 @@ class SequentialHalving(RootRule):
 
     def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
         super().__init__(cfg, tree_rule)
+        self.gp = cfg.settings(GumbelParams)
         self.base = vec[float]()  # g + logits (shifted by the largest logit), per action
         self.order: list[int] = []  # actions by decreasing base score
         self.table: list[int] = []
@@ -371,18 +350,18 @@ class SequentialHalving(RootRule):
         base = vec[float]()
         for i in range(k):
             g = 0.0
-            if cfg.gumbel_params.gumbel_scale > 0.0:
+            if self.gp.gumbel_scale > 0.0:
                 u = rng.random()
                 while u <= 0.0:
                     u = rng.random()
-                g = cfg.gumbel_params.gumbel_scale * -math.log(-math.log(u))
+                g = self.gp.gumbel_scale * -math.log(-math.log(u))
             p = tree.ed_prior[lo + i]
             base = append(base, max(_LOW_LOGIT, g + (math.log(p) - top if p > 0.0 else _LOW_LOGIT)))
         self.base = base
         self.order = sorted(range(k), key=lambda i: (-base[i], i))
-        m = min(k, cfg.gumbel_params.considered_actions)
-        if cfg.gumbel_params.adaptive_considered:
-            m = min(m, budget_considered(cfg.gumbel_params.considered_actions, max(1, budget)))
+        m = min(k, self.gp.considered_actions)
+        if self.gp.adaptive_considered:
+            m = min(m, budget_considered(self.gp.considered_actions, max(1, budget)))
         self.table = considered_visits(m, max(1, budget))
 
     def _score(self, tree: _Tree, e: i64, i: int) -> float:
@@ -399,7 +378,7 @@ class SequentialHalving(RootRule):
         hi = lo + self.k
         touched = max(lo, min(hi, tree.nd_touched[root]))
         self.stats.measure_edges(tree, lo, touched, hi, self.sign * tree.nd_value[root], False,
-                                 self.cfg.gumbel_params.c_visit, self.cfg.gumbel_params.c_scale)
+                                 self.gp.c_visit, self.gp.c_scale)
 
     def select(self, tree: _Tree, root: int) -> int:
         e0: i64 = self.lo
@@ -455,7 +434,7 @@ class SequentialHalving(RootRule):
         visits = [float(tree.edge_n(e)) for e in edges]
         qs = [tree.edge_q(e) if n > 0.0 else 0.0 for e, n in zip(edges, visits)]
         return improved_policy([tree.ed_prior[e] for e in edges], qs, visits, self.sign * tree.nd_value[root],
-                               self.cfg.gumbel_params.c_visit, self.cfg.gumbel_params.c_scale)
+                               self.gp.c_visit, self.gp.c_scale)
 
     def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
         self._measure(tree, root)

@@ -57,11 +57,9 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError,
 from search import mcgs, mcts_explore, mcts_report
 from search.base import Limits, Search, SearchResult
 from search.checks import check_enhance
-from search.mcts_config import (
-    MCTSConfig, MCTSConfigError, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
-)
-from search.mcts_rules import RootRule, TreeRule, make_root_rule, make_rule
-from search.mcts_stop import Stoppers
+from search.mcts_config import MCTSConfig, MCTSConfigError, cpuct, u_divisor
+from search.mcts_rules import RootRule, TreeRule, final_policy, make_root_rule, make_rule, q_thresh
+from search.mcts_stop import Stoppers, playout_depth_for_clock
 from search.mcts_tree import DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, _float_vec, _Tree
 from search.transpositions import EvalTable, counters_hash
 from search.walk import BoardWalk, Walk

@@ -1,40 +1,17 @@
-"""The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults), the schedules
-of the selection and final-move rules (``cpuct``, ``udiv``, ``Qthresh``, SixtyFour's playout depth)
-and its parts by name (the table of parts: :mod:`search.parts`; notation in :mod:`search.mcts`).
+"""The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults), PUCT's schedules
+(``cpuct``, ``udiv``) and its parts by name (the table of parts: :mod:`search.parts`; notation in
+:mod:`search.mcts`).
 
-Pieces (each a setting by its flat name, in a small config of :class:`MCTSConfig`; CrazyAra 0.6.0)
--------------------------------------------------------------------------------------------------
-- batched leaf collection with virtual loss (``batch_size`` 8, ``virtual_loss`` 3);
-- transposition table sharing evaluations (``transposition_table``): a new node whose position
-  (zobrist hash, half-move clock, full-move number, repetition count: the "counters") was evaluated
-  before reuses that value and prior without an evaluator call (an open-addressing index, flat vecs);
-- terminal detection (checkmate -1, stalemate/insufficient material/fifty moves/twofold repetition
-  inside the tree 0); "fix checkmates" (``fix_checkmates``): when a node is expanded its checking
-  moves are tested for mate (a king step out of check rules one out cheaply), a node with a mate in
-  one is won and only that move is explored; the MCTS-solver (``solver``): proven wins, losses and
-  draws propagate up with their distance in plies, moves proven to lose are never selected, the
-  visits below a node proven won go to its other moves (looking for a shorter mate), and the search
-  stops once the root is lost, drawn or won by a mate in one, or, when won by a longer mate, after
-  as many simulations again as it took to prove it (at least 1000);
-- Q-value move selection with the Qthresh schedule (``q_value_selection``), Q with principal
-  variation (``q_pv``), the u-divisor schedule (``u_divisor``), check enhancement
-  (``check_enhancement``), the cpuct schedule (``cpuct_schedule``), FPU (``fpu``);
-- check urgency (``check_urgency``, ``check_q_init``; our addition, off by default): an unvisited
-  checking move starts from ``Q = 0`` instead of the fpu of -1 (why: :mod:`search.mcts_config`);
-- ε-greedy exploration (``epsilon_greedy``, ``epsilon_checks``; Czech, Korus, Kersting 2021, off by
-  default): a share ε of the simulations starts at a random depth of the most visited line and
-  tries there a move the rule would not (:mod:`search.mcts_explore`);
-- tree reuse between moves of one game (``tree_reuse``), root Dirichlet noise (``dirichlet_epsilon``,
-  0 in matches) and temperature (``temperature``), both drawn from the injected ``random.Random``;
-- multi-PV (``multipv``, UCI MultiPV): the move played, then the root moves the root rule ranks
-  next (:meth:`search.mcts_rules.RootRule.ranked`); the tree holds at most ``max_tree_nodes`` nodes
-  (UCI Hash): the search stops when it is full;
-- time management (:mod:`search.timeman`): allocated time, stop with one legal move, early stop in
-  easy positions, extension in critical ones; ``Limits.depth`` caps the depth of a simulation;
-- the SixtyFour variant (:meth:`MCTSConfig.sixtyfour`): its score formula, uniform prior noise that
-  decays with the move number, mates scored 1.5, and depth-limited playouts (a simulation stops
-  descending ``max_playout_depth`` plies below the root and backs up the evaluator's value there;
-  the depth comes from the clock by SixtyFour's table when ``playout_depth_from_clock``).
+Each piece is a setting by its flat name, in a small config of :class:`MCTSConfig` (CrazyAra 0.6.0's
+defaults, or the paper's): batched leaves under virtual loss (:class:`Batching`); PUCT's schedules,
+FPU, check enhancement and our check urgency (:class:`PUCTParams`); the move played (Q-value
+selection, Q with principal variation, temperature, multi-PV: :class:`MoveChoice`); self-play's
+exploration (Dirichlet noise, ε-greedy, KataGo's forced playouts, SixtyFour's prior noise:
+:class:`Exploration`); what the tree knows (transpositions, fix checkmates, the MCTS-solver, reuse,
+graph search: :class:`TreeParams`); when a search stops besides its limits (:class:`Stopping`); the
+clock (:class:`search.timeman.TimeConfig`); and each part's own settings, beside its rule
+(:mod:`search.parts`: SixtyFour's constant, Gumbel's).  The presets: :meth:`MCTSConfig.sixtyfour`,
+:meth:`MCTSConfig.gumbel`, :meth:`MCTSConfig.vanilla`.
 """
 from __future__ import annotations
 
@@ -45,10 +22,6 @@ from typing import Any, Final, TypeVar
 from search import parts
 from search.base import FLAT, OWN, range_error, with_settings
 from search.timeman import TimeConfig
-
-# SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
-SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
-
 
 T = TypeVar("T", bound="MCTSConfig")
 S = TypeVar("S")
@@ -67,7 +40,7 @@ def _positive(*named: tuple[str, float]) -> None:
 #: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
 SPIN_RANGES: Final = {
     "batch_size": (1, 4096), "q_pv_depth": (1, 256), "temperature_moves": (0, 10_000), "default_nodes": (1, 10**9),
-    "max_tree_nodes": (1_000, 1 << 31), "max_playout_depth": (0, 1000), "considered_actions": (1, 1000),
+    "max_tree_nodes": (1_000, 1 << 31), "max_playout_depth": (0, 1000),
     "multipv": (1, 500), "single_leaf_nodes": (0, 10**9),
 }
 #: bytes of tree memory per node, its edges included (128 a node + 25 an edge, some 35 legal moves in
@@ -186,26 +159,6 @@ class Exploration:
 
 
 @dataclass
-class GumbelParams:
-    """Gumbel's root and interior rules (search.gumbel): c_visit 50 as the paper and mctx; c_scale
-    1.0 as the paper's text (its Go and chess runs), while mctx's qtransform_completed_by_mix_value
-    defaults to value_scale=0.1 (set c_scale=0.1 for mctx's)."""
-
-    considered_actions: int = 16
-    # consider at most the m <= considered_actions with 2 m ceil(log2 m) <= the budget (at least 2),
-    # so Sequential Halving has at least two phases and every phase at least two visits an action
-    # (search.gumbel.budget_considered); off: min(legal moves, considered_actions) at any budget
-    adaptive_considered: bool = False
-    c_visit: float = 50.0
-    c_scale: float = 1.0
-    gumbel_scale: float = 1.0  # 1: sample as in the paper; 0: deterministic
-
-    def validate(self) -> None:
-        if self.c_visit < 0 or self.c_scale < 0 or self.gumbel_scale < 0:
-            raise MCTSConfigError("c_visit, c_scale and gumbel_scale must be >= 0")
-
-
-@dataclass
 class TreeParams:
     """What the tree knows: the transposition table, mates found at expansion, the MCTS-solver,
     reuse between moves, and Monte-Carlo graph search (Czech et al. 2021: transpositions share one
@@ -255,7 +208,6 @@ class MCTSConfig:
     puct: PUCTParams = field(default_factory=PUCTParams, metadata=FLAT)
     choice: MoveChoice = field(default_factory=MoveChoice, metadata=FLAT)
     exploration: Exploration = field(default_factory=Exploration, metadata=FLAT)
-    gumbel_params: GumbelParams = field(default_factory=GumbelParams, metadata=FLAT)
     # the parts' own settings ("module:Class" -> instance; search.parts): read with settings()
     own: dict[str, Any] = field(default_factory=parts.own_settings, metadata=OWN)
     tree: TreeParams = field(default_factory=TreeParams, metadata=FLAT)
@@ -326,17 +278,6 @@ class MCTSConfig:
             raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
 
 
-def simulation_cap(nodes: int | None, playouts: int | None, visits0: int) -> int:
-    """The new simulations a move may run: a node limit caps the root's visits, the ``visits0`` a
-    reused root brings included; a playout limit caps the new ones (<= 0: none left)."""
-    caps: list[int] = [1 << 62]
-    if nodes is not None:
-        caps.append(nodes - visits0)
-    if playouts is not None:
-        caps.append(playouts)
-    return min(caps)
-
-
 def cpuct(cfg: PUCTParams, n: float) -> float:
     """The exploration constant for a node with ``n`` visits."""
     if not cfg.cpuct_schedule:
@@ -349,39 +290,3 @@ def u_divisor(cfg: PUCTParams, n: float) -> float:
     if not cfg.u_divisor:
         return 1.0
     return cfg.u_final - math.exp(-n / cfg.u_base) * (cfg.u_final - cfg.u_init)
-
-
-def q_thresh(cfg: MoveChoice, n: float) -> float:
-    """``Qthresh(s)``: 0.5 for few visits, rising to 0.9."""
-    return cfg.q_thresh_max - math.exp(-n / cfg.q_thresh_base) * (cfg.q_thresh_max - cfg.q_thresh_init)
-
-
-def final_policy(cfg: MoveChoice, visits: list[int], qs: list[float]) -> list[float]:
-    """The move-selection distribution over root moves (before temperature).
-
-    Vanilla: ``π = N / ΣN``.  With Q-value selection: ``Q' = (Q + 1) / 2`` set to 0 where
-    ``N < Qthresh · max N``, and ``π = (1 - Qfactor) N / ΣN + Qfactor Q'``.
-    """
-    total = 0
-    top = 0
-    for n in visits:
-        total += n
-        top = max(top, n)
-    if total == 0:
-        return [1.0 / len(visits) for _ in visits] if visits else []
-    if not cfg.q_value_selection:
-        return [n / total for n in visits]
-    thresh = q_thresh(cfg, float(total)) * top
-    out: list[float] = []
-    for i in range(len(visits)):
-        n = visits[i]
-        qp = (max(-1.0, min(1.0, qs[i])) + 1.0) / 2.0 if n >= thresh and n > 0 else 0.0
-        out.append((1.0 - cfg.q_factor) * n / total + cfg.q_factor * qp)
-    return out
-
-def playout_depth_for_clock(seconds_left: float) -> int:
-    """SixtyFour's playout depth for the seconds left on the clock (0 = no search below 10 s)."""
-    for limit, depth in SIXTYFOUR_DEPTHS:
-        if seconds_left > limit:
-            return depth
-    return 0

@@ -17,10 +17,38 @@ from typing import ClassVar
 from mypy_extensions import i64, mypyc_attr
 
 from search import parts
-from search.mcts_config import MCTSConfig, cpuct, final_policy, u_divisor
+from search.mcts_config import MCTSConfig, MoveChoice, cpuct, u_divisor
 from search.qtransforms import QTransform
 from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
+
+def q_thresh(cfg: MoveChoice, n: float) -> float:
+    """``Qthresh(s)``: 0.5 for few visits, rising to 0.9."""
+    return cfg.q_thresh_max - math.exp(-n / cfg.q_thresh_base) * (cfg.q_thresh_max - cfg.q_thresh_init)
+
+
+def final_policy(cfg: MoveChoice, visits: list[int], qs: list[float]) -> list[float]:
+    """The move-selection distribution over root moves (before temperature).
+
+    Vanilla: ``π = N / ΣN``.  With Q-value selection: ``Q' = (Q + 1) / 2`` set to 0 where
+    ``N < Qthresh · max N``, and ``π = (1 - Qfactor) N / ΣN + Qfactor Q'``.
+    """
+    total = 0
+    top = 0
+    for n in visits:
+        total += n
+        top = max(top, n)
+    if total == 0:
+        return [1.0 / len(visits) for _ in visits] if visits else []
+    if not cfg.q_value_selection:
+        return [n / total for n in visits]
+    thresh = q_thresh(cfg, float(total)) * top
+    out: list[float] = []
+    for i in range(len(visits)):
+        n = visits[i]
+        qp = (max(-1.0, min(1.0, qs[i])) + 1.0) / 2.0 if n >= thresh and n > 0 else 0.0
+        out.append((1.0 - cfg.q_factor) * n / total + cfg.q_factor * qp)
+    return out
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # a rule may live outside search/, uncompiled (docs/extending.md)
 class TreeRule:
@@ -150,7 +178,7 @@ class RootRule:
 
 class VisitsRoot(RootRule):
     """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
-    :func:`search.mcts_config.final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
+    :func:`final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
     ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
     applies (``temperature_moves``); ties go to the move generated first.  With no edge visited
     (a one-node search: the root's expansion only) the move of the highest prior: the raw policy.

@@ -28,10 +28,32 @@ from mypy_extensions import mypyc_attr
 
 from search.base import Limits
 from search import parts
-from search.mcts_config import MCTSConfig, MCTSConfigError, playout_depth_for_clock, simulation_cap
+from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_tree import EXPANDED, UNKNOWN, _Tree
 from search.timeman import TimeControl, move_time
 
+
+# SixtyFour's search depth by seconds left on the clock (more than the key: the depth).
+SIXTYFOUR_DEPTHS: Final = [(750.0, 20), (300.0, 15), (120.0, 12), (60.0, 10), (10.0, 4)]
+
+
+def simulation_cap(nodes: int | None, playouts: int | None, visits0: int) -> int:
+    """The new simulations a move may run: a node limit caps the root's visits, the ``visits0`` a
+    reused root brings included; a playout limit caps the new ones (<= 0: none left)."""
+    caps: list[int] = [1 << 62]
+    if nodes is not None:
+        caps.append(nodes - visits0)
+    if playouts is not None:
+        caps.append(playouts)
+    return min(caps)
+
+
+def playout_depth_for_clock(seconds_left: float) -> int:
+    """SixtyFour's playout depth for the seconds left on the clock (0 = no search below 10 s)."""
+    for limit, depth in SIXTYFOUR_DEPTHS:
+        if seconds_left > limit:
+            return depth
+    return 0
 
 class Stoppers:
     """One move's limits (set by :meth:`begin`) and the stoppers over them."""

@@ -13,7 +13,8 @@ import pytest
 import board
 from evaluators.classical import ClassicalEvaluator
 from search.base import Limits
-from search.gumbel import considered_visits
+from search.gumbel import GumbelParams
+from search.halving import considered_visits
 from search.mcts import MCTS, MCTSConfig
 from search.mcts_tree import _Tree
 
@@ -122,9 +123,9 @@ def test_sequential_halving_is_planned_for_the_simulations_the_edges_get(nodes: 
     is planned for those (planned for n, the last phase was cut short)."""
     pos = board.new_position("chess", QUIET)
     cfg = MCTSConfig.gumbel()
-    cfg.gumbel_params.gumbel_scale = 0.0
+    cfg.settings(GumbelParams).gumbel_scale = 0.0
     cfg.batching.batch_size = 1
-    cfg.gumbel_params.considered_actions = considered
+    cfg.settings(GumbelParams).considered_actions = considered
     s = MCTS(EV, cfg, random.Random(3))
     s.run(pos, Limits(nodes=nodes))
     t = s.tree

@@ -13,7 +13,8 @@ import board
 from engines import factory
 from evaluators.classical import ClassicalEvaluator
 from search.base import Limits
-from search.gumbel import considered_visits, improved_policy
+from search.gumbel import GumbelParams, improved_policy
+from search.halving import considered_visits
 from search.mcts import EXPANDED, MCTS, MCTSConfig
 from tests.golden_searches import ZeroEvaluator
 from tests.positions import MATES, random_position
@@ -66,7 +67,7 @@ def test_gumbel_budget_and_determinism() -> None:
     pos = random_position("crazyhouse", 4, 12)
     def run(seed: int, scale: float = 1.0) -> tuple[int, int, list[tuple[int, int, float, float]]]:
         cfg = MCTSConfig.gumbel()
-        cfg.gumbel_params.gumbel_scale = scale
+        cfg.settings(GumbelParams).gumbel_scale = scale
         m = MCTS(ClassicalEvaluator(), cfg, random.Random(seed))
         r = m.run(pos.copy(), Limits(nodes=200))
         assert r.nodes == 200 and sum(n for _, n, _, _ in m.root_stats()) == 199  # the root's own evaluation

@@ -17,7 +17,7 @@ from experiments.selfplay import games as selfplay
 from experiments.training import datagen
 from evaluators.families import FAMILIES
 from search.base import Limits
-from search.gumbel import improved_policy
+from search.gumbel import GumbelParams, improved_policy
 
 
 def _searched(engine: object, nodes: int = 48, seed: int = 3) -> tuple[object, object]:
@@ -52,8 +52,8 @@ def test_gumbel_target_is_the_improved_policy() -> None:
     s = eng.search
     stats = s.root_stats()
     want = improved_policy([p for _, _, _, p in stats], [q if n else 0.0 for _, n, q, _ in stats],
-                           [float(n) for _, n, _, _ in stats], s.tree.nd_value[s.root], s.config.gumbel_params.c_visit,
-                           s.config.gumbel_params.c_scale)
+                           [float(n) for _, n, _, _ in stats], s.tree.nd_value[s.root],
+                           s.config.settings(GumbelParams).c_visit, s.config.settings(GumbelParams).c_scale)
     assert [m for m, _ in target] == [m for m, _, _, _ in stats]
     assert sorted(m for m, _ in target) == sorted(pos.legal_moves())
     assert math.isclose(sum(p for _, p in target), 1.0, abs_tol=1e-9)

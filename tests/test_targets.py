@@ -30,7 +30,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 
 def test_sequential_halving_phases() -> None:
-    from search.gumbel import sequential_halving_phases
+    from search.halving import sequential_halving_phases
 
     assert sequential_halving_phases(16, 16) == 1  # the shipped Gumbel at 16 simulations: no halving
     assert sequential_halving_phases(16, 4) == 2

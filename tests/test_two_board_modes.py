@@ -12,7 +12,7 @@ from board import move_from_uci, move_to_uci
 from board.bughouse import SIT, BughouseGame, sit_move, split_move, two_board_move
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
 from search.two_board import BughouseLimits
-from search.gumbel import considered_visits
+from search.halving import considered_visits
 from search.two_board import TwoBoardConfig, TwoBoardMCTS
 from search.two_board_gumbel import SeatGumbel
 from search.two_board_walk import TwoBoardWalk
