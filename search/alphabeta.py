@@ -22,28 +22,9 @@ Pieces of the search, each behind a switch of :class:`ABConfig`:
   measured neutral on mates and 20-30% slower), killers (two per ply), history heuristic, and at the
   root optionally the evaluator's priors (``root_priors``, when it serves ``POLICY_VALUE``);
 - check extension (one ply when the side to move is in check, inside the nominal depth budget);
-- null-move pruning (``null_move``, off by default): at a node ``depth >= 3`` plies from the frontier,
-  not in check, whose static score is ``>= beta`` and whose side to move has a piece other than pawns
-  and king (on the board or in hand), the opponent moves twice: a null-window search ``1 + R`` plies
-  shallower (``R = null_move_r``, one more from depth 7) that still scores ``>= beta`` cuts the node;
-  never two null moves in a row;
-- late-move reductions (``lmr``, off by default): at ``depth >= 3``, not in check, each move after the
-  first ``lmr_moves`` that is quiet (no capture, promotion, check or killer) is searched one ply
-  shallower (two from ``depth >= 6`` after ``4 lmr_moves`` moves) with the null window, and again at
-  full depth when it beats alpha; the others keep their full depth (both: Stockfish's and Sjeng's
-  idea; the search is no longer exactly minimax). Measured: not shown to help at equal nodes (crazyhouse,
-  ``reports/ab-pruning/``; bughouse, ``reports/bughouse-ab-deep/``), so off by default; the bughouse
-  team ``bughouse-ab-deep`` uses both (``reports/bughouse-vs-sjeng/``);
-- batched leaves (``batch_leaves``, for network evaluators): a node one ply above the frontier scores
-  all its children in one evaluator call before searching them, and a quiescence node its captures
-  that delta pruning lets through; :meth:`_Core.static_eval` then finds the score kept by raw state.
-  The tree searched is the same as one position at a time (the same scores, so the same cutoffs:
-  exactly so where the evaluator's outputs do not depend on the batch, as ONNX Runtime's and padded
-  TorchScript's); the calls are batched, and ``evals`` counts every position sent, those a cutoff made
-  useless included.  Measured with RISE in crazyhouse (5 middlegame positions, 0.1 s a move, one
-  thread): TorchScript 550 positions/s one at a time, 635 batched (2.2 positions sent per position
-  searched); ONNX Runtime 1,620 one at a time, 1,134 batched: cutoffs waste more than the batch saves,
-  so the option is off by default and the faster backend is the gain;
+- null-move pruning (``null_move``), late-move reductions (``lmr``) and batched leaves for network
+  evaluators (``batch_leaves``), each off by default, the measurements behind that in
+  :mod:`search.ab_config`;
 - the game's end is :meth:`board.position.Position.search_end`'s; draws inside the tree (a position
   repeated since the root or the game, the fifty-move rule in chess, insufficient material) score ``draw_score``.
 

@@ -23,20 +23,13 @@ Notation (as minigo's mcts.py; CrazyAra paper section 9; SPEC.md section 4)
 - Values ``v`` from the evaluator are for the side to move at the leaf; one ply up they are ``-v``.
 
 The tree's memory layout (nodes and edges apart, as lc0) is documented in :mod:`search.mcts_tree`;
-a search policy is a composition, as mctx's: the interior rule (a :class:`~search.mcts_rules.TreeRule`
-named by ``score_formula``: CrazyAra's PUCT in :mod:`search.puct`, SixtyFour's score in
-:mod:`search.sixtyfour`) and the root rule (``root_rule``: visits or Gumbel's Sequential Halving) in
-:mod:`search.mcts_rules`, with their settings and schedules in :mod:`search.mcts_config`.  Apart from
-the driver: the stoppers (:mod:`search.mcts_stop`, as lc0's), exploration (root noise and
-ε-greedy, :mod:`search.mcts_explore`), transpositions (:mod:`search.transpositions`) and graph
-search (:mod:`search.mcgs`), the report (PV, multi-PV, :mod:`search.mcts_report`).  This module is
-the driver: simulations, leaves, expansion and the final move, over any game's walk
-(:mod:`search.walk`: the one-board walk there, the two-board one in :mod:`search.two_board_walk`).
-
-The pieces, each a switch of :class:`MCTSConfig` with CrazyAra 0.6.0's default (batches and
-virtual loss, the transposition table, terminal detection, fix checkmates and the MCTS-solver, the
-selection schedules, check enhancement and urgency, ε-greedy, tree reuse, noise and temperature,
-multi-PV, time management, the SixtyFour variant), are listed in :mod:`search.mcts_config`.
+a search policy is a composition, as mctx's, of parts named in :mod:`search.parts`: the interior rule
+(``score_formula``: CrazyAra's PUCT in :mod:`search.puct`, SixtyFour's in :mod:`search.sixtyfour`),
+the root rule (``root_rule``: visits or Gumbel's Sequential Halving; :mod:`search.mcts_rules`), the Q
+transform and the stoppers (:mod:`search.mcts_stop`, as lc0's); the settings in
+:mod:`search.mcts_config`.  Apart from this driver (simulations, leaves, expansion, the final move,
+over any game's walk, :mod:`search.walk`): exploration (:mod:`search.mcts_explore`), transpositions
+(:mod:`search.transpositions`), graph search (:mod:`search.mcgs`), the report (:mod:`search.mcts_report`).
 
 Node accounting as :mod:`search.base` defines it: ``nodes`` = the root's visits (reused ones
 included), ``Limits.playouts`` caps the new simulations, ``evals`` = positions sent to the evaluator.
@@ -99,8 +92,7 @@ class MCTS(Search):
         self.walk: Walk = Walk()
         self.root = -1
         #: the root's side to move and full-move number (the time manager's, the noise's, the report's)
-        self._turn = 0
-        self._fullmove = 1
+        self._turn, self._fullmove = 0, 1
         self._fast = False  # this move is a playout-cap fast search (Limits.fast): no root noise
         self._tt = EvalTable()
         self._variant = ""
@@ -109,22 +101,15 @@ class MCTS(Search):
         # share their first steps: see _collect); _on[0:_made] holds them.
         self._on = vec[i64]()
         self._made = 0
-        self._done = True
-        self._stopped = False
-        self._nodes = 0  # new simulations this move
-        self._visits0 = 0  # the root's visits when this move's search began (tree reuse)
-        self._evals = 0
+        self._done, self._stopped = True, False
+        self._nodes = self._visits0 = self._evals = 0  # new simulations, the root's visits at the start, calls
         #: this move's limits and the stoppers over them
         self._stop = Stoppers(self.config)
-        self._seldepth = 0
-        self._t0 = 0.0
-        self._elapsed = 0.0
+        self._seldepth = self._collisions = self._merges = 0  # _merges: MCGS links to existing nodes
+        self._t0 = self._elapsed = 0.0
         self._last_q: float | None = None
         self._last_q_turn = -1
         self._best: SearchResult | None = None
-        self._collisions = 0
-        #: MCGS: links made to existing position nodes (transpositions merged)
-        self._merges = 0
         #: ε-greedy exploration on (:mod:`search.mcts_explore`)
         self._explore = mcts_explore.exploring(self.config)
 

@@ -34,15 +34,11 @@ Edge ``e``::
     ed_child[e]   index of the child node, -1 until first selected (children are created lazily)
     ed_check[e]   1 if the move gives check and check urgency is on, else 0 (a u8)
 
-An edge is what every legal move needs (25 bytes); the statistics of an edge, N, W and the virtual
-loss, live in its child node (as lc0's Node holds n and wl), created when the edge is first
-selected: the average node has some 30 edges and most are never selected, so a tree takes half
-the memory it would with the statistics on the edges, and each expansion copies 4 arrays, not 7
-(the page faults of fresh memory were a fifth of a search's time).  An edge without a child has
-N = W = 0 and no virtual loss (:meth:`_Tree.edge_n`, :meth:`_Tree.edge_w`).
-A node's edges are allocated together when it is expanded; a child node only when its edge is
-first selected.  Tree reuse keeps the arrays and moves the root; a tree is dropped when it grows
-beyond ``max_tree_nodes``.
+An edge is what every legal move needs (25 bytes); its statistics (N, W, virtual loss) live in its
+child node (as lc0's Node holds n and wl), made when the edge is first selected: most of a node's
+some 30 edges never are, so a tree takes half the memory and an expansion copies 4 arrays, not 7.
+An edge without a child has N = W = 0 (:meth:`_Tree.edge_n`).  Tree reuse keeps the arrays and
+moves the root; a tree is dropped when it grows beyond ``max_tree_nodes``.
 
 Monte-Carlo graph search (``mcgs``; Czech, Korus, Kersting 2021).  Positions reached by different
 move orders share one node: a child node made for an edge is first looked up by its position key
