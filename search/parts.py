@@ -19,8 +19,9 @@ A record says what the search and the layers above ask of a part without buildin
 - ``two_board``: its bughouse form: for a tree rule ``"module:function"`` making, from the config and
   LazyBug's parameters, a rule that selects within a run of edges (LazyBug's board choice wraps it,
   :class:`search.two_board_rules.BoardChoice`); ``""`` where the rule's own ``select_run`` serves;
-  for a root rule ``"module:Class"`` of a :class:`search.two_board_rules.SeatRoot`; ``""`` where the
-  generic seat (:class:`search.two_board_rules.SeatWrap`) wraps the rule itself.
+  for a root rule ``"module:Class"`` of a :class:`search.two_board_rules.SeatRoot` (Gumbel's, whose
+  plan spans the seat's budget); ``""`` where the generic seat (:class:`search.two_board_rules.SeatWrap`)
+  wraps the rule itself (PUCT's, and a new rule's).
 
 What a root rule does in self-play (its exploration, its quiet reference search) is on its class
 (``SELFPLAY``, ``QUIET``, ``ROUNDS``): the loop asks the rule the config names
@@ -55,7 +56,7 @@ PARTS: Final[list[Part]] = [
     Part("tree", "crazyara", "search.puct:PUCT", two_board="search.two_board_rules:lazybug_puct"),
     Part("tree", "sixtyfour", "search.sixtyfour:SixtyFourScore", settings="search.sixtyfour:SixtyFourParams"),
     Part("tree", "gumbel", "search.gumbel:GumbelTreeRule", "search.gumbel:GumbelParams", "search.two_board_gumbel:gumbel_run"),
-    Part("root", "puct", "search.mcts_rules:VisitsRoot", two_board="search.two_board_rules:SeatRoot"),
+    Part("root", "puct", "search.mcts_rules:VisitsRoot"),
     Part("root", "gumbel", "search.gumbel:SequentialHalving", "search.gumbel:GumbelParams", "search.two_board_gumbel:SeatGumbel"),
     Part("q", "mean", "search.qtransforms:mean"),
     Part("stop", "root-settled", "search.mcts_stop:RootSettledStopper"),

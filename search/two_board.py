@@ -21,11 +21,11 @@ board A's first, each board's ``sit`` last where it is allowed.
   since on either board (and our partner's sit) and keeps the node whose walk hash matches.
 
 The final-move rule is the seat root's ``decide`` (the only place it is decided; each rule's
-two-board form is named by its record in :data:`search.parts.PARTS`): LazyBug's
-(:class:`search.two_board_rules.SeatRoot`), as the legacy tree of its own applied it
-(``tests/oracles/bughouse_mcts.py``), with ``root_rule="gumbel"`` Gumbel's
-(:class:`search.two_board_gumbel.SeatGumbel`), and for a root rule with no form of its own the
-generic seat (:class:`search.two_board_rules.SeatWrap`) around the rule.  Below the root a tree
+two-board form is named by its record in :data:`search.parts.PARTS`): for a root rule with no form
+of its own (PUCT's) the generic seat (:class:`search.two_board_rules.SeatWrap`) around the rule,
+with LazyBug's sit-or-move decision (:class:`search.two_board_rules.SeatRoot`) as the legacy tree of
+its own applied it (``tests/oracles/bughouse_mcts.py``); with ``root_rule="gumbel"`` Gumbel's
+(:class:`search.two_board_gumbel.SeatGumbel`: its plan spans the seat's budget).  Below the root a tree
 rule's form (LazyBug's PUCT for "crazyara"), or the rule itself where it selects within a run of
 edges (:meth:`search.mcts_rules.TreeRule.select_run`), inside LazyBug's board choice.
 

@@ -134,7 +134,8 @@ class BoardChoice(TreeRule):
 
 class SeatRoot(RootRule):
     """The root's board choice for our seat (our board with ``root_own_p``) and the seat's decision,
-    sit or move (:meth:`decide`: LazyBug's rule)."""
+    sit or move (:meth:`decide`: LazyBug's rule): the base of the generic seat (:class:`SeatWrap`)
+    and of Gumbel's (:class:`search.two_board_gumbel.SeatGumbel`)."""
 
     def __init__(self, cfg: MCTSConfig, tree_rule: BoardChoice, own_board: int, root_own_p: float) -> None:
         super().__init__(cfg, tree_rule)

@@ -275,3 +275,33 @@ def test_the_legacy_search_left_search_and_its_games_replay_from_a_checkout(tmp_
                           "--every", "8", "--quiet"], cwd=root, env={**env, "PYTHONPATH": "."},
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "every move agrees" in out.stdout, out.stdout + out.stderr
+
+
+def test_sixty_pinned_two_board_searches() -> None:
+    """60 seats' searches (LazyBug's rules, Gumbel's, graph search, root_own_p 0.5 one leaf at a time;
+    random positions, 200 nodes) give the moves, values and root visits they gave when the seat's
+    roots became parts (the generic seat around PUCT's root, 2026-11-29): a refactor keeps them."""
+    import hashlib
+    import json
+
+    out = []
+    for mode in ({}, {"root_rule": "gumbel", "score_formula": "gumbel", "tree_reuse": False}, {"mcgs": True},
+                 {"root_own_p": 0.5, "batch_size": 1}):
+        rng = random.Random(7)
+        for k in range(15):
+            g, at = BughouseGame(base_ms=60_000), 0
+            for _ in range(rng.randrange(0, 30)):
+                b = rng.randrange(2)
+                if g.legal_moves(b):
+                    at += rng.randrange(100, 3000)
+                    g.push(b, rng.choice(g.legal_moves(b)), at_ms=at)
+            b = k % 2
+            if g.is_game_over(at) or not g.legal_moves(b):
+                continue
+            s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**mode), random.Random(k))
+            r = s.run(g, b, BughouseLimits(nodes=200), at_ms=at)
+            t, root = s.tree, s.root
+            e0 = int(t.nd_edge0[root])
+            out.append((r.board_id, r.move, round(r.value, 9), [t.edge_n(e) for e in range(e0, e0 + int(t.nd_nedges[root]))]))
+    assert len(out) == 60
+    assert hashlib.sha256(json.dumps(out).encode()).hexdigest()[:16] == "a487c60a44a39bb9"
