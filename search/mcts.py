@@ -50,9 +50,10 @@ from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError,
 from search import mcgs, mcts_explore, mcts_report
 from search.base import Limits, Search, SearchResult
 from search.checks import check_enhance
-from search.mcts_config import MCTSConfig, MCTSConfigError, cpuct, u_divisor
+from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_rules import RootRule, TreeRule, final_policy, make_root_rule, make_rule, q_thresh
 from search.mcts_stop import Stoppers, playout_depth_for_clock
+from search.puct import PUCTParams, cpuct, u_divisor
 from search.mcts_tree import DRAW, EXPANDED, LOSS, PENDING, TERMINAL, UNKNOWN, WIN, _float_vec, _Tree
 from search.transpositions import EvalTable, counters_hash
 from search.walk import BoardWalk, Walk
@@ -85,14 +86,12 @@ class MCTS(Search):
         self.rng = rng if rng is not None else random.Random(0)
         self.rule: TreeRule = rule if rule is not None else make_rule(self.config)
         self.root_rule: RootRule = root_rule if root_rule is not None else make_root_rule(self.config, self.rule)
-        self.teams = teams
-        self.summary = summary
+        self.teams, self.summary = teams, summary
+        self._pp = self.config.settings(PUCTParams)  # check enhancement at expansion, the tree's FPU
         self.tree = self._new_tree()
-        #: the position walked (:mod:`search.walk`; a placeholder before the first search)
-        self.walk: Walk = Walk()
+        self.walk: Walk = Walk()  # the position walked (:mod:`search.walk`; a placeholder before a search)
         self.root = -1
-        #: the root's side to move and full-move number (the time manager's, the noise's, the report's)
-        self._turn, self._fullmove = 0, 1
+        self._turn, self._fullmove = 0, 1  # the root's side to move and full-move number
         self._fast = False  # this move is a playout-cap fast search (Limits.fast): no root noise
         self._tt = EvalTable()
         self._variant = ""
@@ -123,7 +122,7 @@ class MCTS(Search):
         self._last_q = None
 
     def _new_tree(self) -> _Tree:
-        return _Tree(self.config, self.rule.check_urgency, self.teams)
+        return _Tree(self.config, self.rule.check_urgency, self.teams, self._pp.fpu)
 
     def start(self, pos: Position, limits: Limits) -> None:
         require(self.evaluator, POLICY_VALUE, pos.variant)
@@ -354,7 +353,7 @@ class MCTS(Search):
             if is_root:  # the game is over here (a two-board walk's clock fell): nothing to search
                 self._stopped = True
             return None
-        need_checks = cfg.puct.check_enhancement or cfg.tree.fix_checkmates or tree.check_urgency
+        need_checks = self._pp.check_enhancement or cfg.tree.fix_checkmates or tree.check_urgency
         checks = walk.checks(moves) if need_checks else vec[i64]()
         # Mates in one among the checks: found now, so no node ever misses a mate it has.
         mates = walk.mates(moves, checks) if cfg.tree.fix_checkmates else vec[i64]()
@@ -384,8 +383,9 @@ class MCTS(Search):
         # the transposition table keeps the evaluator's own priors; the new edges get the boosted ones
         tree.expand_vec(node, moves, priors, value)
         e0c: i64 = tree.nd_edge0[node]
-        if cfg.puct.check_enhancement and len(checks) > 0:
-            check_enhance(priors, checks, cfg.puct.check_prior_threshold, cfg.puct.check_factor, cfg.puct.check_cap, tree.ed_prior, e0c)
+        if self._pp.check_enhancement and len(checks) > 0:
+            pp = self._pp
+            check_enhance(priors, checks, pp.check_prior_threshold, pp.check_factor, pp.check_cap, tree.ed_prior, e0c)
         if tree.check_urgency and len(checks) > 0:
             for i in range(len(checks)):
                 if checks[i]:
@@ -438,7 +438,7 @@ class MCTS(Search):
            resistance;
         4. among the rest, the root rule's choice (:meth:`search.mcts_rules.RootRule.choose`): for PUCT
            ``argmax π`` of :func:`final_policy` over Q (with the PV rule when ``q_pv``) or a draw
-           from ``π^(1/τ)`` under a temperature (:class:`search.mcts_rules.VisitsRoot`); for Gumbel
+           from ``π^(1/τ)`` under a temperature (:class:`search.puct.VisitsRoot`); for Gumbel
            the best ``g + logits + σ(q̂)`` among the most visited (:class:`search.gumbel.SequentialHalving`).
         """
         if self._stop.single_move:

@@ -1,16 +1,15 @@
-"""The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults), PUCT's schedules
-(``cpuct``, ``udiv``) and its parts by name (the table of parts: :mod:`search.parts`; notation in
-:mod:`search.mcts`).
+"""The MCTS's settings: :class:`MCTSConfig` (every switch, CrazyAra 0.6.0 defaults) and its parts by
+name (the table of parts: :mod:`search.parts`; notation in :mod:`search.mcts`).
 
 Each piece is a setting by its flat name, in a small config of :class:`MCTSConfig` (CrazyAra 0.6.0's
-defaults, or the paper's): batched leaves under virtual loss (:class:`Batching`); PUCT's schedules,
-FPU, check enhancement and our check urgency (:class:`PUCTParams`); the move played (Q-value
+defaults, or the paper's): batched leaves under virtual loss (:class:`Batching`); the move played (Q-value
 selection, Q with principal variation, temperature, multi-PV: :class:`MoveChoice`); self-play's
 exploration (Dirichlet noise, ε-greedy, KataGo's forced playouts, SixtyFour's prior noise:
 :class:`Exploration`); what the tree knows (transpositions, fix checkmates, the MCTS-solver, reuse,
 graph search: :class:`TreeParams`); when a search stops besides its limits (:class:`Stopping`); the
 clock (:class:`search.timeman.TimeConfig`); and each part's own settings, beside its rule
-(:mod:`search.parts`: SixtyFour's constant, Gumbel's).  The presets: :meth:`MCTSConfig.sixtyfour`,
+(:mod:`search.parts`: PUCT's schedules, FPU, check enhancement and urgency in
+:class:`search.puct.PUCTParams`; SixtyFour's constant; Gumbel's).  The presets: :meth:`MCTSConfig.sixtyfour`,
 :meth:`MCTSConfig.gumbel`, :meth:`MCTSConfig.vanilla`.
 """
 from __future__ import annotations
@@ -62,39 +61,6 @@ class Batching:
     def validate(self) -> None:
         if self.virtual_loss < 0:
             raise MCTSConfigError("virtual_loss must not be negative")
-
-
-@dataclass
-class PUCTParams:
-    """CrazyAra's selection rule (search.puct): the cpuct and u-divisor schedules, FPU, check
-    enhancement and our check urgency."""
-
-    cpuct_init: float = 2.5
-    cpuct_base: float = 19652.0
-    cpuct_schedule: bool = True
-    fpu: float = -1.0
-    u_divisor: bool = True
-    u_init: float = 1.0
-    u_final: float = 0.25
-    u_base: float = 1965.0
-    check_enhancement: bool = True
-    check_prior_threshold: float = 0.1
-    check_factor: float = 0.5
-    check_cap: bool = False  # newer CrazyAra: add min(0.1, 0.5 max P) instead of 0.5 max P
-    # Check urgency, not in CrazyAra 0.6.0: unvisited checks start at check_q_init.  With fpu -1 a
-    # node whose first move came back with a good Q tries a second move only after about
-    # ((1 + Q) / (cpuct P))^2 visits, so with a flat prior the solver never sees the forcing moves
-    # that prove a mate (a crazyhouse mate in 3 with Q and R in hand was not found in a million
-    # simulations); check enhancement raises their prior but cannot close the fpu gap of 1 + Q.
-    check_urgency: bool = False
-    check_q_init: float = 0.0
-
-    def validate(self) -> None:
-        _positive(("cpuct_base", self.cpuct_base), ("u_base", self.u_base))
-        if self.cpuct_init < 0:
-            raise MCTSConfigError("cpuct_init must be >= 0")
-        if not -1.0 <= self.check_q_init <= 1.0:
-            raise MCTSConfigError("check_q_init must be in [-1, 1]")
 
 
 @dataclass
@@ -205,7 +171,6 @@ class MCTSConfig:
     root_rule: str = "puct"
     q_transform: str = "mean"
     batching: Batching = field(default_factory=Batching, metadata=FLAT)
-    puct: PUCTParams = field(default_factory=PUCTParams, metadata=FLAT)
     choice: MoveChoice = field(default_factory=MoveChoice, metadata=FLAT)
     exploration: Exploration = field(default_factory=Exploration, metadata=FLAT)
     # the parts' own settings ("module:Class" -> instance; search.parts): read with settings()
@@ -276,17 +241,3 @@ class MCTSConfig:
                                   "(root_rule=puct, score_formula=crazyara)")
         if (ex.epsilon_greedy > 0 or ex.epsilon_checks > 0) and self.root_rule != "puct":
             raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
-
-
-def cpuct(cfg: PUCTParams, n: float) -> float:
-    """The exploration constant for a node with ``n`` visits."""
-    if not cfg.cpuct_schedule:
-        return cfg.cpuct_init
-    return math.log((n + cfg.cpuct_base + 1.0) / cfg.cpuct_base) + cfg.cpuct_init
-
-
-def u_divisor(cfg: PUCTParams, n: float) -> float:
-    """``udiv(s)``: 1 (u_init) for a fresh node, decaying to 0.25 (u_final) as it is visited."""
-    if not cfg.u_divisor:
-        return 1.0
-    return cfg.u_final - math.exp(-n / cfg.u_base) * (cfg.u_final - cfg.u_init)

@@ -6,7 +6,7 @@ settings of :class:`search.mcts_config.MCTSConfig` (mypyc-compiled; notation in 
 A new rule is a class in a file of its own and a line in the table of parts
 (:data:`search.parts.PARTS`): CrazyAra's PUCT (:mod:`search.puct`), SixtyFour's score
 (:mod:`search.sixtyfour`), Gumbel's Sequential Halving at the root (:mod:`search.gumbel`) and the
-visit-count root below.
+visit-count root (:class:`search.puct.VisitsRoot`).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import ClassVar
 from mypy_extensions import i64, mypyc_attr
 
 from search import parts
-from search.mcts_config import MCTSConfig, MoveChoice, cpuct, u_divisor
+from search.mcts_config import MCTSConfig, MoveChoice
 from search.qtransforms import QTransform
 from search.mcts_tree import LOSS, UNKNOWN, WIN, _Tree
 
@@ -174,141 +174,6 @@ class RootRule:
             ns = [tree.ed_prior[e] for e in range(e0, e0 + k)]
             total = sum(ns)
         return [n / total for n in ns] if total > 0.0 else [1.0 / k] * k
-
-
-class VisitsRoot(RootRule):
-    """PUCT's root: the tree rule selects; the move played is ``argmax π`` of
-    :func:`final_policy` over Q (with the PV rule of :meth:`_Tree.q_with_pv` when
-    ``q_pv``), or a draw from ``π^(1/τ)`` with the random state when the temperature ``τ > 0``
-    applies (``temperature_moves``); ties go to the move generated first.  With no edge visited
-    (a one-node search: the root's expansion only) the move of the highest prior: the raw policy.
-
-    Self-play's KataGo pieces (Wu 2019, section 3.1), each a switch of :class:`MCTSConfig`:
-
-    - forced playouts (``forced_playouts`` = k > 0, full searches only): an open edge that already
-      has a visit (KataGo's ``rootDesiredPerChildVisitsCoeff``: only "a child that receives any
-      visits at all") with ``N(s, a) < n_forced(a) = sqrt(k · P(s, a) · N(s))`` (in-flight visits
-      counted) is selected before the tree rule is asked, the one with the largest prior first; an
-      unvisited move gets its first visit from the tree rule alone;
-    - policy-target pruning (``policy_target_pruning``): the target takes from every edge but the
-      most visited ``a*`` up to ``n_forced(a)`` visits, as long as its PUCT score
-      ``Q(a) + cpuct(s) · P(a) · sqrt(N(s)) / (udiv(s) + N')`` stays at most ``a*``'s, and drops an edge
-      so reduced to one visit or none (:meth:`pruned_visits`);
-    - ``temperature_visits``: the temperature draws from the target's visit shares, not from
-      ``final_policy``'s Q mix (the greedy move keeps ``final_policy``)."""
-
-    SELFPLAY: ClassVar[dict[str, str | None]] = {
-        "dirichlet_epsilon": "0.25", "dirichlet_alpha": None, "temperature": "1.0", "temperature_moves": "15",
-        "forced_playouts": "2", "policy_target_pruning": "true", "temperature_visits": "true"}
-    QUIET: ClassVar[dict[str, str]] = {
-        "dirichlet_epsilon": "0", "temperature": "0", "forced_playouts": "0", "policy_target_pruning": "false",
-        "temperature_visits": "false", "prior_noise": "0"}
-    # no check enhancement in the loop's targets: they would learn the check bias that play adds back
-    # (searchbench targets at 16 nodes: with it 33.7% top-1 and 0.39 of the mass on checks, without
-    # it 36.0% and 0.20, the prior 34.7% and 0.18)
-    ROUNDS: ClassVar[dict[str, str]] = {"check_enhancement": "false"}
-
-    def select(self, tree: _Tree, root: int) -> int:
-        k = self.cfg.exploration.forced_playouts
-        if k > 0.0 and not self.fast:
-            e0 = int(tree.nd_edge0[root])
-            total = tree.nd_sum_n[root]
-            best = -1
-            best_p = -1.0
-            for e in range(e0, e0 + int(tree.nd_nedges[root])):
-                child = tree.ed_child[e]
-                # KataGo forces only a child that already has visits: an unvisited move is left
-                # to the tree rule (its first visit is the rule's choice, not a forced one)
-                if child < 0 or tree.nd_n[child] <= 0 or tree.nd_proven[tree.target(child)] != UNKNOWN:
-                    continue
-                n = float(tree.nd_n[child] + tree.nd_vl[child])
-                p = tree.ed_prior[e]
-                if n < math.sqrt(k * p * total) and p > best_p:
-                    best, best_p = e, p
-            if best >= 0:
-                return best
-        return self.tree_rule.select(tree, root)
-
-    def pruned_visits(self, tree: _Tree, root: int) -> list[float]:
-        """The root's edge visits with the forced playouts taken out (the class docstring), in edge
-        order; the visits as they are for a fast search or with pruning off."""
-        e0 = int(tree.nd_edge0[root])
-        k = int(tree.nd_nedges[root])
-        ns = [float(tree.edge_n(e)) for e in range(e0, e0 + k)]
-        cfg = self.cfg
-        if not cfg.exploration.policy_target_pruning or self.fast or k < 2:
-            return ns
-        total = sum(ns)
-        top = max(range(k), key=lambda i: ns[i])
-        if ns[top] <= 0.0:
-            return ns
-        c = cpuct(cfg.puct, total) * math.sqrt(total)
-        ud = u_divisor(cfg.puct, total)
-        best = tree.edge_q(e0 + top) + c * tree.ed_prior[e0 + top] / (ud + ns[top])
-        out = list(ns)
-        for i in range(k):
-            n = ns[i]
-            if i == top or n <= 0.0:
-                continue
-            p = tree.ed_prior[e0 + i]
-            gap = best - tree.edge_q(e0 + i)
-            if gap <= 0.0:
-                continue  # its score beats a*'s at any count: none of its visits were forced
-            keep = max(n - math.sqrt(cfg.exploration.forced_playouts * p * total), c * p / gap - ud)
-            if keep < n:
-                out[i] = 0.0 if keep <= 1.0 else max(0.0, math.ceil(keep))
-        return out
-
-    def target(self, tree: _Tree, root: int) -> list[float]:
-        """AlphaZero's visit distribution ``N(a) / Σ_b N(b)``, pruned of forced playouts where
-        ``policy_target_pruning`` is on (the priors while no edge is visited)."""
-        e0 = int(tree.nd_edge0[root])
-        k = int(tree.nd_nedges[root])
-        ns = self.pruned_visits(tree, root)
-        total = sum(ns)
-        if total <= 0.0:
-            ns = [tree.ed_prior[e] for e in range(e0, e0 + k)]
-            total = sum(ns)
-        return [n / total for n in ns] if total > 0.0 else [1.0 / k] * k
-
-    def choose(self, tree: _Tree, root: int, candidates: list[int], rng: random.Random, fullmove: int) -> int:
-        cfg = self.cfg
-        visits = [tree.edge_n(e) for e in candidates]
-        if max(visits) <= 0:  # nothing visited (one node: the root's expansion): the prior's choice
-            best = 0
-            for i in range(1, len(candidates)):
-                if tree.ed_prior[candidates[i]] > tree.ed_prior[candidates[best]]:
-                    best = i
-            return candidates[best]
-        qs = [tree.q_with_pv(e) for e in candidates]
-        pi = final_policy(cfg.choice, visits, qs)
-        tau = cfg.choice.temperature
-        if tau > 0.0 and (cfg.choice.temperature_moves <= 0 or fullmove <= cfg.choice.temperature_moves):
-            draw = pi
-            if cfg.choice.temperature_visits:
-                e0 = int(tree.nd_edge0[root])
-                shares = self.pruned_visits(tree, root)
-                draw = [shares[e - e0] for e in candidates]
-                if max(draw) <= 0.0:
-                    draw = pi
-            top = max(draw)
-            weights = [(p / top) ** (1.0 / tau) if top > 0 else 1.0 for p in draw]
-            r = rng.random() * sum(weights)
-            acc = 0.0
-            for i in range(len(weights)):
-                acc += weights[i]
-                if r < acc:
-                    return candidates[i]
-            return candidates[len(candidates) - 1]
-        best = 0
-        for i in range(1, len(pi)):
-            if pi[i] > pi[best]:
-                best = i
-        return candidates[best]
-
-    def ranked(self, tree: _Tree, root: int, edges: list[int]) -> list[int]:
-        pi = final_policy(self.cfg.choice, [tree.edge_n(e) for e in edges], [tree.q_with_pv(e) for e in edges])
-        return [edges[i] for i in sorted(range(len(edges)), key=lambda i: -pi[i])]
 
 
 def q_transform(cfg: MCTSConfig) -> QTransform:

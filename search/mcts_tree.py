@@ -117,8 +117,9 @@ class _Tree:
     """The node and edge arrays (see the module docstring) and the operations on them; the selection
     of an edge is the tree rule's (:class:`search.mcts_rules.TreeRule`)."""
 
-    def __init__(self, cfg: MCTSConfig, check_urgency: bool = False, teams: bool = False) -> None:
+    def __init__(self, cfg: MCTSConfig, check_urgency: bool = False, teams: bool = False, fpu: float = -1.0) -> None:
         self.cfg = cfg
+        self.fpu = fpu  # the Q of an unvisited edge (PUCT's first-play urgency: the driver passes it)
         #: two-board mode (module docstring): values are team 0's, each edge's sign is in nd_sign
         self.teams = teams
         self.nd_sign = vec[float]()
@@ -152,8 +153,7 @@ class _Tree:
         self.ed_prior = vec[float]()
         self.ed_child = vec[i64]()
         self.ed_check = vec[u8]()
-        self.n_nodes = 0
-        self.n_edges = 0
+        self.n_nodes = self.n_edges = 0
 
     def new_node(self, key: i64) -> int:
         self.nd_edge0 = append(self.nd_edge0, -1)
@@ -241,7 +241,7 @@ class _Tree:
 
     def edge_q(self, e: int) -> float:
         n = self.edge_n(e)
-        return self.edge_w(e) / float(n) if n > 0 else self.cfg.puct.fpu
+        return self.edge_w(e) / float(n) if n > 0 else self.fpu
 
     def target(self, child: i64) -> i64:
         """The position node of an edge's child: itself, or with MCGS the node it links to."""

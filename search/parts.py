@@ -53,10 +53,10 @@ class Part:
 
 
 PARTS: Final[list[Part]] = [
-    Part("tree", "crazyara", "search.puct:PUCT", two_board="search.two_board_rules:lazybug_puct"),
+    Part("tree", "crazyara", "search.puct:PUCT", "search.puct:PUCTParams", "search.two_board_rules:lazybug_puct"),
     Part("tree", "sixtyfour", "search.sixtyfour:SixtyFourScore", settings="search.sixtyfour:SixtyFourParams"),
     Part("tree", "gumbel", "search.gumbel:GumbelTreeRule", "search.gumbel:GumbelParams", "search.two_board_gumbel:gumbel_run"),
-    Part("root", "puct", "search.mcts_rules:VisitsRoot"),
+    Part("root", "puct", "search.puct:VisitsRoot"),
     Part("root", "gumbel", "search.gumbel:SequentialHalving", "search.gumbel:GumbelParams", "search.two_board_gumbel:SeatGumbel"),
     Part("q", "mean", "search.qtransforms:mean"),
     Part("stop", "root-settled", "search.mcts_stop:RootSettledStopper"),

@@ -14,6 +14,7 @@ from mypy_extensions import i64
 
 from search.mcts_config import MCTSConfig
 from search.mcts_rules import TreeRule
+from search.puct import PUCTParams
 from search.mcts_tree import _Tree
 
 
@@ -32,6 +33,7 @@ class SixtyFourScore(TreeRule):
     def __init__(self, cfg: MCTSConfig) -> None:
         super().__init__(cfg)
         self.c = cfg.settings(SixtyFourParams).sixtyfour_c
+        self.fpu = cfg.settings(PUCTParams).fpu  # PUCT's first-play urgency (the preset sets 0)
 
     def select(self, tree: _Tree, node: int) -> int:
         cfg = self.cfg
@@ -43,7 +45,7 @@ class SixtyFourScore(TreeRule):
         e0: i64 = tree.nd_edge0[node]
         end: i64 = e0 + tree.nd_nedges[node]
         vl = cfg.batching.virtual_loss
-        fpu = cfg.puct.fpu
+        fpu = self.fpu
         c = self.c * math.sqrt(tree.nd_sum_n[node] + 1.0)
         self.win_e = -1
         self.lose_e = -1

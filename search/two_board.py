@@ -47,18 +47,19 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Final, Sequence
+from typing import Any, Final, Sequence
 
 from board.bughouse import SIT, BughouseBoard, BughouseGame, recent_move_ms, split_move, team_of, two_board_move
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search import parts
-from search.base import FLAT, Limits, SearchResult, range_error, step
+from search.base import FLAT, OWN, Limits, SearchResult, range_error, step
 from search.mcts import MCTS
 from search.mcts_config import SPIN_RANGES as MCTS_RANGES
-from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, PUCTParams, Stopping, TreeParams
+from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, Stopping, TreeParams
 from search.mcts_rules import TreeRule
 from search.mcts_tree import EXPANDED, TERMINAL, _Tree
+from search.puct import PUCTParams
 from search.timeman import TimeConfig
 from search.two_board_rules import BoardChoice, LazyBugParams, SeatRoot, SeatWrap
 from search.two_board_walk import TwoBoardWalk
@@ -108,8 +109,11 @@ def _hard_clock() -> TimeConfig:
     return TimeConfig(move_overhead=0.0, stop_easy=False, extend_critical=False)
 
 
-def _lazybug_puct() -> PUCTParams:
-    return PUCTParams(cpuct_init=2.0, u_divisor=False, check_enhancement=False)
+def _lazybug_own() -> dict[str, Any]:
+    """The parts' own settings with LazyBug's PUCT (cpuct_init 2, no u-divisor, no check enhancement)."""
+    own = parts.own_settings()
+    own["search.puct:PUCTParams"] = PUCTParams(cpuct_init=2.0, u_divisor=False, check_enhancement=False)
+    return own
 
 
 def _lazybug_choice() -> MoveChoice:
@@ -128,7 +132,7 @@ def _lazybug_stopping() -> Stopping:
 class TwoBoardConfig(MCTSConfig):
     """LazyBug's parameters on the shared MCTS settings (the switches it has not are off)."""
 
-    puct: PUCTParams = field(default_factory=_lazybug_puct, metadata=FLAT)
+    own: dict[str, Any] = field(default_factory=_lazybug_own, metadata=OWN)
     choice: MoveChoice = field(default_factory=_lazybug_choice, metadata=FLAT)
     tree: TreeParams = field(default_factory=_lazybug_tree, metadata=FLAT)
     stopping: Stopping = field(default_factory=_lazybug_stopping, metadata=FLAT)
@@ -141,11 +145,12 @@ class TwoBoardConfig(MCTSConfig):
             ("solver", self.tree.solver), ("fix_checkmates", self.tree.fix_checkmates),
             ("transposition_table", self.tree.transposition_table),
             ("q_value_selection", self.choice.q_value_selection), ("q_pv", self.choice.q_pv),
-            ("check_enhancement", self.puct.check_enhancement), ("check_urgency", self.puct.check_urgency),
+            ("check_enhancement", self.settings(PUCTParams).check_enhancement),
+            ("check_urgency", self.settings(PUCTParams).check_urgency),
             ("epsilon_greedy", self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0),
             (f"score_formula={self.score_formula}", not serves_two_boards(self.score_formula)),
             ("multipv", self.choice.multipv != 1),
-            # KataGo's self-play pieces act through VisitsRoot, which the seat's root rules do not run
+            # KataGo's self-play pieces act through VisitsRoot.select, which the seat does not call
             ("forced_playouts", self.exploration.forced_playouts > 0),
             ("policy_target_pruning", self.exploration.policy_target_pruning),
             ("temperature_visits", self.choice.temperature_visits)) if on]

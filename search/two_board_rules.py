@@ -25,6 +25,7 @@ from board.bughouse import BOARD_SHIFT, SIT, split_move
 from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_rules import RootRule, TreeRule
 from search.mcts_tree import _Tree
+from search.puct import PUCTParams
 
 
 def board_split(tree: _Tree, node: int) -> i64:
@@ -70,6 +71,7 @@ class LazyBugPUCT(TreeRule):
     def __init__(self, cfg: MCTSConfig, cpuct_factor: float) -> None:
         super().__init__(cfg)
         self.cpuct_factor = cpuct_factor
+        self.pp = cfg.settings(PUCTParams)  # LazyBug's cpuct_init, cpuct_base and FPU
 
     def select_run(self, tree: _Tree, node: int, lo: i64, hi: i64) -> int:
         cfg = self.cfg
@@ -77,7 +79,8 @@ class LazyBugPUCT(TreeRule):
         total = 0.0
         for e in range(lo, hi):
             total += tree.edge_n(e) + tree.edge_vl(e) * vl
-        c = (self.cpuct_factor * math.log((1.0 + total + cfg.puct.cpuct_base) / cfg.puct.cpuct_base) + cfg.puct.cpuct_init) \
+        pp = self.pp
+        c = (self.cpuct_factor * math.log((1.0 + total + pp.cpuct_base) / pp.cpuct_base) + pp.cpuct_init) \
             * math.sqrt(max(total, 1.0))
         best = lo
         best_score = -1e18
@@ -85,7 +88,7 @@ class LazyBugPUCT(TreeRule):
             virtual = tree.edge_vl(e) * vl
             n = tree.edge_n(e) + virtual
             if n <= 0:
-                q = cfg.puct.fpu
+                q = pp.fpu
             elif self.q_of is None:
                 q = (tree.edge_w(e) - virtual) / n
             else:

@@ -32,17 +32,18 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
     from engines import registry
     from engines.options import config_options
     from search.base import flat_groups, flat_view, setting, with_settings
-    from search.mcts_config import MCTSConfig, PUCTParams
+    from search.mcts_config import MCTSConfig
+    from search.puct import PUCTParams
     from search.two_board import TwoBoardConfig
 
     assert len(dataclasses.fields(MCTSConfig)) <= 12
     groups = flat_groups(MCTSConfig)
-    assert len(groups) >= 50 and groups["cpuct_init"] == "puct" and groups["mcgs"] == "tree"
+    assert len(groups) >= 50 and groups["cpuct_init"] == "own[search.puct:PUCTParams]" and groups["mcgs"] == "tree"
     names = [o.name for o in config_options(MCTSConfig)]
     assert set(flat_view(MCTSConfig())) - {"time"} <= set(names) and "time.move_overhead" in names
     assert not any(n.startswith(("puct.", "tree.", "batching.")) for n in names)  # no dotted group names
     cfg = MCTSConfig.of(cpuct_init=1.5, mcgs=True, batch_size=2, considered_actions=8)
-    assert cfg.puct == PUCTParams(cpuct_init=1.5) and cfg.tree.mcgs and cfg.batching.batch_size == 2
+    assert cfg.settings(PUCTParams) == PUCTParams(cpuct_init=1.5) and cfg.tree.mcgs and cfg.batching.batch_size == 2
     assert [setting(cfg, n) for n in ("cpuct_init", "mcgs", "batch_size", "considered_actions", "root_rule")] \
         == [1.5, True, 2, 8, "puct"]
     assert with_settings(MCTSConfig(), {"time.move_overhead": 0.5}).time.move_overhead == 0.5
@@ -50,7 +51,7 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
         == with_settings(registry.resolve("material-mcts").config, {"cpuct_init": 1.5, "mcgs": True, "batch_size": 2,
                                                                     "considered_actions": 8})
     two = TwoBoardConfig.of(root_own_p=0.5, fpu=0.5)
-    assert two.lazybug.root_own_p == 0.5 and two.puct.fpu == 0.5 and two.puct.cpuct_init == 2.0  # LazyBug's default
+    assert two.lazybug.root_own_p == 0.5 and two.settings(PUCTParams).fpu == 0.5 and two.settings(PUCTParams).cpuct_init == 2.0  # LazyBug's default
     from search.mcts_config import Exploration, MCTSConfigError
     from search.two_board import LazyBugParams
 

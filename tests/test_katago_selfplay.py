@@ -19,7 +19,8 @@ from experiments.harness import ratings
 from experiments.harness.store import GameRecord
 from experiments.selfplay import gates as rl_gates, loop as rl, targets
 from search.base import Limits
-from search.mcts_config import MCTSConfig, MCTSConfigError, cpuct, u_divisor
+from search.mcts_config import MCTSConfig, MCTSConfigError
+from search.puct import PUCTParams, cpuct, u_divisor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_reliability import one_line_error, run_cli  # noqa: E402
@@ -119,8 +120,8 @@ def test_a_pruned_target_sums_to_one_and_drops_only_forced_visits() -> None:
     total = float(sum(ns))
     top = int(np.argmax(ns))
     assert kept[top] == ns[top]  # the most visited move keeps every visit
-    c = cpuct(cfg.puct, total) * math.sqrt(total)
-    ud = u_divisor(cfg.puct, total)
+    c = cpuct(cfg.settings(PUCTParams), total) * math.sqrt(total)
+    ud = u_divisor(cfg.settings(PUCTParams), total)
     best = tree.edge_q(e0 + top) + c * tree.ed_prior[e0 + top] / (ud + ns[top])
     dropped = 0.0
     for i in range(k):

@@ -57,12 +57,12 @@ def test_module_and_function_sizes() -> None:
 
 
 def test_search_modules_stay_small() -> None:
-    """No search module over 480 lines, and the MCTS's settings module within 250 once its parts'
-    settings sit beside them (today 292: PUCTParams stays, read by the driver and the tree)."""
+    """No search module over 480 lines, and the MCTS's settings module within 250 (its parts'
+    settings sit beside their rules)."""
     big = [f"{p.relative_to(ROOT)}: {p.read_text().count(chr(10))} lines" for p in _sources("search")
            if p.read_text().count("\n") > 480]
     assert not big, big
-    assert (ROOT / "search" / "mcts_config.py").read_text().count("\n") <= 300
+    assert (ROOT / "search" / "mcts_config.py").read_text().count("\n") <= 250
 
 
 def test_no_search_overrides_a_signature() -> None:

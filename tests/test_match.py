@@ -22,6 +22,7 @@ from experiments.harness.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness_fakes import Factory, RandomEngine, SteppedEngine  # noqa: E402
+from search.puct import PUCTParams
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -336,7 +337,7 @@ def test_replay_runs_a_network_in_the_mode_its_game_was_played_in() -> None:
     stored = {"engine": "material-mcts", "limits": "nodes=8", "evaluator": "material", "search": "mcts",
               "options": {"cpuct_init": "9", "batch_size": "1"}}
     p = player_of("a", stored)
-    assert p.engine == "material-mcts" and p.spec.config.puct.cpuct_init == 9.0 and p.spec.config.batching.batch_size == 1
+    assert p.engine == "material-mcts" and p.spec.config.settings(PUCTParams).cpuct_init == 9.0 and p.spec.config.batching.batch_size == 1
     assert p.spec.options == {"cpuct_init": "9.0", "batch_size": "1"}  # canonical text
     with pytest.raises(EngineError, match="no_such_option"):  # one line, as when the engine is made
         player_of("a", dict(stored, options={"no_such_option": "1"}))

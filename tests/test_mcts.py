@@ -20,6 +20,7 @@ from search.mcts import (
     MCTS, MCTSConfig, cpuct, final_policy, playout_depth_for_clock, q_thresh, u_divisor,
 )
 from search.timeman import TimeConfig, TimeControl, move_time
+from search.puct import PUCTParams
 from tests.positions import MATES, random_position
 
 EV = ClassicalEvaluator()
@@ -251,12 +252,12 @@ def test_single_move_and_errors() -> None:
 # ------------------------------------------------------------------ each switch, in the paper's direction
 
 def test_schedules() -> None:
-    cfg = MCTSConfig().puct
+    cfg = MCTSConfig().settings(PUCTParams)
     assert cpuct(cfg, 0) == pytest.approx(2.5 + (1 / 19652), rel=1e-3)
     assert cpuct(cfg, 100000) > cpuct(cfg, 1000) > cpuct(cfg, 0)
-    assert cpuct(MCTSConfig.of(cpuct_schedule=False).puct, 100000) == 2.5
+    assert cpuct(MCTSConfig.of(cpuct_schedule=False).settings(PUCTParams), 100000) == 2.5
     assert u_divisor(cfg, 0) == pytest.approx(1.0) and u_divisor(cfg, 10**6) == pytest.approx(0.25)
-    assert u_divisor(MCTSConfig.of(u_divisor=False).puct, 10**6) == 1.0
+    assert u_divisor(MCTSConfig.of(u_divisor=False).settings(PUCTParams), 10**6) == 1.0
     assert q_thresh(MCTSConfig().choice, 0) == pytest.approx(0.5) and q_thresh(MCTSConfig().choice, 10**6) == pytest.approx(0.9)
     assert q_thresh(MCTSConfig().choice, 2000) > q_thresh(MCTSConfig().choice, 100)
 

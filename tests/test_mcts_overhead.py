@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from search.mcts import LOSS, UNKNOWN, WIN, MCTSConfig, counters_hash, cpuct, u_divisor
 from search.mcts_rules import make_rule
+from search.puct import PUCTParams
 from search.sixtyfour import SixtyFourParams
 from search.mcts_tree import _Tree
 
@@ -45,18 +46,19 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
     e0 = int(tree.nd_edge0[node])
     k = int(tree.nd_nedges[node])
     sum_n = tree.nd_sum_n[node]
+    pp = cfg.settings(PUCTParams)
     solver = cfg.tree.solver or cfg.tree.fix_checkmates
     sixtyfour = cfg.score_formula == "sixtyfour"
     if sixtyfour:
         c = cfg.settings(SixtyFourParams).sixtyfour_c * math.sqrt(sum_n + 1.0)
         ud = 1.0
     else:
-        c = cpuct(cfg.puct, sum_n) * math.sqrt(max(sum_n, 1.0))
-        ud = u_divisor(cfg.puct, sum_n)
+        c = cpuct(pp, sum_n) * math.sqrt(max(sum_n, 1.0))
+        ud = u_divisor(pp, sum_n)
     best, best_e, win_e, lose_e = -1e30, -1, -1, -1
     for e in range(e0, e0 + k):
         if not sixtyfour and tree.edge_n(e) == 0 and tree.edge_vl(e) == 0:
-            q0 = cfg.puct.check_q_init if cfg.puct.check_urgency and tree.ed_check[e] else cfg.puct.fpu
+            q0 = pp.check_q_init if pp.check_urgency and tree.ed_check[e] else pp.fpu
             score = q0 + c * tree.ed_prior[e] / ud
             if score > best:
                 best, best_e = score, e
@@ -77,10 +79,10 @@ def reference_select(tree: _Tree, cfg: MCTSConfig, node: int) -> int:
         inflight = float(tree.edge_vl(e)) * cfg.batching.virtual_loss
         n = float(tree.edge_n(e)) + inflight
         if sixtyfour:
-            q = 0.5 * (-tree.nd_value[child] + (tree.edge_w(e) - inflight) / n) if n > 0.0 and child >= 0 else cfg.puct.fpu
+            q = 0.5 * (-tree.nd_value[child] + (tree.edge_w(e) - inflight) / n) if n > 0.0 and child >= 0 else pp.fpu
             score = q + c * tree.ed_prior[e] / (1.0 + n)
         else:
-            q = (tree.edge_w(e) - inflight) / n if n > 0.0 else cfg.puct.fpu
+            q = (tree.edge_w(e) - inflight) / n if n > 0.0 else pp.fpu
             score = q + c * tree.ed_prior[e] / (ud + n)
         if score > best:
             best, best_e = score, e

@@ -19,6 +19,7 @@ from engines.ours import OurEngine, hard_stop_after, merge_limits
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
 from evaluators.classical import ClassicalEvaluator
 from search.base import Limits
+from search.puct import PUCTParams
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = ["material-ab", "material-mcts", "rise-mcts", "rise-ab", "sixtyfour-mcts", "deepchess-ab",
@@ -124,7 +125,7 @@ def test_options_reach_the_search_config() -> None:
     cfg = e.search.config  # type: ignore[attr-defined]
     assert cfg.batching.batch_size == 4 and cfg.choice.q_value_selection is False and cfg.time.move_overhead == 0.1
     v = factory.create("material-mcts:preset=vanilla", "chess")
-    assert v.search.config.puct.fpu == 0.0 and v.search.config.choice.q_value_selection is False  # type: ignore[attr-defined]
+    assert v.search.config.settings(PUCTParams).fpu == 0.0 and v.search.config.choice.q_value_selection is False  # type: ignore[attr-defined]
     ab = factory.create("material-ab:quiescence=off,tt_size=1024", "crazyhouse")
     assert ab.search.config.quiescence is False and ab.search.config.tt_size == 1024  # type: ignore[attr-defined]
     with pytest.raises(EngineError, match="tt_size"):
@@ -294,7 +295,7 @@ def test_spec_strings_round_trip() -> None:
 def test_a_spec_is_parsed_once_into_one_record() -> None:
     spec = registry.resolve("material-mcts:nodes=32,q_value_selection=off,cpuct_init=3")
     assert spec.settings["nodes"] == 32 and spec.config is not None
-    assert spec.config.choice.q_value_selection is False and spec.config.puct.cpuct_init == 3.0
+    assert spec.config.choice.q_value_selection is False and spec.config.settings(PUCTParams).cpuct_init == 3.0
     e = factory.create(spec, "chess")
     assert e.search.config is spec.config  # type: ignore[attr-defined]  # created from the record, not re-parsed
     assert registry.spec_limits("material-mcts:nodes=32") == {"nodes": 32, "evals": None, "playouts": None, "depth": None, "movetime": None}

@@ -14,6 +14,7 @@ from experiments.harness.tomlconfig import ConfigError
 from experiments.selfplay import loop as rl
 from experiments.training import datagen
 from tests.test_selfplay import tiny_weights
+from search.puct import PUCTParams
 
 CONFIG = """
 name = "tiny"
@@ -208,7 +209,7 @@ def test_rounds_train_one_network_continuously(tmp_path) -> None:  # type: ignor
                                                  for g in ("1", "2"))
     from engines import registry
 
-    assert registry.resolve(gens["1"]["selfplay"]["engine"]).config.puct.check_enhancement is False
+    assert registry.resolve(gens["1"]["selfplay"]["engine"]).config.settings(PUCTParams).check_enhancement is False
     # round 2 trained from round 1's network and optimizer, on round 2's games only (1 position is
     # reached by the newest round) and half as many supervised positions as round 1 (taper 0.5)
     assert gens["2"]["train"]["init"] == 1

@@ -13,7 +13,7 @@ options unless the spec sets them itself:
 
 - PUCT: Dirichlet noise at the root, ε 0.25, α 0.2 in crazyhouse (CrazyAra) and 0.3 in chess
   (AlphaZero); KataGo's forced playouts at the root (k 2) and policy-target pruning, so the target
-  is the visit shares without the forced visits (:class:`search.mcts_rules.VisitsRoot`); moves
+  is the visit shares without the forced visits (:class:`search.puct.VisitsRoot`); moves
   drawn in proportion to those visit shares (temperature 1, ``temperature_visits``) for the first 15
   moves of each side (30 plies, AlphaZero), then the final-move rule's (``final_policy``).
 - Gumbel: its own Gumbel noise at the root (``gumbel_scale`` 1, mctx's default); the move is the
