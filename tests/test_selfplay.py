@@ -238,3 +238,27 @@ def test_selfplay_at_equal_evaluator_calls(tmp_path, engine) -> None:  # type: i
     assert run["evals"] == 4 and run["nodes"] is None
     with pytest.raises(selfplay.SelfPlayError, match="nodes None, not 8"):  # a resume at another limit
         selfplay.play(_cfg(tmp_path, games=4, engine=cfg.engine), progress=False)
+
+
+def test_selfplay_games_replay_from_their_seeds(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``searchbench replay SELFPLAY_DIR``: every game played again from the run file and its uid
+    agrees move for move (other concurrency than the run's); a changed stored move is the first
+    divergence, exit 1; --game is refused in one line."""
+    from experiments.cli.main import main as cli
+
+    cfg = _cfg(tmp_path, engine=f"rise-mcts:weights={tiny_weights(str(tmp_path / 'w.pt'))},batch_size=2",
+               games=4, nodes=8, full_fraction=0.5, fast_nodes=2, min_random_plies=2, max_random_plies=4)
+    selfplay.play(cfg, progress=False)
+    assert cli(["replay", cfg.out, "--quiet"]) == 0
+    assert "4 games replayed, every move agrees" in capsys.readouterr().out
+    shard = datagen.shard_paths(cfg.out)[0]
+    arrays = dict(np.load(shard))
+    first = new_position("crazyhouse")
+    for u in str(arrays["game_opening"][0]).split():
+        first.push_uci(u)
+    legal = [m for m in first.legal_moves() if m != int(arrays["move"][0])]
+    arrays["move"][0] = legal[0]  # the first game's first move, another legal one
+    np.savez_compressed(shard, **arrays)
+    assert cli(["replay", cfg.out, "--quiet"]) == 1
+    assert "diverges at ply 1" in capsys.readouterr().out
+    assert cli(["replay", cfg.out, "--game", "x", "--quiet"]) == 2

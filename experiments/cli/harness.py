@@ -23,6 +23,7 @@ from experiments.harness import openings as openings_mod
 from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
 from experiments.harness.replay import replay
+from experiments.selfplay.replay import is_selfplay_dir, replay_selfplay
 from experiments.harness.sprt import Sprt
 from experiments.harness.stats import score_text
 from experiments.harness.store import Store
@@ -325,7 +326,12 @@ def cmd_ratings(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Exit 0 when every replayed game agrees with the database, 1 at the first divergence."""
-    outs = replay(args.db, args.game, args.run, progress=not args.quiet, every=args.every)
+    if is_selfplay_dir(args.db):  # a self-play folder: its games from the run file and their seeds
+        if args.game is not None or args.run is not None:
+            raise InputError("a self-play folder is replayed by --every only (its games have no keys or runs)")
+        outs = replay_selfplay(args.db, every=args.every, progress=not args.quiet)
+    else:
+        outs = replay(args.db, args.game, args.run, progress=not args.quiet, every=args.every)
     done = [o for o in outs if not o.skipped]
     bad = [o for o in done if o.ply is not None]
     reasons: dict[str, int] = {}
@@ -481,7 +487,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("replay", help="play stored games again move by move: the first divergence (exit 1) or "
                                       "that every move agrees")
-    p.add_argument("db", help="a results database")
+    p.add_argument("db", help="a results database, or a self-play folder (its selfplay.json and shards)")
     p.add_argument("--game", help="only the game with this key")
     p.add_argument("--run", help="only the games of this run")
     p.add_argument("--every", type=count(1), default=1, help="a sample: every k-th stored game")

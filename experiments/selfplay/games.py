@@ -160,7 +160,8 @@ def game_uid(seed: int, index: int) -> int:
     return (seed * 0x9E3779B97F4A7C15 + zlib.crc32(f"selfplay/{index}".encode()) * 0xBF58476D1CE4E5B9 + index) % (1 << 63)
 
 
-def _opening(cfg: SelfPlayConfig, uid: int) -> Opening:
+def game_opening(cfg: SelfPlayConfig, uid: int) -> Opening:
+    """Game ``uid``'s random opening (drawn from the uid: a replay draws it again)."""
     rng = random.Random(uid)
     for _ in range(1000):
         op = datagen.random_opening(cfg.variant, rng, cfg.min_random_plies, cfg.max_random_plies)
@@ -359,7 +360,7 @@ def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[
         uid = game_uid(cfg.seed, i)
         if uid not in done:
             todo.append(GameTask(f"selfplay/{i}", "selfplay", "selfplay", i, cfg.variant, player, player,
-                                 _opening(cfg, uid), uid))
+                                 game_opening(cfg, uid), uid))
     stats: dict[str, Any] = {"games": 0, "positions": 0, "existing_games": cfg.games - len(todo), "engine": engine}
     factory = RegistryFactory(exact_batches=True)
     adjudication = Adjudication(resign_moves=0, draw_moves=0, max_plies=cfg.max_plies)
@@ -402,5 +403,5 @@ def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[
     return stats
 
 
-__all__ = ["without_exploration", "Journal", "SelfPlayConfig", "SelfPlayError", "game_uid", "play", "selfplay_engine",
-           "to_record"]
+__all__ = ["without_exploration", "Journal", "SelfPlayConfig", "SelfPlayError", "game_opening", "game_uid", "play",
+           "selfplay_engine", "to_record"]
