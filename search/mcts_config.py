@@ -235,9 +235,9 @@ class MCTSConfig:
             if name not in parts.names(kind):
                 raise MCTSConfigError(f"{option} must be one of {', '.join(parts.names(kind))}, got {name!r}")
         ex = self.exploration
-        if (ex.forced_playouts > 0 or ex.policy_target_pruning or self.choice.temperature_visits) \
-                and (self.root_rule != "puct" or self.score_formula != "crazyara"):
-            raise MCTSConfigError("forced_playouts, policy_target_pruning and temperature_visits need PUCT "
-                                  "(root_rule=puct, score_formula=crazyara)")
-        if (ex.epsilon_greedy > 0 or ex.epsilon_checks > 0) and self.root_rule != "puct":
-            raise MCTSConfigError("epsilon_greedy and epsilon_checks need the PUCT root (root_rule=puct)")
+        why = parts.load("search.mcts_rules:served")(self, {  # deferred: the rules' module imports this one
+            "forced_playouts": ex.forced_playouts > 0, "policy_target_pruning": ex.policy_target_pruning,
+            "temperature_visits": self.choice.temperature_visits, "epsilon_greedy": ex.epsilon_greedy > 0,
+            "epsilon_checks": ex.epsilon_checks > 0})
+        if why is not None:
+            raise MCTSConfigError(why)

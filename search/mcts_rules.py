@@ -122,11 +122,15 @@ class RootRule:
     Self-play asks the rule, not its name: ``SELFPLAY``, the options that make it explore where a
     spec sets none (a value None: the variant's own, its Dirichlet alpha), and ``QUIET``, the options
     that turn that off (a reference search), and ``ROUNDS``, what the loop's rounds add besides; a
-    rule without them plays self-play as it searches."""
+    rule without them plays self-play as it searches.  ``SERVES`` names the shared options that only
+    some rules carry out (KataGo's forced playouts, ε-greedy starts)."""
 
     SELFPLAY: ClassVar[dict[str, str | None]] = {}
     QUIET: ClassVar[dict[str, str]] = {}
     ROUNDS: ClassVar[dict[str, str]] = {}
+    #: the shared groups' options this rule carries out (each -> the tree rules it needs, () any);
+    #: the config refuses one of them set with a root rule that does not (:func:`served`)
+    SERVES: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, cfg: MCTSConfig, tree_rule: TreeRule) -> None:
         self.cfg = cfg
@@ -182,6 +186,24 @@ def q_transform(cfg: MCTSConfig) -> QTransform:
     impl = parts.load(p.impl)
     q: QTransform = impl(cfg.own[p.settings]) if p.settings else impl
     return q
+
+
+def served(cfg: MCTSConfig, active: dict[str, bool]) -> str | None:
+    """Why ``cfg`` cannot run: an option of ``active`` (option -> set) that some root rule serves
+    (``RootRule.SERVES``) set with a root rule that does not, or with a tree rule it does not work
+    with (a message); None when all is well."""
+    serves = root_rule_class(cfg).SERVES
+    known = {o for name in parts.names("root") for o in parts.implementation("root", name).SERVES}
+    for option, on in active.items():
+        if not on or option not in known:
+            continue
+        if option not in serves:
+            who = [n for n in parts.names("root") if option in parts.implementation("root", n).SERVES]
+            return f"{option} needs a root rule that carries it out (root_rule={' or '.join(who)})"
+        trees = serves[option]
+        if trees and cfg.score_formula not in trees:
+            return f"{option} needs score_formula={' or '.join(trees)} with root_rule={cfg.root_rule}"
+    return None
 
 
 def make_rule(cfg: MCTSConfig) -> TreeRule:

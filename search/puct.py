@@ -284,6 +284,10 @@ class VisitsRoot(RootRule):
     # (searchbench targets at 16 nodes: with it 33.7% top-1 and 0.39 of the mass on checks, without
     # it 36.0% and 0.20, the prior 34.7% and 0.18)
     ROUNDS: ClassVar[dict[str, str]] = {"check_enhancement": "false"}
+    # the pruned target's score is PUCT's (its cpuct and u-divisor): those three need PUCT's tree rule
+    SERVES: ClassVar[dict[str, tuple[str, ...]]] = {
+        "forced_playouts": ("crazyara",), "policy_target_pruning": ("crazyara",), "temperature_visits": ("crazyara",),
+        "epsilon_greedy": (), "epsilon_checks": ()}
 
     def select(self, tree: _Tree, root: int) -> int:
         k = self.cfg.exploration.forced_playouts

@@ -161,8 +161,13 @@ def test_fast_searches_have_no_noise_and_no_forced_playouts(weights: str) -> Non
 
 
 def test_the_katago_switches_need_puct() -> None:
-    with pytest.raises(MCTSConfigError, match="need PUCT"):
+    with pytest.raises(MCTSConfigError, match="forced_playouts needs a root rule that carries it out .root_rule=puct"):
         MCTSConfig.of(root_rule="gumbel", score_formula="gumbel", forced_playouts=2).validate()
+    with pytest.raises(MCTSConfigError, match="temperature_visits needs score_formula=crazyara with root_rule=puct"):
+        MCTSConfig.of(score_formula="sixtyfour", temperature_visits=True).validate()
+    with pytest.raises(MCTSConfigError, match="epsilon_greedy needs a root rule"):
+        MCTSConfig.of(root_rule="gumbel", epsilon_greedy=0.1).validate()
+    MCTSConfig.of(score_formula="sixtyfour", epsilon_greedy=0.1).validate()  # any tree rule below PUCT's root
     with pytest.raises(MCTSConfigError, match="removes forced playouts"):
         MCTSConfig.of(policy_target_pruning=True).validate()
 
