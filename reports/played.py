@@ -36,7 +36,8 @@ def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
     """Per player name: ``engine`` (its spec text) and ``effective`` (its options' values as the games
     stored them; None where the games stored none), from (name, stored settings) pairs.  A name whose
     games stored two different settings keeps every distinct one under ``variants`` (a database that
-    mixes two engines under one name: its report is stale by construction)."""
+    mixes two engines under one name: its report is stale by construction); games of the same spec
+    text that stored no settings (played before they were recorded) are not counted as different."""
     out: dict[str, dict[str, Any]] = {}
     for name, st in settings:
         if not isinstance(st, dict) or "engine" not in st:
@@ -46,6 +47,9 @@ def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
         old = out.get(name)
         if old is None:
             out[name] = rec
+        elif old["engine"] == rec["engine"] and (old["effective"] is None or rec["effective"] is None):
+            # games from before settings were recorded: not known to differ; the recorded ones stand
+            old["effective"] = old["effective"] if old["effective"] is not None else rec["effective"]
         elif {k: old[k] for k in ("engine", "effective")} != rec:
             old.setdefault("variants", [{k: old[k] for k in ("engine", "effective")}])
             if rec not in old["variants"]:

@@ -47,6 +47,10 @@ def test_one_name_with_two_settings_is_stale_and_an_unrecorded_report_says_so(tm
     assert len(players["a"]["variants"]) == 2
     lines = played.differences(players)
     assert "a: fpu 0.0 → -1.0" in lines and "a: its games were played with 2 different settings" in lines
+    # games from before settings were recorded, beside recorded ones of the same spec: not a difference
+    mixed = played.collect([("b", {"engine": "rise-mcts"}), ("b", {"engine": "rise-mcts", "effective": now}),
+                            ("b", {"engine": "rise-mcts"})])
+    assert "variants" not in mixed["b"] and mixed["b"]["effective"] == now and played.differences(mixed) == []
     assert played.status(tmp_path)[0] == "unrecorded"
     (tmp_path / played.FILE).write_text("{not json")
     assert played.status(tmp_path)[0] == "unrecorded"
