@@ -63,15 +63,26 @@ def test_reanalyse_resumes_shard_by_shard(tmp_path: Path, monkeypatch: pytest.Mo
     older = datagen.shard_paths(str(tmp_path / "out" / "puct" / "gen-001" / "selfplay"))
     chosen = reanalyse.pick(cfg, 2, older)
     assert chosen and reanalyse.pick(cfg, 2, older) == chosen  # drawn from the seed and the round
+    sizes = {p: len(datagen.load_shard(p)["move"]) for p in older}
+    # the fraction exactly: whole shards but the last, of which a sample
+    assert sum(c for _, c in chosen) == int(np.ceil(0.5 * sum(sizes.values())))
+    assert all(c == sizes[p] for p, c in chosen[:-1]) and 0 < chosen[-1][1] <= sizes[chosen[-1][0]]
     arm = cfg.arms[0]
-    done = reanalyse.reanalyse(cfg, arm, 2, st, chosen[:1], progress=False)
-    assert os.path.isfile(done[chosen[0]])
+    part = [(chosen[0][0], max(1, sizes[chosen[0][0]] // 3))]  # a third of one shard: the rest keep their targets
+    done = reanalyse.reanalyse(cfg, arm, 2, st, part, progress=False)
+    assert os.path.isfile(done[chosen[0][0]])
+    new, old = datagen.load_shard(done[chosen[0][0]]), datagen.load_shard(chosen[0][0])
+    changed = [i for i in range(len(old["move"])) if not np.array_equal(
+        new["policy_move"][new["policy_offset"][i]:new["policy_offset"][i + 1]],
+        old["policy_move"][old["policy_offset"][i]:old["policy_offset"][i + 1]]) or not (
+        np.isnan(new["root_q"][i]) and np.isnan(old["root_q"][i]) or new["root_q"][i] == old["root_q"][i])]
+    assert 0 < len(changed) <= part[0][1] and st.gen(2)["reanalyse"]["positions"] == part[0][1]
 
     def searched(*a, **k):  # type: ignore[no-untyped-def]
         raise AssertionError("a written shard was searched again")
 
     monkeypatch.setattr(reanalyse, "_one_shard", searched)
-    assert reanalyse.reanalyse(cfg, arm, 2, st, chosen[:1], progress=False) == done
+    assert reanalyse.reanalyse(cfg, arm, 2, st, part, progress=False) == done
 
 
 @pytest.mark.parametrize("value, match", [("1.5", "must be in"), ("-0.1", "must be in")])

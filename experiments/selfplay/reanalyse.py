@@ -3,11 +3,14 @@ planning with a learned model"; LightZero's ``reanalyze_ratio``): a round's trai
 older network is searched again by the current one, and its policy targets and root values are
 replaced by the new search's.
 
-Which positions: ``[train] reanalyse_fraction`` of the positions of the round's training data, taken
-as whole shards (a shard is the unit of resumption) from the data an older network made: the window's
-self-play shards of earlier rounds, and the round's supervised sample (Fairy-Stockfish's moves, whose
-one-hot targets become the network's search targets).  The newest round's own games are left: the
-network that would reanalyse them made them.  Which shards is drawn from the loop's seed and the round.
+Which positions: ``[train] reanalyse_fraction`` of the positions of the round's training data,
+from the data an older network made: the window's self-play shards of earlier rounds, and the
+round's supervised sample (Fairy-Stockfish's moves, whose one-hot targets become the network's
+search targets).  The newest round's own games are left: the network that would reanalyse them made
+them.  Shards are drawn in an order from the loop's seed and the round, each whole until the last,
+of which a sample (drawn from the seed, the round and the shard) makes up the fraction exactly: the
+supervised sample is one large shard, and whole shards took it all (rl-crazyhouse-reanalyse: 38k and
+49k positions where a quarter of the data was 16k and 26k).  A shard is the unit of resumption.
 
 The search: the arm's self-play search without exploration (no noise, no temperature, no forced
 playouts: the targets a deep search writes, :func:`experiments.selfplay.games.without_exploration`) with
@@ -22,6 +25,7 @@ the arm's budget (the control arm trains for them too).
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 from typing import Any
@@ -43,22 +47,24 @@ from experiments.training import datagen
 FOLDER = "reanalyse"
 
 
-def pick(cfg: LoopConfig, gen: int, shards: list[str]) -> list[str]:
-    """The shards to reanalyse: whole shards from ``shards`` (older networks' data), drawn from the
-    loop's seed and the round, until ``reanalyse_fraction`` of all their positions are covered."""
+def pick(cfg: LoopConfig, gen: int, shards: list[str]) -> list[tuple[str, int]]:
+    """The shards to reanalyse and how many of each one's positions: shards of ``shards`` (older
+    networks' data) in an order drawn from the loop's seed and the round, whole but the last, until
+    ``reanalyse_fraction`` of all their positions (rounded up) are covered."""
     frac = float(cfg.train.get("reanalyse_fraction", 0.0))
     if frac <= 0 or not shards:
         return []
     sizes = {s: _positions(s) for s in shards}
-    want = frac * sum(sizes.values())
+    want = math.ceil(frac * sum(sizes.values()))
     order = sorted(shards)
     random.Random(f"{cfg.seed}/reanalyse/{gen}").shuffle(order)
     out, have = [], 0
     for s in order:
         if have >= want:
             break
-        out.append(s)
-        have += sizes[s]
+        take = min(sizes[s], want - have)
+        out.append((s, take))
+        have += take
     return out
 
 
@@ -73,10 +79,13 @@ def target_name(cfg: LoopConfig, arm: Arm, gen: int, shard: str) -> str:
     return os.path.join(cfg.gen_dir(arm.name, gen), FOLDER, rel)
 
 
-def reanalyse(cfg: LoopConfig, arm: Arm, gen: int, state: State, shards: list[str], progress: bool) -> dict[str, str]:
-    """Search ``shards``' positions again with the best network (module docstring); returns each
-    shard's reanalysed copy, and records the stage (positions, seconds, process CPU) in the round."""
-    todo = {s: target_name(cfg, arm, gen, s) for s in shards}
+def reanalyse(cfg: LoopConfig, arm: Arm, gen: int, state: State, picks: list[tuple[str, int]],
+              progress: bool) -> dict[str, str]:
+    """Search ``picks``' positions (a shard and how many of its positions) again with the best network
+    (module docstring); returns each shard's reanalysed copy, and records the stage (positions
+    searched, seconds, process CPU) in the round."""
+    counts = dict(picks)
+    todo = {s: target_name(cfg, arm, gen, s) for s, _ in picks}
     if not todo:
         return {}
     rec = state.gen(gen)
@@ -87,9 +96,9 @@ def reanalyse(cfg: LoopConfig, arm: Arm, gen: int, state: State, shards: list[st
     with StageClock(cfg.gen_dir(arm.name, gen), "reanalyse") as clock:
         for src, dst in todo.items():
             if os.path.exists(dst):
-                positions += _positions(dst)
+                positions += counts[src]
                 continue
-            positions += _one_shard(cfg, spec, nodes, src, dst, progress)
+            positions += _one_shard(cfg, spec, nodes, src, dst, progress, counts[src], gen)
     rec["reanalyse"] = {"seconds": clock.seconds, "cores": cfg.selfplay["workers"], "cpu": clock.cpu,
                         "positions": positions, "shards": len(todo), "nodes": nodes, "network": state.best,
                         "engine": spec.name}
@@ -102,21 +111,25 @@ def reanalyse_engine(cfg: LoopConfig, arm: Arm, network: int) -> Any:
     return without_exploration(with_weights(selfplay_search(cfg, arm.spec), weights_of(cfg, arm.name, network)))
 
 
-def _one_shard(cfg: LoopConfig, spec: Any, nodes: int, src: str, dst: str, progress: bool) -> int:
-    """Reanalyse one shard into ``dst`` (written whole or not at all); returns its positions."""
+def _one_shard(cfg: LoopConfig, spec: Any, nodes: int, src: str, dst: str, progress: bool, count: int,
+               gen: int) -> int:
+    """Reanalyse ``count`` positions of one shard (all, or a sample drawn from the loop's seed, the
+    round and the shard) into ``dst`` (written whole or not at all); returns the positions searched."""
     from tqdm import tqdm
 
     arrays = datagen.load_shard(src)
     variant = str(arrays["variant"])
     n = len(arrays["move"])
+    chosen = range(n) if count >= n else sorted(
+        random.Random(f"{cfg.seed}/reanalyse/{gen}/{os.path.basename(dst)}").sample(range(n), count))
     player = Player("reanalyse", spec.name, nodes=nodes, resolved=spec)
     tasks = []
-    for i in range(n):
+    for i in chosen:
         fen = raw_to_fen(tuple(int(v) for v in arrays["raw"][i]), variant)
         tasks.append(GameTask(f"reanalyse/{os.path.basename(dst)}/{i}", "reanalyse", "reanalyse", i, variant,
                               player, player, Opening(f"position-{i}", fen, ()), (cfg.seed * 1_000_003 + i) % (1 << 63)))
     found: dict[int, tuple[list[int], list[float], float]] = {}
-    bar = tqdm(total=n, desc=f"reanalyse {os.path.basename(src)}", unit="position", disable=not progress,
+    bar = tqdm(total=len(tasks), desc=f"reanalyse {os.path.basename(src)}", unit="position", disable=not progress,
                dynamic_ncols=True)
 
     def commit(g: GameRecord) -> None:
@@ -137,7 +150,7 @@ def _one_shard(cfg: LoopConfig, spec: Any, nodes: int, src: str, dst: str, progr
     finally:
         bar.close()
     _write(arrays, found, dst)
-    return n
+    return len(tasks)
 
 
 def _write(arrays: dict[str, np.ndarray], found: dict[int, tuple[list[int], list[float], float]], dst: str) -> None:
