@@ -9,8 +9,9 @@ round's supervised sample (Fairy-Stockfish's moves, whose one-hot targets become
 search targets).  The newest round's own games are left: the network that would reanalyse them made
 them.  Shards are drawn in an order from the loop's seed and the round, each whole until the last,
 of which a sample (drawn from the seed, the round and the shard) makes up the fraction exactly: the
-supervised sample is one large shard, and whole shards took it all (rl-crazyhouse-reanalyse: 38k and
-49k positions where a quarter of the data was 16k and 26k).  A shard is the unit of resumption.
+supervised sample is one large shard, and whole shards took it all (rl-crazyhouse-reanalyse's round
+1 searched all 37,887 of its positions where the fraction 0.25 asked for 9,472).  A shard is the unit
+of resumption.
 
 The search: the arm's self-play search without exploration (no noise, no temperature, no forced
 playouts: the targets a deep search writes, :func:`experiments.selfplay.games.without_exploration`) with
