@@ -35,12 +35,13 @@ def _stored_games(folder: str) -> dict[int, list[str]]:
     ds = datagen.load_dataset(folder)
     out: dict[int, list[str]] = {}
     order = np.argsort(ds.game, kind="stable")
+    by_game = ds.game[order]
     for j, uid in enumerate(ds.game_uid.tolist()):
         pos = new_position(ds.variant)
         for u in str(ds.game_opening[j]).split():
             pos.push_uci(u)
         moves: list[str] = []
-        for i in order[np.searchsorted(ds.game[order], j, "left"):np.searchsorted(ds.game[order], j, "right")]:
+        for i in order[np.searchsorted(by_game, j, "left"):np.searchsorted(by_game, j, "right")]:
             m = int(ds.move[i])
             moves.append(pos.uci(m))
             pos.push(m)
