@@ -114,8 +114,12 @@ def state_files(cfg: LoopConfig) -> list[str]:
     """The state's files, relative to the loop's folder (those that exist): what resuming needs, the
     records of every round, each arm's newest and best networks (older rounds' networks stay where
     they were made: their ratings and model cards are in the report), the newest round's optimizer
-    state (written slim by :func:`export`) and the self-play games of the window."""
+    state (written slim by :func:`export`) and the self-play games of the window.  A loop that gate 1
+    stopped trains no more (a resume stops at the same round: its record keeps why), so the windows
+    and optimizers are left out."""
     out = Path(cfg.out)
+    states = [State(str(out / a.name / STATE)) for a in cfg.arms if (out / a.name / STATE).is_file()]
+    stopped = any(r.get("gate1_stopped") for st in states for r in st.data.get("gens", {}).values())
     rel = [f for f in TOP if (out / f).is_file()]
     rel += sorted(p.relative_to(out).as_posix() for p in out.glob("calibrate/*/calibration.json"))
     rel += [f for f in ("offline-reference.json", "offline-round0/offline.json") if (out / f).is_file()]
@@ -133,12 +137,12 @@ def state_files(cfg: LoopConfig) -> list[str]:
             if g.name in keep and (g / "train" / "model.pt").is_file():
                 rel.append(f"{base}/train/model.pt")
             sp = g / "selfplay"
-            rel += [os.path.relpath(p, out) for p in datagen.shard_paths(str(sp))] if sp.is_dir() else []
+            rel += [os.path.relpath(p, out) for p in datagen.shard_paths(str(sp))] if sp.is_dir() and not stopped else []
             rel += sorted(f"{base}/selfplay/{p.name}" for p in sp.glob("games*.sqlite"))  # bughouse self-play
             if (sp / "selfplay.json").is_file():
                 rel.append(f"{base}/selfplay/selfplay.json")
         with_ck = [g for g in gens if (g / "train" / "checkpoint.pt").is_file()]
-        if with_ck:  # the newest round's optimizer (a round whose games are still being played has none)
+        if with_ck and not stopped:  # the newest round's optimizer (a round whose games are still being played has none)
             rel.append(f"{with_ck[-1].relative_to(out).as_posix()}/train/checkpoint.pt")
     return rel
 
@@ -156,10 +160,13 @@ def export(cfg: LoopConfig, dest: str | Path) -> int:
             if old.is_file() and not old.is_symlink() and old.relative_to(dest).as_posix() not in keep:
                 old.unlink()
         mine = [f for f in shards if f.startswith(f"{arm.name}/")]
+        window = Path(dest) / arm.name / WINDOW
         if mine:
             _inside(Path(dest), Path(dest) / arm.name)
             (Path(dest) / arm.name).mkdir(parents=True, exist_ok=True)
-            _pack(Path(cfg.out), mine, Path(dest) / arm.name / WINDOW)
+            _pack(Path(cfg.out), mine, window)
+        elif window.is_file() and not window.is_symlink():
+            window.unlink()  # a window this state no longer holds (a stopped loop's)
     for rel in sorted(keep):
         target = Path(dest) / rel
         _inside(Path(dest), target.parent)
