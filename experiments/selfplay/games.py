@@ -346,14 +346,20 @@ def play(cfg: SelfPlayConfig, progress: bool = True, stop: Callable[[], bool] | 
         return _play(cfg, engine, progress, stop)
 
 
+def selfplay_player(cfg: SelfPlayConfig, engine: str, spec: EngineSpec) -> Player:
+    """Both seats of a self-play game: ``engine`` with the run's budget (evaluator calls, or nodes and
+    the playout cap)."""
+    return (Player("selfplay", engine, evals=cfg.evals, resolved=spec) if cfg.evals else
+            Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap, resolved=spec))
+
+
 def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[[], bool] | None) -> dict[str, Any]:
     from tqdm import tqdm
 
     engine = spec.name  # the text the run file, the games and their keys store
     new_run = _check_run(cfg, engine)
     journal = Journal(cfg.out, cfg.variant)
-    player = (Player("selfplay", engine, evals=cfg.evals, resolved=spec) if cfg.evals else
-              Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap, resolved=spec))
+    player = selfplay_player(cfg, engine, spec)
     done = journal.done
     todo = []
     for i in range(cfg.games):
@@ -404,4 +410,4 @@ def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[
 
 
 __all__ = ["without_exploration", "Journal", "SelfPlayConfig", "SelfPlayError", "game_opening", "game_uid", "play",
-           "selfplay_engine", "to_record"]
+           "selfplay_engine", "selfplay_player", "to_record"]

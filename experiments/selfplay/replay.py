@@ -19,9 +19,9 @@ from experiments.harness.backends import play_on
 from experiments.harness.replay import Outcome
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
-from experiments.harness.tasks import Adjudication, GameTask, Player
+from experiments.harness.tasks import Adjudication, GameTask
 from experiments.paths import InputError, read_json
-from experiments.selfplay.games import RUN_FILE, SelfPlayConfig, game_opening, game_uid
+from experiments.selfplay.games import RUN_FILE, SelfPlayConfig, game_opening, game_uid, selfplay_player
 from experiments.training import datagen
 from engines import registry
 
@@ -65,8 +65,7 @@ def replay_selfplay(folder: str, every: int = 1, progress: bool = True, concurre
                          full_fraction=float(cap[0]) if cap else 1.0, fast_nodes=int(cap[1]) if cap else 0)
     engine = str(run["engine"])
     spec = registry.resolve(engine)  # the run file names the engine as self-play resolved it
-    player = (Player("selfplay", engine, evals=cfg.evals, resolved=spec) if cfg.evals else
-              Player("selfplay", engine, nodes=cfg.nodes, playout_cap=cfg.playout_cap, resolved=spec))
+    player = selfplay_player(cfg, engine, spec)
     index: dict[int, int] = {}
     i = 0
     while len(index) < len(stored) and i < 10 * len(stored) + 100_000:
