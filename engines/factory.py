@@ -17,7 +17,7 @@ from engines.base import Engine, EngineError, EngineSpec
 from engines.catalog import find_program, is_external
 from engines.external import ExternalEngine
 from engines.registry import (SEARCHES, SEAT_SEARCHES, EvaluatorPool, parsed, evaluator_for, resolve, search_class,
-                              search_config_class)
+                              search_config)
 from engines.seats import AlphaBetaSeat, OurSeat, Seat, SeatError, bughouse_spec, plays_bughouse
 from engines.xboard_seat import XBoardSeat
 from evaluators.base import Evaluator
@@ -70,7 +70,7 @@ def _create_ours(spec: EngineSpec, variant: str, evaluator: Evaluator | None) ->
     search_cls = search_class(spec.search)
     entry = SEARCHES[spec.search]
     if spec.config is None:
-        search_config_class(spec.search)  # raises: the module is missing
+        search_config(spec.search)  # raises: the module is missing
     if evaluator is None:
         evaluator = evaluator_for(spec, variant)
     if variant not in evaluator.variants:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
 import math
 import sys
 import types
@@ -32,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from engines.base import EngineError
 from evaluators.base import INFERENCE_MODES
-from search.base import with_settings
+from search.base import changes, with_settings
 
 _TRUE = frozenset({"true", "on", "yes", "1"})
 _FALSE = frozenset({"false", "off", "no", "0"})
@@ -198,15 +199,18 @@ def _kind_and_parser(tp: object, default: object) -> tuple[str, Callable[[str], 
     raise EngineError(f"config field type {tp!r} cannot be set from text")
 
 
-def config_options(config_cls: type, prefix: str = "", outer_ranges: dict[str, tuple[int, int]] | None = None) -> list[OptionInfo]:
-    """An :class:`OptionInfo` per settable field of a config dataclass (in field order).
+def config_options(config: object, prefix: str = "", outer_ranges: dict[str, tuple[int, int]] | None = None) -> list[OptionInfo]:
+    """An :class:`OptionInfo` per settable field of a config dataclass (in field order), defaults from
+    ``config`` (an instance: a game's config, :meth:`search.mcts_config.MCTSConfig.for_game`) or its
+    class.
 
     A field holding a nested config dataclass (``MCTSConfig.time: TimeConfig``) contributes its own
     fields under dotted names (``time.move_overhead``)."""
+    config_cls = config if isinstance(config, type) else type(config)
     if not dataclasses.is_dataclass(config_cls):
         raise EngineError(f"{config_cls.__name__} is not a dataclass")
     out: list[OptionInfo] = []
-    defaults = config_cls()
+    defaults = config_cls() if isinstance(config, type) else config
     # the bounds of integer fields, kept next to the class (the module's SPIN_RANGES, which validate checks)
     ranges: dict[str, tuple[int, int]] = {**getattr(sys.modules[config_cls.__module__], "SPIN_RANGES", {}),
                                           **(outer_ranges or {})}  # a nested config's: its module's and its owner's
@@ -216,13 +220,13 @@ def config_options(config_cls: type, prefix: str = "", outer_ranges: dict[str, t
         default = getattr(defaults, f.name)
         if f.metadata.get("own"):  # the parts' own settings (search.base.OWN): each group's fields by their names
             for group in default.values():
-                out += config_options(type(group), prefix, ranges)
+                out += config_options(group, prefix, ranges)
             continue
         if f.metadata.get("flat"):  # a group set by its fields' own names (search.base.FLAT)
-            out += config_options(type(default), prefix, ranges)
+            out += config_options(default, prefix, ranges)
             continue
         if not prefix and dataclasses.is_dataclass(default) and not isinstance(default, type):
-            out += config_options(type(default), prefix + f.name + ".", ranges)
+            out += config_options(default, prefix + f.name + ".", ranges)
             continue
         try:
             kind, parse, choices = _kind_and_parser(_type_of(config_cls, f), default)
@@ -234,6 +238,15 @@ def config_options(config_cls: type, prefix: str = "", outer_ranges: dict[str, t
     return out
 
 
+def _needs_arguments(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` has a parameter without a default (``MCTSConfig.for_game(game)``: no preset)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
 def presets(config_cls: type) -> dict[str, Callable[[], object]]:
     """Named configurations: the config's class methods that take no argument and return a config
     (``MCTSConfig.vanilla()``, ``MCTSConfig.sixtyfour()``); chosen with the ``preset`` option."""
@@ -243,31 +256,31 @@ def presets(config_cls: type) -> dict[str, Callable[[], object]]:
         if name.startswith("_") or name in fields or name == "validate":
             continue
         attr = getattr(config_cls, name, None)
-        if callable(attr) and getattr(attr, "__self__", None) is config_cls:
+        if callable(attr) and getattr(attr, "__self__", None) is config_cls and not _needs_arguments(attr):
             out[name] = attr
     return out
 
 
-def build_config(config_cls: type, settings: dict[str, str], preset: str | None = None) -> object:
-    """An instance of ``config_cls`` (or of its ``preset``) with ``settings`` (canonical option
-    name -> text, dotted names for nested configs) applied, then validated."""
-    infos = {o.name: o for o in config_options(config_cls)}
-    if preset is not None:
-        named = presets(config_cls)
-        if preset not in named:
-            raise EngineError(f"unknown preset {preset!r} for {config_cls.__name__}; known: "
-                              f"{', '.join(named) or 'none'}")
-        config = named[preset]()
-    else:
-        config = config_cls()
+def build_config(config: object, settings: dict[str, str], preset: str | None = None) -> object:
+    """A config from ``config`` (an instance, or a class at its defaults) with ``preset`` (the settings
+    it changes from its class's defaults) and then ``settings`` (canonical option name -> text,
+    dotted names for nested configs) applied, then validated."""
+    config_cls = config if isinstance(config, type) else type(config)
+    base = config_cls() if isinstance(config, type) else config
+    infos = {o.name: o for o in config_options(base)}
+    named = presets(config_cls) if preset is not None else {}
+    if preset is not None and preset not in named:
+        raise EngineError(f"unknown preset {preset!r} for {config_cls.__name__}; known: {', '.join(named) or 'none'}")
     try:
-        config = with_settings(config, {name: infos[name].parse(text) for name, text in settings.items()})
-        validate = getattr(config, "validate", None)
+        if preset is not None:
+            base = with_settings(base, changes(named[preset]()))
+        built = with_settings(base, {name: infos[name].parse(text) for name, text in settings.items()})
+        validate = getattr(built, "validate", None)
         if callable(validate):
             validate()
     except (TypeError, ValueError, AttributeError) as e:
         raise EngineError(f"bad {config_cls.__name__} settings: {e}") from None
-    return config
+    return built
 
 
 #: options every in-process engine understands (the rest are fields of the search's config)

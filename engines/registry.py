@@ -65,8 +65,8 @@ def _king_danger(weight: int) -> OptionInfo:
 
 @dataclass(frozen=True)
 class SearchEntry:
-    """How to make a search: ``module.cls(evaluator, config[, rng])`` with ``module.config``; the
-    variants it plays."""
+    """How to make a search: ``module.cls(evaluator, config[, rng])`` with ``module.config()`` (a
+    config class, or a function making the game's config at its defaults); the variants it plays."""
 
     module: str
     cls: str
@@ -98,7 +98,7 @@ SEARCHES: dict[str, SearchEntry] = {
     "mcts": SearchEntry("search.mcts", "MCTS", "MCTSConfig", True),
     "alphabeta": SearchEntry("search.alphabeta", "AlphaBeta", "ABConfig", False),
     "comparator": SearchEntry("search.comparator", "ComparatorAlphaBeta", "ComparatorConfig", False),
-    "two-board-mcts": SearchEntry("search.two_board", "TwoBoardMCTS", "TwoBoardConfig", True, (BUGHOUSE.name,)),
+    "two-board-mcts": SearchEntry("search.two_board", "TwoBoardMCTS", "seat_config", True, (BUGHOUSE.name,)),
 }
 #: searches that left the suite and are kept as test oracles (tests/oracles/): a name here is
 #: searchable only where its module imports, a checkout with its root on the path, so that the
@@ -245,16 +245,16 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
         settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in EXTERNAL_OPTIONS}
     else:
         try:
-            config_cls: type | None = search_config_class(base.search)
+            defaults: object | None = search_config(base.search)
         except EngineError:
-            config_cls = None  # reported by create()
+            defaults = None  # reported by create()
         ev_options = evaluator_options(base.evaluator)
-        infos = [*ENGINE_OPTIONS, *ev_options] + (config_options(config_cls) if config_cls is not None else [])
+        infos = [*ENGINE_OPTIONS, *ev_options] + (config_options(defaults) if defaults is not None else [])
         for k, v in overrides.items():
             try:
-                o = find_option(infos, k, prefix=config_cls is not None)
+                o = find_option(infos, k, prefix=defaults is not None)
             except EngineError:
-                if config_cls is not None:
+                if defaults is not None:
                     raise
                 canonical[k] = v
                 continue
@@ -264,10 +264,10 @@ def complete(base: EngineSpec, overrides: dict[str, str], rename: bool = True) -
             options.pop("single_leaf_nodes", None)  # a batch the spec names is the batch at every budget
         engine_names = {o.name for o in (*ENGINE_OPTIONS, *ev_options)}
         settings = {o.name: o.parse(options.get(o.name, o.format(o.default))) for o in (*ENGINE_OPTIONS, *ev_options)}
-        if config_cls is not None:
+        if defaults is not None:
             config_text = {find_option(infos, k).name: v for k, v in options.items() if k not in engine_names}
             preset = settings["preset"]
-            config = build_config(config_cls, config_text, preset if isinstance(preset, str) else None)
+            config = build_config(defaults, config_text, preset if isinstance(preset, str) else None)
     name = base.name
     if rename and canonical:
         name += ":" + ",".join(f"{k}={v}" for k, v in canonical.items())
@@ -294,19 +294,21 @@ def _import(module: str, attr: str, what: str) -> Any:
 
 def search_class(search: str) -> type:
     """The class of a registered search (:data:`SEARCHES`)."""
-    return _search_part(search, "cls")
+    cls: type = _search_part(search, "cls")
+    return cls
 
 
-def search_config_class(search: str) -> type:
-    return _search_part(search, "config")
+def search_config(search: str) -> object:
+    """A registered search's config at its defaults (its game's: the bughouse seat's for two boards)."""
+    made: object = _search_part(search, "config")()
+    return made
 
 
-def _search_part(search: str, part: str) -> type:
+def _search_part(search: str, part: str) -> Any:
     entry = SEARCHES.get(search)
     if entry is None:
         raise EngineError(f"unknown search {search!r}; known: {', '.join(SEARCHES)}")
-    cls: type = _import(entry.module, getattr(entry, part), f"search {search!r}")
-    return cls
+    return _import(entry.module, getattr(entry, part), f"search {search!r}")
 
 
 def load_evaluator(name: str, weights: str | None = None, threads: int = 1, inference: str | None = None,
@@ -432,7 +434,7 @@ def option_infos(spec: EngineSpec) -> list[Any]:
     """Every option an in-process engine takes (engine options, the evaluator's, then config fields)."""
     if is_external(spec):
         raise EngineError(f"{spec.name} is an external engine")
-    return [*ENGINE_OPTIONS, *evaluator_options(spec.evaluator)] + config_options(search_config_class(spec.search))
+    return [*ENGINE_OPTIONS, *evaluator_options(spec.evaluator)] + config_options(search_config(spec.search))
 
 
 def named_options(spec: EngineSpec) -> dict[str, str]:

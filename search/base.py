@@ -118,9 +118,11 @@ C = TypeVar("C")
 _GROUPS: dict[type, dict[str, str]] = {}
 
 
-def flat_groups(config_cls: type) -> dict[str, str]:
-    """Each flat alias of ``config_cls`` (a field of one of its :data:`FLAT` groups) -> the group
-    (``FIELD[KEY]`` for a group of an :data:`OWN` table: the table's entries follow the parts there are)."""
+def flat_groups(config: object) -> dict[str, str]:
+    """Each flat alias of a config (an instance, or a class at its defaults: a field of one of its
+    :data:`FLAT` groups) -> the group (``FIELD[KEY]`` for a group of an :data:`OWN` table: the table's
+    entries follow the parts the config holds, which a game's own parts add to)."""
+    config_cls = config if isinstance(config, type) else type(config)
     known = _GROUPS.get(config_cls)
     own = [f for f in dataclasses.fields(config_cls) if f.metadata.get("own")]
     if known is None:
@@ -134,11 +136,35 @@ def flat_groups(config_cls: type) -> dict[str, str]:
     if not own:
         return known
     out = dict(known)
-    defaults = config_cls()
+    instance = config_cls() if isinstance(config, type) else config
     for f in own:
-        for key, group in getattr(defaults, f.name).items():
+        for key, group in getattr(instance, f.name).items():
             for g in dataclasses.fields(group):
                 out[g.name] = f"{f.name}[{key}]"
+    return out
+
+
+def changes(config: object) -> dict[str, Any]:
+    """The settings of ``config`` (by option name: flat aliases, ``outer.inner``) that differ from its
+    class's defaults: a preset as settings, to apply on another base (a game's config)."""
+    base = type(config)()
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(config):  # type: ignore[arg-type]
+        v, d = getattr(config, f.name), getattr(base, f.name)
+        if f.metadata.get("own"):
+            pairs = [(g, d.get(key)) for key, g in v.items()]
+        elif f.metadata.get("flat") or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            pairs = [(v, d)]
+        else:
+            if v != d:
+                out[f.name] = v
+            continue
+        prefix = "" if f.metadata.get("flat") else f.name + "."
+        for g, dg in pairs:
+            for gf in dataclasses.fields(g):
+                x = getattr(g, gf.name)
+                if dg is None or x != getattr(dg, gf.name):
+                    out[prefix + gf.name] = x
     return out
 
 
@@ -152,14 +178,14 @@ def setting(config: object, name: str) -> Any:
     outer, dot, inner = name.partition(".")
     if dot:
         return getattr(getattr(config, outer), inner)
-    group = flat_groups(type(config)).get(name)
+    group = flat_groups(config).get(name)
     return getattr(_group(config, group), name) if group is not None else getattr(config, name)
 
 
 def with_settings(config: C, values: dict[str, Any]) -> C:
     """A copy of ``config`` with ``values`` (option names: fields, flat aliases, ``outer.inner``)
     set; an unknown name is a ``TypeError``."""
-    groups = flat_groups(type(config))
+    groups = flat_groups(config)
     top: dict[str, Any] = {}
     nested: dict[str, dict[str, Any]] = {}
     for name, v in values.items():

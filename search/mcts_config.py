@@ -184,6 +184,11 @@ class MCTSConfig:
         """This config with ``settings`` by their flat names (``MCTSConfig.of(batch_size=1)``)."""
         return with_settings(cls(), settings)
 
+    @classmethod
+    def for_game(cls: type[T], game: str, **settings: Any) -> T:
+        """``game``'s config (its own parts' settings and defaults: bughouse's seat), with ``settings``."""
+        return with_settings(cls(own=parts.own_settings(game)), {**parts.game_defaults(game), **settings})
+
     def settings(self, cls: type[S]) -> S:
         """A part's own settings (``cfg.settings(SixtyFourParams)``: the class its record names)."""
         group: S = self.own[f"{cls.__module__}:{cls.__qualname__}"]
@@ -226,10 +231,12 @@ class MCTSConfig:
             check = getattr(getattr(self, f.name), "validate", None) if f.metadata.get("flat") else None
             if check is not None:
                 check()
-        for group in self.own.values():
-            check = getattr(group, "validate", None)
-            if check is not None:
-                check()
+        for group in self.own.values():  # a game's seat also says what of the rest it cannot play
+            check, refusal = getattr(group, "validate", None), getattr(group, "refusal", None)
+            why = check() if check is not None else None
+            why = why or (refusal(self) if refusal is not None else None)
+            if why is not None:
+                raise MCTSConfigError(why)
         for option, kind, name in (("score_formula", "tree", self.score_formula), ("q_transform", "q", self.q_transform),
                                    ("root_rule", "root", self.root_rule)):
             if name not in parts.names(kind):

@@ -21,7 +21,13 @@ A record says what the search and the layers above ask of a part without buildin
   :class:`search.two_board_rules.BoardChoice`); ``""`` where the rule's own ``select_run`` serves;
   for a root rule ``"module:Class"`` of a :class:`search.two_board_rules.SeatRoot` (Gumbel's, whose
   plan spans the seat's budget); ``""`` where the generic seat (:class:`search.two_board_rules.SeatWrap`)
-  wraps the rule itself (PUCT's, and a new rule's).
+  wraps the rule itself (PUCT's, and a new rule's);
+- ``games``: the games whose configs hold the part's settings (``()``: every game's).  A ``"seat"``
+  part is a game's own: LazyBug's bughouse seat (its board choice, its sit decision, the moves'
+  clock) makes a config a bughouse one (:meth:`search.mcts_config.MCTSConfig.for_game`), so its
+  settings are options of the bughouse engines only;
+- ``defaults``: ``"module:NAME"`` of a table of shared settings by flat name that the game's config
+  starts from instead of the shared defaults (LazyBug's: no solver, no transposition table, ...).
 
 What a root rule does in self-play (its exploration, its quiet reference search) is on its class
 (``SELFPLAY``, ``QUIET``, ``ROUNDS``): the loop asks the rule the config names
@@ -38,7 +44,9 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Final
 
-KINDS: Final = ("tree", "root", "q", "stop")
+from board.variants import BUGHOUSE
+
+KINDS: Final = ("tree", "root", "q", "stop", "seat")
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class Part:
     impl: str
     settings: str = ""
     two_board: str = ""
+    games: tuple[str, ...] = ()
+    defaults: str = ""
 
 
 PARTS: Final[list[Part]] = [
@@ -64,6 +74,8 @@ PARTS: Final[list[Part]] = [
     Part("stop", "nodes", "search.mcts_stop:NodeLimitStopper"),
     Part("stop", "evals", "search.mcts_stop:EvalLimitStopper"),
     Part("stop", "time", "search.mcts_stop:TimeStopper"),
+    Part("seat", "lazybug", "search.two_board:TwoBoardMCTS", "search.two_board_rules:LazyBugParams",
+         games=(BUGHOUSE.name,), defaults="search.two_board_rules:LAZYBUG_DEFAULTS"),
 ]
 
 
@@ -92,11 +104,21 @@ def implementation(kind: str, name: str) -> Any:
     return load(part(kind, name).impl)
 
 
-def own_settings() -> dict[str, Any]:
+def own_settings(game: str = "") -> dict[str, Any]:
     """The parts' own settings at their defaults, one instance a settings class (two parts may share
     one: Gumbel's root and interior rules), by ``"module:Class"``: the table
-    :attr:`search.mcts_config.MCTSConfig.own` starts from."""
-    return {p.settings: load(p.settings)() for p in PARTS if p.settings}
+    :attr:`search.mcts_config.MCTSConfig.own` starts from; ``game`` adds that game's own parts'
+    (``""``: the one-board games, which have none)."""
+    return {p.settings: load(p.settings)() for p in PARTS if p.settings and (not p.games or game in p.games)}
 
 
-__all__ = ["KINDS", "PARTS", "Part", "implementation", "load", "names", "own_settings", "part"]
+def game_defaults(game: str) -> dict[str, Any]:
+    """The shared settings (flat names) ``game``'s own parts start from instead of the defaults."""
+    out: dict[str, Any] = {}
+    for p in PARTS:
+        if p.defaults and p.games and game in p.games:
+            out.update(load(p.defaults))
+    return out
+
+
+__all__ = ["KINDS", "PARTS", "Part", "implementation", "load", "names", "game_defaults", "own_settings", "part"]

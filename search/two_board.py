@@ -32,16 +32,18 @@ edges (:meth:`search.mcts_rules.TreeRule.select_run`), inside LazyBug's board ch
 Switches of the shared driver that hold here:
 
 - ``root_rule="gumbel"``, ``score_formula="gumbel"``: Gumbel's root and interior rules on one board
-  at a time (:mod:`search.two_board_gumbel`; ``TwoBoardConfig.gumbel()`` turns both on with a
-  fresh tree every move, as the one-board preset);
+  at a time (:mod:`search.two_board_gumbel`; the preset ``gumbel`` turns both on with a fresh tree every
+  move, as on one board);
 - ``mcgs``: graph search (:mod:`search.mcgs`): a position reached by another order of the two
   boards' moves (with the same pockets and simulated clocks) shares one node
   (:meth:`search.two_board_walk.TwoBoardWalk.graph_key`).
 
-Off here (validated): the solver, fix checkmates, the transposition table, Q-value selection and
-Q-PV, check enhancement and urgency, ε-greedy, multi-PV (each assumes one side to move a node, or
-values that alternate by ply); the time manager's early and late stops are off by default (the
-seat gives a move its time).
+The settings are the shared MCTS's (:class:`search.mcts_config.MCTSConfig`) with LazyBug's seat
+among its parts (:func:`seat_config`: the seat's record in :data:`search.parts.PARTS`, game bughouse).
+Off here (the seat's :meth:`~search.two_board_rules.LazyBugParams.refusal`): the solver, fix
+checkmates, the transposition table, Q-value selection and Q-PV, check enhancement and urgency,
+ε-greedy, multi-PV (each assumes one side to move a node, or values that alternate by ply); the time
+manager's early and late stops are off by default (the seat gives a move its time).
 """
 from __future__ import annotations
 
@@ -53,16 +55,16 @@ from board.bughouse import SIT, BughouseBoard, BughouseGame, recent_move_ms, spl
 from board.variants import BUGHOUSE
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf, require
 from search import parts
-from search.base import FLAT, OWN, Limits, SearchResult, range_error, step
+from search.base import Limits, SearchResult, step
 from search.mcts import MCTS
-from search.mcts_config import SPIN_RANGES as MCTS_RANGES
-from search.mcts_config import MCTSConfig, MCTSConfigError, MoveChoice, Stopping, TreeParams
+from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_rules import TreeRule
 from search.mcts_tree import EXPANDED, TERMINAL, _Tree
-from search.puct import PUCTParams
-from search.timeman import TimeConfig
 from search.two_board_rules import BoardChoice, LazyBugParams, SeatRoot, SeatWrap
 from search.two_board_walk import TwoBoardWalk
+
+#: the key of LazyBug's seat settings in a config's own table: a config holding it is a bughouse one
+SEAT: Final = parts.part("seat", "lazybug").settings
 
 
 @dataclass
@@ -94,71 +96,12 @@ class BughouseResult:
         return self.move == SIT
 
 
-#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
-SPIN_RANGES: Final = {**MCTS_RANGES, "recent_moves": (1, 100), "default_move_ms": (1, 10**7)}
-
-
-def serves_two_boards(score_formula: str) -> bool:
-    """Does the tree rule play below a bughouse root: a two-board form in its record, or its own
-    selection within a run of edges?"""
-    p = parts.part("tree", score_formula)
-    return bool(p.two_board) or parts.load(p.impl).select_run is not TreeRule.select_run
-
-
-def _hard_clock() -> TimeConfig:
-    return TimeConfig(move_overhead=0.0, stop_easy=False, extend_critical=False)
-
-
-def _lazybug_own() -> dict[str, Any]:
-    """The parts' own settings with LazyBug's PUCT (cpuct_init 2, no u-divisor, no check enhancement)."""
-    own = parts.own_settings()
-    own["search.puct:PUCTParams"] = PUCTParams(cpuct_init=2.0, u_divisor=False, check_enhancement=False)
-    return own
-
-
-def _lazybug_choice() -> MoveChoice:
-    return MoveChoice(q_value_selection=False, q_pv=False)
-
-
-def _lazybug_tree() -> TreeParams:
-    return TreeParams(transposition_table=False, fix_checkmates=False, solver=False)
-
-
-def _lazybug_stopping() -> Stopping:
-    return Stopping(stop_single_move=False)
-
-
-@dataclass
-class TwoBoardConfig(MCTSConfig):
-    """LazyBug's parameters on the shared MCTS settings (the switches it has not are off)."""
-
-    own: dict[str, Any] = field(default_factory=_lazybug_own, metadata=OWN)
-    choice: MoveChoice = field(default_factory=_lazybug_choice, metadata=FLAT)
-    tree: TreeParams = field(default_factory=_lazybug_tree, metadata=FLAT)
-    stopping: Stopping = field(default_factory=_lazybug_stopping, metadata=FLAT)
-    time: TimeConfig = field(default_factory=_hard_clock)
-    lazybug: LazyBugParams = field(default_factory=LazyBugParams, metadata=FLAT)
-
-    def validate(self) -> None:
-        super().validate()
-        off = [name for name, on in (
-            ("solver", self.tree.solver), ("fix_checkmates", self.tree.fix_checkmates),
-            ("transposition_table", self.tree.transposition_table),
-            ("q_value_selection", self.choice.q_value_selection), ("q_pv", self.choice.q_pv),
-            ("check_enhancement", self.settings(PUCTParams).check_enhancement),
-            ("check_urgency", self.settings(PUCTParams).check_urgency),
-            ("epsilon_greedy", self.exploration.epsilon_greedy > 0 or self.exploration.epsilon_checks > 0),
-            (f"score_formula={self.score_formula}", not serves_two_boards(self.score_formula)),
-            ("multipv", self.choice.multipv != 1),
-            # KataGo's self-play pieces act through VisitsRoot.select, which the seat does not call
-            ("forced_playouts", self.exploration.forced_playouts > 0),
-            ("policy_target_pruning", self.exploration.policy_target_pruning),
-            ("temperature_visits", self.choice.temperature_visits)) if on]
-        if off:
-            raise MCTSConfigError(f"the two-board search has no {', '.join(off)} (leave them at their defaults)")
-        bad = range_error(self, SPIN_RANGES)
-        if bad is not None:
-            raise MCTSConfigError(bad)
+def seat_config(**settings: Any) -> MCTSConfig:
+    """The bughouse seat's settings: the shared MCTS's with LazyBug's seat among the parts (its record
+    in :data:`search.parts.PARTS`: its own settings, :class:`LazyBugParams`, its defaults for the
+    shared ones, :data:`search.two_board_rules.LAZYBUG_DEFAULTS`, and what the walk refuses,
+    :meth:`LazyBugParams.refusal`), with ``settings`` by their flat names."""
+    return MCTSConfig.for_game(BUGHOUSE.name, **settings)
 
 
 class TwoBoardMCTS:
@@ -167,19 +110,23 @@ class TwoBoardMCTS:
     decides sit or move from its tree.  The seat's interface: ``start`` with the game and the board,
     ``ask``/``tell``, a :class:`BughouseResult`."""
 
-    def __init__(self, evaluator: Evaluator, config: TwoBoardConfig | None = None,
+    def __init__(self, evaluator: Evaluator, config: MCTSConfig | None = None,
                  rng: random.Random | None = None) -> None:
-        cfg = config if config is not None else TwoBoardConfig()
+        cfg = config if config is not None else seat_config()
+        if SEAT not in cfg.own:
+            raise MCTSConfigError("a one-board config: the bughouse seat's is search.two_board.seat_config()")
         cfg.validate()
         require(evaluator, POLICY_VALUE, BUGHOUSE.name)
         self.config = cfg
+        #: LazyBug's seat settings (the config's own table)
+        self.lazybug: LazyBugParams = cfg.settings(LazyBugParams)
         self.evaluator = evaluator
         self.rng = rng if rng is not None else random.Random(0)
         tree_part, root_part = parts.part("tree", cfg.score_formula), parts.part("root", cfg.root_rule)
-        run: TreeRule = parts.load(tree_part.two_board)(cfg, cfg.lazybug) if tree_part.two_board \
+        run: TreeRule = parts.load(tree_part.two_board)(cfg, self.lazybug) if tree_part.two_board \
             else parts.load(tree_part.impl)(cfg)
         board_rule = BoardChoice(cfg, self.rng, run)
-        own_p = cfg.lazybug.root_own_p
+        own_p = self.lazybug.root_own_p
         self.seat_root: SeatRoot = parts.load(root_part.two_board)(cfg, board_rule, 0, own_p) if root_part.two_board \
             else SeatWrap(cfg, board_rule, 0, own_p, parts.load(root_part.impl)(cfg, run))
         #: the shared driver
@@ -216,7 +163,7 @@ class TwoBoardMCTS:
         partner = 1 - board_id
         own_team = team_of(board_id, game.boards[board_id].turn)
         sit_board = partner if partner_sitting and team_of(partner, game.boards[partner].turn) == own_team else -1
-        times = move_ms if move_ms is not None else recent_move_ms(game, cfg.lazybug.recent_moves)
+        times = move_ms if move_ms is not None else recent_move_ms(game, self.lazybug.recent_moves)
         dt = [self._average(times[s]) for s in range(4)]
         clocks = [game.time_left(s, at_ms) for s in range(4)] if game.timed else None
         walk = TwoBoardWalk(game.copy(), board_id, clocks, sit_board, dt)
@@ -230,8 +177,8 @@ class TwoBoardMCTS:
             self.mcts.stop()
 
     def _average(self, times: Sequence[int]) -> int:
-        recent = list(times)[-self.config.lazybug.recent_moves:]
-        return max(1, sum(recent) // len(recent)) if recent else self.config.lazybug.default_move_ms
+        recent = list(times)[-self.lazybug.recent_moves:]
+        return max(1, sum(recent) // len(recent)) if recent else self.lazybug.default_move_ms
 
     # ------------------------------------------------------------------ the search
 
@@ -283,8 +230,8 @@ class TwoBoardMCTS:
                     other += n  # our sit's visits count for the other board
                 else:
                     own += n
-        guard = self._allows_mate if self.config.lazybug.mate_guard else None
-        return self.seat_root.decide(tree, root, actions, own, other, self.config.lazybug.sit_ratio, guard), own, other
+        guard = self._allows_mate if self.lazybug.mate_guard else None
+        return self.seat_root.decide(tree, root, actions, own, other, self.lazybug.sit_ratio, guard), own, other
 
     def _allows_mate(self, m: int) -> bool:
         """``mate_guard``: after ``m`` our board's opponent mates at once, with the root's pockets."""

@@ -17,15 +17,35 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Final
 
 from mypy_extensions import i64
 
 from board.bughouse import BOARD_SHIFT, SIT, split_move
+from search import parts
+from search.base import range_error
 from search.mcts_config import MCTSConfig, MCTSConfigError
 from search.mcts_rules import RootRule, TreeRule
 from search.mcts_tree import _Tree
 from search.puct import PUCTParams
+
+#: the bounds of LazyBug's integer settings (checked by validate, announced as UCI spin bounds)
+SPIN_RANGES: Final = {"recent_moves": (1, 100), "default_move_ms": (1, 10**7)}
+
+#: where a bughouse config starts (the seat's record in :data:`search.parts.PARTS`): LazyBug's PUCT
+#: (cpuct_init 2, no u-divisor, no check enhancement), the switches the two-board walk has not off,
+#: and a hard clock (the seat gives a move its time: no overhead, no early or late stops)
+LAZYBUG_DEFAULTS: Final[dict[str, Any]] = {
+    "cpuct_init": 2.0, "u_divisor": False, "check_enhancement": False, "q_value_selection": False, "q_pv": False,
+    "transposition_table": False, "fix_checkmates": False, "solver": False, "stop_single_move": False,
+    "time.move_overhead": 0.0, "time.stop_easy": False, "time.extend_critical": False}
+
+
+def serves_two_boards(score_formula: str) -> bool:
+    """Does the tree rule play below a bughouse root: a two-board form in its record, or its own
+    selection within a run of edges?"""
+    p = parts.part("tree", score_formula)
+    return bool(p.two_board) or parts.load(p.impl).select_run is not TreeRule.select_run
 
 
 def board_split(tree: _Tree, node: int) -> i64:
@@ -62,6 +82,27 @@ class LazyBugParams:
             raise MCTSConfigError(f"root_own_p must be in [0, 1], got {self.root_own_p}")
         if self.sit_ratio <= 0 or self.cpuct_factor < 0:
             raise MCTSConfigError("sit_ratio must be positive and cpuct_factor >= 0")
+        bad = range_error(self, SPIN_RANGES)
+        if bad is not None:
+            raise MCTSConfigError(bad)
+
+    def refusal(self, cfg: MCTSConfig) -> str | None:
+        """What the config asks that the two-board walk cannot do (each assumes one side to move a
+        node, or values that alternate by ply; KataGo's self-play pieces act through
+        ``VisitsRoot.select``, which the seat does not call), as one line; None when nothing."""
+        ex = cfg.exploration
+        pp = cfg.settings(PUCTParams)
+        off = [name for name, on in (
+            ("solver", cfg.tree.solver), ("fix_checkmates", cfg.tree.fix_checkmates),
+            ("transposition_table", cfg.tree.transposition_table),
+            ("q_value_selection", cfg.choice.q_value_selection), ("q_pv", cfg.choice.q_pv),
+            ("check_enhancement", pp.check_enhancement), ("check_urgency", pp.check_urgency),
+            ("epsilon_greedy", ex.epsilon_greedy > 0 or ex.epsilon_checks > 0),
+            (f"score_formula={cfg.score_formula}", not serves_two_boards(cfg.score_formula)),
+            ("multipv", cfg.choice.multipv != 1),
+            ("forced_playouts", ex.forced_playouts > 0), ("policy_target_pruning", ex.policy_target_pruning),
+            ("temperature_visits", cfg.choice.temperature_visits)) if on]
+        return f"the two-board search has no {', '.join(off)} (leave them at their defaults)" if off else None
 
 
 class LazyBugPUCT(TreeRule):

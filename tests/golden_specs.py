@@ -6,8 +6,8 @@ option names, resolving to the same search; ``tests/test_golden_specs.py`` check
 The specs: every built-in engine of ours, every engine spec of the shipped experiment configs
 (``experiments/configs/*.toml``: their teams, rows, players and arms) that names one of our searches,
 and spellings of the MCTS options by their flat names.  Each spec pins only the settings of its
-search config that differ from that config class's defaults, and the file pins each class's
-defaults once (``defaults``): a new part whose settings default to off adds settings the pinned
+search config that differ from that search's config at its defaults, and the file pins those
+defaults once (``defaults``, by the config the registry names: ``seat_config`` for two boards): a new part whose settings default to off adds settings the pinned
 defaults do not name, and changes no pinned row.  Written by ``python -m tests.golden_specs
 --write``; regenerated only by a deliberate change of behaviour, named in the commit.
 """
@@ -56,9 +56,12 @@ def _flat(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(flat_view(config), default=str))
 
 
-def defaults(classes: set[type]) -> dict[str, dict[str, Any]]:
-    """Each config class's settings at its defaults, by flat name."""
-    return {cls.__name__: _flat(cls()) for cls in sorted(classes, key=lambda c: c.__name__)}
+def defaults(searches: set[str]) -> dict[str, dict[str, Any]]:
+    """Each search's config at its defaults by flat name, keyed by the config the registry names
+    (:attr:`engines.registry.SearchEntry.config`: a class, or a game's config such as ``seat_config``)."""
+    from engines import registry
+
+    return {registry.SEARCHES[s].config: _flat(registry.search_config(s)) for s in sorted(searches)}
 
 
 def _resolved(text: str) -> dict[str, Any] | None:
@@ -71,8 +74,8 @@ def _resolved(text: str) -> dict[str, Any] | None:
         return None
     if spec.config is None or not dataclasses.is_dataclass(spec.config):
         return None  # an external program: nothing of ours to pin
-    base = _flat(type(spec.config)())
-    return {"evaluator": spec.evaluator, "search": spec.search, "config_class": type(spec.config).__name__,
+    base = _flat(registry.search_config(spec.search))
+    return {"evaluator": spec.evaluator, "search": spec.search, "config_class": registry.SEARCHES[spec.search].config,
             "config": {k: v for k, v in _flat(spec.config).items() if k not in base or base[k] != v},
             "settings": json.loads(json.dumps(spec.settings, default=str))}
 
@@ -84,17 +87,17 @@ def specs() -> list[str]:
 
 
 def results() -> dict[str, Any]:
-    """``{"defaults": each config class's defaults, "specs": each spec's search and the settings of
-    its config that differ from its class's defaults}``."""
+    """``{"defaults": each search's config at its defaults, "specs": each spec's search and the
+    settings of its config that differ from those defaults}``."""
     from engines import registry
 
-    out, classes = {}, set()
+    out, searches = {}, set()
     for text in specs():
         r = _resolved(text)
         if r is not None:
             out[text] = r
-            classes.add(type(registry.resolve(text).config))
-    return {"defaults": defaults(classes), "specs": out}
+            searches.add(registry.resolve(text).search)
+    return {"defaults": defaults(searches), "specs": out}
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from engines.factory import make_seat
 from engines.seats import GameContext, OurSeat, Seat, SeatError, parse_team
 from engines.xboard_seat import XBoardSeat, fen_without_pockets
 from experiments.harness.bughouse import BughouseMatchError, BughouseStore, play_game, rebuild_game, run_match
-from search.two_board import TwoBoardConfig
+from search.two_board import seat_config
 from tests.engines_path import find_engine
 from tests.harness_fakes import FakePipe, bughouse_games_by_workers
 
@@ -91,7 +91,7 @@ def fake(tmp_path: Path) -> Path:
 
 
 def ours(nodes: int = 20, seed: int = 1) -> OurSeat:
-    return OurSeat(f"ours:{nodes}", BughouseClassicalEvaluator(), TwoBoardConfig(), nodes=nodes, seed=seed)
+    return OurSeat(f"ours:{nodes}", BughouseClassicalEvaluator(), seat_config(), nodes=nodes, seed=seed)
 
 
 def fake_seat(fake: Path, mode: str) -> XBoardSeat:
@@ -213,7 +213,7 @@ def test_max_plies_holds_when_both_boards_move_in_one_pass():
 def test_sit_and_partner_state_in_the_server():
     # Our A-white seat with root_own_p = 0 sits whenever its partner (B-black, who thinks 300 ms)
     # is to move, and moves while an opponent (B-white, 200 ms) is to move on board B (no sit then).
-    sitter = OurSeat("sitter", BughouseClassicalEvaluator(), TwoBoardConfig.of(root_own_p=0.0), nodes=30)
+    sitter = OurSeat("sitter", BughouseClassicalEvaluator(), seat_config(root_own_p=0.0), nodes=30)
     seats = [sitter, ShuffleSeat("a-black", 100), ShuffleSeat("b-white", 200), ShuffleSeat("b-black", 300)]
     r = play_game(seats, 4000, 0, max_plies=10)
     assert r.reason == "max_plies"

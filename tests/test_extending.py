@@ -64,10 +64,10 @@ def test_a_tree_rule_with_a_run_selection_serves_bughouse_too(tmp_path: Path, tw
     two-board form.  A rule with neither (SixtyFour's) is refused in one line."""
     with added(Part("tree", "fewest-visits", "tests.toy_rules:FewestVisits", two_board=two_board)):
         _a_tree_rule_plays_bughouse(tmp_path)
-    from search.two_board import TwoBoardConfig
+    from search.two_board import seat_config
 
     with pytest.raises(ValueError, match="no score_formula=sixtyfour"):
-        TwoBoardConfig.of(score_formula="sixtyfour").validate()
+        seat_config(score_formula="sixtyfour").validate()
 
 
 def _a_tree_rule_plays_bughouse(tmp_path: Path) -> None:
@@ -75,12 +75,12 @@ def _a_tree_rule_plays_bughouse(tmp_path: Path) -> None:
 
     from board.bughouse import BughouseGame
     from evaluators.bughouse_classical import BughouseClassicalEvaluator
-    from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+    from search.two_board import BughouseLimits, TwoBoardMCTS, seat_config
     from search.two_board_rules import board_range
 
     before = FewestVisits.selections
     game = BughouseGame(base_ms=60_000)
-    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(score_formula="fewest-visits"), random.Random(1))
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(score_formula="fewest-visits"), random.Random(1))
     r = s.run(game, 0, BughouseLimits(nodes=120))
     assert FewestVisits.selections > before and r.move in game.legal_moves(0) and r.nodes >= 120
     lo, hi = board_range(s.tree, s.root, 0)  # our board's edges: the root chose among them with the toy rule
@@ -118,7 +118,7 @@ def _searches(**cfg: object) -> list[tuple[int, float, list[int]]]:
     from evaluators.bughouse_classical import BughouseClassicalEvaluator
     from evaluators.classical import ClassicalEvaluator
     from search.mcts import MCTS, MCTSConfig
-    from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+    from search.two_board import BughouseLimits, TwoBoardMCTS, seat_config
     from search.two_board_rules import board_range
 
     out = []
@@ -127,7 +127,7 @@ def _searches(**cfg: object) -> list[tuple[int, float, list[int]]]:
             s = MCTS(ClassicalEvaluator(), MCTSConfig.of(**extra, **cfg), random.Random(3))  # type: ignore[arg-type]
             r = s.run(new_position(variant), Limits(nodes=300))
             out.append((r.best_move, r.value, [n for _, n, _, _ in s.root_stats()]))
-    seat = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**cfg), random.Random(3))  # type: ignore[arg-type]
+    seat = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(**cfg), random.Random(3))  # type: ignore[arg-type]
     br = seat.run(BughouseGame(), 0, BughouseLimits(nodes=300))
     t, root = seat.tree, seat.root
     out.append((br.move, br.value, [t.edge_n(e) for e in range(int(t.nd_edge0[root]), int(t.nd_edge0[root] + t.nd_nedges[root]))]))
@@ -194,7 +194,7 @@ def test_a_root_rule_with_a_parameter_plays_matches_selfplay_and_bughouse(tmp_pa
     from evaluators.bughouse_classical import BughouseClassicalEvaluator
     from experiments.selfplay import games as selfplay
     from experiments.training import datagen
-    from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+    from search.two_board import BughouseLimits, TwoBoardMCTS, seat_config
     from search.two_board_rules import SeatWrap
     from tests.test_golden_specs import test_every_stored_spec_resolves_to_the_pinned_search as pinned
     from tests.test_selfplay import tiny_weights
@@ -216,7 +216,7 @@ def test_a_root_rule_with_a_parameter_plays_matches_selfplay_and_bughouse(tmp_pa
                                       shard_games=2, seed=5)
         assert selfplay.play(cfg, progress=False)["games"] == 2
         assert len(datagen.load_dataset(cfg.out).game_uid) == 2
-        seat = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(root_rule="ucb1", ucb1_c=0.5),
+        seat = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(root_rule="ucb1", ucb1_c=0.5),
                             random.Random(3))
         assert isinstance(seat.seat_root, SeatWrap) and isinstance(seat.seat_root.inner, UCB1Root)
         game = BughouseGame(base_ms=60_000)

@@ -34,7 +34,8 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
     from search.base import flat_groups, flat_view, setting, with_settings
     from search.mcts_config import MCTSConfig
     from search.puct import PUCTParams
-    from search.two_board import TwoBoardConfig
+    from search.two_board import seat_config
+    from search.two_board_rules import LazyBugParams
 
     assert len(dataclasses.fields(MCTSConfig)) <= 12
     groups = flat_groups(MCTSConfig)
@@ -42,6 +43,10 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
     names = [o.name for o in config_options(MCTSConfig)]
     assert set(flat_view(MCTSConfig())) - {"time"} <= set(names) and "time.move_overhead" in names
     assert not any(n.startswith(("puct.", "tree.", "batching.")) for n in names)  # no dotted group names
+    # a game's own part (LazyBug's seat) makes options of that game's engines only
+    assert "root_own_p" not in names and "root_own_p" in [o.name for o in config_options(seat_config())]
+    assert "root_own_p" not in {o.name for o in registry.option_infos(registry.resolve("rise-mcts"))}
+    assert "root_own_p" in {o.name for o in registry.option_infos(registry.resolve("bughouse-mcts"))}
     cfg = MCTSConfig.of(cpuct_init=1.5, mcgs=True, batch_size=2, considered_actions=8)
     assert cfg.settings(PUCTParams) == PUCTParams(cpuct_init=1.5) and cfg.tree.mcgs and cfg.batching.batch_size == 2
     assert [setting(cfg, n) for n in ("cpuct_init", "mcgs", "batch_size", "considered_actions", "root_rule")] \
@@ -50,10 +55,9 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
     assert registry.resolve("material-mcts:cpuct_init=1.5,mcgs=true,batch_size=2,considered_actions=8").config \
         == with_settings(registry.resolve("material-mcts").config, {"cpuct_init": 1.5, "mcgs": True, "batch_size": 2,
                                                                     "considered_actions": 8})
-    two = TwoBoardConfig.of(root_own_p=0.5, fpu=0.5)
-    assert two.lazybug.root_own_p == 0.5 and two.settings(PUCTParams).fpu == 0.5 and two.settings(PUCTParams).cpuct_init == 2.0  # LazyBug's default
+    two = seat_config(root_own_p=0.5, fpu=0.5)
+    assert two.settings(LazyBugParams).root_own_p == 0.5 and two.settings(PUCTParams).fpu == 0.5 and two.settings(PUCTParams).cpuct_init == 2.0  # LazyBug's default
     from search.mcts_config import Exploration, MCTSConfigError
-    from search.two_board import LazyBugParams
 
     for group, name in ((PUCTParams(cpuct_base=0), "cpuct_base"), (Exploration(dirichlet_epsilon=2), "dirichlet_epsilon"),
                         (LazyBugParams(root_own_p=2), "root_own_p")):  # each small config checks its own settings
@@ -63,7 +67,7 @@ def test_the_mcts_config_is_small_configs_set_by_their_flat_names() -> None:
             assert name in str(e)
         else:
             raise AssertionError(f"{name} out of range must be refused")
-        assert name in str(_refusal(lambda: TwoBoardConfig.of(**{name: dataclasses.asdict(group)[name]}).validate()))
+        assert name in str(_refusal(lambda: seat_config(**{name: dataclasses.asdict(group)[name]}).validate()))
     try:
         MCTSConfig.of(no_such_setting=1)
     except TypeError:
@@ -95,11 +99,13 @@ def test_parts_and_their_settings_have_unique_names() -> None:
     for p in parts.PARTS:
         assert parts.load(p.impl) is not None and (not p.settings or dataclasses.is_dataclass(parts.load(p.settings)))
         assert not p.two_board or parts.load(p.two_board) is not None
-    cfg = MCTSConfig()
-    names: list[str] = []
-    for f in dataclasses.fields(cfg):
-        v = getattr(cfg, f.name)
-        groups = list(v.values()) if f.metadata == OWN else [v] if f.metadata.get("flat") else []
-        names += [g.name for group in groups for g in dataclasses.fields(group)]
-    assert len(names) == len(set(names)) and "sixtyfour_c" in names
-    assert set(cfg.own) == {p.settings for p in parts.PARTS if p.settings}
+    assert MCTSConfig.for_game("") == MCTSConfig()
+    for game in ("", "bughouse"):  # a game's own parts (LazyBug's seat) join that game's configs only
+        cfg = MCTSConfig.for_game(game)
+        names: list[str] = []
+        for f in dataclasses.fields(cfg):
+            v = getattr(cfg, f.name)
+            groups = list(v.values()) if f.metadata == OWN else [v] if f.metadata.get("flat") else []
+            names += [g.name for group in groups for g in dataclasses.fields(group)]
+        assert len(names) == len(set(names)) and "sixtyfour_c" in names and ("root_own_p" in names) == bool(game)
+        assert set(cfg.own) == {p.settings for p in parts.PARTS if p.settings and (not p.games or game in p.games)}

@@ -12,7 +12,7 @@ from evaluators.bughouse_classical import BughouseClassicalEvaluator
 from tests.oracles.bughouse_mcts import BughouseLimits, BughouseMCTS
 from search.mcts_config import MCTSConfigError
 from search.mcts_tree import EXPANDED
-from search.two_board import TwoBoardConfig, TwoBoardMCTS
+from search.two_board import TwoBoardMCTS, seat_config
 from search.two_board_walk import TwoBoardWalk
 
 KINGS_W = "k7/8/8/8/8/8/8/K7[] w - - 0 1"
@@ -21,7 +21,7 @@ SMOTHER = "6rk/6pp/8/8/8/8/8/K7[N] w - - 0 1"  # board A: N@f7 mates (a knight c
 
 
 def search(game: BughouseGame, board_id: int, nodes: int = 400, seed: int = 1, **cfg: object):
-    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**cfg), random.Random(seed))  # type: ignore[arg-type]
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(**cfg), random.Random(seed))  # type: ignore[arg-type]
     return s, s.run(game, board_id, BughouseLimits(nodes=nodes))
 
 
@@ -99,7 +99,7 @@ def test_node_accounting_batches_and_determinism():
     assert r1.nodes == 250 and r1.evals == 250 and s1.tree.nd_sum_n[s1.root] == 249
     assert (r1.move, r1.own_visits, r1.other_visits, r1.pv) == (r2.move, r2.own_visits, r2.other_visits, r2.pv)
     assert r1.own_visits > r1.other_visits  # root: own board with p = 0.9
-    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(batch_size=8), random.Random(3))
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(batch_size=8), random.Random(3))
     s.start(BughouseGame(), 0, BughouseLimits(nodes=100))
     s.tell(s.evaluator.evaluate(s.ask()))  # the root
     leaves = s.ask()
@@ -109,7 +109,7 @@ def test_node_accounting_batches_and_determinism():
 
 
 def test_limits_in_the_shared_units():
-    fresh = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(default_nodes=60), random.Random(1))
+    fresh = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(default_nodes=60), random.Random(1))
     assert fresh.run(BughouseGame(), 0).nodes == 60  # nothing set: default_nodes root visits
     r = TwoBoardMCTS(BughouseClassicalEvaluator(), None, random.Random(1)).run(BughouseGame(), 0, BughouseLimits(evals=25))
     assert r.evals == 25
@@ -198,7 +198,7 @@ def test_tree_reuse_follows_moves_on_both_boards_and_the_partner_sit():
     # the partner (A-white) declares a sit: the node below A's sit edge
     g = BughouseGame()
     g.push_str("B:e2e4")
-    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(root_own_p=0.5, fpu=1.0), random.Random(4))
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(root_own_p=0.5, fpu=1.0), random.Random(4))
     s.run(g, 1, BughouseLimits(nodes=400))
     assert [n for b, m, n in root_edges(s) if (b, m) == (0, SIT)][0] > 0
     s.start(g, 1, BughouseLimits(nodes=10), partner_sitting=True)
@@ -210,7 +210,7 @@ def test_mate_guard():
     for text in ("A:e2e4", "A:e7e5", "A:f1c4", "A:b8c6", "A:d1h5"):
         game.push(*game.parse(text))
     for guard in (False, True):
-        s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(mate_guard=guard, root_own_p=1.0), random.Random(1))
+        s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(mate_guard=guard, root_own_p=1.0), random.Random(1))
         s.run(game, 0, BughouseLimits(nodes=60))
         t = s.tree
         e0 = int(t.nd_edge0[s.root])
@@ -226,7 +226,7 @@ def test_bad_settings_are_errors():
     for bad in ({"solver": True}, {"transposition_table": True}, {"root_own_p": 1.5}, {"sit_ratio": 0.0},
                 {"score_formula": "sixtyfour"}, {"multipv": 2}):
         with pytest.raises(MCTSConfigError):
-            TwoBoardConfig.of(**bad).validate()  # type: ignore[arg-type]
+            seat_config(**bad).validate()  # type: ignore[arg-type]
     with pytest.raises(MCTSConfigError):
         TwoBoardMCTS(BughouseClassicalEvaluator()).start(BughouseGame(), 2)
 
@@ -298,7 +298,7 @@ def test_sixty_pinned_two_board_searches() -> None:
             b = k % 2
             if g.is_game_over(at) or not g.legal_moves(b):
                 continue
-            s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**mode), random.Random(k))
+            s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(**mode), random.Random(k))
             r = s.run(g, b, BughouseLimits(nodes=200), at_ms=at)
             t, root = s.tree, s.root
             e0 = int(t.nd_edge0[root])

@@ -13,7 +13,7 @@ from board.bughouse import SIT, BughouseGame, sit_move, split_move, two_board_mo
 from evaluators.bughouse_classical import BughouseClassicalEvaluator
 from search.two_board import BughouseLimits
 from search.halving import considered_visits
-from search.two_board import TwoBoardConfig, TwoBoardMCTS
+from search.two_board import TwoBoardMCTS, seat_config
 from search.two_board_gumbel import SeatGumbel
 from search.two_board_walk import TwoBoardWalk
 
@@ -23,7 +23,7 @@ GUMBEL = {"root_rule": "gumbel", "score_formula": "gumbel"}
 
 
 def run(game: BughouseGame, board_id: int, nodes: int = 300, seed: int = 1, **cfg: object):
-    s = TwoBoardMCTS(BughouseClassicalEvaluator(), TwoBoardConfig.of(**cfg), random.Random(seed))  # type: ignore[arg-type]
+    s = TwoBoardMCTS(BughouseClassicalEvaluator(), seat_config(**cfg), random.Random(seed))  # type: ignore[arg-type]
     return s, s.run(game, board_id, BughouseLimits(nodes=nodes))
 
 

@@ -24,7 +24,7 @@ Three measurements, each on the same positions for both sides, in the same proce
   (the legacy ``bughouse-mcts``, a test oracle in ``tests/oracles/``, uncompiled since it left
   ``search/``: measured where it imports, a checkout run with its root on the path), the zero-cost evaluator, the same positions and node
   limit, interleaved, best of three each.  Goal: ratio >= 1 (the shared driver is no slower).
-  With it, the shared driver's Gumbel (``TwoBoardConfig.gumbel()``) and graph search (``mcgs``) on
+  With it, the shared driver's Gumbel (``MCTSConfig.gumbel()``'s settings on the seat's config) and graph search (``mcgs``) on
   two boards, as a share of LazyBug's rules' rate.
 * Alpha-beta: positions per second of our :class:`search.alphabeta.AlphaBeta` with the classical
   evaluator against a straightforward alpha-beta negamax over python-chess boards that scores its
@@ -47,9 +47,9 @@ from engines import registry
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, Leaf
 from evaluators.classical import ClassicalEvaluator, white_score_bb
 from search.alphabeta import AlphaBeta
-from search.base import Limits
+from search.base import Limits, changes
 from search.mcts import MCTS, MCTSConfig
-from search.two_board import BughouseLimits, TwoBoardConfig, TwoBoardMCTS
+from search.two_board import BughouseLimits, TwoBoardMCTS, seat_config
 
 POSITIONS: dict[str, list[str]] = {
     CHESS.name: [
@@ -96,11 +96,11 @@ class ZeroEvaluator(Evaluator):
 def two_board_mcts(kind: str, sims: int) -> dict[str, float]:
     """Simulations/s of the two-board search from each of :data:`TWO_BOARD_POSITIONS`, board A's side
     to move searching: ``kind`` "shared" (LazyBug's rules on the shared driver), "gumbel"
-    (``TwoBoardConfig.gumbel()``), "mcgs" (graph search) or "annex" (the rules in their own tree)."""
+    (``MCTSConfig.gumbel()``'s settings on the seat's config), "mcgs" (graph search) or "annex" (the rules in their own tree)."""
     ev = ZeroEvaluator()
     total = 0
     t = 0.0
-    cfg = {"shared": TwoBoardConfig(), "gumbel": TwoBoardConfig.gumbel(), "mcgs": TwoBoardConfig.of(mcgs=True)}
+    cfg = {"shared": seat_config(), "gumbel": seat_config(**changes(MCTSConfig.gumbel())), "mcgs": seat_config(mcgs=True)}
     for fen in TWO_BOARD_POSITIONS:
         s = registry.search_class("bughouse-mcts")(ev, None, random.Random(0)) if kind == "annex" else \
             TwoBoardMCTS(ev, cfg[kind], random.Random(0))
