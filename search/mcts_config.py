@@ -232,9 +232,8 @@ class MCTSConfig:
             if check is not None:
                 check()
         for group in self.own.values():  # a game's seat also says what of the rest it cannot play
-            check, refusal = getattr(group, "validate", None), getattr(group, "refusal", None)
-            why = check() if check is not None else None
-            why = why or (refusal(self) if refusal is not None else None)
+            getattr(group, "validate", lambda: None)()
+            why = getattr(group, "refusal", lambda cfg: None)(self)
             if why is not None:
                 raise MCTSConfigError(why)
         for option, kind, name in (("score_formula", "tree", self.score_formula), ("q_transform", "q", self.q_transform),
