@@ -2,7 +2,7 @@
 
 Self-play at the loop's settings (``searchbench selfplay`` itself: playout-cap randomisation, full
 searches of ``nodes`` on ``full_fraction`` of the moves and ``fast_nodes`` otherwise, exploration,
-``concurrency`` games pooled a process, ``workers`` processes), once per backend (``inference=``
+``concurrency`` games in flight, split among ``workers`` processes: concurrency / workers pooled in each), once per backend (``inference=``
 on the engine) and number of pooled games (``concurrencies``: the batch the network sees grows with
 it), ``rounds`` times alternating so that a busy moment of the machine falls on every row; the best
 round of each counts.  For each backend: games an hour, positions an hour, evaluator calls
@@ -199,7 +199,7 @@ def format_table(r: dict[str, Any]) -> str:
         if x.get("profile"):
             lines.append(f"{'':<20}profile: " + ", ".join(f"{p} {100 * v:.0f}%" for p, v in x["profile"].items()
                                                            if v >= 0.005))
-    lines += ["", "pooled: games a process; share: self-play's evaluator calls a second over the raw network's at the "
+    lines += ["", "pooled: games in flight, split among the workers (pooled / workers a process, as the loop's concurrency); share: self-play's evaluator calls a second over the raw network's at the "
                   "batch the pooled games formed (one thread) times the workers; ratios: against the first row, same run"]
     if r.get("profiled_games"):
         lines.append(f"profile: the own time of one more run of {r['profiled_games']} games in one process under "

@@ -92,7 +92,7 @@ def register_bench(bench_sub: argparse._SubParsersAction) -> None:  # type: igno
     sp.add_argument("--full-fraction", type=positive_float, default=bench_selfplay.FULL_FRACTION,
                     help="share of full searches, 1 for no playout-cap randomisation (default: %(default)s)")
     sp.add_argument("--concurrency", type=count(1, 4096), nargs="+", default=list(bench_selfplay.CONCURRENCIES),
-                    help="games pooled a process, one row per value and backend (default: %(default)s, the loop's)")
+                    help="games in flight, split among the workers (the loop's concurrency), one row per value and backend (default: %(default)s, the loop's)")
     sp.add_argument("--workers", type=count(1, 1024), default=2, help="worker processes (default: %(default)s)")
     sp.add_argument("--rounds", type=count(1, 100), default=2, help="alternating rounds, the best counts (default: %(default)s)")
     sp.add_argument("--seconds", type=positive_float, default=0.5, help="length of each raw-rate trial")
