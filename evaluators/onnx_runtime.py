@@ -31,6 +31,7 @@ crazyhouse, ``searchbench bench net``): about 4x TorchScript's evaluations per s
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import os
 import warnings
@@ -47,9 +48,13 @@ OPSET = 17
 
 
 def available() -> str | None:
-    """None if onnxruntime and onnx import, else why not (one line)."""
+    """None if onnxruntime imports and onnx is installed, else why not (one line).  onnx is only found,
+    not imported: torch's exporter writes the protobuf through it on an export (a cache miss), and its
+    import (0.6 s here) would otherwise be part of every process's start-up, a self-play worker's and
+    ``searchbench uci``'s included."""
+    if importlib.util.find_spec("onnx") is None:
+        return "inference=onnxruntime needs the onnxruntime and onnx packages (onnx is missing)"
     try:
-        import onnx  # noqa: F401  (torch's exporter writes the protobuf through it)
         import onnxruntime  # noqa: F401
     except ImportError as e:
         return f"inference=onnxruntime needs the onnxruntime and onnx packages ({e.name} is missing)"
