@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from engines.base import EngineError
 from evaluators.base import INFERENCE_MODES
-from search.base import changes, with_settings
+from search.base import changes, class_and_instance, with_settings
 
 _TRUE = frozenset({"true", "on", "yes", "1"})
 _FALSE = frozenset({"false", "off", "no", "0"})
@@ -210,7 +210,7 @@ def config_options(config: object, prefix: str = "", outer_ranges: dict[str, tup
     if not dataclasses.is_dataclass(config_cls):
         raise EngineError(f"{config_cls.__name__} is not a dataclass")
     out: list[OptionInfo] = []
-    defaults = config_cls() if isinstance(config, type) else config
+    defaults = class_and_instance(config)[1]
     # the bounds of integer fields, kept next to the class (the module's SPIN_RANGES, which validate checks)
     ranges: dict[str, tuple[int, int]] = {**getattr(sys.modules[config_cls.__module__], "SPIN_RANGES", {}),
                                           **(outer_ranges or {})}  # a nested config's: its module's and its owner's
@@ -265,8 +265,7 @@ def build_config(config: object, settings: dict[str, str], preset: str | None = 
     """A config from ``config`` (an instance, or a class at its defaults) with ``preset`` (the settings
     it changes from its class's defaults) and then ``settings`` (canonical option name -> text,
     dotted names for nested configs) applied, then validated."""
-    config_cls = config if isinstance(config, type) else type(config)
-    base = config_cls() if isinstance(config, type) else config
+    config_cls, base = class_and_instance(config)
     infos = {o.name: o for o in config_options(base)}
     named = presets(config_cls) if preset is not None else {}
     if preset is not None and preset not in named:

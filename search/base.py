@@ -118,11 +118,16 @@ C = TypeVar("C")
 _GROUPS: dict[type, dict[str, str]] = {}
 
 
+def class_and_instance(config: object) -> tuple[type, Any]:
+    """A config given as an instance (a game's config) or as a class (at its defaults): both."""
+    return (config, config()) if isinstance(config, type) else (type(config), config)
+
+
 def flat_groups(config: object) -> dict[str, str]:
     """Each flat alias of a config (an instance, or a class at its defaults: a field of one of its
     :data:`FLAT` groups) -> the group (``FIELD[KEY]`` for a group of an :data:`OWN` table: the table's
     entries follow the parts the config holds, which a game's own parts add to)."""
-    config_cls = config if isinstance(config, type) else type(config)
+    config_cls = config if isinstance(config, type) else type(config)  # (no instance made unless needed)
     known = _GROUPS.get(config_cls)
     own = [f for f in dataclasses.fields(config_cls) if f.metadata.get("own")]
     if known is None:
@@ -136,7 +141,7 @@ def flat_groups(config: object) -> dict[str, str]:
     if not own:
         return known
     out = dict(known)
-    instance = config_cls() if isinstance(config, type) else config
+    instance = class_and_instance(config)[1]
     for f in own:
         for key, group in getattr(instance, f.name).items():
             for g in dataclasses.fields(group):

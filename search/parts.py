@@ -116,7 +116,7 @@ def game_defaults(game: str) -> dict[str, Any]:
     """The shared settings (flat names) ``game``'s own parts start from instead of the defaults."""
     out: dict[str, Any] = {}
     for p in PARTS:
-        if p.defaults and p.games and game in p.games:
+        if p.defaults and game in p.games:
             out.update(load(p.defaults))
     return out
 
