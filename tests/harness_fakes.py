@@ -5,6 +5,7 @@ with one and with two workers (:func:`bughouse_games_by_workers`); and an alpha-
 to its search process, faked (:class:`FakePipe`)."""
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -180,3 +181,19 @@ class FakePipe:
 
     def recv(self) -> tuple[Any, ...]:
         return self.answers.pop(0)
+
+
+def serve_environment(name: str, tasks: Any, put: Any, stop: Any) -> str | None:
+    """A pool worker (:func:`experiments.harness.workers.run_pool`) whose closing figure is the
+    value of the environment variable ``name`` it sees."""
+    for t in tasks:
+        put(t)
+    return os.environ.get(name)
+
+
+def serve_until_stopped(pid_dir: str, tasks: Any, put: Any, stop: Any) -> None:
+    """A pool worker that writes its pid into ``pid_dir`` and waits until told to stop (or until
+    its main process is gone)."""
+    Path(pid_dir, str(os.getpid())).write_text("")
+    while not stop():
+        time.sleep(0.05)

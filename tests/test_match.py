@@ -234,8 +234,56 @@ def test_a_worker_that_reads_an_empty_queue_waits_for_the_end_marker() -> None:
             return False
 
     out = Results()
-    _main(_serve, (Factory(), "chess", 2, quick_adj(), {}, False), LaggingQueue(), out, Never())
+    _main(_serve, (Factory(), "chess", 2, quick_adj(), {}, False), LaggingQueue(), out, Never(), dict(os.environ))
     assert sum(x[0] == "result" and isinstance(x[1], M.GameRecord) for x in out) == 4 and out[-1][0] == "done"
+
+
+def test_workers_take_the_environment_of_their_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers are forked by a fork server that may have started long before (another stage of the
+    run): each still sees this process's environment as it is when the pool starts."""
+    from experiments.harness.workers import run_pool, warm
+    from harness_fakes import serve_environment
+
+    warm()
+    monkeypatch.setenv("SEARCHBENCH_TEST_LATE", "set after the fork server started")
+    seen: list[object] = []
+    run_pool(serve_environment, "SEARCHBENCH_TEST_LATE", [1, 2, 3], 2, on_result=lambda r: None, on_done=seen.append)
+    assert seen == ["set after the fork server started"] * 2
+
+
+def test_workers_stop_when_the_main_process_is_killed(tmp_path: Path) -> None:
+    """A worker's parent is the fork server, not the main process: it still stops when the main
+    process is killed (SIGKILL: no clean-up runs), and so does the server."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from harness_fakes import serve_until_stopped
+        from experiments.harness.workers import run_pool
+        if __name__ == "__main__":
+            run_pool(serve_until_stopped, {str(pids)!r}, [], 2, on_result=print)
+    """)
+    (tmp_path / "main.py").write_text(script)
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "main.py")], cwd=ROOT, env=dict(os.environ))
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(pids.iterdir())) < 2:
+        time.sleep(0.1)
+    workers = [int(p.name) for p in pids.iterdir()]
+    assert len(workers) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"  # a zombie has ended
+        except (FileNotFoundError, IndexError):
+            return False
+
+    deadline = time.time() + 15
+    while time.time() < deadline and any(alive(w) for w in workers):
+        time.sleep(0.1)
+    assert not any(alive(w) for w in workers)
 
 
 def test_killed_run_keeps_finished_games_and_resumes(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from engines.catalog import NO_EXTERNAL_ENV
 from experiments.harness.runner import EngineFactory, Runner, RunStats
 from experiments.harness.store import GameRecord
 from experiments.harness.tasks import Adjudication, GameTask, MatchError
+from experiments.harness import workers as worker_pool
 from experiments.harness.workers import STOP_POLL_SECONDS, PoolError, run_pool
 #: seconds to reach a Ray cluster's address before giving up (ray.init itself waits far longer)
 CONNECT_TIMEOUT = 10.0
@@ -195,6 +196,14 @@ def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: st
                  on_result=commit, on_done=done, skip=skip, stop=stop)
     except PoolError as e:
         raise MatchError(f"a worker failed: {e}") from None
+
+
+def warm(backend: str, workers: int) -> None:
+    """Start ahead what :func:`play_on` plays on, where that takes time: the worker processes' fork
+    server (:func:`experiments.harness.workers.warm`), whose imports then run beside the caller's
+    checks."""
+    if backend != "ray" and workers > 1:
+        worker_pool.warm()
 
 
 def play_on(backend: str, todo: Sequence[GameTask], factory: EngineFactory, variant: str, concurrency: int,

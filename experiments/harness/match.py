@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from experiments.harness import pgn as pgn_out
-from experiments.harness.backends import check_address, play_on
+from experiments.harness.backends import check_address, play_on, warm
 from experiments.harness.runner import (  # noqa: F401 - re-exported: the harness API in one place
     MATE_CP, EngineFactory, EnginePool, RegistryFactory, Runner, RunStats, check_players,
 )
@@ -79,6 +79,8 @@ def play(tasks: Sequence[GameTask], store: Store, factory: EngineFactory | None 
     done = store.done_keys()
     todo = [t for t in tasks if t.key not in done]
     players = {p.name: p for t in todo for p in (t.white, t.black)}
+    if todo:
+        warm(backend, workers)
     settings = check_players(list(players.values()), variant, factory) if check and todo else {}
     runs = {t.run for t in tasks}
     if pgn_path is not None:

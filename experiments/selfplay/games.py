@@ -55,7 +55,7 @@ from board.variants import CRAZYHOUSE, ONE_BOARD
 from engines import registry
 from engines.base import EngineError, EngineSpec
 from evaluators.base import value_to_cp
-from experiments.harness.backends import play_on
+from experiments.harness.backends import play_on, warm
 from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
@@ -394,6 +394,7 @@ def _play(cfg: SelfPlayConfig, spec: EngineSpec, progress: bool, stop: Callable[
     run_stats = RunStats()
     try:
         if todo:
+            warm(cfg.backend, cfg.workers)
             settings = check_players([player], cfg.variant, factory)
             if new_run:
                 _record_run(cfg, engine)

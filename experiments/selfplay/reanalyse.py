@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.encodings import raw_to_fen
-from experiments.harness.backends import play_on
+from experiments.harness.backends import play_on, warm
 from experiments.harness.openings import Opening
 from experiments.harness.runner import RegistryFactory, RunStats, check_players
 from experiments.harness.store import GameRecord
@@ -142,6 +142,7 @@ def _one_shard(cfg: LoopConfig, spec: Any, nodes: int, src: str, dst: str, progr
 
     factory = RegistryFactory(exact_batches=True)
     try:
+        warm(cfg.selfplay.get("backend", "local"), cfg.selfplay["workers"])
         settings = check_players([player], variant, factory)
         play_on(cfg.selfplay.get("backend", "local"), tasks, factory, variant, cfg.selfplay["concurrency"],
                 cfg.selfplay["workers"], Adjudication(resign_moves=0, draw_moves=0, max_plies=1), settings, commit,
