@@ -17,8 +17,9 @@ def test_bench_selfplay_measures_each_backend_against_its_raw_rate(capsys: pytes
         assert x["leaves_per_call"] >= 1 and x["raw_batch"] >= 1 and x["raw_evals_per_s"] > 0
         assert 0 < x["share"] < 2  # the pooled rate cannot far exceed what the network alone does
         assert x["running"] == x["inference"]
+        assert x["busy"] is None or 0 < x["busy"] <= 1  # the machine's CPUs busy during the round
     assert r["rows"][0]["vs_first"] == r["rows"][0]["positions_vs_first"] == 1.0
-    assert "ratio: games/h" in bench_selfplay.format_table(r)
+    assert "ratio: games/h" in bench_selfplay.format_table(r) and "busy" in bench_selfplay.format_table(r)
     for x in r["rows"]:  # where the time went, by part: every part named, shares summing to 1
         assert list(x["profile"]) == [*(p for p, _ in bench_selfplay.PARTS), "other"]
         assert abs(sum(x["profile"].values()) - 1) < 1e-9 and x["profile"]["network"] > 0
@@ -43,3 +44,10 @@ def test_bench_selfplay_bad_settings_get_one_line(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "full_fraction must be in (0, 1]" in err[0]
     assert cli.main(["bench", "selfplay", "--inferences", "nonsense"]) == 2
+
+
+def test_busy_share_of_two_readings() -> None:
+    assert bench_selfplay.busy_share((100, 400), (250, 600)) == 0.75
+    assert bench_selfplay.busy_share(None, (250, 600)) is None and bench_selfplay.busy_share((1, 5), (1, 5)) is None
+    now = bench_selfplay.cpu_times()
+    assert now is None or 0 <= now[0] <= now[1]

@@ -8,7 +8,9 @@ it), ``rounds`` times alternating so that a busy moment of the machine falls on 
 round of each counts.  For each backend: games an hour, positions an hour, evaluator calls
 (leaves) a second, the mean leaves a network call, and that rate as a share of the raw network's at
 that batch (:meth:`evaluators.neural.PolicyValueEvaluator.network_throughput`, one thread, measured
-in the same run) times the workers, each of which has a core of its own.  The ratios of games and of
+in the same run) times the workers, each of which has a core of its own, and the share of the
+machine's CPU time that was busy during the round (``/proc/stat``: a second batch in flight, the
+network overlapped with the search, could only use the rest).  The ratios of games and of
 positions an hour to the first row's are the speed-up the loop gets from the others (games vary in
 length between backends, so both are given).
 
@@ -61,6 +63,28 @@ PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluator", ("evaluators/",)),
     ("runner", ("experiments/", "engines/")),
 )
+
+
+def cpu_times() -> tuple[int, int] | None:
+    """(busy, all) CPU ticks of the machine since boot, from ``/proc/stat`` (None without it): busy is
+    user, nice, system, irq and softirq; all adds idle, iowait and steal."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    if len(ticks) < 8:
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = ticks
+    busy = user + nice + system + irq + softirq
+    return busy, busy + idle + iowait + steal
+
+
+def busy_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the machine's CPU time that was busy between two :func:`cpu_times` readings."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
 
 
 def _part(key: tuple[str, int, str]) -> str | None:
@@ -146,13 +170,16 @@ def run(engine: str = ENGINE, variant: str = CRAZYHOUSE.name, inferences: Sequen
     best: dict[tuple[str, int], dict[str, Any]] = {}
     for r in range(rounds):
         for mode, concurrency in setups:
+            ticks = cpu_times()
             st = play(mode, concurrency, games, workers, r)
+            busy = busy_share(ticks, cpu_times())
             secs = max(float(st["seconds"]), 1e-9)
             row = {"inference": mode, "concurrency": concurrency, "engine": st["engine"], "round": r, "games": st["games"],
                    "positions": st["positions"], "seconds": secs, "games_per_hour": 3600 * st["games"] / secs,
                    "positions_per_hour": 3600 * st["positions"] / secs, "eval_calls": st["eval_calls"],
                    "eval_leaves": st["eval_leaves"], "evals_per_s": st["eval_leaves"] / secs,
-                   "leaves_per_call": st["eval_leaves"] / st["eval_calls"] if st["eval_calls"] else 0.0}
+                   "leaves_per_call": st["eval_leaves"] / st["eval_calls"] if st["eval_calls"] else 0.0,
+                   "busy": busy}
             if (mode, concurrency) not in best or row["games_per_hour"] > best[mode, concurrency]["games_per_hour"]:
                 best[mode, concurrency] = row
     rows = [best[k] for k in setups]
@@ -185,14 +212,15 @@ def format_table(r: dict[str, Any]) -> str:
     lines = [f"self-play {r['engine']} ({r['variant']}), {cap}; {r['games']} games a round, "
              f"{r['workers']} worker(s) on {r['cpus']} CPUs; best of {r['rounds']} alternating rounds", "",
              f"{'inference':<20}{'pooled':>7}{'games/h':>9}{'positions/h':>13}{'evals/s':>9}{'leaves/call':>13}"
-             f"{'raw evals/s x workers':>24}{'share':>7}{'ratio: games/h':>16}{'positions/h':>13}"]
+             f"{'raw evals/s x workers':>24}{'share':>7}{'busy':>6}{'ratio: games/h':>16}{'positions/h':>13}"]
     lines.append("-" * len(lines[-1]))
     for x in r["rows"]:
         raw = f"{x['raw_all_workers']:,.0f} (batch {x['raw_batch']})" if x["raw_all_workers"] else "-"
         share = f"{100 * x['share']:.0f}%" if x["share"] else "-"
+        busy = f"{100 * x['busy']:.0f}%" if x.get("busy") is not None else "-"
         lines.append(f"{x['inference']:<20}{x['concurrency']:>7}{x['games_per_hour']:>9,.0f}"
                      f"{x['positions_per_hour']:>13,.0f}"
-                     f"{x['evals_per_s']:>9,.0f}{x['leaves_per_call']:>13.1f}{raw:>24}{share:>7}"
+                     f"{x['evals_per_s']:>9,.0f}{x['leaves_per_call']:>13.1f}{raw:>24}{share:>7}{busy:>6}"
                      f"{x['vs_first']:>15.2f}x{x['positions_vs_first']:>12.2f}x")
         if x["running"] != x["inference"]:
             lines.append(f"{'':<20}the evaluator runs {x['running']}")
@@ -200,7 +228,8 @@ def format_table(r: dict[str, Any]) -> str:
             lines.append(f"{'':<20}profile: " + ", ".join(f"{p} {100 * v:.0f}%" for p, v in x["profile"].items()
                                                            if v >= 0.005))
     lines += ["", "pooled: games in flight, split among the workers (pooled / workers a process, as the loop's concurrency); share: self-play's evaluator calls a second over the raw network's at the "
-                  "batch the pooled games formed (one thread) times the workers; ratios: against the first row, same run"]
+                  "batch the pooled games formed (one thread) times the workers; busy: the machine's CPU time busy during the round "
+                  "(/proc/stat: what a second batch in flight could still use is the rest); ratios: against the first row, same run"]
     if r.get("profiled_games"):
         lines.append(f"profile: the own time of one more run of {r['profiled_games']} games in one process under "
                      "cProfile, by part (it slows the Python-level parts more than the network)")
