@@ -238,6 +238,15 @@ def test_a_worker_that_reads_an_empty_queue_waits_for_the_end_marker() -> None:
     assert sum(x[0] == "result" and isinstance(x[1], M.GameRecord) for x in out) == 4 and out[-1][0] == "done"
 
 
+def test_a_worker_gets_no_more_slots_than_its_share_of_the_tasks() -> None:
+    """A worker takes tasks as its slots free: with 16 tasks and 16 slots a worker, the first worker
+    up took all 16 and the other idled (a 16-game self-play round: 62% of the CPUs busy, 96% now)."""
+    from experiments.harness.backends import slots
+
+    assert slots(32, 2, 16) == 8 and slots(32, 2, 15) == 8 and slots(32, 2, 500) == 16
+    assert slots(32, 2, 1) == 1 and slots(1, 2, 10) == 1 and slots(8, 3, 4) == 2
+
+
 def test_workers_take_the_environment_of_their_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers are forked by a fork server that may have started long before (another stage of the
     run): each still sees this process's environment as it is when the pool starts."""

@@ -129,7 +129,7 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
         task_q, result_q, stop_q = Queue(), Queue(), Queue()
         task_q.put_nowait_batch(list(todo))
         actor_cls: Any = ray.remote(num_cpus=cpus_per_worker)(_Worker)
-        per = max(1, concurrency // workers)
+        per = slots(concurrency, workers, len(todo))
         actors: list[Any] = [actor_cls.remote() for _ in range(workers)]
         refs = [a.run.remote(task_q, result_q, stop_q, factory, variant, per, adjudication, settings, targets)
                 for a in actors]
@@ -165,6 +165,13 @@ def play_ray(todo: Sequence[GameTask], factory: EngineFactory, variant: str, con
             ray.shutdown()
 
 
+def slots(concurrency: int, workers: int, tasks: int) -> int:
+    """Games a worker plays at once: its part of ``concurrency``, and no more than its share of the
+    ``tasks`` (a worker takes tasks as its slots free, so the first one up could otherwise take
+    them all while the others idle)."""
+    return max(1, min(concurrency // workers, -(-tasks // workers)))
+
+
 def _serve(arg: tuple[EngineFactory, str, int, Adjudication, dict[str, dict[str, Any]], bool],
            tasks: Iterator[GameTask], put: Callable[[GameRecord], None], stop: Callable[[], bool]) -> tuple[int, int]:
     """A worker of :func:`play_processes` (:mod:`experiments.harness.workers`): one pooled runner
@@ -184,7 +191,7 @@ def play_processes(todo: Sequence[GameTask], factory: EngineFactory, variant: st
     are handed out as games finish, a few more than the workers play at once, and ``skip`` is asked
     before each is handed out (an SPRT that has decided stops its match here too); a game does not
     depend on the worker that plays it."""
-    per = max(1, concurrency // workers)
+    per = slots(concurrency, workers, len(todo))
 
     def done(figures: tuple[int, int] | None) -> None:
         if figures is not None:
