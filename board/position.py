@@ -910,11 +910,25 @@ class Position:
                 f"{self.halfmove_clock} {self.fullmove_number}")
 
     def copy(self) -> Position:
-        """A copy of the current position with the same history (so repetitions still count)."""
+        """A copy of the current position with the same history (so repetitions still count and
+        :meth:`pop` goes back to the root): the state and the undo stack copied as they are, which
+        is what replaying the moves from ``root_fen`` gives (only :meth:`set_fen`, :meth:`push` and
+        :meth:`pop` change a position; entries past the stack pointer are never read)."""
         other = self._new()
-        other.set_fen(self.root_fen)
-        for m in self.move_stack:
-            other.push(m)
+        other.colors = vec[i64](self.colors)
+        other.pieces = vec[i64](self.pieces)
+        other.mailbox = vec[i64](self.mailbox)
+        other.promoted = self.promoted
+        other.pockets = self.pockets
+        other.turn = self.turn
+        other.castling = self.castling
+        other.ep_square = self.ep_square
+        other.halfmove_clock = self.halfmove_clock
+        other.fullmove_number = self.fullmove_number
+        other.zobrist = self.zobrist
+        other._stack = vec[i64](self._stack)
+        other._sp = self._sp
+        other.root_fen = self.root_fen
         return other
 
     def _new(self) -> Position:

@@ -97,6 +97,53 @@ def test_random_games_agree_with_python_chess(game: tuple[str, str, list[int]]) 
             pos.pop()
 
 
+def _replayed(pos):
+    """What ``copy`` used to be: the root position with every move played again."""
+    other = new_position(pos.variant, pos.root_fen)
+    for m in pos.move_stack:
+        other.push(m)
+    return other
+
+
+def _state(pos) -> tuple[object, ...]:
+    return (pos.fen(), pos.zobrist, pos.move_stack, pos.ply(), pos.root_fen, list(pos.colors), list(pos.pieces),
+            list(pos.mailbox), pos.promoted, pos.pockets, pos.turn, pos.castling, pos.ep_square, pos.halfmove_clock,
+            pos.fullmove_number, pos.is_repetition(2), pos.is_repetition(3), sorted(pos.legal_moves()))
+
+
+@settings(max_examples=20 if PURE else 80)
+@given(games())
+def test_a_copy_is_the_position_replayed_from_its_root(game: tuple[str, str, list[int]]) -> None:
+    """``copy`` copies the state and the undo stack; it equals the root with the moves played again,
+    at every ply, and both then go on alike: the same moves forward, and pops back to the root (the
+    copy's stack past its pointer holds stale entries the replay has not: never read)."""
+    variant, fen, choices = game
+    pos = new_position(variant, fen)
+    for i, c in enumerate(choices):
+        moves = pos.legal_moves()
+        if not moves:
+            break
+        pos.push(sorted(moves)[c % len(moves)])
+        if i % 7 == 3 and pos.ply() >= 2:  # a stack with entries past its pointer
+            m = pos.move_stack[-1]
+            pos.pop()
+            pos.push(m)
+        copied, replayed = pos.copy(), _replayed(pos)
+        before = _state(pos)
+        assert type(copied) is type(pos) and _state(copied) == _state(replayed) == before
+        for p in (copied, replayed):  # two plies on, then back to the root
+            for k in range(2):
+                ms = p.legal_moves()
+                if ms:
+                    p.push(sorted(ms)[(c + k) % len(ms)])
+        assert _state(copied) == _state(replayed)
+        while copied.ply():
+            copied.pop()
+            replayed.pop()
+            assert _state(copied) == _state(replayed)
+        assert _state(pos) == before  # nothing shared: playing on the copy leaves the position alone
+
+
 def _shuffle(pos, b, moves: list[str]) -> None:
     for u in moves:
         pos.push_uci(u)
