@@ -64,8 +64,11 @@ def _main(serve: Serve, arg: Any, task_q: Any, result_q: Any, stop_ev: Any, env:
     os.environ.update(env)  # the main process's, now: the fork server's is that of its own start
     parent = mp.parent_process()
 
-    def stop() -> bool:  # told to stop, or the main process is gone (killed): stop too
-        return bool(stop_ev.is_set()) or (parent is not None and not parent.is_alive())
+    def gone() -> bool:  # the main process is gone (killed): nobody reads the results any more
+        return parent is not None and not parent.is_alive()
+
+    def stop() -> bool:  # told to stop, or the main process is gone: stop too
+        return bool(stop_ev.is_set()) or gone()
 
     def tasks() -> Iterator[Any]:
         # the queue ends with one None per worker: an empty read is never the end (a multiprocessing
@@ -86,7 +89,7 @@ def _main(serve: Serve, arg: Any, task_q: Any, result_q: Any, stop_ev: Any, env:
         result_q.put(("done", None))
     except Exception as e:  # noqa: BLE001 - reported to the main process as one line
         result_q.put(("error", f"{type(e).__name__}: {e}"))
-    if parent is not None and not parent.is_alive():  # nobody reads the results any more: exit without flushing them
+    if gone():  # exit without flushing the results
         result_q.cancel_join_thread()
 
 
