@@ -25,6 +25,7 @@ MYPYC_MODULES = [
     "search/ab_order.py",
     "search/alphabeta.py",
     "search/comparator.py",
+    "search/ubfm.py",
     "search/parts.py",
     "search/mcts_config.py",
     "search/transpositions.py",

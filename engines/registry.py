@@ -98,6 +98,7 @@ SEARCHES: dict[str, SearchEntry] = {
     "mcts": SearchEntry("search.mcts", "MCTS", "MCTSConfig", True),
     "alphabeta": SearchEntry("search.alphabeta", "AlphaBeta", "ABConfig", False),
     "comparator": SearchEntry("search.comparator", "ComparatorAlphaBeta", "ComparatorConfig", False),
+    "ubfm": SearchEntry("search.ubfm", "UBFM", "UBFMConfig", False),
     "two-board-mcts": SearchEntry("search.two_board", "TwoBoardMCTS", "seat_config", True, (BUGHOUSE.name,)),
 }
 #: searches that left the suite and are kept as test oracles (tests/oracles/): a name here is

@@ -8,7 +8,8 @@ deliberate change of behaviour, named in the commit that changes it.
 The cases: chess and crazyhouse positions (the start, random game positions, a mate), MCTS in its
 default (CrazyAra), vanilla, SixtyFour, check-urgency and noise+temperature configurations with the
 zero and the classical evaluator, a second move with tree reuse, alpha-beta and the comparator
-alpha-beta with the classical evaluator.
+alpha-beta with the classical evaluator, UBFM with completion (safest and best final move, Descent,
+without completion; a second move with tree reuse) with the classical evaluator.
 """
 from __future__ import annotations
 
@@ -62,6 +63,13 @@ def _mcts_configs() -> dict[str, Callable[[], Any]]:
     }
 
 
+def _ubfm_configs() -> dict[str, Any]:
+    from search.ubfm import UBFMConfig
+
+    return {"default": UBFMConfig(), "best": UBFMConfig(final_move="best"), "descent": UBFMConfig(descent=True),
+            "plain": UBFMConfig(completion=False), "prior": UBFMConfig(prior_weight=0.3)}
+
+
 def _result(r: Any) -> dict[str, Any]:
     return {"move": board.move_to_uci(r.best_move), "value": round(r.value, 9), "cp": r.cp, "mate": r.mate,
             "nodes": r.nodes, "evals": r.evals, "depth": r.depth, "pv": [board.move_to_uci(m) for m in r.pv]}
@@ -82,6 +90,7 @@ def run_cases() -> dict[str, Any]:
     from search.base import Limits
     from search.comparator import ComparatorAlphaBeta, ComparatorConfig
     from search.mcts import MCTS
+    from search.ubfm import UBFM
 
     out: dict[str, Any] = {}
     evaluators: dict[str, Evaluator] = {"zero": ZeroEvaluator(), "classical": ClassicalEvaluator()}
@@ -107,6 +116,18 @@ def run_cases() -> dict[str, Any]:
         out[f"alphabeta/{variant}/{pname}"] = _result(ab.run(pos.copy(), Limits(nodes=3000)))
         cmp = ComparatorAlphaBeta(evaluators["classical"], ComparatorConfig())
         out[f"comparator/{variant}/{pname}"] = _result(cmp.run(pos.copy(), Limits(depth=2)))
+        for uname, ucfg in _ubfm_configs().items():
+            u = UBFM(evaluators["classical"], ucfg)
+            p = pos.copy()
+            r = u.run(p, Limits(nodes=2000))
+            row = _result(r)
+            row["root"] = _root_digest(u)
+            if pname == "start" and uname == "default":
+                p.push(r.best_move)
+                r2 = u.run(p, Limits(nodes=2500))
+                row["reuse"] = _result(r2)
+                row["reuse_root"] = _root_digest(u)
+            out[f"ubfm/{uname}/{variant}/{pname}"] = row
     return out
 
 
