@@ -25,7 +25,19 @@ The switches off by default, in detail (the others: :mod:`search.alphabeta`):
   useless included.  Measured with RISE in crazyhouse (5 middlegame positions, 0.1 s a move, one
   thread): TorchScript 550 positions/s one at a time, 635 batched (2.2 positions sent per position
   searched); ONNX Runtime 1,620 one at a time, 1,134 batched: cutoffs waste more than the batch saves,
-  so the option is off by default and the faster backend is the gain.
+  so the option is off by default and the faster backend is the gain;
+- the policy-guided alpha-beta (for evaluators that serve ``POLICY_VALUE``: a network's policy head):
+  ``policy_order`` orders the moves of every node by the evaluator's priors there (the transposition
+  move first), not only the root's (``root_priors``); a node's policy and value come from one
+  evaluator call, kept by raw state, and with ``batch_leaves`` a frontier parent's children are
+  evaluated in one call that gives each its score and its policy (used when iterative deepening
+  searches it again as an interior node); ``policy_prune`` = f > 0: at a node not in check, a move
+  after the first whose prior is below f times the node's largest prior is not searched at the
+  frontier (depth 1) and is searched one ply shallower above it, again at full depth when it beats
+  alpha (late-move reductions by prior); ``qs_eval = "root"``: quiescence calls the evaluator at its
+  root only and scores the positions below it by that score plus the material won since (pawn 100,
+  knight 320, bishop 330, rook 500, queen 900, pieces in hand counted), so a capture sequence costs
+  one call.  Each switch's worth at equal evaluator calls: docs/minimax.md.
 """
 from __future__ import annotations
 
@@ -36,6 +48,9 @@ from search.ab_order import MAX_PLY
 from search.base import range_error
 
 EVAL_CLAMP: Final = 20000
+#: quiescence's stand-pat score: the evaluator's at every node, or at the quiescence search's root
+#: only, with the material won or lost below it added (the network called once a frontier node)
+QS_EVALS: Final = ("network", "root")
 
 
 class SearchConfigError(ValueError):
@@ -86,10 +101,22 @@ class ABConfig:
     # score a frontier node's children (and a quiescence node's capture children) in one evaluator
     # call before searching them (Evaluator.score_many); the search is the same, the calls batched
     batch_leaves: bool = False
+    # the policy-guided alpha-beta for networks (evaluators serving POLICY_VALUE; the module docstring):
+    # every node's moves ordered by its policy, moves below a share of the node's top prior pruned at
+    # the frontier and reduced above it, quiescence's stand-pat from the network at its root only
+    policy_order: bool = False
+    policy_prune: float = 0.0
+    qs_eval: str = "network"  # QS_EVALS
 
     def validate(self) -> None:
         bad = range_error(self, SPIN_RANGES)
         if bad is not None:
             raise SearchConfigError(bad)
+        if not 0.0 <= self.policy_prune <= 1.0:
+            raise SearchConfigError(f"policy_prune must be from 0 to 1, got {self.policy_prune}")
+        if self.policy_prune > 0 and not self.policy_order:
+            raise SearchConfigError("policy_prune needs policy_order=true (the priors it compares)")
+        if self.qs_eval not in QS_EVALS:
+            raise SearchConfigError(f"qs_eval must be one of {', '.join(QS_EVALS)}, got {self.qs_eval!r}")
         if self.tt_size & (self.tt_size - 1):
             raise SearchConfigError(f"tt_size must be a power of two, got {self.tt_size}")

@@ -47,10 +47,10 @@ from librt.vecs import vec
 from mypy_extensions import i64, mypyc_attr
 
 from board.bitboards import (
-    BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, queen_attacks_mask,
+    BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, popcount, queen_attacks_mask,
 )
 from board.position import END_LOST, END_NONE, END_WON, Position
-from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require
+from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require, value_to_cp
 from search.base import Limits, PVLine, SearchResult
 from search.ab_config import EVAL_CLAMP, ABConfig, SearchConfigError
 from search.ab_order import MAX_PLY, MOVE_MASK, MoveOrder
@@ -67,6 +67,8 @@ _SCORE_OFFSET: Final = 1 << 20
 
 # Capture gains for delta pruning (centipawns; en passant finds an empty square: a pawn).
 _DELTA_VALUES: Final = vec[i64]([100, 100, 320, 330, 500, 900, 0])
+# Material values by piece type (qs_eval = "root": the material won below quiescence's root).
+_MATERIAL: Final = vec[i64]([0, 100, 320, 330, 500, 900, 0])
 
 
 def mate_in_moves(score: int) -> int | None:
@@ -96,6 +98,15 @@ class _Core(Budget):
         # batch_leaves: scores sent ahead, by the position's raw state (what a network sees: the
         # zobrist key leaves out the counters and repetitions that its input planes hold)
         self.leaf_scores: dict[tuple[int, ...], int] = {}
+        # policy_order: each position's policy (aligned with its legal moves), by raw state
+        self.leaf_priors: dict[tuple[int, ...], list[float]] = {}
+        self.policy = cfg.policy_order and POLICY_VALUE in evaluator.serves()
+        # qs_eval = "root": the score and the material (both for the side to move there) of the
+        # quiescence search's root, and its side to move
+        self.qs_root = cfg.qs_eval == "root"
+        self.q_score = 0
+        self.q_material = 0
+        self.q_turn = 0
 
     # ---------------------------------------------------------------- table
 
@@ -117,9 +128,11 @@ class _Core(Budget):
     # ---------------------------------------------------------------- evaluation and ordering
 
     def static_eval(self) -> int:
-        key = self.pos.raw_state() if self.cfg.batch_leaves else ()
+        key = self.pos.raw_state() if self.cfg.batch_leaves or self.policy else ()
         if key in self.leaf_scores:
-            s = self.leaf_scores[key]  # scored (and counted) with its siblings
+            s = self.leaf_scores[key]  # scored (and counted) with its siblings, or with its policy
+        elif self.policy:
+            s = self.evaluate_here(key, self.pos.legal_moves())
         else:
             self.evals += 1
             s = self.evaluator.score(self.pos)
@@ -128,6 +141,50 @@ class _Core(Budget):
         if s < -EVAL_CLAMP:
             return -EVAL_CLAMP
         return s
+
+    def evaluate_here(self, key: tuple[int, ...], moves: list[int]) -> int:
+        """The evaluator's score and policy of the position (one call), kept by raw state."""
+        ev = self.evaluator.evaluate([Leaf.of(self.pos, moves)])[0]
+        self.evals += 1
+        s = value_to_cp(ev.value, self.pos.variant)
+        self.leaf_scores[key] = s
+        self.leaf_priors[key] = [float(p) for p in ev.priors]
+        return s
+
+    def priors_here(self, moves: list[int]) -> list[float]:
+        """policy_order: the policy of the position (an evaluator call unless kept)."""
+        key = self.pos.raw_state()
+        if key not in self.leaf_priors:
+            self.evaluate_here(key, moves)
+        return self.leaf_priors[key]
+
+    def material(self) -> int:
+        """Material for the side to move (qs_eval = "root"), pieces in hand included."""
+        pos = self.pos
+        us = pos.colors[pos.turn]
+        them = pos.colors[pos.turn ^ 1]
+        total = 0
+        for pt in range(1, 6):
+            bb = pos.pieces[pt]
+            total += int(_MATERIAL[pt]) * (popcount(bb & us) - popcount(bb & them))
+            if self.zh:
+                total += int(_MATERIAL[pt]) * (pos.pocket_count(pos.turn, pt) - pos.pocket_count(pos.turn ^ 1, pt))
+        return total
+
+    def qs_stand_pat(self, qply: int) -> int:
+        """Quiescence's static score: the evaluator's, or (qs_eval = "root") below its root the
+        root's score plus the material won since."""
+        if not self.qs_root:
+            return self.static_eval()
+        if qply == 0:
+            s = self.static_eval()
+            self.q_score, self.q_material, self.q_turn = s, self.material(), self.pos.turn
+            return s
+        gain = self.material() - self.q_material if self.pos.turn == self.q_turn else -self.material() - self.q_material
+        s = self.q_score + gain
+        if self.pos.turn != self.q_turn:
+            s = -s
+        return max(-EVAL_CLAMP, min(EVAL_CLAMP, s))
 
     def score_children(self, moves: list[int]) -> None:
         """batch_leaves: score the positions after ``moves`` in one evaluator call (those not scored
@@ -142,7 +199,13 @@ class _Core(Budget):
                 keys.append(key)
                 children.append(pos.copy())
             pos.pop()
-        if children:
+        if children and self.policy:  # scores and policies in one call
+            self.evals += len(children)
+            evs = self.evaluator.evaluate([Leaf.of(c) for c in children])
+            for i in range(len(keys)):
+                self.leaf_scores[keys[i]] = value_to_cp(evs[i].value, pos.variant)
+                self.leaf_priors[keys[i]] = [float(p) for p in evs[i].priors]
+        elif children:
             self.evals += len(children)
             scores = self.evaluator.score_many(children)
             for i in range(len(keys)):
@@ -207,15 +270,23 @@ class _Core(Budget):
         best = -INF
         best_move = 0
         first = True
-        ordered = self.ordering.order(pos, moves, tt_move, ply)
+        low: list[bool] = []
+        if self.policy:
+            ordered, low = self.policy_ordered(moves, tt_move, in_check)
+            if depth == 1 and low:  # policy pruning at the frontier
+                ordered = [ordered[i] for i in range(len(ordered)) if not low[i]]
+                low = []
+        else:
+            ordered = self.ordering.order(pos, moves, tt_move, ply)
         if depth == 1 and self.cfg.batch_leaves:
             self.score_children(ordered)  # each child's first act: its static score (stand pat)
         late = self.cfg.lmr_moves if self.cfg.lmr and depth >= 3 and not in_check else len(ordered)
         for i in range(len(ordered)):
             m = ordered[i]
-            r = i >= late and self.ordering.quiet(pos, m, ply)
+            by_prior = len(low) > 0 and low[i]
+            r = (i >= late and self.ordering.quiet(pos, m, ply)) or by_prior
             pos.push(m)
-            r = r and not pos.is_check()
+            r = r and (by_prior or not pos.is_check())
             if first or not self.cfg.pvs:
                 score = -self.negamax(depth - 1, -beta, -alpha, ply + 1)
             else:
@@ -242,6 +313,20 @@ class _Core(Budget):
             self.tt_store(key, best_move, depth, bound, best, ply)
         return best
 
+    def policy_ordered(self, moves: list[int], tt_move: int, in_check: bool) -> tuple[list[int], list[bool]]:
+        """policy_order: the moves by the node's priors, the transposition move first; with
+        policy_prune, whether each is below the share of the top prior (never the first, nor in check)."""
+        priors = self.priors_here(moves)
+        idx = sorted(range(len(moves)), key=lambda i: -priors[i] if i < len(priors) else 0.0)
+        if tt_move:
+            idx = [i for i in idx if moves[i] == tt_move] + [i for i in idx if moves[i] != tt_move]
+        ordered = [moves[i] for i in idx]
+        f = self.cfg.policy_prune
+        if f <= 0.0 or in_check or len(priors) != len(moves):
+            return ordered, []
+        cut = f * max(priors)
+        return ordered, [k > 0 and priors[idx[k]] < cut for k in range(len(idx))]
+
     def has_pieces(self) -> bool:
         """Null-move guard: the side to move has a piece besides pawns and king, or one in hand."""
         pos = self.pos
@@ -256,15 +341,17 @@ class _Core(Budget):
             self.seldepth = ply
         if in_check and qply < self.cfg.qs_evasion_plies and ply < MAX_PLY - 2:
             best = -INF
+            if self.qs_root and qply == 0:
+                self.qs_stand_pat(0)  # the reference the positions below are scored from
             candidates = self.ordering.order(pos, moves, 0, ply)
         else:
-            best = self.static_eval()
+            best = self.qs_stand_pat(qply)
             if best >= beta or qply >= self.cfg.qs_max_ply or ply >= MAX_PLY - 2:
                 return best
             if best > alpha:
                 alpha = best
             candidates = self.ordering.order(pos, self.noisy_moves(moves, qply), 0, ply)
-        if self.cfg.batch_leaves and best > -INF:  # the captures delta pruning lets through (alpha only rises)
+        if self.cfg.batch_leaves and best > -INF and not self.qs_root:  # the captures delta pruning lets through
             self.score_children([m for m in candidates if not self.delta_pruned(m, best, alpha)])
         for m in candidates:
             if best > -INF and self.delta_pruned(m, best, alpha):
@@ -355,6 +442,7 @@ class AlphaBeta(IterativeDeepening):
         core.zh = pos.has_pockets
         core.seldepth = 0
         core.leaf_scores = {}
+        core.leaf_priors = {}
         core.ordering.clear_killers()
         self._pos = pos
         self._t0 = time.perf_counter()
@@ -370,7 +458,7 @@ class AlphaBeta(IterativeDeepening):
             raise SearchConfigError(f"no legal moves in {pos.fen()}")
         self._best_move = self._root_moves[0]
         self._pv = [self._best_move]
-        if self.config.root_priors and POLICY_VALUE in self.evaluator.serves():
+        if (self.config.root_priors or self.config.policy_order) and POLICY_VALUE in self.evaluator.serves():
             ev = self.evaluator.evaluate([Leaf.of(pos, self._root_moves)])[0]
             order = sorted(range(len(self._root_moves)), key=lambda i: -ev.priors[i])
             self._root_moves = [self._root_moves[i] for i in order]

@@ -273,3 +273,74 @@ def test_gil_handed_over_only_where_another_thread_waits(monkeypatch):
     assert sleeps_in(0.1, 1) == []
     got = sleeps_in(0.1, 2)
     assert 5 <= len(got) <= 30 and set(got) == {0}  # every 5 ms of a 0.1 s search
+
+
+# ---- the policy-guided alpha-beta (policy_order, policy_prune, qs_eval) ---------------------------
+
+def _pv_score(pos: board.Position) -> int:
+    """A leaf's score as the policy-guided search takes it: the evaluator's value in centipawns."""
+    from evaluators.base import Leaf, value_to_cp
+    return value_to_cp(EV.evaluate([Leaf.of(pos)])[0].value, pos.variant)
+
+
+def _pruned_minimax(pos: board.Position, depth: int, ply: int, share: float) -> int:
+    """Negamax to ``depth`` with the leaves scored by ``_pv_score`` and, at a node one ply above the
+    frontier and not in check, only the moves whose prior is at least ``share`` of the node's top
+    prior (and the first by prior) searched: the rule ``policy_prune`` states."""
+    from evaluators.base import Leaf
+    moves = pos.legal_moves()
+    if not moves:
+        return -MATE + ply if pos.is_check() else 0
+    if ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
+                    or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
+        return 0
+    if depth == 0:
+        return _pv_score(pos)
+    if depth == 1 and share > 0 and ply > 0 and not pos.is_check():
+        priors = EV.evaluate([Leaf.of(pos, moves)])[0].priors
+        order = sorted(range(len(moves)), key=lambda i: -priors[i])
+        top = max(priors)
+        moves = [moves[i] for k, i in enumerate(order) if k == 0 or priors[i] >= share * top]
+    best = -10**9
+    for m in moves:
+        pos.push(m)
+        best = max(best, -_pruned_minimax(pos, depth - 1, ply + 1, share))
+        pos.pop()
+    return best
+
+
+@settings(max_examples=6 if PURE else 20, deadline=None)
+@given(st.sampled_from(["chess", "crazyhouse"]), st.integers(0, 10**6), st.integers(0, 40), st.sampled_from([0.0, 0.3]))
+def test_policy_ordering_keeps_minimax_and_pruning_follows_its_rule(variant: str, seed: int, plies: int,
+                                                                     share: float) -> None:
+    """Ordering by the policy changes no score (the same minimax); pruning by prior share gives
+    exactly the minimax of the pruned tree (depth 2, no quiescence: the rule alone)."""
+    pos = random_position(variant, seed, plies)
+    if not pos.legal_moves():
+        return
+    cfg = ABConfig(quiescence=False, check_extension=False, policy_order=True, policy_prune=share)
+    r = AlphaBeta(EV, cfg).run(pos, Limits(depth=2))
+    assert r.cp == _pruned_minimax(pos, 2, 0, share)
+
+
+def test_quiescence_at_its_root_calls_the_network_once_a_frontier_node() -> None:
+    """qs_eval = "root": the captures below a frontier node are scored by material from the one
+    evaluation of that node, so the search makes fewer evaluator calls a position visited (the
+    trees differ: the scores do)."""
+    fewer = 0
+    for seed in range(6):
+        pos = random_position("crazyhouse", seed, 30)
+        if not pos.legal_moves():
+            continue
+        full = AlphaBeta(EV, ABConfig(policy_order=True)).run(pos.copy(), Limits(depth=2))
+        root = AlphaBeta(EV, ABConfig(policy_order=True, qs_eval="root")).run(pos.copy(), Limits(depth=2))
+        assert root.best_move in pos.legal_moves()
+        fewer += root.evals / root.nodes < full.evals / full.nodes
+    assert fewer >= 5
+
+
+def test_policy_settings_are_checked() -> None:
+    from search.ab_config import SearchConfigError
+    for bad in ({"policy_prune": 0.3}, {"policy_order": True, "policy_prune": 1.5}, {"qs_eval": "classical"}):
+        with pytest.raises(SearchConfigError):
+            AlphaBeta(EV, ABConfig(**bad))  # type: ignore[arg-type]
