@@ -60,6 +60,9 @@ _F_CAP_PROMOTED: Final = 1 << 15
 _F_MOVED_PROMOTED: Final = 1 << 16
 _F_EN_PASSANT: Final = 1 << 17
 _HALFMOVE_SHIFT: Final = 18
+#: the largest half-move clock and move number a FEN may give (a game of that many moves cannot be
+#: played; the counters are packed into 64-bit words, where 10^20 overflowed)
+MAX_FEN_COUNTER: Final = 100_000
 
 
 # Indices into Position.raw_state().
@@ -868,6 +871,8 @@ class Position:
             raise ValueError(f"half-move clock and move number must be integers: {fen!r}") from None
         if self.halfmove_clock < 0 or self.fullmove_number < 1:
             raise ValueError(f"negative half-move clock or move number below 1 in FEN: {fen!r}")
+        if self.halfmove_clock > MAX_FEN_COUNTER or self.fullmove_number > MAX_FEN_COUNTER:
+            raise ValueError(f"half-move clock and move number must be at most {MAX_FEN_COUNTER:,} in FEN: {fen!r}")
         self.fullmove_number = max(1, self.fullmove_number)
         self.zobrist = self.compute_zobrist()
         self.root_fen = self.fen()

@@ -111,6 +111,8 @@ class Exploration:
 
     def validate(self) -> None:
         _positive(("prior_noise_decay", self.prior_noise_decay))
+        if not 0.0 <= self.prior_noise <= 1.0:
+            raise MCTSConfigError(f"prior_noise (SixtyFour's b) must be from 0 to 1, got {self.prior_noise}")
         if not 0.0 <= self.dirichlet_epsilon <= 1.0:
             raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
         if self.dirichlet_alpha <= 0:

@@ -55,6 +55,8 @@ def test_en_passant_square_printed_only_when_legal() -> None:
     ("4k3/8/8/8/8/8/4R3/4K3 w - - 0 1", "not to move is in check"),
     ("4k3/8/8/8/8/8/8/4K3[Q] w - - 0 1", "pockets are not allowed"),
     ("~4k3/8/8/8/8/8/8/4K3 w - - 0 1", "'~' must follow a piece"),
+    ("4k3/8/8/8/8/8/8/4K3 w - - 100000000000000000000 1", "at most 100,000"),
+    ("4k3/8/8/8/8/8/8/4K3 w - - 0 100000000000000000000", "at most 100,000"),
 ])
 def test_bad_fen_is_a_clear_value_error(fen: str, needle: str) -> None:
     variant = "crazyhouse" if "~" in fen else "chess"

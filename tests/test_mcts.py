@@ -535,3 +535,17 @@ def test_a_one_node_search_plays_the_raw_policy(variant: str) -> None:
             continue
         _, res = search(pos, 1, MCTSConfig.of(tree_reuse=False), ev=_LastMoveEvaluator())
         assert res.best_move == moves[-1]  # type: ignore[attr-defined]
+
+
+def test_prior_noise_is_range_checked() -> None:
+    """SixtyFour's prior noise b is a share of the prior's scale, from 0 to 1: -1 once meant no noise
+    silently (issue 81, j09); the engine spec refuses it in one line."""
+    from engines.base import EngineError
+    from engines.registry import resolve
+    from search.mcts_config import MCTSConfig, MCTSConfigError
+    for bad in (-1.0, 1.5):
+        with pytest.raises(MCTSConfigError, match="prior_noise"):
+            MCTSConfig.of(prior_noise=bad).validate()
+        with pytest.raises(EngineError, match="prior_noise"):
+            resolve(f"rise-mcts:prior_noise={bad}")
+    MCTSConfig.sixtyfour().validate()

@@ -226,6 +226,24 @@ def test_malformed_commands_get_info_strings() -> None:
     s.shutdown()
 
 
+def test_a_fen_counter_beyond_its_bound_is_a_refused_position() -> None:
+    """A half-move clock or move number of 10^20 (issue 81, j05) is refused at ``position`` like any
+    bad FEN: no search of it, ``bestmove 0000`` until the next valid position."""
+    s, out = make_server("material-ab:depth=1")
+    for counters in ("100000000000000000000 1", "0 100000000000000000000"):
+        s.handle(f"position fen 4k3/8/8/8/8/8/8/4K2R w K - {counters}")
+        s.handle("go depth 1")
+        s.stop_search()
+    lines = out.lines()
+    assert sum(line.startswith("info string position refused") for line in lines) == 2
+    assert [line for line in lines if line.startswith("bestmove")] == ["bestmove 0000"] * 2
+    s.handle("position fen 4k3/8/8/8/8/8/8/4K2R w K - 99999 1")
+    s.handle("go depth 1")
+    s.stop_search()
+    assert out.lines()[-1].startswith("bestmove") and out.lines()[-1] != "bestmove 0000"
+    s.shutdown()
+
+
 GO_ARGS = ["nodes 0", "nodes abc", "depth -3", "movetime " + "9" * 400, "nodes", "depth 2 nodes -1", "wtime x btime 5",
            "movetime 0", "nodes 99999999999999999999999 depth 1", "movestogo 0 wtime 100 btime 100", ""]
 
