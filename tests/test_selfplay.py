@@ -262,3 +262,26 @@ def test_selfplay_games_replay_from_their_seeds(tmp_path, capsys) -> None:  # ty
     assert cli(["replay", cfg.out, "--quiet"]) == 1
     assert "diverges at ply 1" in capsys.readouterr().out
     assert cli(["replay", cfg.out, "--game", "x", "--quiet"]) == 2
+
+
+def test_replay_refuses_a_run_file_that_does_not_produce_its_shards(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 81, j03 and j08: a run file whose seed is not the shards' is an error naming how many
+    stored games no game of it produces (it replayed none and said every move agreed), and a field
+    of the wrong type (random_plies = 5) is one line, exit 2, not a TypeError."""
+    from experiments.cli.main import main as cli
+
+    cfg = _cfg(tmp_path, engine=f"rise-mcts:weights={tiny_weights(str(tmp_path / 'w.pt'))},batch_size=2",
+               games=4, nodes=4)
+    selfplay.play(cfg, progress=False)
+    path = os.path.join(cfg.out, selfplay.RUN_FILE)
+    good = json.loads(open(path).read())
+    for change, needle in (({"seed": good["seed"] + 1}, "4 of the 4 stored games"),
+                           ({"random_plies": 5}, "random_plies must be a pair"),
+                           ({"max_plies": "many"}, "max_plies must be a positive integer"),
+                           ({"playout_cap": [2.0, 3]}, "playout_cap must be null or a pair")):
+        with open(path, "w") as f:
+            json.dump({**good, **change}, f)
+        capsys.readouterr()
+        assert cli(["replay", cfg.out, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err

@@ -49,13 +49,43 @@ def _stored_games(folder: str) -> dict[int, list[str]]:
     return out
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_run_file(run: Any, where: str) -> None:
+    """The run file's fields, each of the type self-play writes (one line naming the first that is not)."""
+    if not isinstance(run, dict) or "engine" not in run or "seed" not in run:
+        raise InputError(f"{where} is not a self-play run file")
+    checks: list[tuple[str, bool, str]] = [
+        ("engine", isinstance(run.get("engine"), str), "an engine spec"),
+        ("variant", isinstance(run.get("variant"), str), "a variant name"),
+        ("seed", _is_int(run.get("seed")) and run["seed"] >= 0, "a non-negative integer"),
+        ("max_plies", _is_int(run.get("max_plies")) and run["max_plies"] > 0, "a positive integer"),
+        ("nodes", run.get("nodes") is None or (_is_int(run["nodes"]) and run["nodes"] >= 0), "an integer or null"),
+        ("evals", _is_int(run.get("evals", 0)) and run.get("evals", 0) >= 0, "a non-negative integer"),
+    ]
+    rp = run.get("random_plies", [0, 0])
+    checks.append(("random_plies", isinstance(rp, list) and len(rp) == 2 and all(_is_int(x) and x >= 0 for x in rp)
+                   and rp[0] <= rp[1], "a pair [low, high] of non-negative integers"))
+    cap = run.get("playout_cap")
+    checks.append(("playout_cap", cap is None or (isinstance(cap, list) and len(cap) == 2
+                                                  and isinstance(cap[0], (int, float)) and not isinstance(cap[0], bool)
+                                                  and 0.0 <= float(cap[0]) <= 1.0 and _is_int(cap[1]) and cap[1] >= 0),
+                   "null or a pair [fraction, nodes]"))
+    for name, ok, what in checks:
+        if not ok:
+            raise InputError(f"{where}: {name} must be {what}, got {run.get(name)!r}")
+
+
 def replay_selfplay(folder: str, every: int = 1, progress: bool = True, concurrency: int = 8) -> list[Outcome]:
-    """Play every ``every``-th game of the self-play ``folder`` again (module docstring)."""
+    """Play every ``every``-th game of the self-play ``folder`` again (module docstring); a stored
+    game that no game of the run file produces (another seed, another run's shard) is an error."""
     from tqdm import tqdm
 
-    run: Any = read_json(os.path.join(folder, RUN_FILE), "self-play run file")
-    if not isinstance(run, dict) or "engine" not in run or "seed" not in run:
-        raise InputError(f"{folder}/{RUN_FILE} is not a self-play run file")
+    where = os.path.join(folder, RUN_FILE)
+    run: Any = read_json(where, "self-play run file")
+    _check_run_file(run, where)
     stored = _stored_games(folder)
     lo, hi = run.get("random_plies", [0, 0])
     cap = run.get("playout_cap")
@@ -73,6 +103,10 @@ def replay_selfplay(folder: str, every: int = 1, progress: bool = True, concurre
         if uid in stored:
             index[uid] = i
         i += 1
+    if len(index) < len(stored):
+        raise InputError(f"{len(stored) - len(index)} of the {len(stored)} stored games of {folder} are no game of "
+                         f"its run file {where} (seed {run['seed']}): the shards are another run's, or the run file "
+                         f"was changed")
     uids = sorted(index, key=lambda u: index[u])[::max(1, every)]
     tasks = [GameTask(f"selfplay/{index[u]}", "selfplay", "selfplay", index[u], cfg.variant, player, player,
                       game_opening(cfg, u), u) for u in uids]
