@@ -178,6 +178,9 @@ def test_optuna_resumes_its_study_and_plays_trials_left_running(tmp_path: Path, 
     (("pairs = 1", "pairs = 1\ngames = 10"), "iterations and pairs"),
     (("algorithm = \"spsa\"", "algorithm = \"cma\""), "must be one of spsa, optuna"),
     (("budgets = [16, 24]", "budgets = []"), "non-empty array"),
+    (("min = 0.5\nmax = 5.0", "min = 1e308\nmax = 1.7e308"), "magnitude at most"),  # issue 81, j07
+    (("min = 0.5\nmax = 5.0", "min = 0.5\nmax = inf"), "finite number"),
+    (("min = 0.5\nmax = 5.0", "min = 2.5\nmax = 2.5000000000000004"), "a range SPSA can step"),
 ])
 def test_bad_tuning_config_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str],
                                        match: str) -> None:

@@ -110,6 +110,16 @@ class Tune:
 # ----------------------------------------------------------------------------------------- config
 
 
+#: the largest magnitude of a tuned range's ends, and its smallest width: SPSA's gains are products of
+#: the range's squares (1e308 overflowed, issue 81 j07), and a narrower range is below its rounding
+MAX_RANGE_END = 1e9
+MIN_RANGE = 1e-9
+
+
+def _steppable(v: float) -> str | None:
+    return None if math.isfinite(v) and abs(v) <= MAX_RANGE_END else f"must be a finite number of magnitude at most {MAX_RANGE_END:g}"
+
+
 def parse(cfg: Section, path: Path, text: str) -> Tune:
     if cfg.has("games"):
         raise cfg.error("games", "a tuning run counts iterations and pairs (a step's game pairs); the "
@@ -137,9 +147,11 @@ def parse(cfg: Section, path: Path, text: str) -> Tune:
     for sec in cfg.tables("params", required=True):
         sec.only("name", "min", "max", "start", "integer", "c_end", "r_end")
         name = sec.get("name", str)
-        lo, hi = sec.get("min", float), sec.get("max", float)
+        lo, hi = sec.get("min", float, check=_steppable), sec.get("max", float, check=_steppable)
         if not lo < hi:
             raise sec.error("max", f"must be above min ({lo:g})")
+        if hi - lo < MIN_RANGE:
+            raise sec.error("max", f"must be at least {MIN_RANGE:g} above min (a range SPSA can step)")
         integer = sec.get("integer", bool, False)
         start = sec.get("start", float, check=lambda v: None if lo <= v <= hi else f"must lie in [{lo:g}, {hi:g}]")
         c_end = sec.get("c_end", float, max(1.0, (hi - lo) / 10) if integer else (hi - lo) / 10,
