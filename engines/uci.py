@@ -246,8 +246,11 @@ class UCIServer:
             return a.minimum
 
     def _evaluator_key(self) -> tuple[str, ...]:
-        """What the evaluator depends on: a change rebuilds it (other options keep it)."""
-        return (self.variant,) + tuple(self._settings.get(k, "") for k in sorted(_EVALUATOR_KEYS))
+        """What the evaluator depends on: a change rebuilds it (other options keep it): the loader's
+        settings and the evaluator's own options (the head swap's ``value_weights``, the king danger)."""
+        entry = registry.EVALUATORS.get(registry.ALIASES.get(self.spec.evaluator, self.spec.evaluator))
+        own = {o.name for o in entry.options} if entry is not None else set()
+        return (self.variant,) + tuple(self._settings.get(k, "") for k in sorted(_EVALUATOR_KEYS | own))
 
     def set_engine(self, engine: InProcessEngine) -> None:
         """Use ``engine`` (built by the caller for the current settings and variant)."""

@@ -526,3 +526,29 @@ def test_the_networks_are_ready_before_uciok_for_every_variant() -> None:
     lim = _less_time(Limits(movetime=0.3, wtime=10.0, btime=8.0), 0.05, 0)
     assert lim.movetime == pytest.approx(0.25) and lim.wtime == pytest.approx(9.95) and lim.btime == 8.0
     assert _less_time(Limits(nodes=5), 0.05, 1) == Limits(nodes=5)
+
+
+def test_value_weights_over_uci_rebuilds_the_evaluator(tmp_path: Path) -> None:
+    """Issue 81, j04: ``setoption name value_weights`` (announced) swaps the value head as the same
+    option in ``--engine`` does; a file that is no network is an ``info string`` naming it and no
+    engine until a good value is set (it was taken and ignored: the whole network played)."""
+    from evaluators.composite import CompositeEvaluator
+    if not (ROOT / "evaluators" / "weights" / "rise_crazyhouse.pt").exists():
+        pytest.skip("no shipped RISE weights")
+    s, out = make_server("rise-mcts")
+    s.handle("setoption name UCI_Variant value crazyhouse")
+    s.handle("isready")
+    assert s._engine is not None and not isinstance(s._engine.evaluator, CompositeEvaluator)
+    bad = tmp_path / "not-a-network.pt"
+    bad.write_text("hello")
+    s.handle(f"setoption name value_weights value {bad}")
+    s.handle("isready")
+    assert any("error" in line and "not-a-network.pt" in line for line in out.lines()), out.lines()
+    s.handle("setoption name value_weights value rise_crazyhouse.pt")
+    s.handle("isready")
+    assert s._engine is not None and isinstance(s._engine.evaluator, CompositeEvaluator)
+    s.handle("position startpos")
+    s.handle("go nodes 20")
+    s.stop_search()
+    assert out.lines()[-1].startswith("bestmove") and out.lines()[-1] != "bestmove 0000"
+    s.shutdown()
