@@ -309,9 +309,19 @@ class ReportError(ValueError):
     """A report's data file is malformed: one line naming the file, the row and the column."""
 
 
+#: the columns each kind of report CSV must name in its header (the ones its page reads)
+_HEADER: dict[str, tuple[str, ...]] = {
+    "elo_vs_nodes.csv": ("family", "engine", "nodes", "elo", "lo", "hi", "games"),
+    "ablation.csv": ("variant", "axis", "budget", "games", "elo", "elo_low", "elo_high"),
+    "teams.csv": ("row", "team", "opponent", "games", "elo", "elo_low", "elo_high"),
+    "ratings.csv": ("player", "arm", "generation", "elo", "lo", "hi", "games"),
+}
+
+
 def _read_csv(path: Path) -> list[dict[str, str]]:
-    """The rows of a report's CSV, each checked: as many fields as the header, a finite number in every
-    numeric column (:data:`_NUMERIC`); :class:`ReportError` naming file, row and column otherwise."""
+    """The rows of a report's CSV, each checked: a header naming the columns its kind needs
+    (:data:`_HEADER`), as many fields as the header, a finite number in every numeric column
+    (:data:`_NUMERIC`); :class:`ReportError` naming file, row and column otherwise."""
     try:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
@@ -319,6 +329,10 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
             header = reader.fieldnames or []
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise ReportError(f"{path}: cannot be read as CSV ({e})") from None
+    missing = [c for c in _HEADER.get(Path(path).name, ()) if c not in header]
+    if missing:
+        raise ReportError(f"{path} row 1: the header lacks column {missing[0]!r} (a header row naming "
+                          f"{', '.join(_HEADER[Path(path).name])} must come first)")
     for i, r in enumerate(rows, start=2):  # line 1 is the header
         if None in r or any(v is None for v in r.values()):
             raise ReportError(f"{path} row {i}: {'too many' if None in r else 'too few'} fields for its header")

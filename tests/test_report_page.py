@@ -260,3 +260,29 @@ def test_the_answer_pages_forest_plot_reads_checked_tables(tmp_path: Path, capsy
     assert "zh-paradigms: ab at nodes 16: below -566 (lost every game)" in text
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "small-budgets/ablation.csv row 2 column 'elo'" in err[0]
+
+
+def test_a_csv_without_its_header_is_named_with_its_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 81, i07: an ``elo_vs_nodes.csv`` with no header row was ``searchbench: error: family``;
+    now ``report DIR`` is one line naming the file, row 1 and the missing column, and the answer
+    page draws the other reports and names the broken one."""
+    from experiments.cli.main import main
+    from reports import html as page
+
+    good = tmp_path / "zh-paradigms"
+    good.mkdir()
+    (good / "ablation.md").write_text("# zh-paradigms\n\n**Findings.** gumbel +1 [-2, +4].\n")
+    (good / "ablation.csv").write_text("variant,axis,budget,games,score,elo,elo_low,elo_high\n"
+                                       "gumbel,nodes,100,100,0.4,-70.4,-132.5,-12.5\n")
+    bad = tmp_path / "quick-crazyhouse"
+    bad.mkdir()
+    (bad / "elo_vs_nodes.md").write_text("# quick-crazyhouse\n\nElo against nodes.\n")  # its finding: from the CSV
+    (bad / "elo_vs_nodes.csv").write_text("rise-mcts,rise-mcts,64,830,625,997,100,0.9,64,64,0.1\n")
+    assert main(["report", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "elo_vs_nodes.csv row 1" in err[0] and "'family'" in err[0], err
+    text = page.index_page(tmp_path).read_text()
+    assert "zh-paradigms: gumbel at nodes 100: -70 [-132, -12]" in text
+    err = capsys.readouterr().err.strip().splitlines()
+    assert any("quick-crazyhouse/elo_vs_nodes.csv row 1" in line for line in err), err
+    assert "no finding: " in text and "quick-crazyhouse" in text
