@@ -376,3 +376,51 @@ def test_the_loop_state_carries_to_a_new_machine(tmp_path: Path, capsys: pytest.
     assert rc == 2 and "window.tar.xz is damaged" in err and "Traceback" not in err
     rc = cli(["rl", path, "--quiet", "--state-from", str(tmp_path / "nothing")])
     assert rc == 2
+
+
+def _archive(members: list[tuple[str, bytes]]) -> bytes:
+    import io
+    import lzma
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return lzma.compress(buf.getvalue())
+
+
+def test_a_state_window_is_read_with_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 81, j01 and j02: the carried window is read as a stream with a bound on what it
+    decompresses to and on each member (its npy header against its size); a bomb of zeros and a
+    member claiming 2e11 items are one 'damaged' line, before any file is written; a good window
+    round-trips array for array."""
+    import io
+    import numpy as np
+    from experiments.paths import InputError
+    from experiments.selfplay import state as rl_state
+
+    good = io.BytesIO()
+    np.save(good, np.arange(12, dtype=np.int16).reshape(3, 4))
+    ok = tmp_path / "ok.tar.xz"
+    ok.write_bytes(_archive([("arm/selfplay/shard-0/move.npy", good.getvalue())]))
+    out = tmp_path / "out"
+    assert rl_state._unpack(ok, out) == 1
+    with np.load(out / "arm/selfplay/shard-0.npz") as z:
+        assert (z["move"] == np.arange(12, dtype=np.int16).reshape(3, 4)).all()
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (200_000_000_000,)})
+    claims = tmp_path / "claims.tar.xz"
+    claims.write_bytes(_archive([("arm/selfplay/shard-1/move.npy", b"\x93NUMPY\x01\x00" + header.getvalue()[8:] + b"\0" * 64)]))
+    monkeypatch.setattr(rl_state, "WINDOW_SLACK", 1 << 20)
+    bomb = tmp_path / "bomb.tar.xz"
+    bomb.write_bytes(_archive([("arm/selfplay/shard-2/move.npy", b"\0" * (8 << 20))]))
+    assert bomb.stat().st_size < 10_000
+    for archive, needle in ((claims, "claims 200,000,000,000 items"), (bomb, "unpacks to more than")):
+        dest = tmp_path / f"out-{archive.stem}"
+        with pytest.raises(InputError, match="is damaged") as e:
+            rl_state._unpack(archive, dest)
+        assert needle in str(e.value) and len(str(e.value).splitlines()) == 1
+        assert not dest.exists()

@@ -203,22 +203,69 @@ def _pack(out: Path, shards: list[str], dest: Path) -> None:
     save_atomic(dest, lambda tmp: Path(tmp).write_bytes(data), "state window")
 
 
+#: the most an archive may decompress to: this much plus WINDOW_RATIO times its own size (a state's
+#: window decompresses to a few times its size; a bomb of zeros to thousands of times: issue 81, j01)
+WINDOW_SLACK = 64 << 20
+WINDOW_RATIO = 100
+
+
+def _npy_array(f: Any, size: int, name: str) -> np.ndarray:
+    """One ``.npy`` member: its header's shape times item size checked against the member's size
+    before anything is allocated (a 256-byte member claiming 2e11 items: issue 81, j02)."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+    elif version in ((2, 0), (3, 0)):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    else:
+        raise ValueError(f"member {name!r} has npy format {version}")
+    if dtype.hasobject:
+        raise ValueError(f"member {name!r} holds objects")
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if count * dtype.itemsize > size:
+        raise ValueError(f"member {name!r} claims {count:,} items of {dtype.itemsize} bytes in {size:,} bytes")
+    data = f.read(count * dtype.itemsize)
+    if len(data) != count * dtype.itemsize:
+        raise ValueError(f"member {name!r} is cut short")
+    arr = np.frombuffer(data, dtype=dtype)
+    return (arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)).copy()
+
+
 def _unpack(archive: Path, out: Path) -> int:
-    """The shards of ``archive`` written back into ``out`` (those it has not); returns how many.
-    One line if the archive is damaged or names a path outside ``out``."""
+    """The shards of ``archive`` written back into ``out`` (those it has not); returns how many."""
+    return _write_shards(_read_window(archive), out)
+
+
+def _read_window(archive: Path) -> dict[str, dict[str, np.ndarray]]:
+    """The shards of ``archive``, by path, each its arrays by name.  Read as a stream, with a bound on what it decompresses to (:data:`WINDOW_SLACK`,
+    :data:`WINDOW_RATIO`) and on each member (its header against its size); one line if the archive
+    is damaged, too large or names a path outside ``out``, before any file is written."""
+    limit = WINDOW_SLACK + WINDOW_RATIO * archive.stat().st_size
     try:
-        raw = lzma.decompress(archive.read_bytes())
         shards: dict[str, dict[str, np.ndarray]] = {}
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r") as tar:
-            for m in tar.getmembers():
+        total = 0
+        with lzma.open(archive, "rb") as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
+            for m in tar:
                 shard, _, name = m.name.rpartition("/")
-                f = tar.extractfile(m) if m.isfile() else None
-                if f is None or not name.endswith(".npy") or not _is_shard(f"{shard}.npz") or ".." in shard.split("/") or shard.startswith("/"):
+                if not m.isfile() or not name.endswith(".npy") or not _is_shard(f"{shard}.npz") or ".." in shard.split("/") or shard.startswith("/"):
                     raise ValueError(f"unexpected member {m.name!r}")
-                shards.setdefault(shard, {})[name[:-4]] = np.load(io.BytesIO(f.read()), allow_pickle=False)
-    except (lzma.LZMAError, tarfile.TarError, ValueError, OSError, EOFError) as e:
-        raise InputError(f"{archive} is damaged ({str(e).splitlines()[0][:100] if str(e) else type(e).__name__}): "
+                total += m.size
+                if total > limit:
+                    raise ValueError(f"it unpacks to more than {limit:,} bytes, {WINDOW_RATIO} times its size and "
+                                     f"more: no state window is")
+                f = tar.extractfile(m)
+                if f is None:
+                    raise ValueError(f"unexpected member {m.name!r}")
+                shards.setdefault(shard, {})[name[:-4]] = _npy_array(f, m.size, m.name)
+    except (lzma.LZMAError, tarfile.TarError, ValueError, OSError, EOFError, MemoryError) as e:
+        raise InputError(f"{archive} is damaged ({str(e).splitlines()[0][:160] if str(e) else type(e).__name__}): "
                          f"export the state again") from None
+    return shards
+
+
+def _write_shards(shards: dict[str, dict[str, np.ndarray]], out: Path) -> int:
     n = 0
     for shard, arrays in sorted(shards.items()):
         target = out / f"{shard}.npz"
@@ -279,8 +326,9 @@ def restore(cfg: LoopConfig, src: str | Path) -> int:
         same_run(cfg, str(here), cfg.out, "give the same settings to resume it, or another out")
     n = 0
     windows = sorted(p for p in root.glob(f"*/{WINDOW}") if p.is_file() and not p.is_symlink())
-    for p in windows:  # first: a damaged archive stops the restore before any file is copied
-        n += _unpack(p, Path(cfg.out))
+    read = [_read_window(p) for p in windows]  # first, all: a damaged archive stops the restore before any file is written
+    for shards in read:
+        n += _write_shards(shards, Path(cfg.out))
     for p in sorted(root.rglob("*")):
         if not p.is_file() or p.is_symlink() or p in windows:
             continue
