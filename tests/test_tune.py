@@ -189,3 +189,26 @@ def test_bad_tuning_config_is_one_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["tune", str(p)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and match in err[0], err
+
+
+@pytest.mark.parametrize("damage", ["torn", "foreign"])
+def test_a_damaged_study_store_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str) -> None:
+    """Issue 81, j06: a torn ``optuna.sqlite`` (its first half) or a file that is no study is named in
+    one line with what to do, exit 2, on every resume (it was a sqlalchemy DatabaseError traceback)."""
+    import sqlite3
+    p = _cfg(tmp_path, "o", 4, "optuna")
+    t = tune.load(p)
+    store = t.out / "optuna.sqlite"
+    store.parent.mkdir(parents=True, exist_ok=True)
+    if damage == "torn":
+        with sqlite3.connect(store) as db:
+            db.execute("create table t (x)")
+            db.executemany("insert into t values (?)", [("x" * 1000,)] * 200)
+        data = store.read_bytes()
+        store.write_bytes(data[: len(data) // 2])
+    else:
+        store.write_bytes(b"this is not a database, just text " * 200)
+    for _ in range(2):
+        assert main(["tune", str(p)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "optuna.sqlite is damaged" in err[0] and "start the study afresh" in err[0], err

@@ -309,6 +309,27 @@ def _neighbour_mean(t: Tune, trials: list[tuple[dict[str, float], float]], theta
     return sum(sc for _, sc in near) / len(near)
 
 
+def _damaged_store(path: Path, e: BaseException) -> str:
+    return (f"{path} is damaged ({str(e).splitlines()[0][:120] if str(e) else type(e).__name__}): move it away or "
+            f"delete it to start the study afresh (the games its trials played stay in the results database)")
+
+
+def _check_study_store(path: Path) -> None:
+    """A torn or foreign ``optuna.sqlite`` (issue 81, j06: a sqlalchemy traceback on every resume):
+    one line naming it and what to do, before Optuna opens it."""
+    import sqlite3
+
+    if not path.exists():
+        return
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            ok = db.execute("pragma quick_check").fetchone()
+        if not ok or ok[0] != "ok":
+            raise sqlite3.DatabaseError(str(ok[0]) if ok else "no answer to its check")
+    except sqlite3.Error as e:
+        raise ConfigError(_damaged_store(path, e)) from None
+
+
 def run_optuna(t: Tune, progress: bool = True) -> dict[str, float]:
     """The model-based search to ``iterations`` trials (resuming Optuna's SQLite study); the θ of
     :func:`smoothed_best`."""
@@ -321,8 +342,12 @@ def run_optuna(t: Tune, progress: bool = True) -> dict[str, float]:
     storage = f"sqlite:///{(t.out / 'optuna.sqlite').resolve()}"
     sampler = optuna.samplers.TPESampler(seed=t.settings.seed, multivariate=True, constant_liar=True,
                                          n_startup_trials=max(5, t.iterations // 5))
-    study = optuna.create_study(study_name=json.dumps(_key(t), sort_keys=True), storage=storage, sampler=sampler,
-                                direction="maximize", load_if_exists=True)
+    _check_study_store(t.out / "optuna.sqlite")
+    try:
+        study = optuna.create_study(study_name=json.dumps(_key(t), sort_keys=True), storage=storage, sampler=sampler,
+                                    direction="maximize", load_if_exists=True)
+    except Exception as e:  # noqa: BLE001 - sqlalchemy's and Optuna's errors of a store that is not a study
+        raise ConfigError(_damaged_store(t.out / "optuna.sqlite", e)) from None
     base = t.player("default", t.engine)
     dists: dict[str, optuna.distributions.BaseDistribution] = {p.name: optuna.distributions.IntDistribution(int(p.lo), int(p.hi)) if p.integer
              else optuna.distributions.FloatDistribution(p.lo, p.hi) for p in t.params}
