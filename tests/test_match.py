@@ -513,3 +513,50 @@ def test_ray_backend_local(tmp_path: Path) -> None:
         assert s.eval_calls > 0  # the stepped engines' evaluations happened in the actors
         s2 = M.play(tasks("stepped", "random", 4), st, Factory(), backend="ray", progress=False)
         assert s2.played == 0 and s2.skipped == 4
+
+
+def test_killing_a_match_while_its_workers_play_leaves_no_process(tmp_path: Path) -> None:
+    """``searchbench match --workers 2`` killed (SIGKILL: no clean-up) while its pool workers are in
+    the middle of games: within 5 s no process of it is left, the fork server included (issue 81: the
+    earlier probe's kill came before any worker started)."""
+    db = tmp_path / "m.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", "match", "material-ab", "material-mcts", "--variant",
+                             "chess", "--nodes", "300", "--games", "40", "--workers", "2", "--concurrency", "2",
+                             "--db", str(db), "--quiet"], cwd=ROOT, env=dict(os.environ), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+    def descendants(pid: int) -> set[int]:
+        out: set[int] = set()
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) == pid:
+                child = int(stat.parent.name)
+                out |= {child} | descendants(child)
+        return out
+
+    deadline = time.time() + 120
+    kids: set[int] = set()
+    while time.time() < deadline and proc.poll() is None:
+        kids |= descendants(proc.pid)
+        if db.exists() and len(kids) >= 3:  # the server and two workers, games under way
+            time.sleep(1.0)
+            kids |= descendants(proc.pid)
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None and len(kids) >= 3, kids
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid: int) -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] not in "ZX"
+        except (FileNotFoundError, IndexError):
+            return False
+
+    t0 = time.time()
+    while time.time() - t0 < 5 and any(alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not any(alive(k) for k in kids), [k for k in kids if alive(k)]
