@@ -5,6 +5,7 @@ import random
 from typing import Sequence
 
 import pytest
+from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -549,3 +550,31 @@ def test_prior_noise_is_range_checked() -> None:
         with pytest.raises(EngineError, match="prior_noise"):
             resolve(f"rise-mcts:prior_noise={bad}")
     MCTSConfig.sixtyfour().validate()
+
+
+def test_every_declared_range_of_every_engine_refuses_a_value_outside_it() -> None:
+    """Issue 81, j09: each integer option an engine announces with bounds (UCI spin min/max) refuses
+    the value one past each bound, and every noise and temperature option refuses a negative value."""
+    from engines.base import EngineError
+    from engines.registry import list_engines, option_infos, resolve
+    noise = ("dirichlet_epsilon", "dirichlet_alpha", "prior_noise", "prior_noise_decay", "temperature",
+             "gumbel_scale", "epsilon_greedy", "epsilon_checks")
+    walked = 0
+    for spec in list_engines():
+        if spec.search in ("uci", "xboard"):
+            continue
+        infos: dict[str, Any] = {}
+        for o in option_infos(spec):
+            infos.setdefault(o.name, o)  # a name resolves to its first option (engine options before the config's)
+        for o in infos.values():
+            if o.kind != "spin":
+                continue
+            for outside in (o.minimum - 1, o.maximum + 1):
+                with pytest.raises(EngineError):
+                    resolve(f"{spec.name}:{o.name}={outside}")
+                walked += 1
+        for name in noise:
+            if name in infos:
+                with pytest.raises(EngineError):
+                    resolve(f"{spec.name}:{name}=-1")
+    assert walked > 100
