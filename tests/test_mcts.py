@@ -2,10 +2,9 @@
 direction on a constructed case, tree reuse, time management, protocol errors."""
 import os
 import random
-from typing import Sequence
+from typing import Any, Sequence
 
 import pytest
-from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
