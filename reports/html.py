@@ -21,8 +21,8 @@ results database.
 """
 from __future__ import annotations
 
-from board.variants import CHESS, variant_of
-from reports import forest, played
+from board.variants import variant_of
+from reports import forest, paradigms, played
 
 import base64
 import csv
@@ -625,7 +625,7 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
         charts = [teams_chart(_read_csv(folder / "teams.csv"), title)]
     elif kind == "rl" and (folder / "ratings.csv").is_file():
         charts = rl_charts(_read_csv(folder / "ratings.csv"), title)
-    v = variant or _variant_of(md)
+    v = variant or paradigms.game_of(md)
     out = folder / PAGE
     kept, kept_total, kept_source = _kept_games(out) if not games else (None, None, "")
     if kept:  # no database given: the games the page already holds stay (a rewrite loses no game)
@@ -650,11 +650,6 @@ def _kept_games(page_path: Path) -> tuple[list[dict[str, Any]] | None, int | Non
     note = re.search(r'<p class="note">(\d+) of (\d+) games(?: \([^)]*\))?(; all of them in \S+?)?\.\s', text)
     total = int(note.group(2)) if note else len(games)
     return games, total, html.unescape(note.group(3)) if note and note.group(3) else ""
-
-
-def _variant_of(md: str) -> str:
-    m = re.search(r"\b(crazyhouse|bughouse|chess)\b", md, re.IGNORECASE)
-    return m.group(1).lower() if m else CHESS.name
 
 
 def finding(md: str, folder: Path | None = None) -> str:
@@ -720,6 +715,8 @@ def index_page(reports_dir: str | Path) -> Path:
     groups: dict[str, list[str]] = {key: [] for key, _, _ in QUESTIONS}
     forests: dict[str, list[forest.Row]] = {key: [] for key, _, _ in QUESTIONS}
     stale = 0
+    played_where: list[tuple[str, Path, str]] = []  # (rel, folder, game) of every report: the paradigm grid
+    stale_rels: set[str] = set()
     for md in sorted(p for name in MARKDOWN_FILES for p in root.rglob(name)):
         if md.parent == root or md.name == "README.md" and not (md.parent / "ratings.csv").exists():
             continue
@@ -736,6 +733,9 @@ def index_page(reports_dir: str | Path) -> Path:
             found = f"<em>no finding: {html.escape(str(e))}</em>"
         state, why = played.status(md.parent)
         stale += state == "stale"
+        played_where.append((rel, md.parent, paradigms.game_of(text)))
+        if state == "stale":
+            stale_rels.add(rel)
         engines = {"current": "today's", "unrecorded": '<span class="note">not recorded</span>'}.get(
             state, '<strong class="stale">stale</strong>: ' + "; ".join(_inline(x) for x in why))
         for source in forest.SOURCES:
@@ -749,10 +749,17 @@ def index_page(reports_dir: str | Path) -> Path:
             f'<tr data-report="{html.escape(rel)}" data-engines="{state}"><td><a href="{html.escape(link)}">'
             f"{html.escape(rel)}</a></td><td>{_title_html(title)}</td><td>{found}</td><td>{engines}</td></tr>")
     sections = []
+    cells = paradigms.grid(played_where)
     for key, question, _ in QUESTIONS:
         if groups[key]:
             plot = forest.svg(forests[key], question)
-            sections.append(f'<h2 id="q-{key}">{html.escape(question)}</h2>\n'
+            grid = ""
+            if key == "paradigms":
+                grid = ("<p>Where each paradigm has been played, by game and cost unit (the reports that played "
+                        "it there; <em>not measured</em>: no games):</p>\n"
+                        + paradigms.table_html(cells, lambda r: _local_href(f"{r}/{PAGE}"), frozenset(stale_rels))
+                        + "\n")
+            sections.append(f'<h2 id="q-{key}">{html.escape(question)}</h2>\n' + grid
                             + (f'<div class="forest-box">{plot}</div>\n' if plot else "")
                             + f'<table data-question="{key}"><thead><tr>'
                             f"<th>report</th><th>title</th><th>finding</th><th>engines</th></tr></thead><tbody>\n"

@@ -90,3 +90,17 @@ class MoveOrder:
         if (m >> 12) & 7 or pos.is_capture(m):  # a drop is neither
             return False
         return m != self.killers[2 * ply] and m != self.killers[2 * ply + 1]
+
+
+def by_policy(moves: list[int], priors: list[float], tt_move: int, share: float, in_check: bool) -> tuple[list[int], list[bool]]:
+    """policy_order: the moves by the node's priors, the transposition move first; with
+    policy_prune, whether each is below the share of the top prior (never the first, nor in check)."""
+    idx = sorted(range(len(moves)), key=lambda i: -priors[i] if i < len(priors) else 0.0)
+    if tt_move:
+        idx = [i for i in idx if moves[i] == tt_move] + [i for i in idx if moves[i] != tt_move]
+    ordered = [moves[i] for i in idx]
+    f = share
+    if f <= 0.0 or in_check or len(priors) != len(moves):
+        return ordered, []
+    cut = f * max(priors)
+    return ordered, [k > 0 and priors[idx[k]] < cut for k in range(len(idx))]

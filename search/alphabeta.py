@@ -25,6 +25,9 @@ Pieces of the search, each behind a switch of :class:`ABConfig`:
 - null-move pruning (``null_move``), late-move reductions (``lmr``) and batched leaves for network
   evaluators (``batch_leaves``), each off by default, the measurements behind that in
   :mod:`search.ab_config`;
+- the policy-guided switches for networks (``policy_order``, ``policy_prune``, ``qs_eval``: every node
+  ordered by its policy, pruning by prior share, quiescence scored by material below its root), off by
+  default, in :mod:`search.ab_config` and docs/minimax.md;
 - the game's end is :meth:`board.position.Position.search_end`'s; draws inside the tree (a position
   repeated since the root or the game, the fifty-move rule in chess, insufficient material) score ``draw_score``.
 
@@ -46,18 +49,15 @@ from typing import Final
 from librt.vecs import vec
 from mypy_extensions import i64, mypyc_attr
 
-from board.bitboards import (
-    BB_KNIGHT_ATTACKS, BB_PAWN_ATTACKS, BB_SQUARES, lsb, popcount, queen_attacks_mask,
-)
 from board.position import END_LOST, END_NONE, END_WON, Position
 from evaluators.base import POLICY_VALUE, SCORE, Evaluator, Leaf, cp_to_value, require, value_to_cp
 from search.base import Limits, PVLine, SearchResult
 from search.ab_config import EVAL_CLAMP, ABConfig, SearchConfigError
-from search.ab_order import MAX_PLY, MOVE_MASK, MoveOrder
+from search.ab_order import MAX_PLY, MOVE_MASK, MoveOrder, by_policy
+from search.ab_quiesce import delta_pruned, has_pieces, material, noisy_moves
+from search.ab_report import MATE, MATE_BOUND, extract_pv, mate_in_moves
 from search.iterative import Budget, IterativeDeepening
 
-MATE: Final = 30000
-MATE_BOUND: Final = MATE - 1000  # scores beyond this are mates
 INF: Final = 32000
 
 BOUND_EXACT: Final = 1
@@ -65,19 +65,6 @@ BOUND_LOWER: Final = 2
 BOUND_UPPER: Final = 3
 _SCORE_OFFSET: Final = 1 << 20
 
-# Capture gains for delta pruning (centipawns; en passant finds an empty square: a pawn).
-_DELTA_VALUES: Final = vec[i64]([100, 100, 320, 330, 500, 900, 0])
-# Material values by piece type (qs_eval = "root": the material won below quiescence's root).
-_MATERIAL: Final = vec[i64]([0, 100, 320, 330, 500, 900, 0])
-
-
-def mate_in_moves(score: int) -> int | None:
-    """Moves to mate for a mate score (negative when the side to move is mated), else None."""
-    if score >= MATE_BOUND:
-        return (MATE - score + 1) // 2
-    if score <= -MATE_BOUND:
-        return -((MATE + score) // 2)
-    return None
 
 
 class _Core(Budget):
@@ -158,19 +145,6 @@ class _Core(Budget):
             self.evaluate_here(key, moves)
         return self.leaf_priors[key]
 
-    def material(self) -> int:
-        """Material for the side to move (qs_eval = "root"), pieces in hand included."""
-        pos = self.pos
-        us = pos.colors[pos.turn]
-        them = pos.colors[pos.turn ^ 1]
-        total = 0
-        for pt in range(1, 6):
-            bb = pos.pieces[pt]
-            total += int(_MATERIAL[pt]) * (popcount(bb & us) - popcount(bb & them))
-            if self.zh:
-                total += int(_MATERIAL[pt]) * (pos.pocket_count(pos.turn, pt) - pos.pocket_count(pos.turn ^ 1, pt))
-        return total
-
     def qs_stand_pat(self, qply: int) -> int:
         """Quiescence's static score: the evaluator's, or (qs_eval = "root") below its root the
         root's score plus the material won since."""
@@ -178,9 +152,9 @@ class _Core(Budget):
             return self.static_eval()
         if qply == 0:
             s = self.static_eval()
-            self.q_score, self.q_material, self.q_turn = s, self.material(), self.pos.turn
+            self.q_score, self.q_material, self.q_turn = s, material(self.pos, self.zh), self.pos.turn
             return s
-        gain = self.material() - self.q_material if self.pos.turn == self.q_turn else -self.material() - self.q_material
+        gain = material(self.pos, self.zh) - self.q_material if self.pos.turn == self.q_turn else -material(self.pos, self.zh) - self.q_material
         s = self.q_score + gain
         if self.pos.turn != self.q_turn:
             s = -s
@@ -258,7 +232,7 @@ class _Core(Budget):
                             or (bound == BOUND_UPPER and score <= alpha)):
                         return score
         if (self.cfg.null_move and not in_check and depth >= 3 and -MATE_BOUND < beta < MATE_BOUND
-                and pos.peek() != 0 and self.has_pieces() and self.static_eval() >= beta):
+                and pos.peek() != 0 and has_pieces(pos, self.zh) and self.static_eval() >= beta):
             pos.push(0)  # the null move
             score = -self.negamax(depth - 1 - self.cfg.null_move_r - (depth >= 7), -beta, 1 - beta, ply + 1)
             pos.pop()
@@ -272,7 +246,7 @@ class _Core(Budget):
         first = True
         low: list[bool] = []
         if self.policy:
-            ordered, low = self.policy_ordered(moves, tt_move, in_check)
+            ordered, low = by_policy(moves, self.priors_here(moves), tt_move, self.cfg.policy_prune, in_check)
             if depth == 1 and low:  # policy pruning at the frontier
                 ordered = [ordered[i] for i in range(len(ordered)) if not low[i]]
                 low = []
@@ -313,27 +287,6 @@ class _Core(Budget):
             self.tt_store(key, best_move, depth, bound, best, ply)
         return best
 
-    def policy_ordered(self, moves: list[int], tt_move: int, in_check: bool) -> tuple[list[int], list[bool]]:
-        """policy_order: the moves by the node's priors, the transposition move first; with
-        policy_prune, whether each is below the share of the top prior (never the first, nor in check)."""
-        priors = self.priors_here(moves)
-        idx = sorted(range(len(moves)), key=lambda i: -priors[i] if i < len(priors) else 0.0)
-        if tt_move:
-            idx = [i for i in idx if moves[i] == tt_move] + [i for i in idx if moves[i] != tt_move]
-        ordered = [moves[i] for i in idx]
-        f = self.cfg.policy_prune
-        if f <= 0.0 or in_check or len(priors) != len(moves):
-            return ordered, []
-        cut = f * max(priors)
-        return ordered, [k > 0 and priors[idx[k]] < cut for k in range(len(idx))]
-
-    def has_pieces(self) -> bool:
-        """Null-move guard: the side to move has a piece besides pawns and king, or one in hand."""
-        pos = self.pos
-        us = pos.colors[pos.turn]
-        return bool((pos.pieces[2] | pos.pieces[3] | pos.pieces[4] | pos.pieces[5]) & us) or (
-            self.zh and any(pos.pocket_count(pos.turn, pt) for pt in range(2, 6)))
-
     def quiesce(self, alpha: int, beta: int, ply: int, qply: int, moves: list[int], in_check: bool) -> int:
         """Quiescence search; ``moves`` are the legal moves of the node (already generated)."""
         pos = self.pos
@@ -350,11 +303,11 @@ class _Core(Budget):
                 return best
             if best > alpha:
                 alpha = best
-            candidates = self.ordering.order(pos, self.noisy_moves(moves, qply), 0, ply)
+            candidates = self.ordering.order(pos, noisy_moves(pos, moves, qply, self.zh, self.cfg), 0, ply)
         if self.cfg.batch_leaves and best > -INF and not self.qs_root:  # the captures delta pruning lets through
-            self.score_children([m for m in candidates if not self.delta_pruned(m, best, alpha)])
+            self.score_children([m for m in candidates if not delta_pruned(pos, m, best, alpha, self.cfg.delta_margin)])
         for m in candidates:
-            if best > -INF and self.delta_pruned(m, best, alpha):
+            if best > -INF and delta_pruned(pos, m, best, alpha, self.cfg.delta_margin):
                 continue
             pos.push(m)
             self.nodes += 1
@@ -378,38 +331,6 @@ class _Core(Budget):
                     if alpha >= beta:
                         break
         return best
-
-    def delta_pruned(self, m: int, best: int, alpha: int) -> bool:
-        """Delta pruning: a capture (not a drop or promotion) that cannot lift ``best`` to within
-        ``delta_margin`` of ``alpha`` is not tried."""
-        delta = self.cfg.delta_margin
-        if delta <= 0 or (m >> 15) or (m >> 12) & 7:
-            return False
-        return best + int(_DELTA_VALUES[self.pos.mailbox[(m >> 6) & 63] & 7]) + delta <= alpha
-
-    def noisy_moves(self, moves: list[int], qply: int) -> list[int]:
-        pos = self.pos
-        out: list[int] = []
-        drops_ok = self.zh and qply < self.cfg.qs_check_drop_plies
-        near: i64 = 0
-        if drops_ok:
-            them = pos.turn ^ 1
-            kbb = pos.pieces[6] & pos.colors[them]
-            if kbb:
-                ek = lsb(kbb)
-                near = (BB_KNIGHT_ATTACKS[ek] | queen_attacks_mask(ek, pos.colors[0] | pos.colors[1])
-                        | BB_PAWN_ATTACKS[them * 64 + ek])
-        drops = 0
-        for m in moves:
-            if m >> 15:
-                if drops_ok and drops < self.cfg.qs_max_drops and BB_SQUARES[(m >> 6) & 63] & near:
-                    if pos.gives_check(m):
-                        out.append(m)
-                        drops += 1
-            elif (m >> 12) & 7 or pos.is_capture(m):
-                out.append(m)
-        return out
-
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class AlphaBeta(IterativeDeepening):
@@ -539,23 +460,8 @@ class AlphaBeta(IterativeDeepening):
         self._lines = [(self._best_move, self._best_score, list(self._pv))] + rest[: k - 1]
 
     def _extract_pv(self, first: int, depth: int) -> list[int]:
-        pos = self._core.pos
-        pv = [first]
-        pos.push(first)
-        seen = {pos.zobrist}
-        while len(pv) < depth + 8 and self.config.use_tt:
-            data = self._core.tt_probe(pos.zobrist)
-            m = int(data & MOVE_MASK)
-            if not data or not m or m not in pos.legal_moves():
-                break
-            pos.push(m)
-            pv.append(m)
-            if pos.zobrist in seen:
-                break
-            seen.add(pos.zobrist)
-        for _ in pv:
-            pos.pop()
-        return pv
+        core = self._core
+        return extract_pv(core.pos, first, depth + 8 if self.config.use_tt else 1, core.tt_keys, core.tt_data, core.tt_mask)
 
     def result(self) -> SearchResult:
         core = self._core

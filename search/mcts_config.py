@@ -110,13 +110,11 @@ class Exploration:
     prior_noise_decay: float = 6.0
 
     def validate(self) -> None:
-        _positive(("prior_noise_decay", self.prior_noise_decay))
+        _positive(("prior_noise_decay", self.prior_noise_decay), ("dirichlet_alpha", self.dirichlet_alpha))
         if not 0.0 <= self.prior_noise <= 1.0:
             raise MCTSConfigError(f"prior_noise (SixtyFour's b) must be from 0 to 1, got {self.prior_noise}")
         if not 0.0 <= self.dirichlet_epsilon <= 1.0:
             raise MCTSConfigError("dirichlet_epsilon must be in [0, 1]")
-        if self.dirichlet_alpha <= 0:
-            raise MCTSConfigError("dirichlet_alpha must be positive")
         if not (0.0 <= self.epsilon_greedy <= 1.0 and 0.0 <= self.epsilon_checks <= 1.0
                 and self.epsilon_greedy + self.epsilon_checks <= 1.0):
             raise MCTSConfigError("epsilon_greedy and epsilon_checks must be in [0, 1], their sum at most 1")

@@ -53,24 +53,11 @@ visits); ``evals`` = positions sent to the evaluator this move.  An expansion is
 all its children fit within the node and evaluator-call limits (so a limit is never passed), except
 the root's first: a move needs it.  ``Limits.depth`` does not apply (the search has no depth).
 
-Tree (structure of arrays, as :mod:`search.mcts_tree`; a node is an index)::
-
-    nd_parent[i]  its parent (-1: the tree's first root)    nd_move[i]   the move into it
-    nd_child0[i]  its first child (-1 until expanded); its children are nd_child0 .. + nd_nchild - 1
-    nd_state[i]   NEW (sent to the evaluator), LEAF (evaluated), EXPANDED, TERMINAL
-    nd_value[i]   v(s)      nd_res[i]  r(s)      nd_plies[i]  plies to the end when resolved
-    nd_frozen[i]  1: closed unresolved (at max_depth, or every child closed)
-    nd_n[i]       n(s)      nd_prior[i]  P of the move into it      nd_hash[i]  zobrist (tree reuse)
-    nd_pol[i]     where its own policy starts in ``pool`` (-1: none kept), one float a legal move
-
-Tree reuse keeps the arrays and moves the root (up to 4 plies on, each a child of the tree); a tree
-that grew beyond ``max_tree_nodes`` nodes (or 24 kept policy floats a node on average) is dropped
-at the next move's start.
+The tree's memory layout is documented in :mod:`search.ubfm_tree`, the settings in :mod:`search.ubfm_config`.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Final, Sequence
 
 from librt.vecs import append, vec
@@ -78,134 +65,16 @@ from mypy_extensions import i64, mypyc_attr
 
 from board.position import END_DRAWN, END_LOST, END_NONE, Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require, value_to_cp
-from search.base import Limits, Search, SearchResult, range_error
-from search.timeman import TimeConfig, move_time
-
-NEW: Final = 0
-LEAF: Final = 1
-EXPANDED: Final = 2
-TERMINAL: Final = 3
-
-UNKNOWN: Final = 0
-WIN: Final = 1
-LOSS: Final = 2
-DRAW: Final = 3
+from search.base import Limits, Search, SearchResult
+from search.timeman import move_time
+from search.ubfm_config import FINAL_MOVES, UBFMConfig, UBFMConfigError
+from search.ubfm_tree import DRAW, EXPANDED, LEAF, LOSS, NEW, TERMINAL, UNKNOWN, WIN, Tree
 
 #: the largest value an estimate may take: a game's end (mate_value >= 1) ranks above every one
 _EST_MAX: Final = 1.0 - 1e-6
-_NEG: Final = -1e9
 #: the kept policies' floats a node may average before a reused tree is dropped (bounds its memory)
 _POOL_PER_NODE: Final = 24
-
-FINAL_MOVES: Final = ("safest", "best")
-
-#: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
-SPIN_RANGES: Final = {"default_nodes": (1, 10**9), "max_tree_nodes": (1_000, 1 << 31), "max_depth": (1, 1000)}
-
-
-class UBFMConfigError(ValueError):
-    """A bad UBFM setting (one-line message)."""
-
-
-@dataclass
-class UBFMConfig:
-    """Switches and parameters of :class:`UBFM` (the module docstring defines each)."""
-
-    completion: bool = True
-    descent: bool = False
-    final_move: str = "safest"  # FINAL_MOVES
-    # keep each evaluated node's policy: the priors of its children when it is expanded (ties, and
-    # the descent's prior_weight)
-    priors: bool = True
-    prior_weight: float = 0.0
-    mate_value: float = 1.0
-    draw_value: float = 0.0
-    tree_reuse: bool = True
-    stop_single_move: bool = True
-    default_nodes: int = 4000
-    max_tree_nodes: int = 1_000_000
-    max_depth: int = 256
-    time: TimeConfig = field(default_factory=TimeConfig)
-
-    def validate(self) -> None:
-        bad = range_error(self, SPIN_RANGES)
-        if bad is not None:
-            raise UBFMConfigError(bad)
-        if self.final_move not in FINAL_MOVES:
-            raise UBFMConfigError(f"final_move must be one of {', '.join(FINAL_MOVES)}, got {self.final_move!r}")
-        if not 0.0 <= self.prior_weight <= 100.0:
-            raise UBFMConfigError(f"prior_weight must be from 0 to 100, got {self.prior_weight}")
-        if not 1.0 <= self.mate_value <= 100.0:
-            raise UBFMConfigError(f"mate_value must be from 1 to 100, got {self.mate_value}")
-        if not -1.0 < self.draw_value < 1.0:
-            raise UBFMConfigError(f"draw_value must be between -1 and 1, got {self.draw_value}")
-        if self.priors is False and self.prior_weight > 0:
-            raise UBFMConfigError("prior_weight needs priors=true (the priors it weighs)")
-        bad_time = self.time.validate()
-        if bad_time is not None:
-            raise UBFMConfigError(bad_time)
-
-
-class _Tree:
-    """The node arrays (module docstring)."""
-
-    def __init__(self) -> None:
-        self.nd_parent = vec[i64]()
-        self.nd_move = vec[i64]()
-        self.nd_child0 = vec[i64]()
-        self.nd_nchild = vec[i64]()
-        self.nd_state = vec[i64]()
-        self.nd_value = vec[float]()
-        self.nd_res = vec[i64]()
-        self.nd_plies = vec[i64]()
-        self.nd_frozen = vec[i64]()
-        self.nd_n = vec[i64]()
-        self.nd_prior = vec[float]()
-        self.nd_hash = vec[i64]()
-        self.nd_pol = vec[i64]()
-        self.pool = vec[float]()
-        self.n_nodes = 0
-
-    def new_node(self, parent: int, move: int, key: i64, prior: float) -> int:
-        self.nd_parent = append(self.nd_parent, parent)
-        self.nd_move = append(self.nd_move, move)
-        self.nd_child0 = append(self.nd_child0, -1)
-        self.nd_nchild = append(self.nd_nchild, 0)
-        self.nd_state = append(self.nd_state, NEW)
-        self.nd_value = append(self.nd_value, 0.0)
-        self.nd_res = append(self.nd_res, UNKNOWN)
-        self.nd_plies = append(self.nd_plies, 0)
-        self.nd_frozen = append(self.nd_frozen, 0)
-        self.nd_n = append(self.nd_n, 0)
-        self.nd_prior = append(self.nd_prior, prior)
-        self.nd_hash = append(self.nd_hash, key)
-        self.nd_pol = append(self.nd_pol, -1)
-        self.n_nodes += 1
-        return self.n_nodes - 1
-
-    def closed(self, i: int) -> bool:
-        return self.nd_res[i] != UNKNOWN or self.nd_frozen[i] != 0
-
-    def child_by_move(self, node: int, move: int) -> int:
-        c0 = int(self.nd_child0[node])
-        if c0 < 0:
-            return -1
-        for c in range(c0, c0 + int(self.nd_nchild[node])):
-            if self.nd_move[c] == move:
-                return c
-        return -1
-
-    def subtree_size(self, root: int) -> int:
-        count = 0
-        stack = [root]
-        while stack:
-            i = stack.pop()
-            count += 1
-            c0 = int(self.nd_child0[i])
-            if c0 >= 0:
-                for c in range(c0, c0 + int(self.nd_nchild[i])):
-                    stack.append(c)
-        return count
+_NEG: Final = -1e9
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -217,7 +86,7 @@ class UBFM(Search):
         self.evaluator = evaluator
         self.config = config if config is not None else UBFMConfig()
         self.config.validate()
-        self.tree = _Tree()
+        self.tree = Tree()
         self.root = -1
         self.pos: Position = Position()
         self._root_ply = 0
@@ -238,7 +107,7 @@ class UBFM(Search):
 
     def new_game(self) -> None:
         """Forget the tree."""
-        self.tree = _Tree()
+        self.tree = Tree()
         self.root = -1
 
     def start(self, pos: Position, limits: Limits) -> None:
@@ -249,7 +118,7 @@ class UBFM(Search):
         cfg = self.config
         reused = self._reuse(pos) if cfg.tree_reuse and self.root >= 0 and not self._pending else -1
         if reused < 0 or self.tree.n_nodes > cfg.max_tree_nodes or len(self.tree.pool) > _POOL_PER_NODE * cfg.max_tree_nodes:
-            self.tree = _Tree()
+            self.tree = Tree()
             reused = self.tree.new_node(-1, 0, pos.zobrist, 0.0)
         self.root = reused
         self.pos = pos
@@ -379,7 +248,7 @@ class UBFM(Search):
         self._iterations += 1
         while tree.nd_state[node] == EXPANDED:
             tree.nd_n[node] += 1
-            c = self._select(node)
+            c = self.tree.select(node, self.config.completion, self.config.prior_weight)
             if c < 0:  # completion keeps no expanded unclosed node without an open child: cannot happen
                 break
             pos.push(int(tree.nd_move[c]))
@@ -401,25 +270,6 @@ class UBFM(Search):
         for _ in range(depth):
             pos.pop()
         return leaves
-
-    def _select(self, node: int) -> int:
-        """The child the descent takes: the best in the completed order among the open ones
-        (without completion: among all), ties by prior then generation order; -1 if none."""
-        tree = self.tree
-        completion = self.config.completion
-        w = self.config.prior_weight
-        c0 = int(tree.nd_child0[node])
-        best = -1
-        best_s = _NEG
-        best_p = -1.0
-        for c in range(c0, c0 + int(tree.nd_nchild[node])):
-            if completion and tree.closed(c):
-                continue
-            s = -tree.nd_value[c] + w * tree.nd_prior[c]
-            p = tree.nd_prior[c]
-            if s > best_s or (s == best_s and p > best_p):
-                best, best_s, best_p = c, s, p
-        return best
 
     def _expand(self, node: int, depth: int) -> list[Leaf]:
         """Make every child of ``node`` (the position is at it); the terminal ones scored, the others
@@ -476,7 +326,7 @@ class UBFM(Search):
     def _after_expansion(self, node: int) -> None:
         """Descent: the next iteration goes on down from ``node``'s best open child."""
         if self.config.descent and not self.tree.closed(node):
-            self._next = self._select(node)
+            self._next = self.tree.select(node, self.config.completion, self.config.prior_weight)
 
     # ------------------------------------------------------------------ backup
 
@@ -486,91 +336,12 @@ class UBFM(Search):
         i = node
         while True:
             if tree.nd_state[i] == EXPANDED:
-                self._recompute(i)
+                self.tree.recompute(i, self.config.completion, self.config.mate_value, self.config.draw_value)
             if i == self.root:
                 break
             i = int(tree.nd_parent[i])
 
-    def _recompute(self, i: int) -> None:
-        """``v(i)``, ``r(i)`` (completion) and whether ``i`` is frozen, from its children."""
-        tree = self.tree
-        cfg = self.config
-        c0 = int(tree.nd_child0[i])
-        n = int(tree.nd_nchild[i])
-        if not cfg.completion:
-            best = _NEG
-            for c in range(c0, c0 + n):
-                s = -tree.nd_value[c]
-                if s > best:
-                    best = s
-            tree.nd_value[i] = best
-            return
-        win_plies = -1  # the shortest win through a child lost for its side to move
-        loss_plies = -1  # the longest loss (every child won for its side to move)
-        open_best = _NEG  # the best estimate among the unresolved and drawn children
-        unresolved = 0
-        frozen = 0
-        drawn = 0
-        for c in range(c0, c0 + n):
-            r = tree.nd_res[c]
-            if r == LOSS:
-                p = int(tree.nd_plies[c]) + 1
-                if win_plies < 0 or p < win_plies:
-                    win_plies = p
-            elif r == WIN:
-                p = int(tree.nd_plies[c]) + 1
-                if p > loss_plies:
-                    loss_plies = p
-            else:
-                s = -tree.nd_value[c]
-                if s > open_best:
-                    open_best = s
-                if r == DRAW:
-                    drawn += 1
-                else:
-                    unresolved += 1
-                    if tree.nd_frozen[c]:
-                        frozen += 1
-        if win_plies >= 0:
-            tree.nd_res[i] = WIN
-            tree.nd_plies[i] = win_plies
-            tree.nd_value[i] = cfg.mate_value
-        elif unresolved == 0 and drawn > 0:
-            tree.nd_res[i] = DRAW
-            tree.nd_plies[i] = 0
-            tree.nd_value[i] = cfg.draw_value
-        elif unresolved == 0:
-            tree.nd_res[i] = LOSS
-            tree.nd_plies[i] = loss_plies
-            tree.nd_value[i] = -cfg.mate_value
-        else:
-            tree.nd_res[i] = UNKNOWN
-            tree.nd_value[i] = open_best
-            tree.nd_frozen[i] = 1 if frozen == unresolved else 0
-
     # ------------------------------------------------------------------ the move and the report
-
-    def _order_key(self, c: int) -> float:
-        """A child's place in the completed order from its parent's point of view (larger: better)."""
-        tree = self.tree
-        if self.config.completion:
-            r = tree.nd_res[c]
-            if r == LOSS:
-                return 4e6 - float(tree.nd_plies[c])
-            if r == WIN:
-                return -4e6 + float(tree.nd_plies[c])
-        return -tree.nd_value[c]
-
-    def _best_child(self, node: int) -> int:
-        tree = self.tree
-        c0 = int(tree.nd_child0[node])
-        best, best_k, best_p = -1, _NEG * 10, -1.0
-        for c in range(c0, c0 + int(tree.nd_nchild[node])):
-            k = self._order_key(c)
-            p = tree.nd_prior[c]
-            if k > best_k or (k == best_k and p > best_p):
-                best, best_k, best_p = c, k, p
-        return best
 
     def choose_move(self) -> int:
         """The final-move rule (the module docstring; the one place it is decided)."""
@@ -584,7 +355,7 @@ class UBFM(Search):
         root = self.root
         if tree.nd_state[root] != EXPANDED:
             return -1
-        best = self._best_child(root)
+        best = self.tree.best_child(root, self.config.completion)
         if self.config.final_move == "best":
             return best
         if self.config.completion:
@@ -596,7 +367,7 @@ class UBFM(Search):
         for c in range(c0, c0 + int(tree.nd_nchild[root])):
             if self.config.completion and tree.nd_res[c] == WIN:
                 continue  # proven lost for us: dropped while another move is left
-            k = self._order_key(c)
+            k = self.tree.order_key(c, self.config.completion)
             n = int(tree.nd_n[c])
             if n > most or (n == most and k > choice_k):
                 choice, most, choice_k = c, n, k
@@ -628,7 +399,7 @@ class UBFM(Search):
         pv = [move]
         c = first
         while tree.nd_state[c] == EXPANDED and len(pv) < 64:
-            c = self._best_child(c)
+            c = self.tree.best_child(c, self.config.completion)
             pv.append(int(tree.nd_move[c]))
         value = -tree.nd_value[first]
         mate: int | None = None
@@ -651,4 +422,5 @@ class UBFM(Search):
         return self._make_result()
 
 
-__all__ = ["UBFM", "UBFMConfig", "UBFMConfigError", "FINAL_MOVES"]
+__all__ = ["DRAW", "EXPANDED", "FINAL_MOVES", "LEAF", "LOSS", "NEW", "TERMINAL", "UBFM", "UBFMConfig", "UBFMConfigError",
+           "UNKNOWN", "WIN"]

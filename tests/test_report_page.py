@@ -286,3 +286,41 @@ def test_a_csv_without_its_header_is_named_with_its_row(tmp_path: Path, capsys: 
     err = capsys.readouterr().err.strip().splitlines()
     assert any("quick-crazyhouse/elo_vs_nodes.csv row 1" in line for line in err), err
     assert "no finding: " in text and "quick-crazyhouse" in text
+
+
+def test_the_answer_page_shows_where_each_paradigm_was_played(tmp_path: Path) -> None:
+    """Issue 78: the paradigm question opens with a grid, each paradigm × {nodes, calls, seconds} ×
+    {chess, crazyhouse, bughouse}: the reports that played it there, "not measured" elsewhere; the
+    paradigm is the player's search as the registry resolves it (per-budget players included)."""
+    import json as _json
+
+    from reports import html as page
+    from reports import paradigms
+
+    d = tmp_path / "ab-vs-mcts" / "rise-crazyhouse"
+    d.mkdir(parents=True)
+    (d / "ablation.md").write_text("# Ablation: rise-crazyhouse\n\nVariant crazyhouse.\n\n**Finding.** ubfm weaker.\n")
+    (d / "ablation.csv").write_text("variant,axis,budget,games,score,elo,elo_low,elo_high\n"
+                                    "ubfm,evals,256,100,0.0,-800,-800,-500\n"
+                                    "alpha-beta-policy,movetime,0.3,100,0.1,-300,-400,-200\n")
+    (d / "engines.json").write_text(_json.dumps({
+        "baseline": {"engine": "rise-mcts"}, "ubfm@evals=256": {"engine": "rise-ubfm"},
+        "alpha-beta-policy": {"engine": "rise-ab:policy_order=true"}}))
+    b = tmp_path / "bughouse-vs-sjeng-gumbel"
+    b.mkdir()
+    (b / "teams.md").write_text("# Bughouse teams\n\nbughouse games.\n\n**Findings.** none.\n")
+    (b / "teams.csv").write_text("row,team,opponent,tc,games,elo,elo_low,elo_high\n"
+                                 "g,bughouse-gumbel,sjeng,60+0,40,-600,-600,-300\n")
+    cells = paradigms.grid([("ab-vs-mcts/rise-crazyhouse", d, "crazyhouse"), ("bughouse-vs-sjeng-gumbel", b, "bughouse")])
+    assert cells[("UBFM", "crazyhouse", "calls")] == ["ab-vs-mcts/rise-crazyhouse"]
+    assert cells[("PUCT", "crazyhouse", "calls")] == ["ab-vs-mcts/rise-crazyhouse"]
+    assert cells[("alpha-beta", "crazyhouse", "seconds")] == ["ab-vs-mcts/rise-crazyhouse"]
+    assert cells[("Gumbel", "bughouse", "seconds")] == ["bughouse-vs-sjeng-gumbel"]
+    assert ("UBFM", "chess", "calls") not in cells and ("UBFM", "crazyhouse", "seconds") not in cells
+    assert paradigms.paradigm_of("rise-mcts:mcgs=true") == "MCGS" and paradigms.paradigm_of("fairy-stockfish") is None
+    text = page.index_page(tmp_path).read_text()
+    grid = text[text.index('data-grid="paradigms"'):text.index("</table>", text.index('data-grid="paradigms"'))]
+    rows = {r.split("</th>")[0].split("<th>")[-1]: r for r in grid.split("<tr>")[3:]}
+    assert set(rows) == set(paradigms.PARADIGMS)
+    assert rows["UBFM"].count("not measured") == 8 and "ab-vs-mcts/rise-crazyhouse" in rows["UBFM"]
+    assert rows["comparator"].count("not measured") == 9
