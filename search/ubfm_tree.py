@@ -22,15 +22,13 @@ from typing import Final
 from librt.vecs import append, vec
 from mypy_extensions import i64
 
+# a node's resolution for its side to move: the MCTS solver's values (UNKNOWN, WIN, LOSS, DRAW)
+from search.mcts_tree import DRAW, LOSS, UNKNOWN, WIN
+
 NEW: Final = 0
 LEAF: Final = 1
 EXPANDED: Final = 2
 TERMINAL: Final = 3
-
-UNKNOWN: Final = 0
-WIN: Final = 1
-LOSS: Final = 2
-DRAW: Final = 3
 
 _NEG: Final = -1e9
 

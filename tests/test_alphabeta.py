@@ -20,14 +20,22 @@ PURE = os.environ.get("SEARCHBENCH_PURE") == "1"
 DROP_MATE_IN_3 = ("crazyhouse", "8/6k1/8/8/8/8/8/7K[QR] w - - 0 1", 3)
 
 
-def minimax(pos: board.Position, depth: int, ply: int) -> int:
-    """Plain negamax, no pruning, same terminal rules and leaf score as AlphaBeta."""
-    moves = pos.legal_moves()
+def game_end(pos: board.Position, moves: list[int], ply: int) -> int | None:
+    """The score of a game's end as AlphaBeta scores it (mated, stalemate, a draw inside the tree), or None."""
     if not moves:
         return -MATE + ply if pos.is_check() else 0
     if ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
                     or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
         return 0
+    return None
+
+
+def minimax(pos: board.Position, depth: int, ply: int) -> int:
+    """Plain negamax, no pruning, same terminal rules and leaf score as AlphaBeta."""
+    moves = pos.legal_moves()
+    end = game_end(pos, moves, ply)
+    if end is not None:
+        return end
     if depth == 0:
         return EV.score(pos)
     best = -10**9
@@ -289,11 +297,9 @@ def _pruned_minimax(pos: board.Position, depth: int, ply: int, share: float) -> 
     prior (and the first by prior) searched: the rule ``policy_prune`` states."""
     from evaluators.base import Leaf
     moves = pos.legal_moves()
-    if not moves:
-        return -MATE + ply if pos.is_check() else 0
-    if ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
-                    or (pos.variant == "chess" and pos.halfmove_clock >= 100)):
-        return 0
+    end = game_end(pos, moves, ply)
+    if end is not None:
+        return end
     if depth == 0:
         return _pv_score(pos)
     if depth == 1 and share > 0 and ply > 0 and not pos.is_check():
