@@ -256,3 +256,25 @@ def test_tune_killed_mid_step_resumes_with_no_pair_lost_or_counted_twice(tmp_pat
     assert len(pairs) == 16 and set(pairs.values()) == {2}
     state = json.loads((tmp_path / "run-t" / "state.json").read_text())
     assert [h["step"] for h in state["history"]] == list(range(16))
+
+
+def test_a_tuning_whose_knobs_never_act_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 78: knobs that change no game (chess has no drops: qs_max_drops never acts) are found
+    from the tuning games themselves, every pair's two games alike, and said in a warning line and
+    at the head of the report's notes."""
+    cfg = _cfg(tmp_path, iterations=2).read_text().replace('engine = "material-mcts"', 'engine = "material-ab"')
+    cfg = cfg.replace('name = "cpuct_init"\nmin = 0.5\nmax = 5.0\nstart = 2.5\nc_end = 0.4',
+                      'name = "qs_max_drops"\nmin = 1\nmax = 16\nstart = 8\ninteger = true\nc_end = 2')
+    cfg = cfg.replace("games = 4\nbudgets = [16, 24]", "games = 2\nbudgets = [16]")
+    p = tmp_path / "inert.toml"
+    p.write_text(cfg)
+    assert main(["tune", str(p), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: Warning. In all 2 tuning pairs both games had the same moves" in err
+    assert "(qs_max_drops) never acted at nodes 16" in err
+    md = (tmp_path / "reports" / "t" / "ablation.md").read_text()
+    assert "**Warning.** In all 2 tuning pairs" in md
+    # knobs that act: no warning
+    (tmp_path / "x").mkdir()
+    assert main(["tune", str(_cfg(tmp_path / "x", iterations=2)), "--quiet"]) == 0
+    assert "never acted" not in capsys.readouterr().err

@@ -34,6 +34,8 @@ import functools
 import json
 import math
 import random
+import re
+import sys
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -471,14 +473,43 @@ def _notes(t: Tune, theta: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
+def same_games(db: str | Path, run: str) -> tuple[int, int]:
+    """(pairs whose two games have the same moves, complete pairs) of ``run`` in ``db``: two players
+    whose settings differ only in knobs that never act play each pair's second game as its first."""
+    if not Path(db).is_file():
+        return 0, 0
+    pairs: dict[tuple[str, int], list[list[str]]] = {}
+    with Store(str(db), readonly=True) as st:
+        for g in st.games(run=run):
+            pairs.setdefault((g.match, g.pair), []).append(g.moves)
+    complete = [m for m in pairs.values() if len(m) == 2]
+    return sum(1 for a, b in complete if a == b), len(complete)
+
+
+def _inert_warning(t: Tune) -> str:
+    """A warning when the tuned knobs changed no tuning game (issue 78: alpha-beta tuned at 16 nodes,
+    where its knobs never act, verified as 200 identical pairs), else ''."""
+    same, total = same_games(t.settings.db, f"{t.settings.name}-tuning")
+    if not total or same < total:
+        return ""
+    return (f"**Warning.** In all {total} tuning pairs both games had the same moves: the tuned parameters "
+            f"({', '.join(p.name for p in t.params)}) never acted at {t.axis} {t.budget:g}, so no game can show "
+            f"what they are worth there. Tune them at a budget where they act.")
+
+
 def run(t: Tune, command: str, progress: bool = True, verify: bool = True) -> tuple[dict[str, float], list[Any], list[Path]]:
     """Tune, write θ against games, then (``verify``) play the verification and write the report;
-    (tuned θ, the verification's rows, paths written)."""
+    (tuned θ, the verification's rows, paths written).  When the tuned knobs changed no tuning game
+    (:func:`same_games`) a warning line is printed and the report opens its notes with it."""
     theta = run_spsa(t, progress) if t.algorithm == "spsa" else run_optuna(t, progress)
     paths = _write_tuning(t, theta)
+    warning = _inert_warning(t)
+    if warning:
+        print(f"searchbench: warning: {re.sub(r'[*]', '', warning)}", file=sys.stderr)
     if not verify:
         return theta, [], paths
-    s = replace(t.settings, games=t.verify_games, notes=_notes(t, theta))
+    notes = _notes(t, theta)
+    s = replace(t.settings, games=t.verify_games, notes=f"{warning}\n\n{notes}" if warning else notes)
     ab = ablate.Ablation(s, t.engine, [ablate.Variant("tuned", t.spec(theta), t.verify_games)],
                          [(t.axis, b) for b in t.verify_budgets], None, t.report_dir, t.config_path, t.config_text)
     rows, more = ablate.run(ab, command, progress=progress)
