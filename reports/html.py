@@ -685,7 +685,7 @@ QUESTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("paradigms", "Which paradigm is strongest, per node, per evaluator call and per second?",
      ("quick-*", "chess-scale", "ab-vs-mcts/*", "zh-paradigms*", "small-budgets")),
     ("switches", "What is each switch worth?",
-     ("zh-switches", "zh-defaults", "zh-qvalue", "zh-batch", "zh-gumbel-*", "ab-pruning")),
+     ("zh-switches", "zh-defaults", "zh-qvalue", "zh-batch", "zh-gumbel-*", "ab-pruning", "ab-policy-*")),
     ("speed", "Speed: what does a faster network buy at equal time?", ("int8-*-time",)),
     ("networks", "Networks and inference: what does int8 cost at equal nodes?", ("int8-*",)),
     ("selfplay", "Does self-play make a stronger player?", ("rl-*",)),
