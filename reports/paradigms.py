@@ -13,8 +13,8 @@ nodes, a bughouse table's clock (seconds) or its node budget when it has no cloc
 from __future__ import annotations
 
 import csv
+import functools
 import html
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 from board.variants import BUGHOUSE, CHESS, CRAZYHOUSE
 from engines.base import EngineError
 from engines import registry
+from reports import played
 from search.base import setting
 
 PARADIGMS = ("PUCT", "Gumbel", "MCGS", "alpha-beta", "UBFM", "comparator")
@@ -31,9 +32,10 @@ UNITS = (("nodes", "nodes"), ("calls", "evaluator calls"), ("seconds", "seconds"
 _AXIS_UNIT = {"nodes": "nodes", "playouts": "nodes", "evals": "calls", "movetime": "seconds", "tc": "seconds"}
 
 
+@functools.lru_cache(maxsize=None)
 def paradigm_of(spec_text: str) -> str | None:
     """The paradigm of an engine spec (module docstring), or None (an external program, a spec that
-    no longer resolves)."""
+    no longer resolves); each spec resolved once (the same players stand in many reports)."""
     try:
         spec = registry.resolve(spec_text)
     except (EngineError, ValueError):
@@ -54,12 +56,9 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 
 def _engines(folder: Path) -> dict[str, str]:
-    """Player name -> engine spec text, from the report's ``engines.json``."""
-    try:
-        data = json.loads((folder / "engines.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v.get("engine", "")) for k, v in data.items() if isinstance(v, dict) and v.get("engine")}
+    """Player name -> engine spec text, from the report's ``engines.json`` (:func:`reports.played.players_of`)."""
+    players, _ = played.players_of(folder)
+    return {str(k): str(v["engine"]) for k, v in (players or {}).items() if v.get("engine")}
 
 
 def cells_of(folder: Path, game: str, paradigm: Callable[[str], str | None] = paradigm_of) -> set[tuple[str, str, str]]:

@@ -109,21 +109,30 @@ def differences(players: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def status(folder: str | Path) -> tuple[str, list[str]]:
-    """(``current``, []), (``stale``, the differences) or (``unrecorded``, [why]) for a report folder."""
+def players_of(folder: str | Path) -> tuple[dict[str, dict[str, Any]] | None, str]:
+    """A report folder's ``engines.json``: (its players, "") or (None, why not: none, a link, not
+    readable, not an engines record)."""
     path = Path(folder) / FILE
     if path.is_symlink() or not path.is_file():
-        return "unrecorded", ["played before games stored their engines' effective settings"]
+        return None, "played before games stored their engines' effective settings"
     try:
         players = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        return "unrecorded", [f"{path} is not readable ({e})"]
+        return None, f"{path} is not readable ({e})"
     if not isinstance(players, dict) or not all(isinstance(v, dict) and "engine" in v for v in players.values()):
-        return "unrecorded", [f"{path} is not an engines record"]
+        return None, f"{path} is not an engines record"
+    return players, ""
+
+
+def status(folder: str | Path) -> tuple[str, list[str]]:
+    """(``current``, []), (``stale``, the differences) or (``unrecorded``, [why]) for a report folder."""
+    players, why = players_of(folder)
+    if players is None:
+        return "unrecorded", [why]
     if not any(isinstance(v.get("effective"), dict) for v in players.values()):
         return "unrecorded", ["its games stored no effective settings"]
     lines = differences(players)
     return ("stale", lines) if lines else ("current", [])
 
 
-__all__ = ["FILE", "collect", "differences", "status", "today", "write"]
+__all__ = ["FILE", "collect", "differences", "players_of", "status", "today", "write"]

@@ -406,7 +406,7 @@ def test_a_state_window_is_read_with_bounds(tmp_path: Path, monkeypatch: pytest.
     ok = tmp_path / "ok.tar.xz"
     ok.write_bytes(_archive([("arm/selfplay/shard-0/move.npy", good.getvalue())]))
     out = tmp_path / "out"
-    assert rl_state._unpack(ok, out) == 1
+    assert rl_state._write_shards(rl_state._read_window(ok), out) == 1
     with np.load(out / "arm/selfplay/shard-0.npz") as z:
         assert (z["move"] == np.arange(12, dtype=np.int16).reshape(3, 4)).all()
 
@@ -421,6 +421,6 @@ def test_a_state_window_is_read_with_bounds(tmp_path: Path, monkeypatch: pytest.
     for archive, needle in ((claims, "claims 200,000,000,000 items"), (bomb, "unpacks to more than")):
         dest = tmp_path / f"out-{archive.stem}"
         with pytest.raises(InputError, match="is damaged") as e:
-            rl_state._unpack(archive, dest)
+            rl_state._write_shards(rl_state._read_window(archive), dest)
         assert needle in str(e.value) and len(str(e.value).splitlines()) == 1
         assert not dest.exists()

@@ -233,15 +233,11 @@ def _npy_array(f: Any, size: int, name: str) -> np.ndarray:
     return (arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)).copy()
 
 
-def _unpack(archive: Path, out: Path) -> int:
-    """The shards of ``archive`` written back into ``out`` (those it has not); returns how many."""
-    return _write_shards(_read_window(archive), out)
-
-
 def _read_window(archive: Path) -> dict[str, dict[str, np.ndarray]]:
-    """The shards of ``archive``, by path, each its arrays by name.  Read as a stream, with a bound on what it decompresses to (:data:`WINDOW_SLACK`,
+    """The shards of ``archive``, by path, each its arrays by name (:func:`_write_shards` writes them
+    back).  Read as a stream, with a bound on what it decompresses to (:data:`WINDOW_SLACK`,
     :data:`WINDOW_RATIO`) and on each member (its header against its size); one line if the archive
-    is damaged, too large or names a path outside ``out``, before any file is written."""
+    is damaged, too large or names a path outside the loop's folder."""
     limit = WINDOW_SLACK + WINDOW_RATIO * archive.stat().st_size
     try:
         shards: dict[str, dict[str, np.ndarray]] = {}
@@ -266,6 +262,7 @@ def _read_window(archive: Path) -> dict[str, dict[str, np.ndarray]]:
 
 
 def _write_shards(shards: dict[str, dict[str, np.ndarray]], out: Path) -> int:
+    """The shards written into ``out`` where it has none of that name; returns how many."""
     n = 0
     for shard, arrays in sorted(shards.items()):
         target = out / f"{shard}.npz"
