@@ -382,6 +382,27 @@ def evaluator_settings(spec: EngineSpec) -> tuple[str | None, int, str | None, s
             str(st.get("device") or "auto"))
 
 
+def network_files(spec: EngineSpec, variant: str | None) -> list[str]:
+    """The weights files an in-process engine loads in ``variant`` (its ``weights``, else the shipped
+    network of the variant; its ``value_weights`` after), [] where its evaluator loads none:
+    the networks a game records by digest and a report compares with today's
+    (:mod:`reports.played`).  EngineError where the variant has no shipped network."""
+    name = ALIASES.get(spec.evaluator, spec.evaluator)
+    entry = EVALUATORS.get(name)
+    if entry is None or not entry.loads_weights:
+        return []
+    cls = _import(entry.module, entry.cls, f"evaluator {name!r}")
+    weights = evaluator_settings(spec)[0]
+    value_weights = evaluator_params(spec).get("value_weights")
+    try:
+        files = [cls.weights_file(weights, variant)]
+        if isinstance(value_weights, str) and value_weights:
+            files.append(cls.weights_file(value_weights, variant))
+    except ValueError as e:  # EvaluatorError: no shipped network for the variant
+        raise EngineError(str(e)) from None
+    return [str(f) for f in files]
+
+
 #: what an evaluator is loaded with (:meth:`EvaluatorPool.key`)
 PoolKey = tuple[str, str | None, int, str | None, str, str | None, tuple[tuple[str, Any], ...]]
 

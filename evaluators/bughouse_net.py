@@ -327,6 +327,11 @@ class BughouseNetEvaluator(NeuralEvaluator):
         except EvaluatorError as e:
             raise BughouseNetError(str(e)) from None
 
+    @classmethod
+    def weights_file(cls, path: str | None = None, variant: str | None = None) -> str:
+        """The file :meth:`load` reads (None: the shipped ``bughouse_lazybug.pt``, whatever ``variant``)."""
+        return super().weights_file(path, None)
+
     def onnx_examples(self) -> list[tuple[torch.Tensor, ...]]:
         planes, scal = (torch.from_numpy(a) for a in encode(sample_states(12)))
         return [(planes[:2], scal[:2]), (planes, scal)]

@@ -10,10 +10,12 @@ Adding a family is one entry here, its network and evaluator module (2 files), a
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from board.variants import BUGHOUSE, ONE_BOARD
@@ -111,3 +113,18 @@ def family_variants(family: Family, weights: str | None = None) -> tuple[str, ..
     shipped = tuple(v.name for v in ONE_BOARD if os.path.exists(os.path.join(WEIGHTS_DIR, f"{family.name}_{v.name}.pt")))
     stem = os.path.basename(weights or "").split(".")[0]
     return tuple(v for v in shipped if stem == f"{family.name}_{v}") or shipped
+
+
+def file_id(path: str | Path) -> str:
+    """A file's identity in records and keys (which network played, an openings file): ``name:`` and
+    the first 10 hex digits of its SHA-1 (the content, not the path: the same file elsewhere has the
+    same id, a changed one another). OSError if it cannot be read or is not a regular file
+    (``/dev/zero`` would never end)."""
+    p = Path(path)
+    if p.exists() and not p.is_file():
+        raise OSError(f"{str(p)!r} is not a regular file")
+    h = hashlib.sha1()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return f"{p.name}:{h.hexdigest()[:10]}"

@@ -326,17 +326,27 @@ class NeuralEvaluator(Evaluator):
         """Load weights; ``path`` None: the shipped weights of ``variant``
         (``evaluators/weights/<family>_<variant>.pt``), or ``default_weights`` without a variant."""
         check_inference(inference)
-        default = cls.default_weights
-        if path is None and variant is not None:
-            default = f"{cls.family}_{variant}.pt"
-            if not os.path.exists(os.path.join(WEIGHTS_DIR, default)):
-                raise EvaluatorError(f"{cls.name} has no shipped weights for {variant} (evaluators/weights/{default} "
-                                     f"is missing): give weights=FILE")
-        net, d, p = load_net(path, default, cls.family, threads)
+        net, d, p = load_net(cls.weights_file(path, variant), cls.default_weights, cls.family, threads)
         assert isinstance(net, cls.net_type)
         ev = cls(net, threads, d.get("meta"), p, device=device, half=half)
         ev.set_inference(inference)
         return ev
+
+    @classmethod
+    def weights_file(cls, path: str | None = None, variant: str | None = None) -> str:
+        """The file :meth:`load` reads: ``path`` (a bare name that is not here: the shipped file of
+        that name), else the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``;
+        EvaluatorError where there are none), else ``default_weights``.  What a game records as the
+        network that played (its content's digest), and what a report compares with today's."""
+        if path is not None:
+            return weights_path(path)
+        if variant is None:
+            return weights_path(cls.default_weights)
+        default = f"{cls.family}_{variant}.pt"
+        if not os.path.exists(os.path.join(WEIGHTS_DIR, default)):
+            raise EvaluatorError(f"{cls.name} has no shipped weights for {variant} (evaluators/weights/{default} "
+                                 f"is missing): give weights=FILE")
+        return os.path.join(WEIGHTS_DIR, default)
 
     @property
     def on_gpu(self) -> bool:

@@ -627,14 +627,14 @@ def folder_page(folder: str | Path, games: Sequence[GameView] = (), variant: str
         charts = rl_charts(_read_csv(folder / "ratings.csv"), title)
     v = variant or paradigms.game_of(md)
     out = folder / PAGE
-    kept, kept_total, kept_source = _kept_games(out) if not games else (None, None, "")
+    kept, kept_total, kept_source = kept_games(out) if not games else (None, None, "")
     if kept:  # no database given: the games the page already holds stay (a rewrite loses no game)
         total_games, source = kept_total, source or kept_source
     _write_text(out, render(title, v, md, folder, charts, games, total_games, source, kept))
     return out
 
 
-def _kept_games(page_path: Path) -> tuple[list[dict[str, Any]] | None, int | None, str]:
+def kept_games(page_path: Path) -> tuple[list[dict[str, Any]] | None, int | None, str]:
     """The games an existing page of ours holds (their JSON), how many its note says the database
     has, and the note's source (``; all of them in DB``); (None, None, "") if none."""
     if page_path.is_symlink() or not page_path.is_file() or not _ours(page_path):

@@ -10,8 +10,16 @@ every report page written from games records them per player in ``FOLDER/engines
 the options whose value moved: ``searchbench report --index`` marks such a report *stale* on the
 answer page, and a report played before games stored their settings as *not recorded*.
 
-Options that exist only today (added since, at a default the old engine could not have had) are not
-differences; an option the old engine had and today's lacks is.  External engines (Fairy-Stockfish,
+The network is a setting like the others: a game stores the file name and content digest of the
+network its engine loaded (``weights``, the default network of the variant included), a report records
+it per player (``network``, with the ``variant`` that chose the default), and a report whose network
+is no longer the one today's engine loads (the shipped file replaced, or the default moved to another
+file) is stale, naming both.
+
+An option that exists only today (added since) is a difference where today's engine runs it at another
+value than its search's or evaluator's own default: an option is added at the default that keeps the
+old behaviour, so the old engine ran as that default does (``policy_order`` came to ``rise-ab`` off,
+then its default moved on); an option the old engine had and today's lacks is a difference.  External engines (Fairy-Stockfish,
 Stockfish) are recorded by spec text only: their defaults are the engine binary's.  The network's backend and
 device are recorded, not compared (:data:`NOT_COMPARED`): ``auto`` picks the backend per network and
 machine, and each game stores the one that ran.
@@ -20,21 +28,28 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable
 from engines import catalog, registry
 from engines.base import EngineError
+from evaluators.families import file_id
 
 #: the file beside a report's Markdown
 FILE = "engines.json"
+#: what a player's record holds (``network`` and ``variant`` where its games recorded a network)
+RECORD = ("engine", "effective", "network", "variant")
 #: options recorded but not compared: where the network runs, not what the search does (``auto``
 #: picks the backend per network and machine; each game stores the backend that ran)
 NOT_COMPARED = ("inference", "device")
 
 
 def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Per player name: ``engine`` (its spec text) and ``effective`` (its options' values as the games
-    stored them; None where the games stored none), from (name, stored settings) pairs.  A name whose
+    """Per player name: ``engine`` (its spec text), ``effective`` (its options' values as the games
+    stored them; None where the games stored none) and, where its games stored the network that played
+    (``weights``: file name and digest, :func:`evaluators.families.file_id`), ``network`` and the
+    game's ``variant`` (which default network today's engine would load), from (name, stored
+    settings) pairs, a game's variant under ``variant`` in its settings.  A name whose
     games stored two different settings keeps every distinct one under ``variants`` (a database that
     mixes two engines under one name: its report is stale by construction); games of the same spec
     text that stored no settings (played before they were recorded) are not counted as different."""
@@ -44,14 +59,16 @@ def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
             continue
         eff = st.get("effective")
         rec = {"engine": str(st["engine"]), "effective": dict(eff) if isinstance(eff, dict) else None}
+        if isinstance(st.get("weights"), str):
+            rec.update(network=st["weights"], variant=str(st.get("variant")))
         old = out.get(name)
         if old is None:
             out[name] = rec
         elif old["engine"] == rec["engine"] and (old["effective"] is None or rec["effective"] is None):
             # games from before settings were recorded: not known to differ; the recorded ones stand
             old["effective"] = old["effective"] if old["effective"] is not None else rec["effective"]
-        elif {k: old[k] for k in ("engine", "effective")} != rec:
-            old.setdefault("variants", [{k: old[k] for k in ("engine", "effective")}])
+        elif {k: old[k] for k in RECORD if k in old} != rec:
+            old.setdefault("variants", [{k: old[k] for k in RECORD if k in old}])
             if rec not in old["variants"]:
                 old["variants"].append(rec)
     return out
@@ -83,6 +100,26 @@ def today(engine: str) -> dict[str, str] | None:
     return {k: v for k, v in values.items() if k not in NOT_COMPARED}
 
 
+@functools.lru_cache(maxsize=None)
+def network_today(engine: str, variant: str) -> str | None:
+    """The network (file name and digest) ``engine`` (a spec text) loads in ``variant`` today; None
+    where it loads none or names a file that is not on this machine (a self-play run's network under
+    ``runs/``: nothing to compare); KeyError (its message the reason) where it cannot load one (the
+    spec no longer makes an engine, the variant has no shipped network, the file is unreadable)."""
+    try:
+        files = registry.network_files(registry.resolve(engine), variant)
+        return file_id(files[0]) if files and os.path.exists(files[0]) else None
+    except (EngineError, ValueError, OSError) as e:
+        raise KeyError(str(e)) from None
+
+
+@functools.lru_cache(maxsize=None)
+def added_at(engine: str) -> dict[str, str]:
+    """Each option of ``engine`` (a spec text) at its search's or evaluator's own default, not the
+    built-in engine's: how an engine played before the option existed (resolved once a process)."""
+    return {o.name: o.format(o.default) for o in registry.option_infos(registry.resolve(engine))}
+
+
 def differences(players: dict[str, dict[str, Any]]) -> list[str]:
     """``player: option A -> B`` for every recorded option whose value today differs (one line a
     player, options sorted), and the players whose spec text no longer makes an engine."""
@@ -102,6 +139,17 @@ def differences(players: dict[str, dict[str, Any]]) -> list[str]:
                 continue
             moved = [f"{k} {eff[k]} → {now[k]}" if k in now else f"{k} {eff[k]} → (gone)"
                      for k in sorted(eff) if str(eff[k]) != now.get(k) and k not in NOT_COMPARED]
+            before = added_at(str(r["engine"]))
+            moved += [f"{k} (not an option then: {before[k]}) → {now[k]}" for k in sorted(now)
+                      if k not in eff and k in before and now[k] != before[k]]
+            net = r.get("network")
+            if isinstance(net, str):
+                try:
+                    net_now = network_today(str(r["engine"]), str(r.get("variant")))
+                except KeyError as e:
+                    net_now = f"none ({e.args[0]})"
+                if net_now is not None and net_now != net:
+                    moved.append(f"network {net} → {net_now}")
             if moved:
                 lines.append(f"{name}: " + ", ".join(moved))
         if len(played) > 1:
@@ -135,4 +183,4 @@ def status(folder: str | Path) -> tuple[str, list[str]]:
     return ("stale", lines) if lines else ("current", [])
 
 
-__all__ = ["FILE", "collect", "differences", "players_of", "status", "today", "write"]
+__all__ = ["FILE", "RECORD", "added_at", "collect", "differences", "network_today", "players_of", "status", "today", "write"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from engines import registry
 from reports import html as page
 from reports import played
@@ -38,6 +40,14 @@ def test_an_option_added_since_is_no_difference_and_one_removed_is(tmp_path: Pat
     assert played.differences({"p": {"engine": "rise-mcts", "effective": gone}}) == ["p: retired_switch true → (gone)"]
     assert played.differences({"p": {"engine": "no-such-engine", "effective": now}})[0].startswith(
         "p: `no-such-engine` is no engine today")
+    # an option added since at its search's default, whose built-in default then moved: a difference
+    # (rise-ab played without policy_order, as policy_order=false plays; today's rise-ab orders by it)
+    ab = _today("rise-ab")
+    assert ab["policy_order"] == "true" and registry.effective_values(registry.resolve("rise-ab:policy_order=false"))
+    before = {k: v for k, v in ab.items() if k != "policy_order"}
+    assert played.differences({"p": {"engine": "rise-ab", "effective": before}}) == [
+        "p: policy_order (not an option then: false) → true"]
+    assert played.differences({"p": {"engine": "rise-ab:policy_order=false", "effective": before}}) == []
 
 
 def test_one_name_with_two_settings_is_stale_and_an_unrecorded_report_says_so(tmp_path: Path) -> None:
@@ -83,3 +93,55 @@ def test_games_store_effective_settings_and_the_answer_page_marks_stale_reports(
     assert 'data-report="cur" data-engines="current"' in text and 'data-report="unrec" data-engines="unrecorded"' in text
     assert 'data-report="old" data-engines="stale"' in text and "material-mcts: cpuct_init 9.0 →" in text
     assert "1 stale." in text
+
+
+def test_the_network_is_a_setting_a_replaced_default_network_marks_the_report_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Games record the digest of the network their engine loaded (the variant's default here); the
+    report records it per player; replacing the shipped file makes the report stale, naming the network."""
+    import shutil
+
+    from evaluators import neural
+    from evaluators.families import WEIGHTS_DIR, file_id
+    from experiments.harness.store import Store
+    from experiments.harness.webpage import report_page
+    from experiments.notebook import match
+
+    shipped = tmp_path / "weights"
+    shipped.mkdir()
+    net = shipped / "rise_crazyhouse.pt"
+    shutil.copy(Path(WEIGHTS_DIR) / net.name, net)
+    monkeypatch.setattr(neural, "WEIGHTS_DIR", str(shipped))
+    played.network_today.cache_clear()
+    db = tmp_path / "m.sqlite"
+    match("rise-mcts", "material-ab", games=2, nodes=4, db=db, variant="crazyhouse", concurrency=1)
+    with Store(str(db), readonly=True) as st:
+        games = st.games()
+    folder = tmp_path / "zh"
+    folder.mkdir()
+    (folder / "ablation.md").write_text("# zh\n\n**Findings.** x +1 [-2, +4].\n")
+    report_page(folder, games, "crazyhouse", db)
+    rec = json.loads((folder / played.FILE).read_text())
+    before = file_id(net)
+    assert rec["rise-mcts"]["network"] == before and rec["rise-mcts"]["variant"] == "crazyhouse"
+    assert "network" not in rec["material-ab"]  # the classical evaluator loads none
+    assert played.status(folder) == ("current", [])
+    with open(net, "ab") as f:  # the shipped network replaced by another (a changed file)
+        f.write(b"\0")
+    played.network_today.cache_clear()
+    state, why = played.status(folder)
+    assert state == "stale" and why == [f"rise-mcts: network {before} → {file_id(net)}"]
+    played.network_today.cache_clear()
+
+
+def test_a_network_not_on_this_machine_is_not_compared(tmp_path: Path) -> None:
+    """A self-play run's network (under runs/, not in a clone) cannot be checked: not stale; the
+    shipped default of a variant can, and a record naming another digest of it is."""
+    now = _today("rise-mcts")
+    missing = {"engine": f"rise-mcts:weights={tmp_path / 'gen-005.pt'}", "effective": None,
+               "network": "gen-005.pt:0123456789", "variant": "crazyhouse"}
+    missing["effective"] = _today(missing["engine"])
+    assert played.differences({"g5": missing}) == []
+    old = {"engine": "rise-mcts", "effective": now, "network": "rise_crazyhouse.pt:0000000000", "variant": "crazyhouse"}
+    (line,) = played.differences({"p": old})
+    assert line.startswith("p: network rise_crazyhouse.pt:0000000000 → rise_crazyhouse.pt:")

@@ -17,8 +17,8 @@ from engines import registry
 from engines.base import LIMIT_KEYS, EngineSpec, layered_limits
 from experiments.bench import harness as bench_harness
 from experiments.cli.bughouse import cmd_bughouse_match
-from experiments.cli.main import count, number, positive_float, seed
-from experiments.harness import ablate, accept, match as match_mod, scale, tournament, tune, webpage
+from experiments.cli.main import build_parser, count, number, positive_float, seed
+from experiments.harness import ablate, accept, match as match_mod, refresh, scale, tournament, tune, webpage
 from experiments.harness import openings as openings_mod
 from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
@@ -279,6 +279,47 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_refresh(args: argparse.Namespace) -> int:
+    """List the stale reports (config, games, estimated cost, what moved); unless --dry-run, play
+    each again with its own command, its old finding kept in its config's notes; redraw the answer page."""
+    folders = [Path(f) for f in args.reports] or [Path(args.index)]
+    for f in folders:
+        if not f.is_dir():
+            raise InputError(f"{str(f)!r}: not a report folder")
+    stale = refresh.find(folders, Path.cwd())
+    if args.only:
+        unknown = sorted(set(args.only) - {s.name for s in stale})
+        if unknown:
+            raise InputError(f"--only: no stale report named {', '.join(unknown)} (stale: "
+                             f"{', '.join(s.name for s in stale) or 'none'})")
+        stale = [s for s in stale if s.name in args.only]
+    total = sum(s.cpu_seconds for s in stale if s.config is not None)
+    print(f"{len(stale)} stale report(s); about {total / 3600:.1f} CPU hours to play those with a config again"
+          + (" (estimates: games x plies x the seconds a move recorded)" if stale else ""))
+    for s in stale:
+        print(f"  {s.folder}: {s.games} games, about {s.cpu_seconds / 3600:.2f} CPU hours, "
+              + (s.command if s.config is not None else f"CANNOT BE PLAYED AGAIN: {s.missing}"))
+        for why in refresh.grouped(s.why):
+            print(f"      {why}")
+    if args.dry_run:
+        return 0
+    day = refresh.today()
+    for s in (s for s in stale if s.config is not None):
+        assert s.config is not None
+        refresh.keep_before(s.config, refresh.before_text(s, day))
+        aside = refresh.set_aside(s.db, day) if s.db is not None else None
+        print(f"refresh {s.folder}: {s.command}" + (f" (the old games kept in {aside})" if aside else ""))
+        words = shlex.split(s.command)[1:] + (["--quiet"] if args.quiet else [])
+        sub_args = build_parser(words[0]).parse_args(words)
+        code = sub_args.func(sub_args)
+        if code:
+            return int(code)
+    if Path(args.index).is_dir():
+        print(page.index_page(args.index))
+    unplayable = [s for s in stale if s.config is None]
+    return 1 if unplayable else 0
+
+
 def _print_rows(rows: Any) -> None:
     """One line per ablation row: variant, budget, W-D-L, Elo with its interval, the SPRT's LLR."""
     for r in rows:
@@ -464,6 +505,17 @@ def register(sub: Any) -> None:
                            help="replace a recorded verdict of the same model that says more (decided, or more games)")
         _add_backend_options(p)
         p.set_defaults(func=func)
+
+    p = sub.add_parser("refresh", help="list the stale reports (the config behind each, an estimate of its cost, "
+                                       "what moved) and play them again under today's engines; the answer page "
+                                       "redrawn at the end")
+    p.add_argument("reports", nargs="*", help="report folders, or folders holding them (default: --index)")
+    p.add_argument("--dry-run", action="store_true", help="list only")
+    p.add_argument("--only", action="append", metavar="NAME", help="only the stale report of this folder name "
+                                                                   "(repeatable)")
+    p.add_argument("--index", default="reports", help="the answer page's folder (default: reports)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")
     p.add_argument("db")

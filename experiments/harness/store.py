@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from engines.base import MoveStat as MoveStat  # re-exported: a stored game's per-move statistics
+from evaluators.families import file_id as file_id  # re-exported: a file's identity in records and keys
 from experiments.paths import OutputError, check_file
 
 SCHEMA_VERSION = 1
@@ -131,22 +132,6 @@ class GameRecord:
 
 
 _versions_cache: dict[str, str] | None = None
-
-
-def file_id(path: str | Path) -> str:
-    """A file's identity in records and keys: ``name:`` and the first 10 hex digits of its SHA-1 (the
-    content, not the path: the same file elsewhere has the same id, a changed one another). OSError
-    if it cannot be read or is not a regular file (``/dev/zero`` would never end)."""
-    import hashlib
-
-    p = Path(path)
-    if p.exists() and not p.is_file():
-        raise OSError(f"{str(p)!r} is not a regular file")
-    h = hashlib.sha1()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return f"{p.name}:{h.hexdigest()[:10]}"
 
 
 def versions() -> dict[str, str]:

@@ -1,0 +1,145 @@
+"""``searchbench refresh``: a stale toy report listed with its config and cost, played again under
+today's engines (its old games set aside, its old finding kept in its config's notes, the answer page
+redrawn), and a refresh killed midway resumes where it stopped."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import main as cli
+from experiments.harness import refresh
+from reports import played
+
+CONFIG = """name = "toy"
+variant = "chess"
+baseline = "material-mcts"
+nodes = [8]
+games = {games}
+seed = 5
+concurrency = 1
+workers = 1
+report_dir = "reports"
+db = "runs/toy.sqlite"
+pgn = false
+
+[adjudication]
+max_plies = 40
+
+[[variants]]
+name = "alpha-beta"
+engine = "material-ab"
+"""
+
+
+def _toy(tmp: Path, games: int = 2) -> Path:
+    cfg = tmp / "toy.toml"
+    cfg.write_text(CONFIG.format(games=games))
+    return cfg
+
+
+def _age(db: Path | None, report: Path) -> None:
+    """Make the report (and the games in ``db``) look played by an older material-mcts: cpuct_init 9.0."""
+    rec = json.loads((report / played.FILE).read_text())
+    (base,) = [k for k in rec if k.startswith("baseline")]
+    rec[base]["effective"]["cpuct_init"] = "9.0"
+    (report / played.FILE).write_text(json.dumps(rec))
+    if db is not None:
+        with sqlite3.connect(db) as con:
+            for col in ("white_settings", "black_settings"):
+                rows = con.execute(f"SELECT id, {col} FROM games").fetchall()
+                for gid, text in rows:
+                    st = json.loads(text)
+                    if st.get("engine") == "material-mcts":
+                        st["effective"]["cpuct_init"] = "9.0"
+                        con.execute(f"UPDATE games SET {col} = ? WHERE id = ?", (json.dumps(st, sort_keys=True), gid))
+
+
+def test_a_stale_report_is_listed_then_played_again_with_its_old_finding_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = _toy(tmp_path)
+    assert cli.main(["ablate", "toy.toml", "--quiet"]) == 0
+    report, db = tmp_path / "reports" / "toy", tmp_path / "runs" / "toy.sqlite"
+    assert played.status(report) == ("current", [])
+    capsys.readouterr()
+    assert cli.main(["refresh", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("0 stale report(s)")
+    _age(db, report)
+    old_finding = refresh.find([tmp_path / "reports"], tmp_path)[0].finding
+    assert cli.main(["refresh", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "1 stale report(s)" in out and "reports/toy: 2 games, about" in out
+    assert "searchbench ablate toy.toml" in out and "baseline@nodes=8: cpuct_init 9.0 → " in out
+    assert "**Before**" not in cfg.read_text() and db.is_file()  # a dry run changes nothing
+    assert cli.main(["refresh", "--only", "toy", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    aside = list((tmp_path / "runs").glob("toy.before-*.sqlite"))
+    assert len(aside) == 1 and "the old games kept in" in out  # the old engines' games, set aside
+    assert played.status(report) == ("current", [])
+    notes = cfg.read_text()
+    assert notes.count("**Before**") == 1 and old_finding in notes and "cpuct_init 9.0" in notes
+    assert "**Before**" in (report / "ablation.md").read_text()
+    assert (tmp_path / "reports" / "index.html").is_file()  # the answer page redrawn
+    assert cli.main(["refresh", "--dry-run"]) == 0 and capsys.readouterr().out.startswith("0 stale report(s)")
+
+
+def test_a_report_whose_config_is_gone_is_named_and_a_bad_name_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = _toy(tmp_path)
+    assert cli.main(["ablate", "toy.toml", "--quiet"]) == 0
+    _age(None, tmp_path / "reports" / "toy")
+    cfg.unlink()
+    capsys.readouterr()
+    assert cli.main(["refresh", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "reports/toy: 2 games" in out and "CANNOT BE PLAYED AGAIN: its config toy.toml is not here" in out
+    assert cli.main(["refresh", "--only", "other"]) == 2
+    assert "no stale report named other" in capsys.readouterr().err
+    assert cli.main(["refresh", "no-such-folder"]) == 2
+
+
+def test_a_refresh_killed_midway_resumes(tmp_path: Path) -> None:
+    """SIGTERM after some games: the games played stay; a second refresh keeps that database (its
+    games are today's), plays only the rest, and adds no second Before paragraph."""
+    cfg = _toy(tmp_path, games=2)
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    run = [sys.executable, "-m", "experiments.cli", "ablate", "toy.toml", "--quiet"]
+    assert subprocess.run(run, cwd=tmp_path, env=env, capture_output=True).returncode == 0
+    report, db = tmp_path / "reports" / "toy", tmp_path / "runs" / "toy.sqlite"
+    _age(None, report)
+    db.unlink()  # the old games are gone (a fresh clone): every game is played again
+    cfg.write_text(CONFIG.format(games=40))
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", "refresh", "--quiet"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def stored() -> int:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                return int(con.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
+    deadline = time.monotonic() + 120
+    while stored() < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 143
+    first = stored()
+    assert 2 <= first < 40 and played.status(report)[0] == "stale"
+    done = subprocess.run([sys.executable, "-m", "experiments.cli", "refresh", "--quiet"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{40 - first} games played, {first} already stored" in done.stdout and stored() == 40
+    assert not list((tmp_path / "runs").glob("toy.before-*"))  # today's games were kept, not set aside
+    assert cfg.read_text().count("**Before**") == 1
+    assert played.status(report) == ("current", [])
