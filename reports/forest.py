@@ -2,7 +2,8 @@
 
 One row a measured difference (an ablation's variant against its baseline at one budget, a bughouse
 team against its reference team at one clock or budget), drawn as its Elo with the 95% interval,
-rows grouped by budget (the unit each group's rows share), a line at 0.  A row whose report is
+rows grouped by game and budget (the game and unit each group's rows share; each row names what it
+is measured against: its report's baseline, a team's opponent), a line at 0.  A row whose report is
 stale (:mod:`reports.played`: an engine's default moved since) is drawn grey and says so; a sweep's
 row (no finite Elo) shows the bound its interval gives.  The plot is static SVG inside the page
 (no script), each row's full text in its tooltip, so it reads the same printed or offline.
@@ -34,6 +35,8 @@ class Row:
     games: int
     stale: bool = False
     sweep: int = 0  # -1: every game lost, +1: every game won (only the bound hi, resp. lo, is finite)
+    game: str = ""  # chess, crazyhouse, bughouse ("" where the report does not say)
+    baseline: str = ""  # what the row is measured against (an ablation's baseline; a team's opponent)
 
 
 #: the CSVs that hold differences, as a report writes them
@@ -63,9 +66,11 @@ def _clock(tc: str) -> float:
         return 0.0
 
 
-def rows_of(source: str, rows: list[dict[str, str]], rel: str, stale: bool) -> list[Row]:
+def rows_of(source: str, rows: list[dict[str, str]], rel: str, stale: bool, game: str = "",
+            baseline: str = "") -> list[Row]:
     """The differences in the rows of a report's ``source`` (one of :data:`SOURCES`), read and checked
-    by ``reports.html._read_csv``; rows without games are left out."""
+    by ``reports.html._read_csv``, each naming its ``game`` and what it is measured against (an
+    ablation's ``baseline``; a team row's opponent); rows without games are left out."""
     out: list[Row] = []
     for r in rows:
         games = _opt(r.get("games"))
@@ -77,11 +82,11 @@ def rows_of(source: str, rows: list[dict[str, str]], rel: str, stale: bool) -> l
             if budget is None:
                 continue
             out.append(Row(rel, str(r.get("variant", "")), f"{r.get('axis', 'nodes')} {budget:g}", budget, elo, lo, hi,
-                           int(games), stale, sw))
+                           int(games), stale, sw, game, baseline))
         else:
             tc = str(r.get("tc", "") or "-")
-            out.append(Row(rel, f"{r.get('row', '')} vs {r.get('opponent', '')}", f"clock {tc}", _clock(tc), elo, lo,
-                           hi, int(games), stale, sw))
+            out.append(Row(rel, str(r.get("row", "")), f"clock {tc}", _clock(tc), elo, lo,
+                           hi, int(games), stale, sw, game, str(r.get("opponent", ""))))
     return out
 
 
@@ -95,8 +100,8 @@ def svg(rows: list[Row], title: str) -> str:
     if not rows:
         return ""
     groups: dict[str, list[Row]] = {}
-    for r in sorted(rows, key=lambda r: (r.group.split(" ")[0], r.order, r.report, r.label)):
-        groups.setdefault(r.group, []).append(r)
+    for r in sorted(rows, key=lambda r: (r.game, r.group.split(" ")[0], r.order, r.baseline, r.report, r.label)):
+        groups.setdefault(f"{r.game}, {r.group}" if r.game else r.group, []).append(r)
     height = HEAD + sum(HEAD + ROW * len(g) for g in groups.values()) + 24
     width = LABEL_W + PLOT_W + NUM_W
     parts = [f'<svg class="forest" role="img" aria-label="{html.escape(title)}" viewBox="0 0 {width} {height}" '
@@ -116,16 +121,17 @@ def svg(rows: list[Row], title: str) -> str:
             y += ROW
             mid = y - ROW / 2 + 1
             colour = "#999" if r.stale else ("#1f77b4" if r.lo > 0 else "#d62728" if r.hi < 0 else "#444")
-            text = f"{r.report}: {r.label}" + (" (stale)" if r.stale else "")
+            text = f"{r.report}: {r.label}" + (f" vs {r.baseline}" if r.baseline else "") + (" (stale)" if r.stale else "")
             figure = (f"below {r.hi:+.0f} (lost every game)" if r.sweep < 0 else f"above {r.lo:+.0f} (won every game)"
                       if r.sweep > 0 else f"{r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]")
-            tip = (f"{r.report}: {r.label} at {r.group}: {figure}, {r.games} games"
+            tip = (f"{r.report}: {r.label}" + (f" against {r.baseline}" if r.baseline else "")
+                   + f" at {r.group}" + (f" in {r.game}" if r.game else "") + f": {figure}, {r.games} games"
                    + ("; stale: an engine's default moved since it was played" if r.stale else ""))
-            cut = "…" if len(text) > 60 else ""
+            cut = "…" if len(text) > 68 else ""
             x0, x1, xm = _x(r.lo), _x(r.hi), _x(r.elo)
             arrows = ("◂" if r.lo < -LIMIT else "") + ("▸" if r.hi > LIMIT else "")
             parts.append(f'<g><title>{html.escape(tip)}</title>'
-                         f'<text class="tick" x="4" y="{mid + 4:.1f}" fill="{colour}">{html.escape(text[:60] + cut)}</text>'
+                         f'<text class="tick" x="4" y="{mid + 4:.1f}" fill="{colour}">{html.escape(text[:68] + cut)}</text>'
                          f'<line x1="{x0:.1f}" y1="{mid:.1f}" x2="{x1:.1f}" y2="{mid:.1f}" stroke="{colour}" stroke-width="2"/>'
                          f'<rect x="{xm - 3:.1f}" y="{mid - 3:.1f}" width="6" height="6" fill="{colour}"/>'
                          f'<text class="tick" x="{LABEL_W + PLOT_W + 6}" y="{mid + 4:.1f}" fill="{colour}">'

@@ -702,6 +702,13 @@ def question_of(rel: str) -> str:
     return next(key for key, _, pats in QUESTIONS if any(fnmatch.fnmatch(rel, p) for p in pats))
 
 
+def baseline_of(md: str) -> str:
+    """What an ablation report's rows are measured against (``baseline `rise-mcts```), "" where it
+    names none."""
+    m = re.search(r"[Bb]aseline `([^`]+)`", md)
+    return m.group(1) if m else ""
+
+
 def _title_html(title: str) -> str:
     """A report's title as HTML: its Markdown rendered (code, bold), its leading '#' gone."""
     return _inline(title.lstrip("# ").strip())
@@ -742,7 +749,8 @@ def index_page(reports_dir: str | Path) -> Path:
             path = md.parent / source
             if path.is_file() and not path.is_symlink():
                 try:
-                    forests[question_of(rel)] += forest.rows_of(source, _read_csv(path), rel, state == "stale")
+                    forests[question_of(rel)] += forest.rows_of(source, _read_csv(path), rel, state == "stale",
+                                                                paradigms.game_of(text), baseline_of(text))
                 except ReportError as e:  # a broken table: the plot is drawn without it, saying why
                     print(f"searchbench: warning: {e}", file=sys.stderr)
         groups[question_of(rel)].append(

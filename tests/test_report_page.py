@@ -253,11 +253,15 @@ def test_the_answer_pages_forest_plot_reads_checked_tables(tmp_path: Path, capsy
                       ("small-budgets", "gumbel,nodes,8,100,0.58,abc,-6,122\n")):
         d = tmp_path / rel
         d.mkdir()
-        (d / "ablation.md").write_text(f"# {rel}\n\n**Findings.** {rel} +1 [-2, +4].\n")
+        (d / "ablation.md").write_text(f"# {rel}\n\n**Findings.** {rel} +1 [-2, +4].\n\n"
+                                       "Variant crazyhouse; baseline `rise-mcts`; 100 games.\n")
         (d / "ablation.csv").write_text(head + body)
     text = page.index_page(tmp_path).read_text()
-    assert text.count('<svg class="forest"') == 1 and "zh-paradigms: gumbel at nodes 100: -70 [-132, -12]" in text
-    assert "zh-paradigms: ab at nodes 16: below -566 (lost every game)" in text
+    # each row names its baseline and its game; the groups are game and budget
+    assert text.count('<svg class="forest"') == 1
+    assert "zh-paradigms: gumbel against rise-mcts at nodes 100 in crazyhouse: -70 [-132, -12]" in text
+    assert "zh-paradigms: ab against rise-mcts at nodes 16 in crazyhouse: below -566 (lost every game)" in text
+    assert "zh-paradigms: gumbel vs rise-mcts</text>" in text and 'font-weight="600">crazyhouse, nodes 100<' in text
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "small-budgets/ablation.csv row 2 column 'elo'" in err[0]
 
@@ -282,7 +286,7 @@ def test_a_csv_without_its_header_is_named_with_its_row(tmp_path: Path, capsys: 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "elo_vs_nodes.csv row 1" in err[0] and "'family'" in err[0], err
     text = page.index_page(tmp_path).read_text()
-    assert "zh-paradigms: gumbel at nodes 100: -70 [-132, -12]" in text
+    assert "zh-paradigms: gumbel at nodes 100 in chess: -70 [-132, -12]" in text  # no game named: chess
     err = capsys.readouterr().err.strip().splitlines()
     assert any("quick-crazyhouse/elo_vs_nodes.csv row 1" in line for line in err), err
     assert "no finding: " in text and "quick-crazyhouse" in text
