@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import board
-from board.variants import ALL, CRAZYHOUSE, variant_of
+from board.variants import ALL, CRAZYHOUSE, ONE_BOARD, variant_of
 from engines import registry
 from engines.base import LIMIT_KEYS, EngineSpec, layered_limits
 from experiments.bench import harness as bench_harness
 from experiments.cli.bughouse import cmd_bughouse_match
 from experiments.cli.main import build_parser, count, number, positive_float, seed
-from experiments.harness import ablate, accept, match as match_mod, refresh, scale, tournament, tune, webpage
+from experiments.harness import ablate, accept, deep_agreement, match as match_mod, refresh, scale, tournament, tune, webpage
 from experiments.harness import openings as openings_mod
 from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
@@ -320,6 +320,21 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return 1 if unplayable else 0
 
 
+def cmd_deep_agreement(args: argparse.Namespace) -> int:
+    suite = openings_mod.resolve_suite(args.openings) if args.openings else openings_mod.default_suite(args.variant)
+    rows, kept = deep_agreement.measure(args.engines, args.variant, suite, positions=args.positions, seed=args.seed,
+                                        reference=args.reference, reference_nodes=args.reference_nodes,
+                                        progress=not args.quiet)
+    if args.json:
+        print(json.dumps([{"engine": r.engine, "positions": r.positions, "agree": r.agree, "failed": r.failed,
+                           "interval": list(r.interval()), "calls": r.evals} for r in rows]))
+    else:
+        print(deep_agreement.format_table(rows, args.reference, args.reference_nodes))
+        if kept < args.positions:
+            print(f"({args.positions - kept} positions where {args.reference} gave no move left out)")
+    return 0
+
+
 def _print_rows(rows: Any) -> None:
     """One line per ablation row: variant, budget, W-D-L, Elo with its interval, the SPRT's LLR."""
     for r in rows:
@@ -516,6 +531,20 @@ def register(sub: Any) -> None:
     p.add_argument("--index", default="reports", help="the answer page's folder (default: reports)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_refresh)
+
+    p = sub.add_parser("deep-agreement", help="how often each engine's move (at the limits its spec sets) is a deep "
+                                              "reference engine's move, on positions of an opening suite (Wilson "
+                                              "intervals): the soundness check of a search with a network")
+    p.add_argument("engines", nargs="+", help="engine specs with their limits (rise-ubfm:evals=256)")
+    p.add_argument("--variant", choices=[v.name for v in ONE_BOARD], default=CRAZYHOUSE.name)
+    p.add_argument("--openings", help="an EPD suite (default: the variant's shipped suite)")
+    p.add_argument("--positions", type=count(1, 100_000), default=100)
+    p.add_argument("--seed", type=seed, default=2)
+    p.add_argument("--reference", default=deep_agreement.REFERENCE, help="the deep engine (default: fairy-stockfish)")
+    p.add_argument("--reference-nodes", type=count(1, 10**9), default=deep_agreement.REFERENCE_NODES)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_deep_agreement)
 
     p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")
     p.add_argument("db")
