@@ -102,6 +102,26 @@ def sizes(name: str) -> dict[str, dict[str, Any]]:
 
 #: the shipped weights (package data, installed or not): ``<family>_<variant>.pt`` and their cards
 WEIGHTS_DIR = str(resources.files("evaluators") / "weights")
+#: the file in WEIGHTS_DIR naming a variant's default network where ``searchbench ship`` replaced
+#: ``<family>_<variant>.pt`` (``{"rise_crazyhouse": "rise_crazyhouse-<digest>.pt"}``)
+SHIPPED = "shipped.json"
+
+
+def shipped_name(family: str, variant: str, weights_dir: str | None = None) -> str:
+    """The file name of the default network of ``family`` in ``variant``: the one ``shipped.json``
+    names, else ``<family>_<variant>.pt``."""
+    import json
+
+    key = f"{family}_{variant}"
+    path = os.path.join(weights_dir or WEIGHTS_DIR, SHIPPED)
+    try:
+        with open(path) as f:
+            named = json.load(f).get(key)
+    except FileNotFoundError:
+        return f"{key}.pt"
+    except (OSError, ValueError, AttributeError) as e:
+        raise ValueError(f"{path} is not a table of shipped networks ({e})") from None
+    return named if isinstance(named, str) and named else f"{key}.pt"
 
 
 def family_variants(family: Family, weights: str | None = None) -> tuple[str, ...]:

@@ -65,7 +65,7 @@ from board import Position, new_position
 from evaluators import encodings as enc, onnx_runtime
 from evaluators import leafbatch
 from evaluators.devices import resolve_device
-from evaluators.families import WEIGHTS_DIR
+from evaluators.families import WEIGHTS_DIR, shipped_name
 from evaluators.onnx_runtime import OrtForward, calibration_key, checked_session, int8_verdicts, weights_key
 from evaluators import nets
 from evaluators.base import (
@@ -335,14 +335,15 @@ class NeuralEvaluator(Evaluator):
     @classmethod
     def weights_file(cls, path: str | None = None, variant: str | None = None) -> str:
         """The file :meth:`load` reads: ``path`` (a bare name that is not here: the shipped file of
-        that name), else the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``;
-        EvaluatorError where there are none), else ``default_weights``.  What a game records as the
+        that name), else the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``,
+        or the file ``shipped.json`` names there: :func:`evaluators.families.shipped_name`; EvaluatorError
+        where there are none), else ``default_weights``.  What a game records as the
         network that played (its content's digest), and what a report compares with today's."""
         if path is not None:
             return weights_path(path)
         if variant is None:
             return weights_path(cls.default_weights)
-        default = f"{cls.family}_{variant}.pt"
+        default = shipped_name(cls.family, variant, WEIGHTS_DIR)
         if not os.path.exists(os.path.join(WEIGHTS_DIR, default)):
             raise EvaluatorError(f"{cls.name} has no shipped weights for {variant} (evaluators/weights/{default} "
                                  f"is missing): give weights=FILE")

@@ -14,11 +14,12 @@ from typing import Any
 import board
 from board.variants import ALL, CRAZYHOUSE, ONE_BOARD, variant_of
 from engines import registry
+from evaluators.families import FAMILIES, file_id
 from engines.base import LIMIT_KEYS, EngineSpec, layered_limits
 from experiments.bench import harness as bench_harness
 from experiments.cli.bughouse import cmd_bughouse_match
 from experiments.cli.main import build_parser, count, number, positive_float, seed
-from experiments.harness import ablate, accept, deep_agreement, match as match_mod, refresh, scale, tournament, tune, webpage
+from experiments.harness import ablate, accept, deep_agreement, match as match_mod, refresh, scale, ship, tournament, tune, webpage
 from experiments.harness import openings as openings_mod
 from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
@@ -335,6 +336,46 @@ def cmd_deep_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ship(args: argparse.Namespace) -> int:
+    """The pre-registered ship test of a candidate network (experiments.harness.ship)."""
+    t = ship.load(args.config)
+    candidate = args.candidate
+    if not Path(candidate).is_file():
+        raise InputError(f"candidate network {candidate!r}: no such file")
+    registry.load_evaluator(FAMILIES[t.family].evaluator_name, weights=candidate).close()  # a network of the family
+    shipped = t.shipped
+    if file_id(candidate).split(":")[1] == file_id(shipped).split(":")[1]:
+        raise InputError(f"{candidate} is the shipped network itself ({file_id(shipped)})")
+    print(f"ship test {t.path}: {candidate} ({file_id(candidate)}) against the shipped {file_id(shipped)}, "
+          f"{t.settings.variant}, openings {t.settings.openings} seed {t.settings.seed}")
+    for p in t.points:
+        print(f"  {p.name}: {p.engine} at {p.axis} {p.budget:g}, {p.games} games; ships only if {p.rule()}")
+    games, seconds = ship.estimate(t)
+    print(f"cost: {games} games, about {seconds / 3600:.1f} CPU hours (estimate: {ship.PLIES} plies a game)")
+    if args.dry_run:
+        return 0
+    out = ship.out_dir(t, candidate)
+    command = f"searchbench ship {shlex.quote(candidate)} --config {shlex.quote(str(args.config))}"
+    rows = {}
+    for p in t.points:
+        played_rows, _ = ablate.run(ship.ablation(t, p, candidate, out), command, progress=not args.quiet)
+        rows[p.name] = played_rows[0]
+    ok, lines = ship.verdict(t, rows)
+    for line in lines:
+        print(line)
+    print(f"games and reports in {out}")
+    if not ok:
+        print(f"verdict: keep {Path(shipped).name} (a rule failed)")
+        return 1
+    if not args.apply:
+        print("verdict: every rule holds; ship it with --apply")
+        return 0
+    dest = ship.apply(t, candidate, lines)
+    print(f"verdict: shipped as {dest} (the default of {t.settings.variant} now; {Path(shipped).name} kept; model card "
+          f"{dest.with_suffix('.md')})")
+    return 0
+
+
 def _print_rows(rows: Any) -> None:
     """One line per ablation row: variant, budget, W-D-L, Elo with its interval, the SPRT's LLR."""
     for r in rows:
@@ -545,6 +586,15 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_deep_agreement)
+
+    p = sub.add_parser("ship", help="the pre-registered ship test of a candidate network against the shipped one "
+                                    "(a config fixed before its games: points, games, rules); --apply ships a pass")
+    p.add_argument("candidate", help="the candidate network (a .pt of the config's family)")
+    p.add_argument("--config", required=True, help="the ship test (experiments/configs/ship-*.toml)")
+    p.add_argument("--dry-run", action="store_true", help="state the test and its cost only")
+    p.add_argument("--apply", action="store_true", help="on a pass, ship the candidate under a new file name")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_ship)
 
     p = sub.add_parser("ratings", help="Bradley-Terry ratings of the games in a database")
     p.add_argument("db")

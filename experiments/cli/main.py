@@ -172,7 +172,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("datagen", "agreement", "targets", "heldout", "fit-king-danger", "qat", "train"),
                     "experiments.cli.data"),
     **dict.fromkeys(("engines", "uci"), "experiments.cli.engines"),
-    **dict.fromkeys(("match", "sprt", "tournament", "tune", "scale", "ablate", "accept-int8", "refresh", "deep-agreement", "ratings", "report",
+    **dict.fromkeys(("match", "sprt", "tournament", "tune", "scale", "ablate", "accept-int8", "refresh", "deep-agreement", "ship", "ratings", "report",
                      "replay", "openings"), "experiments.cli.harness"),
     **dict.fromkeys(("bughouse-report", "bughouse-datagen", "bughouse-heldout", "bughouse-train", "bughouse-match"),
                     "experiments.cli.bughouse"),
