@@ -46,8 +46,9 @@ NOT_COMPARED = ("inference", "device")
 
 def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per player name: ``engine`` (its spec text), ``effective`` (its options' values as the games
-    stored them; None where the games stored none) and, where its games stored the network that played
-    (``weights``: file name and digest, :func:`evaluators.families.file_id`), ``network`` and the
+    stored them; None where the games stored none) and, where its games stored the networks that played
+    (``networks``, else ``weights``: file name and digest, :func:`evaluators.families.file_id`; a head
+    swap's two joined by `` + ``), ``network`` and the
     game's ``variant`` (which default network today's engine would load), from (name, stored
     settings) pairs, a game's variant under ``variant`` in its settings.  A name whose
     games stored two different settings keeps every distinct one under ``variants`` (a database that
@@ -59,7 +60,10 @@ def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
             continue
         eff = st.get("effective")
         rec = {"engine": str(st["engine"]), "effective": dict(eff) if isinstance(eff, dict) else None}
-        if isinstance(st.get("weights"), str):
+        nets = st.get("networks")
+        if isinstance(nets, list) and nets and all(isinstance(n, str) for n in nets):
+            rec.update(network=" + ".join(nets), variant=str(st.get("variant")))
+        elif isinstance(st.get("weights"), str):
             rec.update(network=st["weights"], variant=str(st.get("variant")))
         old = out.get(name)
         if old is None:
@@ -108,7 +112,7 @@ def network_today(engine: str, variant: str) -> str | None:
     spec no longer makes an engine, the variant has no shipped network, the file is unreadable)."""
     try:
         files = registry.network_files(registry.resolve(engine), variant)
-        return file_id(files[0]) if files and os.path.exists(files[0]) else None
+        return " + ".join(file_id(f) for f in files) if files and all(os.path.exists(f) for f in files) else None
     except (EngineError, ValueError, OSError) as e:
         raise KeyError(str(e)) from None
 

@@ -145,3 +145,17 @@ def test_a_network_not_on_this_machine_is_not_compared(tmp_path: Path) -> None:
     old = {"engine": "rise-mcts", "effective": now, "network": "rise_crazyhouse.pt:0000000000", "variant": "crazyhouse"}
     (line,) = played.differences({"p": old})
     assert line.startswith("p: network rise_crazyhouse.pt:0000000000 → rise_crazyhouse.pt:")
+
+
+def test_a_head_swap_records_both_networks() -> None:
+    """``value_weights``: the value network is a second network of the engine; both are compared."""
+    from evaluators.families import WEIGHTS_DIR, file_id
+
+    spec = "rise-mcts:value_weights=rise_chess.pt"
+    both = f"{file_id(Path(WEIGHTS_DIR) / 'rise_crazyhouse.pt')} + {file_id(Path(WEIGHTS_DIR) / 'rise_chess.pt')}"
+    rec = played.collect([("swap", {"engine": spec, "effective": _today(spec), "variant": "crazyhouse",
+                                     "networks": both.split(" + ")})])
+    assert rec["swap"]["network"] == both and played.differences(rec) == []
+    rec["swap"]["network"] = both.split(" + ")[0] + " + rise_chess.pt:0000000000"
+    (line,) = played.differences(rec)
+    assert line == f"swap: network {rec['swap']['network']} → {both}"

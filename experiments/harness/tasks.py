@@ -131,6 +131,14 @@ class Player:
         weights = getattr(ev, "path", None)
         if isinstance(weights, str) and os.path.isfile(weights):
             s["weights"] = file_id(weights)  # which network played, whatever the spec says
+        variant = getattr(engine, "variant", None)
+        if spec is not None and isinstance(variant, str) and not catalog.is_external(spec):
+            try:  # every network it loads (a head swap's value network too), by digest: reports.played
+                files = registry.network_files(spec, variant)
+                if files and all(os.path.isfile(f) for f in files):
+                    s["networks"] = [file_id(f) for f in files]
+            except (EngineError, OSError):
+                pass
         return played(s, engine)
 
 
