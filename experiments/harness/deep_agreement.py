@@ -15,7 +15,6 @@ each searched from its FEN or moves with a fresh engine state (``new_game``) and
 """
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from engines import factory, registry
 from engines.base import Engine, EngineError
 from experiments.harness import openings as openings_mod
+from experiments.harness.stats import wilson
 from search.base import Limits
 
 #: the reference search when none is given
@@ -40,16 +40,9 @@ class Row:
     failed: int = 0  # positions where the engine returned no move
     evals: list[int] = field(default_factory=list)
 
-    def interval(self, z: float = 1.96) -> tuple[float, float]:
-        """Wilson score interval of the agreement share."""
-        n = self.positions
-        if n == 0:
-            return 0.0, 1.0
-        p = self.agree / n
-        d = 1 + z * z / n
-        c = (p + z * z / (2 * n)) / d
-        h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-        return max(0.0, c - h), min(1.0, c + h)
+    def interval(self) -> tuple[float, float]:
+        """Wilson score interval of the agreement share (:func:`experiments.harness.stats.wilson`)."""
+        return wilson(self.agree, self.positions)
 
 
 def limits_of(spec: str) -> Limits:

@@ -22,13 +22,13 @@ data's budget is the practical upper bound of policy accuracy on that data.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 import board
 from evaluators.encodings import raw_to_fen
+from experiments.harness.stats import wilson
 from experiments.training import datagen
 from experiments.training.datagen import DataError
 
@@ -43,16 +43,9 @@ class Agreement:
     def rate(self) -> float:
         return self.agree / self.positions if self.positions else 0.0
 
-    def interval(self, z: float = 1.96) -> tuple[float, float]:
-        """Wilson score interval of the agreement rate."""
-        n = self.positions
-        if n == 0:
-            return 0.0, 1.0
-        p = self.rate
-        d = 1 + z * z / n
-        c = (p + z * z / (2 * n)) / d
-        h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
-        return max(0.0, c - h), min(1.0, c + h)
+    def interval(self) -> tuple[float, float]:
+        """Wilson score interval of the agreement rate (:func:`experiments.harness.stats.wilson`)."""
+        return wilson(self.agree, self.positions)
 
 
 def sample_validation(ds: datagen.DataSet, positions: int, seed: int, val_fraction: float = 0.1) -> np.ndarray:
