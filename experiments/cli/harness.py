@@ -579,12 +579,13 @@ def register(sub: Any) -> None:
     p.add_argument("engines", nargs="+", help="engine specs with their limits (rise-ubfm:evals=256)")
     p.add_argument("--variant", choices=[v.name for v in ONE_BOARD], default=CRAZYHOUSE.name)
     p.add_argument("--openings", help="an EPD suite (default: the variant's shipped suite)")
-    p.add_argument("--positions", type=count(1, 100_000), default=100)
-    p.add_argument("--seed", type=seed, default=2)
+    p.add_argument("--positions", type=count(1, 100_000), default=100, help="positions drawn from the suite")
+    p.add_argument("--seed", type=seed, default=2, help="the draw's seed")
     p.add_argument("--reference", default=deep_agreement.REFERENCE, help="the deep engine (default: fairy-stockfish)")
-    p.add_argument("--reference-nodes", type=count(1, 10**9), default=deep_agreement.REFERENCE_NODES)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--reference-nodes", type=count(1, 10**9), default=deep_agreement.REFERENCE_NODES,
+                   help="the deep engine's nodes a position")
+    p.add_argument("--json", action="store_true", help="print one JSON list")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_deep_agreement)
 
     p = sub.add_parser("ship", help="the pre-registered ship test of a candidate network against the shipped one "
