@@ -197,3 +197,23 @@ def test_a_variant_sets_its_own_games_and_the_report_prints_the_notes(tmp_path: 
     cfg.write_text(cfg.read_text().replace("games = 2", "games = 3"))
     with pytest.raises(ConfigError, match="even"):
         ablate.load(cfg)
+
+
+def test_a_variant_plays_only_its_own_budgets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A switch that acts only at some budgets (a batch above single_leaf_nodes) plays only those:
+    no rows of games identical to the baseline's; a budget the config does not play is refused."""
+    cfg = write_config(tmp_path)
+    cfg.write_text(cfg.read_text().replace('engine = "material-ab"', 'engine = "material-ab"\nnodes = [24]'))
+    ab = ablate.load(cfg)
+    assert [(v.name, a, b) for v, a, b, _ in ab.matches()] == [
+        ("no-q-value-selection", "nodes", 12.0), ("no-q-value-selection", "nodes", 24.0), ("alpha-beta", "nodes", 24.0)]
+    assert cli.main(["ablate", str(cfg), "--quiet"]) == 0
+    assert "12 games played" in capsys.readouterr().out
+    report = tmp_path / "reports" / "toy"
+    rows = list(csv.DictReader(open(report / "ablation.csv")))
+    assert [(r["variant"], r["nodes"]) for r in rows] == [("no-q-value-selection", "12"), ("no-q-value-selection", "24"),
+                                                         ("alpha-beta", "24")]
+    assert "`material-ab`; only at nodes 24" in (report / "ablation.md").read_text()
+    cfg.write_text(cfg.read_text().replace("nodes = [24]\n", "nodes = [48]\n"))
+    with pytest.raises(ConfigError, match="some of the config's nodes"):
+        ablate.load(cfg)

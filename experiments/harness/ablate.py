@@ -11,7 +11,10 @@ openings in colour-reversed pairs, every game in the same SQLite store as every 
     nodes = [100, 400]                # or ladder = {start, factor, steps}; or evals = [...] /
                                       # movetime = [...] (seconds); several of them: several axes
     games = 40                        # per variant and budget (20 colour-reversed pairs); a variant
-                                      # may set its own (games = 100 in its table)
+                                      # may set its own (games = 100 in its table), and play only
+                                      # some of the budgets (nodes = [1600] in its table: where its
+                                      # switch acts; a switch that acts only above a budget would
+                                      # play the baseline's own games below it)
     seed = 1
     report_dir = "reports"            # output in <report_dir>/<name>/ablation.{csv,md,png,svg}
     db = "runs/zh-switches.sqlite"    # default runs/<name>.sqlite
@@ -79,6 +82,7 @@ class Variant:
     name: str
     engine: str  # the full spec played
     games: int = 0  # per budget; 0: the config's games
+    budgets: list[tuple[str, float]] = field(default_factory=list)  # those it plays; empty: every one
 
 
 @dataclass
@@ -105,7 +109,7 @@ class Ablation:
     def matches(self) -> list[tuple[Variant, str, float, list[GameTask]]]:
         s = self.settings
         return [(v, axis, b, s.pairing_tasks(*self.players(v, axis, b), v.games or s.games))
-                for axis, b in self.budgets for v in self.variants]
+                for axis, b in self.budgets for v in self.variants if not v.budgets or (axis, b) in v.budgets]
 
     def tasks(self) -> list[GameTask]:
         return interleave([m[3] for m in self.matches()])
@@ -139,6 +143,21 @@ def _budgets(cfg: Section) -> list[tuple[str, float]]:
     return out
 
 
+def _own_budgets(sec: Section, budgets: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """A variant's own budgets (its ``nodes``/``evals``/``movetime``): each one of the config's."""
+    out: list[tuple[str, float]] = []
+    for axis in AXES:
+        if not sec.has(axis):
+            continue
+        values = sec.get(axis, list)
+        theirs = [b for a, b in budgets if a == axis]
+        if not values or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and float(x) in theirs
+                                 for x in values):
+            raise sec.error(axis, f"must be some of the config's {axis} ({', '.join(f'{b:g}' for b in theirs) or 'none'})")
+        out += [(axis, float(x)) for x in values]
+    return out
+
+
 def parse(cfg: Section, path: Path, text: str) -> Ablation:
     s = run_settings(cfg)
     baseline = cfg.get("baseline", str, check=lambda v: None if v.strip() else "must not be empty")
@@ -160,7 +179,7 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
             raise cfg.error("sprt", str(e)) from None
     variants: list[Variant] = []
     for sec in cfg.tables("variants", required=True):
-        sec.only("name", "options", "engine", "games")
+        sec.only("name", "options", "engine", "games", *AXES)
         name = sec.get("name", str, check=_name_check)
         if "@" in name or name == "baseline" or name in {v.name for v in variants}:
             raise sec.error("name", "must be unique, without '@', and not 'baseline'")
@@ -172,8 +191,9 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
         except EngineError as e:
             raise sec.error("options" if opts else "engine", str(e)) from None
         games = sec.get("games", int, s.games, lambda n: None if n >= 2 and n % 2 == 0 else "must be even and at least 2")
+        mine = _own_budgets(sec, budgets)
         sec.done()
-        variants.append(Variant(name, spec, games))
+        variants.append(Variant(name, spec, games, mine))
     if not variants:
         raise cfg.error("variants", "give at least one [[variants]] table")
     cfg.done()
@@ -351,7 +371,9 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
     md += ["", "Findings (a variant differs from the baseline where the 95% interval leaves out 0):", ""]
     md += findings(ab, rs)
     md += ["", "Variants:", ""] + [f"- `{v.name}`: `{_spec_text(v.engine)}`{batch_text(v.engine)}"
-                                   + (f"; {v.games} games per budget" if len(counts) > 1 else "") for v in ab.variants]
+                                   + (f"; {v.games} games per budget" if len(counts) > 1 else "")
+                                   + (f"; only at {', '.join(f'{a} {b:g}' for a, b in v.budgets)}" if v.budgets else "")
+                                   for v in ab.variants]
     md += ["", f"To narrow the intervals, raise `games` in `{ab.config_path}` and run the command again (only the "
            "new games are played); `workers` and `backend = \"ray\"` (with `ray_address`) spread the games over more "
            "cores or a cluster.", "", "Config:", "", "```toml", ab.config_text.rstrip(), "```", "",
