@@ -35,12 +35,10 @@ from engines.base import EngineError
 from engines.registry import join_spec
 from evaluators.families import FAMILIES, SHIPPED, WEIGHTS_DIR, file_id
 from experiments.harness import ablate
+from experiments.harness.refresh import PLIES  # plies a game for the cost estimate
 from experiments.harness.tomlconfig import ConfigError, Section, load as load_toml
 from experiments.harness.tournament import RUNS_DIR, RunSettings, run_settings
 from search.base import Limits
-
-#: plies a game for the cost estimate (a game's mean length in the crazyhouse reports is near it)
-PLIES = 120
 
 
 @dataclass(frozen=True)
