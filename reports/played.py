@@ -78,6 +78,13 @@ def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
     return out
 
 
+def from_games(games: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """:func:`collect` over stored games (each with ``white``, ``black``, their ``*_settings`` and
+    ``variant``: a store's game records)."""
+    return collect((name, dict(st, variant=g.variant)) for g in games
+                   for name, st in ((g.white, g.white_settings), (g.black, g.black_settings)) if isinstance(st, dict))
+
+
 def write(folder: str | Path, players: dict[str, dict[str, Any]]) -> Path | None:
     """``FOLDER/engines.json`` (sorted, one player a key); nothing where there are no players."""
     if not players:
@@ -187,4 +194,4 @@ def status(folder: str | Path) -> tuple[str, list[str]]:
     return ("stale", lines) if lines else ("current", [])
 
 
-__all__ = ["FILE", "RECORD", "added_at", "collect", "differences", "network_today", "players_of", "status", "today", "write"]
+__all__ = ["FILE", "RECORD", "added_at", "collect", "from_games", "differences", "network_today", "players_of", "status", "today", "write"]

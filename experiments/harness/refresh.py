@@ -206,9 +206,7 @@ def set_aside(db: Path, day: str) -> Path | None:
         return None
     with Store(str(db), readonly=True) as st:
         games = st.games()
-    players = played.collect((n, dict(s, variant=g.variant)) for g in games
-                             for n, s in ((g.white, g.white_settings), (g.black, g.black_settings))
-                             if isinstance(s, dict))
+    players = played.from_games(games)
     if games and not played.differences(players):
         return None
     out = db.with_name(f"{db.stem}.before-{day}{db.suffix}")

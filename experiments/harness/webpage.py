@@ -62,9 +62,7 @@ def report_page(folder: str | Path, games: Sequence[GameRecord], variant: str | 
     """``FOLDER/index.html`` for the report just written there, with ``games`` (:func:`sample` where
     there are more than a page holds; ``variant`` None: read from the report's Markdown), and
     ``FOLDER/engines.json``: what each player's games ran with (:mod:`reports.played`)."""
-    played.write(folder, played.collect((name, dict(st, variant=g.variant)) for g in games
-                                        for name, st in ((g.white, g.white_settings), (g.black, g.black_settings))
-                                        if isinstance(st, dict)))
+    played.write(folder, played.from_games(games))
     source = f"; all of them in {db}" if db else ""
     return page.folder_page(folder, views(sample(games)), variant, total_games=len(games), source=source)
 
