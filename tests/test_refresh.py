@@ -143,3 +143,18 @@ def test_a_refresh_killed_midway_resumes(tmp_path: Path) -> None:
     assert not list((tmp_path / "runs").glob("toy.before-*"))  # today's games were kept, not set aside
     assert cfg.read_text().count("**Before**") == 1
     assert played.status(report) == ("current", [])
+
+
+def test_the_estimate_counts_the_games_the_config_plays_now(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stale report whose config was raised (more games, or variants added) is estimated at the
+    config's games, each at the table's mean cost a game, not at the table's own."""
+    monkeypatch.chdir(tmp_path)
+    cfg = _toy(tmp_path)
+    assert cli.main(["ablate", "toy.toml", "--quiet"]) == 0
+    _age(None, tmp_path / "reports" / "toy")
+    (before,) = refresh.find([tmp_path / "reports"], tmp_path)
+    assert before.games == 2 and before.cpu_seconds > 0
+    cfg.write_text(CONFIG.format(games=6))
+    (after,) = refresh.find([tmp_path / "reports"], tmp_path)
+    assert after.games == 6 and after.cpu_seconds == pytest.approx(3 * before.cpu_seconds)

@@ -8,7 +8,9 @@ stale report with that config (or says that it cannot be found) and an estimate 
 of its table, games x (plies a game / 2) x (the two sides' seconds a move as recorded), the plies
 being the mean of the games its page holds (:data:`PLIES` where it holds none), divided by the
 games that shared a worker's CPU (the config's ``concurrency`` / ``workers``) where the budget is not
-a clock (pooled games each wait for the others' batches; a timed row plays one game a worker).
+a clock (pooled games each wait for the others' batches; a timed row plays one game a worker). Where
+the config now plays another number of games than the table holds (raised games, variants added or
+dropped), the estimate is the table's mean cost a game times the config's games.
 
 Playing a report again: its old finding is kept in the config's ``notes`` (:func:`keep_before`:
 "**Before** ...", once, so a resumed refresh does not add it twice), a database whose games were
@@ -73,28 +75,29 @@ def _finding(md: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _config(command: str, root: Path, folder: Path) -> tuple[Path | None, Path | None, str]:
-    """(the config, its database, "") of a report's command, or (None, None, why it cannot be used):
-    no such command or file, or a config that writes another folder."""
+def _config(command: str, root: Path, folder: Path) -> tuple[Path | None, Path | None, str, int]:
+    """(the config, its database, "", the games it plays: 0 for a tuning) of a report's command, or
+    (None, None, why it cannot be used, 0): no such command or file, or a config that writes another
+    folder."""
     words = shlex.split(command)
     if len(words) < 3 or words[1] not in COMMANDS:
-        return None, None, f"its page names no command that writes a report ({command or 'none'})"
+        return None, None, f"its page names no command that writes a report ({command or 'none'})", 0
     path = Path(words[2])
     path = path if path.is_absolute() else root / path
     if not path.is_file():
-        return None, None, f"its config {words[2]} is not here"
+        return None, None, f"its config {words[2]} is not here", 0
     try:
         if words[1] == "tune":
             t = tune.load(path)
-            writes, db = t.report_dir / t.settings.name, t.settings.db
+            writes, db, planned = t.report_dir / t.settings.name, t.settings.db, 0
         else:
             run = scale.load(path) if words[1] == "scale" else ablate.load(path)
-            writes, db = run.out_dir, run.settings.db
+            writes, db, planned = run.out_dir, run.settings.db, len(run.tasks())
     except ValueError as e:  # ConfigError: one line
-        return None, None, f"its config {words[2]} does not load ({str(e).splitlines()[0]})"
+        return None, None, f"its config {words[2]} does not load ({str(e).splitlines()[0]})", 0
     if (writes if writes.is_absolute() else root / writes).resolve() != folder.resolve():
-        return None, None, f"its config {words[2]} writes {writes}, not this folder"
-    return path, (db if db.is_absolute() else root / db), ""
+        return None, None, f"its config {words[2]} writes {writes}, not this folder", 0
+    return path, (db if db.is_absolute() else root / db), "", planned
 
 
 def estimate(folder: Path, config: Path | None) -> tuple[int, float]:
@@ -152,8 +155,11 @@ def find(folders: list[Path], root: Path) -> list[Stale]:
             md_path = _markdown(folder)
             md = md_path.read_text() if md_path is not None else ""
             s = Stale(folder, why, _command(md), finding=_finding(md))
-            s.config, s.db, s.missing = _config(s.command, root, folder)
+            s.config, s.db, s.missing, planned = _config(s.command, root, folder)
             s.games, s.cpu_seconds = estimate(folder, s.config)
+            if planned and s.games and planned != s.games:  # the config plays more (or fewer) games
+                s.cpu_seconds *= planned / s.games
+                s.games = planned
             out.append(s)
     return sorted(out, key=lambda s: str(s.folder))
 
