@@ -148,7 +148,8 @@ def test_a_refresh_killed_midway_resumes(tmp_path: Path) -> None:
 def test_the_estimate_counts_the_games_the_config_plays_now(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stale report whose config was raised (more games, or variants added) is estimated at the
-    config's games, each at the table's mean cost a game, not at the table's own."""
+    config's games, each at the table's mean cost a game, not at the table's own; its seconds a move
+    are divided by the games pooled as the table was played (the page's config), not as now."""
     monkeypatch.chdir(tmp_path)
     cfg = _toy(tmp_path)
     assert cli.main(["ablate", "toy.toml", "--quiet"]) == 0
@@ -158,3 +159,7 @@ def test_the_estimate_counts_the_games_the_config_plays_now(
     cfg.write_text(CONFIG.format(games=6))
     (after,) = refresh.find([tmp_path / "reports"], tmp_path)
     assert after.games == 6 and after.cpu_seconds == pytest.approx(3 * before.cpu_seconds)
+    # the seconds a move were recorded with the games pooled as played (concurrency 1), not as today's
+    cfg.write_text(CONFIG.format(games=6).replace("concurrency = 1", "concurrency = 4"))
+    (pooled,) = refresh.find([tmp_path / "reports"], tmp_path)
+    assert pooled.cpu_seconds == pytest.approx(after.cpu_seconds)

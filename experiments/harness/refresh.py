@@ -7,7 +7,8 @@ a default moved, the shipped network was replaced).  Its page names the command 
 stale report with that config (or says that it cannot be found) and an estimate of its cost: per row
 of its table, games x (plies a game / 2) x (the two sides' seconds a move as recorded), the plies
 being the mean of the games its page holds (:data:`PLIES` where it holds none), divided by the
-games that shared a worker's CPU (the config's ``concurrency`` / ``workers``) where the budget is not
+games that shared a worker's CPU (``concurrency`` / ``workers`` of the config the page embeds, as
+the table was played; else of today's config) where the budget is not
 a clock (pooled games each wait for the others' batches; a timed row plays one game a worker). Where
 the config now plays another number of games than the table holds (raised games, variants added or
 dropped), the estimate is the table's mean cost a game times the config's games.
@@ -116,7 +117,8 @@ def estimate(folder: Path, config: Path | None) -> tuple[int, float]:
             cfg = tomllib.loads(config.read_text())
         except (OSError, ValueError):
             cfg = {}
-    share = max(1.0, _number(cfg.get("concurrency"), 1.0) / _number(cfg.get("workers"), 1.0))
+    played_with = _played_config(folder) or cfg  # the seconds a move were pooled as the report was played
+    share = max(1.0, _number(played_with.get("concurrency"), 1.0) / _number(played_with.get("workers"), 1.0))
     games, seconds = 0.0, 0.0
     with open(table, newline="") as f:
         for row in csv.DictReader(f):
@@ -133,6 +135,18 @@ def estimate(folder: Path, config: Path | None) -> tuple[int, float]:
         seconds += tuning * seconds / games
         games += tuning
     return int(round(games)), seconds
+
+
+def _played_config(folder: Path) -> dict[str, object]:
+    """The config the report's page embeds (its ``Config:`` block: the one its table was played
+    with), or {} where it has none or it does not parse."""
+    md_path = _markdown(folder)
+    m = re.search(r"^Config:\s*\n\s*```toml\n(.*?)\n```", md_path.read_text(), re.MULTILINE | re.DOTALL) \
+        if md_path is not None else None
+    try:
+        return tomllib.loads(m.group(1)) if m else {}
+    except ValueError:
+        return {}
 
 
 def _number(value: object, default: float) -> float:
