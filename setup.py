@@ -29,6 +29,7 @@ MYPYC_MODULES = [
     "search/comparator.py",
     "search/ubfm_config.py",
     "search/ubfm_tree.py",
+    "search/ubfm_expand.py",
     "search/ubfm.py",
     "search/parts.py",
     "search/mcts_config.py",

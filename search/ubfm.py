@@ -19,6 +19,13 @@ Notation
 - ``n(s)``: the iterations that went through ``s`` (``n(s, a)`` of the paper is ``n(a(s))``).
 - ``P(a)``: the prior of move ``a`` at ``s``: the evaluator's policy of ``s``, kept when ``s`` was
   evaluated (``priors``); it breaks ties and adds ``prior_weight · P(a)`` to the descent's score.
+- ``W``, ``K``: progressive widening by prior (``width``, ``widen``; off at ``W = 0``).  An expansion
+  makes every child and scores the game's ends, but sends only the ``W`` others of largest ``P(a)``
+  to the evaluator; the rest are *deferred*: no value, open, outside ``v(s)``'s maximum and
+  unresolved for completion (``s`` can be won through a scored child, never lost or drawn while one
+  is deferred).  An iteration that reaches an expanded ``s`` with deferred children *widens* it
+  (evaluates its next ``W`` by prior, one batch, and backs up) when every scored child is closed,
+  or when ``K > 0`` and fewer than ``W · (1 + n(s) // K)`` of its children are scored.
 
 The completed order of the children from ``s``'s point of view (completion): a child lost for its
 side to move (a win for ``s``; the shortest first), then the unresolved and drawn children by
@@ -51,7 +58,8 @@ Node accounting (:mod:`search.base`): ``nodes`` = positions in the root's tree (
 terminals, expanded nodes; those kept from the previous move included, as MCTS counts reused
 visits); ``evals`` = positions sent to the evaluator this move.  An expansion is started only when
 all its children fit within the node and evaluator-call limits (so a limit is never passed), except
-the root's first: a move needs it.  ``Limits.depth`` does not apply (the search has no depth).
+the root's first: a move needs it.  With ``width`` a new root is evaluated first (one call: the
+priors the widening ranks its children by).  ``Limits.depth`` does not apply (the search has no depth).
 
 The tree's memory layout is documented in :mod:`search.ubfm_tree`, the settings in :mod:`search.ubfm_config`.
 """
@@ -63,12 +71,13 @@ from typing import Final, Sequence
 from librt.vecs import append, vec
 from mypy_extensions import i64, mypyc_attr
 
-from board.position import END_DRAWN, END_LOST, END_NONE, Position
+from board.position import Position
 from evaluators.base import POLICY_VALUE, Evaluation, Evaluator, EvaluatorError, Leaf, require, value_to_cp
 from search.base import Limits, Search, SearchResult
 from search.timeman import move_time
 from search.ubfm_config import FINAL_MOVES, UBFMConfig, UBFMConfigError
-from search.ubfm_tree import DRAW, EXPANDED, LEAF, LOSS, NEW, TERMINAL, UNKNOWN, WIN, Tree
+from search.ubfm_expand import expand_all, make_narrow, plan_narrow, widen_leaves, widens
+from search.ubfm_tree import DEFERRED, DRAW, EXPANDED, LEAF, LOSS, NEW, TERMINAL, UNKNOWN, WIN, Tree
 
 #: the largest value an estimate may take: a game's end (mate_value >= 1) ranks above every one
 _EST_MAX: Final = 1.0 - 1e-6
@@ -154,7 +163,7 @@ class UBFM(Search):
             if node < 0:
                 return -1
         state = self.tree.nd_state[node]
-        if self.tree.nd_hash[node] != pos.zobrist or state == NEW or state == TERMINAL:
+        if self.tree.nd_hash[node] != pos.zobrist or state == NEW or state == TERMINAL or state == DEFERRED:
             return -1
         return node
 
@@ -231,6 +240,11 @@ class UBFM(Search):
         pos = self.pos
         node = self.root
         depth = 0
+        if cfg.width > 0 and tree.nd_state[node] == NEW:  # its policy first: the widening ranks by it
+            self._pending = vec[i64]()
+            self._pending = append(self._pending, node)
+            self._expanding = node
+            return [Leaf.snapshot(pos, pos.legal_moves_vec(), 0)]
         start = self._next if cfg.descent else -1
         self._next = -1
         if start >= 0 and not tree.closed(start):
@@ -246,20 +260,28 @@ class UBFM(Search):
                 pos.push(int(tree.nd_move[line[k]]))
             node, depth = start, len(line)
         self._iterations += 1
+        widen = False
         while tree.nd_state[node] == EXPANDED:
             tree.nd_n[node] += 1
+            if tree.nd_defer[node] > 0 and widens(tree, node, cfg.width, cfg.widen):
+                widen = True
+                break
             c = self.tree.select(node, self.config.completion, self.config.prior_weight)
-            if c < 0:  # completion keeps no expanded unclosed node without an open child: cannot happen
+            if c < 0:  # every scored child closed: widen (completion closes a node with none deferred)
+                widen = tree.nd_defer[node] > 0
                 break
             pos.push(int(tree.nd_move[c]))
             depth += 1
             node = c
-        tree.nd_n[node] += 1
+        if not widen:
+            tree.nd_n[node] += 1
         if depth > self._seldepth:
             self._seldepth = depth
         leaves: list[Leaf] = []
         state = tree.nd_state[node]
-        if state == TERMINAL or tree.closed(node):
+        if widen:
+            leaves = self._widen(node)
+        elif state == TERMINAL or state == EXPANDED or tree.closed(node):
             # without completion a game's end (or the depth cap) was chosen: nothing will change
             self._finish()
         elif depth >= cfg.max_depth:
@@ -272,49 +294,48 @@ class UBFM(Search):
         return leaves
 
     def _expand(self, node: int, depth: int) -> list[Leaf]:
-        """Make every child of ``node`` (the position is at it); the terminal ones scored, the others
-        returned as leaves (all in one batch), or the search ends if they would pass a limit."""
+        """Make every child of ``node`` (the position is at it): the ends scored, the others (or with
+        ``width`` the W of largest prior) returned as leaves in one batch; or the search ends if they
+        would pass a limit (not at the root's first expansion: a move needs it)."""
         tree = self.tree
-        pos = self.pos
         cfg = self.config
-        moves = pos.legal_moves_vec()
+        moves = self.pos.legal_moves_vec()
         n = len(moves)
-        if node != self.root:
-            # not the root's (a move needs it): only if every child fits within the limits
-            if (self._node_limit > 0 and self._nodes + n > self._node_limit) or \
-                    (self._eval_limit > 0 and self._evals + n > self._eval_limit):
+        pol = int(tree.nd_pol[node])
+        if pol < 0 or pol + n > len(tree.pool):
+            pol = -1
+        if cfg.width == 0:
+            if node != self.root and not self._fits(n, n):
                 self._finish()
                 return []
-        pol = int(tree.nd_pol[node])
-        use_pol = pol >= 0 and pol + n <= len(tree.pool)
-        c0 = tree.n_nodes
-        leaves: list[Leaf] = []
-        pending = vec[i64]()
-        for k in range(n):
-            m = int(moves[k])
-            pos.push(m)
-            c = tree.new_node(node, m, pos.zobrist, tree.pool[pol + k] if use_pol else 0.0)
-            child_moves = pos.legal_moves_vec()
-            end = pos.search_end(len(child_moves) > 0, True)
-            if end != END_NONE:
-                tree.nd_state[c] = TERMINAL
-                if end == END_DRAWN:
-                    tree.nd_res[c] = DRAW
-                    tree.nd_value[c] = cfg.draw_value
-                elif end == END_LOST:
-                    tree.nd_res[c] = LOSS
-                    tree.nd_value[c] = -cfg.mate_value
-                else:
-                    tree.nd_res[c] = WIN
-                    tree.nd_value[c] = cfg.mate_value
-            else:
-                pending = append(pending, c)
-                leaves.append(Leaf.snapshot(pos, child_moves, 0))
-            pos.pop()
-        tree.nd_child0[node] = c0
-        tree.nd_nchild[node] = n
-        tree.nd_state[node] = EXPANDED
-        self._nodes += n
+            leaves, pending = expand_all(tree, self.pos, node, moves, pol, cfg.mate_value, cfg.draw_value)
+            self._nodes += n
+            return self._send(node, leaves, pending)
+        plan = plan_narrow(tree, self.pos, moves, pol, cfg.width)
+        if node != self.root and not self._fits(plan.scored, plan.batch):
+            self._finish()
+            return []
+        leaves, pending = make_narrow(tree, self.pos, node, moves, pol, plan, cfg.mate_value, cfg.draw_value)
+        self._nodes += plan.scored
+        return self._send(node, leaves, pending)
+
+    def _fits(self, nodes: int, evals: int) -> bool:
+        return not ((self._node_limit > 0 and self._nodes + nodes > self._node_limit) or
+                    (self._eval_limit > 0 and self._evals + evals > self._eval_limit))
+
+    def _widen(self, node: int) -> list[Leaf]:
+        """Evaluate ``node``'s next ``width`` DEFERRED children by prior (one batch); or the search
+        ends if they would pass a limit."""
+        batch = self.tree.next_batch(node, self.config.width)
+        if not self._fits(len(batch), len(batch)):
+            self._finish()
+            return []
+        leaves, pending = widen_leaves(self.tree, self.pos, node, batch)
+        self._nodes += len(batch)
+        return self._send(node, leaves, pending)
+
+    def _send(self, node: int, leaves: list[Leaf], pending: vec[i64]) -> list[Leaf]:
+        """The leaves of ``node``'s expansion to the evaluator, or (none: only ends) backed up now."""
         if leaves:
             self._pending = pending
             self._expanding = node
@@ -365,8 +386,8 @@ class UBFM(Search):
         c0 = int(tree.nd_child0[root])
         choice, most, choice_k = -1, -1, _NEG * 10
         for c in range(c0, c0 + int(tree.nd_nchild[root])):
-            if self.config.completion and tree.nd_res[c] == WIN:
-                continue  # proven lost for us: dropped while another move is left
+            if tree.nd_state[c] == DEFERRED or (self.config.completion and tree.nd_res[c] == WIN):
+                continue  # not scored, or proven lost for us: dropped while another move is left
             k = self.tree.order_key(c, self.config.completion)
             n = int(tree.nd_n[c])
             if n > most or (n == most and k > choice_k):
@@ -374,13 +395,15 @@ class UBFM(Search):
         return choice if choice >= 0 else best
 
     def root_stats(self) -> list[tuple[int, int, float, float]]:
-        """(move, n, value for the root's side to move, prior) of every root child."""
+        """(move, n, value for the root's side to move, prior) of every scored root child."""
         tree = self.tree
         out: list[tuple[int, int, float, float]] = []
         if self.root < 0 or tree.nd_state[self.root] != EXPANDED:
             return out
         c0 = int(tree.nd_child0[self.root])
         for c in range(c0, c0 + int(tree.nd_nchild[self.root])):
+            if tree.nd_state[c] == DEFERRED:
+                continue
             out.append((int(tree.nd_move[c]), int(tree.nd_n[c]), -tree.nd_value[c], tree.nd_prior[c]))
         return out
 

@@ -12,7 +12,8 @@ from search.timeman import TimeConfig
 FINAL_MOVES: Final = ("safest", "best")
 
 #: the bounds of every integer field (checked by validate, announced as UCI spin bounds)
-SPIN_RANGES: Final = {"default_nodes": (1, 10**9), "max_tree_nodes": (1_000, 1 << 31), "max_depth": (1, 1000)}
+SPIN_RANGES: Final = {"default_nodes": (1, 10**9), "max_tree_nodes": (1_000, 1 << 31), "max_depth": (1, 1000),
+                      "width": (0, 1000), "widen": (0, 10**6)}
 
 
 class UBFMConfigError(ValueError):
@@ -30,6 +31,11 @@ class UBFMConfig:
     # the descent's prior_weight)
     priors: bool = True
     prior_weight: float = 0.0
+    # progressive widening by prior: an expansion evaluates the `width` children of largest prior
+    # (0: every child) and each game's end; a node gets its next `width` after every `widen`
+    # iterations through it (0: only when every scored child is closed)
+    width: int = 0
+    widen: int = 0
     mate_value: float = 1.0
     draw_value: float = 0.0
     tree_reuse: bool = True
@@ -53,6 +59,8 @@ class UBFMConfig:
             raise UBFMConfigError(f"draw_value must be between -1 and 1, got {self.draw_value}")
         if self.priors is False and self.prior_weight > 0:
             raise UBFMConfigError("prior_weight needs priors=true (the priors it weighs)")
+        if self.priors is False and self.width > 0:
+            raise UBFMConfigError("width needs priors=true (the priors it ranks the children by)")
         bad_time = self.time.validate()
         if bad_time is not None:
             raise UBFMConfigError(bad_time)

@@ -5,11 +5,13 @@ Tree (structure of arrays, as :mod:`search.mcts_tree`; a node is an index)::
 
     nd_parent[i]  its parent (-1: the tree's first root)    nd_move[i]   the move into it
     nd_child0[i]  its first child (-1 until expanded); its children are nd_child0 .. + nd_nchild - 1
-    nd_state[i]   NEW (sent to the evaluator), LEAF (evaluated), EXPANDED, TERMINAL
+    nd_state[i]   NEW (sent to the evaluator), LEAF (evaluated), EXPANDED, TERMINAL, DEFERRED (made
+                  by a ``width`` expansion, not yet evaluated: no value, open, widened in later)
     nd_value[i]   v(s)      nd_res[i]  r(s)      nd_plies[i]  plies to the end when resolved
     nd_frozen[i]  1: closed unresolved (at max_depth, or every child closed)
     nd_n[i]       n(s)      nd_prior[i]  P of the move into it      nd_hash[i]  zobrist (tree reuse)
     nd_pol[i]     where its own policy starts in ``pool`` (-1: none kept), one float a legal move
+    nd_defer[i]   its DEFERRED children
 
 Tree reuse keeps the arrays and moves the root (up to 4 plies on, each a child of the tree); a tree
 that grew beyond ``max_tree_nodes`` nodes (or 24 kept policy floats a node on average) is dropped
@@ -29,6 +31,7 @@ NEW: Final = 0
 LEAF: Final = 1
 EXPANDED: Final = 2
 TERMINAL: Final = 3
+DEFERRED: Final = 4
 
 _NEG: Final = -1e9
 
@@ -50,6 +53,7 @@ class Tree:
         self.nd_prior = vec[float]()
         self.nd_hash = vec[i64]()
         self.nd_pol = vec[i64]()
+        self.nd_defer = vec[i64]()
         self.pool = vec[float]()
         self.n_nodes = 0
 
@@ -67,6 +71,7 @@ class Tree:
         self.nd_prior = append(self.nd_prior, prior)
         self.nd_hash = append(self.nd_hash, key)
         self.nd_pol = append(self.nd_pol, -1)
+        self.nd_defer = append(self.nd_defer, 0)
         self.n_nodes += 1
         return self.n_nodes - 1
 
@@ -83,10 +88,13 @@ class Tree:
         return -1
 
     def subtree_size(self, root: int) -> int:
+        """The positions scored in the subtree of ``root`` (DEFERRED children not counted)."""
         count = 0
         stack = [root]
         while stack:
             i = stack.pop()
+            if self.nd_state[i] == DEFERRED:
+                continue
             count += 1
             c0 = int(self.nd_child0[i])
             if c0 >= 0:
@@ -95,15 +103,15 @@ class Tree:
         return count
 
     def select(self, node: int, completion: bool, w: float) -> int:
-        """The child the descent takes: the best in the completed order among the open ones
-        (without completion: among all), ties by prior then generation order; -1 if none."""
+        """The child the descent takes: the best in the completed order among the open scored ones
+        (without completion: among all scored), ties by prior then generation order; -1 if none."""
         tree = self
         c0 = int(tree.nd_child0[node])
         best = -1
         best_s = _NEG
         best_p = -1.0
         for c in range(c0, c0 + int(tree.nd_nchild[node])):
-            if completion and tree.closed(c):
+            if tree.nd_state[c] == DEFERRED or (completion and tree.closed(c)):
                 continue
             s = -tree.nd_value[c] + w * tree.nd_prior[c]
             p = tree.nd_prior[c]
@@ -112,13 +120,16 @@ class Tree:
         return best
 
     def recompute(self, i: int, completion: bool, mate_value: float, draw_value: float) -> None:
-        """``v(i)``, ``r(i)`` (completion) and whether ``i`` is frozen, from its children."""
+        """``v(i)``, ``r(i)`` (completion) and whether ``i`` is frozen, from its scored children; a
+        DEFERRED child counts as unresolved and open (``i`` is neither lost, drawn nor frozen)."""
         tree = self
         c0 = int(tree.nd_child0[i])
         n = int(tree.nd_nchild[i])
         if not completion:
             best = _NEG
             for c in range(c0, c0 + n):
+                if tree.nd_state[c] == DEFERRED:
+                    continue
                 s = -tree.nd_value[c]
                 if s > best:
                     best = s
@@ -131,6 +142,9 @@ class Tree:
         frozen = 0
         drawn = 0
         for c in range(c0, c0 + n):
+            if tree.nd_state[c] == DEFERRED:
+                unresolved += 1
+                continue
             r = tree.nd_res[c]
             if r == LOSS:
                 p = int(tree.nd_plies[c]) + 1
@@ -162,9 +176,9 @@ class Tree:
             tree.nd_res[i] = LOSS
             tree.nd_plies[i] = loss_plies
             tree.nd_value[i] = -mate_value
-        else:
+        else:  # open: with only DEFERRED children open, the value is the scored ones' (all lost)
             tree.nd_res[i] = UNKNOWN
-            tree.nd_value[i] = open_best
+            tree.nd_value[i] = open_best if open_best > _NEG else -mate_value
             tree.nd_frozen[i] = 1 if frozen == unresolved else 0
 
     def order_key(self, c: int, completion: bool) -> float:
@@ -179,16 +193,32 @@ class Tree:
         return -tree.nd_value[c]
 
     def best_child(self, node: int, completion: bool) -> int:
-        """The best child in the completed order (ties: the larger prior, then the first)."""
+        """The best scored child in the completed order (ties: the larger prior, then the first)."""
         tree = self
         c0 = int(tree.nd_child0[node])
         best, best_k, best_p = -1, _NEG * 10, -1.0
         for c in range(c0, c0 + int(tree.nd_nchild[node])):
+            if tree.nd_state[c] == DEFERRED:
+                continue
             k = self.order_key(c, completion)
             p = tree.nd_prior[c]
             if k > best_k or (k == best_k and p > best_p):
                 best, best_k, best_p = c, k, p
         return best
 
+    def next_batch(self, node: int, k: int) -> vec[i64]:
+        """The ``k`` DEFERRED children of ``node`` of largest prior (ties: the first generated)."""
+        tree = self
+        c0 = int(tree.nd_child0[node])
+        ranked: list[tuple[float, int]] = []
+        for c in range(c0, c0 + int(tree.nd_nchild[node])):
+            if tree.nd_state[c] == DEFERRED:
+                ranked.append((-tree.nd_prior[c], c))
+        ranked.sort()
+        out = vec[i64]()
+        for j in range(min(k, len(ranked))):
+            out = append(out, ranked[j][1])
+        return out
 
-__all__ = ["DRAW", "EXPANDED", "LEAF", "LOSS", "NEW", "TERMINAL", "Tree", "UNKNOWN", "WIN"]
+
+__all__ = ["DEFERRED", "DRAW", "EXPANDED", "LEAF", "LOSS", "NEW", "TERMINAL", "Tree", "UNKNOWN", "WIN"]

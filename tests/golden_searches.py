@@ -9,7 +9,7 @@ The cases: chess and crazyhouse positions (the start, random game positions, a m
 default (CrazyAra), vanilla, SixtyFour, check-urgency and noise+temperature configurations with the
 zero and the classical evaluator, a second move with tree reuse, alpha-beta and the comparator
 alpha-beta with the classical evaluator, UBFM with completion (safest and best final move, Descent,
-without completion; a second move with tree reuse) with the classical evaluator.
+without completion, progressive widening; a second move with tree reuse) with the classical evaluator.
 """
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def _ubfm_configs() -> dict[str, Any]:
     from search.ubfm import UBFMConfig
 
     return {"default": UBFMConfig(), "best": UBFMConfig(final_move="best"), "descent": UBFMConfig(descent=True),
-            "plain": UBFMConfig(completion=False), "prior": UBFMConfig(prior_weight=0.3)}
+            "plain": UBFMConfig(completion=False), "prior": UBFMConfig(prior_weight=0.3),
+            "wide": UBFMConfig(width=6, widen=4)}
 
 
 def _result(r: Any) -> dict[str, Any]:

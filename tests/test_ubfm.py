@@ -19,6 +19,7 @@ from evaluators.base import Leaf
 from evaluators.classical import ClassicalEvaluator
 from search.base import Limits
 from search.ubfm import EXPANDED, LOSS, TERMINAL, UNKNOWN, WIN, UBFM, UBFMConfig, UBFMConfigError
+from search.ubfm_tree import DEFERRED
 from tests.positions import MATES, random_position
 from tests.test_alphabeta import assert_forced_mate
 
@@ -27,14 +28,21 @@ PURE = os.environ.get("SEARCHBENCH_PURE") == "1"
 EST_MAX = 1.0 - 1e-6
 
 
+def game_over(pos: board.Position) -> bool:
+    """A game's end inside the tree by the rules (the root's own history aside)."""
+    return not pos.legal_moves() or pos.is_insufficient_material() or pos.is_repetition(2) or \
+        (pos.variant == "chess" and pos.halfmove_clock >= 100)
+
+
 def negamax_of_tree(s: UBFM, node: int, pos: board.Position, ply: int) -> float:
     """The negamax value of ``s``'s tree below ``node`` (``pos`` its position), recomputed: every
     expanded node's children are its legal moves, a leaf's value is the evaluator's of the replayed
-    position (clipped as the search clips), a terminal's the game's end by the rules."""
+    position (clipped as the search clips), a terminal's the game's end by the rules; a deferred
+    child (progressive widening) is outside the maximum, and a node whose scored children are all
+    lost is lost by them."""
     t = s.tree
     moves = pos.legal_moves()
-    over = not moves or (ply > 0 and (pos.is_insufficient_material() or pos.is_repetition(2)
-                                      or (pos.variant == "chess" and pos.halfmove_clock >= 100)))
+    over = not moves or (ply > 0 and game_over(pos))
     if t.nd_state[node] == TERMINAL or (over and node != s.root):
         assert over, pos.fen()
         return -1.0 if not moves and pos.is_check() else 0.0
@@ -44,10 +52,17 @@ def negamax_of_tree(s: UBFM, node: int, pos: board.Position, ply: int) -> float:
     c0, n = int(t.nd_child0[node]), int(t.nd_nchild[node])
     assert sorted(int(t.nd_move[c]) for c in range(c0, c0 + n)) == sorted(moves)
     best = -10.0
+    deferred = 0
     for c in range(c0, c0 + n):
         pos.push(int(t.nd_move[c]))
-        best = max(best, -negamax_of_tree(s, c, pos, ply + 1))
+        if t.nd_state[c] == DEFERRED:
+            assert not game_over(pos), "a game's end is scored, never deferred"
+            deferred += 1
+        else:
+            best = max(best, -negamax_of_tree(s, c, pos, ply + 1))
         pos.pop()
+    assert int(t.nd_defer[node]) == deferred
+    assert best > -10.0, "an expanded node has a scored child"
     assert t.nd_value[node] == pytest.approx(best, abs=1e-12), pos.fen()
     return best
 
@@ -65,6 +80,8 @@ def check_resolutions(s: UBFM, node: int) -> None:
     lost = [int(t.nd_plies[c]) + 1 for c in kids if t.nd_res[c] == LOSS]
     if lost:
         assert t.nd_res[node] == WIN and t.nd_plies[node] == min(lost)
+    elif any(t.nd_state[c] == DEFERRED for c in kids):
+        assert t.nd_res[node] == UNKNOWN and not t.nd_frozen[node]  # a deferred child may still save it
     elif all(t.nd_res[c] == WIN for c in kids):
         assert t.nd_res[node] == LOSS and t.nd_plies[node] == 1 + max(int(t.nd_plies[c]) for c in kids)
     elif any(t.nd_res[c] == UNKNOWN for c in kids):
@@ -73,14 +90,15 @@ def check_resolutions(s: UBFM, node: int) -> None:
 
 @settings(max_examples=8 if PURE else 30, deadline=None)
 @given(st.sampled_from(["chess", "crazyhouse"]), st.integers(0, 10**6), st.integers(0, 60),
-       st.integers(50, 1500), st.booleans(), st.booleans())
+       st.integers(50, 1500), st.booleans(), st.booleans(), st.sampled_from([(0, 0), (1, 0), (4, 0), (3, 2), (6, 5)]))
 def test_values_are_the_minimax_of_the_tree(variant: str, seed: int, plies: int, nodes: int, completion: bool,
-                                            descent: bool) -> None:
+                                            descent: bool, width_widen: tuple[int, int]) -> None:
     pos = random_position(variant, seed, plies)
     if not pos.legal_moves():
         return
     fen, stack = pos.fen(), pos.move_stack
-    s = UBFM(EV, UBFMConfig(completion=completion, descent=descent))
+    width, widen = width_widen
+    s = UBFM(EV, UBFMConfig(completion=completion, descent=descent, width=width, widen=widen))
     r = s.run(pos, Limits(nodes=nodes))
     assert pos.fen() == fen and pos.move_stack == stack
     assert r.best_move in pos.legal_moves()
@@ -182,12 +200,13 @@ def test_deterministic_and_pure_of_side_effects() -> None:
 
 def test_settings_are_checked() -> None:
     for bad in ({"final_move": "most"}, {"prior_weight": -1.0}, {"mate_value": 0.5}, {"max_depth": 0},
-                {"priors": False, "prior_weight": 0.5}, {"draw_value": 1.0}):
+                {"priors": False, "prior_weight": 0.5}, {"draw_value": 1.0}, {"width": -1}, {"widen": -2},
+                {"priors": False, "width": 4}):
         with pytest.raises(UBFMConfigError):
             UBFM(EV, UBFMConfig(**bad))  # type: ignore[arg-type]
     with pytest.raises(EngineError):
         resolve("material-ubfm:final_move=most")
-    spec = resolve("rise-ubfm:final_move=best,completion=false,descent=true,prior_weight=0.2")
+    spec = resolve("rise-ubfm:final_move=best,completion=false,descent=true,prior_weight=0.2,width=8,widen=4")
     assert spec.search == "ubfm"
 
 
@@ -206,3 +225,61 @@ def test_engines_play_full_games_in_the_harness(spec: str, variant: str, tmp_pat
     assert all(not g.reason.startswith("forfeit") for g in games), [g.reason for g in games]
     assert all(g.result in ("1-0", "0-1", "1/2-1/2") for g in games)
     assert {g.white_settings.get("search") for g in games} >= {"ubfm"} or games[0].white_settings
+
+
+def _scored(s: UBFM, node: int) -> list[int]:
+    t = s.tree
+    c0, n = int(t.nd_child0[node]), int(t.nd_nchild[node])
+    return [c for c in range(c0, c0 + n) if t.nd_state[c] != DEFERRED]
+
+
+def test_progressive_widening_evaluates_the_largest_priors_first() -> None:
+    """With ``width`` W the root is evaluated first (its policy), then its W children of largest
+    prior in one batch; every game's end among its children is scored whatever W."""
+    pos = board.new_position("chess", "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")  # Ra8# among its moves
+    s = UBFM(EV, UBFMConfig(width=3))
+    r = s.run(pos, Limits(evals=1))  # nothing after the root's first expansion fits
+    assert r.evals == 1 + 3 and board.move_to_uci(r.best_move) == "a1a8" and r.mate == 1
+    moves = pos.legal_moves()
+    priors = EV.evaluate([Leaf.of(pos)])[0].priors
+    ranked = [moves[k] for k in sorted(range(len(moves)), key=lambda k: (-priors[k], k)) if moves[k] != r.best_move]
+    t = s.tree
+    evaluated = {int(t.nd_move[c]) for c in _scored(s, s.root) if t.nd_state[c] != TERMINAL}
+    assert evaluated == set(ranked[:3])
+    assert int(t.nd_defer[s.root]) == len(moves) - 1 - 3
+
+
+def test_widening_follows_its_schedule_and_keeps_the_limits() -> None:
+    """Each expanded node has at most W · (1 + n // K) children scored besides its ends, the root
+    more than W after enough iterations; the call limit holds after the root's first expansion."""
+    pos = random_position("crazyhouse", 9, 25)
+    w, k = 4, 3
+    s = UBFM(EV, UBFMConfig(width=w, widen=k))
+    r = s.run(pos.copy(), Limits(evals=400))
+    assert r.evals <= 400
+    t = s.tree
+    stack = [s.root]
+    while stack:
+        i = stack.pop()
+        if t.nd_state[i] != EXPANDED:
+            continue
+        kids = _scored(s, i)
+        evaluated = [c for c in kids if t.nd_state[c] != TERMINAL]
+        assert len(evaluated) <= w * (1 + int(t.nd_n[i]) // k) or int(t.nd_defer[i]) == 0
+        stack.extend(kids)
+    assert len(_scored(s, s.root)) > w
+    plain = UBFM(EV, UBFMConfig()).run(pos.copy(), Limits(evals=400))
+    assert r.seldepth > plain.seldepth  # narrower, so deeper for the same calls
+
+
+@pytest.mark.parametrize("variant,fen,n", MATES)
+def test_widening_proves_the_mates_full_width_proves(variant: str, fen: str, n: int) -> None:
+    """A node is widened whenever its scored children are all closed, so completion's proofs stand:
+    every mate of the suite that the full-width search proves, width 4 proves too (in fewer
+    positions), and it claims no mate that is not one (a deferred child keeps a node open)."""
+    full = UBFM(EV).run(board.new_position(variant, fen), Limits(nodes=3000))
+    narrow = UBFM(EV, UBFMConfig(width=4)).run(board.new_position(variant, fen), Limits(nodes=3000))
+    assert narrow.mate is None or narrow.mate == n
+    if full.mate is not None:
+        assert narrow.mate == n and narrow.nodes <= full.nodes
+        assert_forced_mate(board.new_position(variant, fen), narrow.best_move, n)
