@@ -75,9 +75,16 @@ def test_every_round_of_both_arms_records_its_offline_figures(tmp_path: Path) ->
             assert fig["positions"] == n and fig["prev"] == int(g) - 1
             m, lo, hi = fig["value_sq"]
             assert lo <= m <= hi and m >= 0.0 and fig["prior_ce"][0] > 0
+            # the value probes: rank correlation and child agreement with their paired changes
+            a, alo, ahi = fig["child_agree"]
+            assert 0.0 <= a <= 1.0 and alo <= a <= ahi
+            assert len(fig["value_rho"]) == 3 and len(fig["child_agree_minus_prev"]) == 3 and "value_rho_minus_round0" in fig
         # round 1's previous round is round 0: the two differences are the same numbers
         assert st["gens"]["1"]["offline"]["value_sq_minus_prev"] == st["gens"]["1"]["offline"]["value_sq_minus_round0"]
     assert (tmp_path / "out" / "puct" / "gen-002" / offline.FIGURES).exists()
+    assert (tmp_path / "out" / "puct" / "gen-002" / offline.PROBES).exists()
+    best = json.loads((tmp_path / "out" / offline.BEST).read_text())["value"]
+    assert len(best) == n and all(len(u) >= 4 for u in best)  # Fairy-Stockfish's moves, UCI
 
 
 def test_a_round_whose_value_error_rises_is_trained_again_at_half_the_rate(tmp_path: Path,
@@ -177,6 +184,8 @@ def test_the_report_gives_every_rounds_offline_gates_and_where_the_loop_ended(tm
     rows = [line for line in report.splitlines() if line.startswith(("| puct | ", "| control | "))
             and "[" in line and "weight" in line]
     assert len(rows) == 4  # both arms, both rounds, each with its value share of the loss
+    assert all(row.count(" from previous; ") == 2 for row in rows)  # the two probes, each with its changes
+    assert "Round 0: rho " in report and "child agreement" in report
     assert "**Where the loop ended** (95% intervals):" in report
     assert "- `policy`: the last round (2)" in report and "against the control's" in report
     # CPU hours are process CPU seconds: the state's cpu figures, summed
@@ -186,3 +195,78 @@ def test_the_report_gives_every_rounds_offline_gates_and_where_the_loop_ended(tm
     st = State(str(tmp_path / "out" / "puct" / rl.STATE))
     cpu = sum(float(st.gen(g)[s]["cpu"]) for g in (1, 2) for s in ("selfplay", "train") if s in st.gen(g))
     assert _cumulative(st, 2)[1] == pytest.approx(cpu / 3600.0, rel=1e-6, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- value probes
+
+def test_spearman_interval_is_rank_correlation_with_a_paired_bootstrap() -> None:
+    rng = np.random.default_rng(5)
+    ref = rng.uniform(-1, 1, 300)
+    assert offline.spearman_interval(np.tanh(3 * ref), ref)[0] == pytest.approx(1.0)  # a monotone map: rank-equal
+    good = ref + 0.2 * rng.standard_normal(300)
+    bad = ref + 0.8 * rng.standard_normal(300)
+    rho, lo, hi = offline.spearman_interval(good, ref)
+    assert lo < rho < hi and 0.85 < rho < 0.97
+    d, dlo, dhi = offline.spearman_interval(bad, ref, good)
+    assert d < 0 and dhi < 0  # paired on the same resamples: the noisier value ranks worse
+    assert offline.spearman_interval(good, ref, good) == (0.0, 0.0, 0.0)
+    assert all(math.isnan(x) for x in offline.spearman_interval(good[:2], ref[:2]))
+
+
+def test_a_child_that_ends_the_game_is_scored_by_the_rules() -> None:
+    import board
+
+    pos = board.new_position("crazyhouse", "6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1")
+    moves = [board.move_to_uci(m) for m in pos.legal_moves()]
+    leaves, pending, values = offline._child_values(pos, moves, "crazyhouse")
+    assert values[moves.index("N@f7")] == 1.0  # the smothered mate: won for the mover
+    assert len(pending) == len(leaves) == len(moves) - int(np.sum(~np.isnan(values)))
+    st = board.new_position("chess", "7k/8/6Q1/8/8/8/8/K7 w - - 0 1")
+    smoves = [board.move_to_uci(m) for m in st.legal_moves()]
+    _, _, sv = offline._child_values(st, smoves, "chess")
+    assert sv[smoves.index("g6f7")] == 0.0  # stalemate: drawn
+
+
+def test_network_probes_agree_where_the_value_prefers_the_engines_move() -> None:
+    import board
+
+    fens = ["6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1", "7k/5Kp1/8/8/8/8/8/8[Q] w - - 0 1",
+            "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R[] w KQkq - 2 3"]
+    moves = [[board.move_to_uci(m) for m in board.new_position("crazyhouse", f).legal_moves()] for f in fens]
+    ref = {"variant": "crazyhouse", "fens": fens, "value": [1.0, 1.0, 0.1], "moves": moves}
+    got = offline.network_probes("rise_crazyhouse.pt", ref, ["N@f7", "a1a2", "f1b5"])
+    assert got["child_agree"][:2] == [1.0, 0.0]  # the mate is always preferred; "a1a2" is no move of the position
+    assert got["child_agree"][2] in (0.0, 1.0) and len(got["value"]) == 3 and all(-1 <= v <= 1 for v in got["value"])
+    s = offline.probe_summary(got, ref["value"], {"same": got, "none": None})
+    assert s["child_agree"][0] == pytest.approx(sum(got["child_agree"]) / 3, abs=1e-5)
+    assert s["child_agree_minus_same"] == [0.0, 0.0, 0.0] and "value_rho_minus_none" not in s
+
+
+def test_value_probes_command_prints_each_network_paired_with_the_first(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import board
+    from experiments.cli.main import main
+    from experiments.selfplay.config import cached_record
+
+    fens = ["6rk/6pp/8/8/8/8/8/6K1[N] w - - 0 1", "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R[] w KQkq - 2 3",
+            "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR[] w KQkq - 0 2",
+            "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R[] w KQkq - 4 4"]
+    moves = [[board.move_to_uci(m) for m in board.new_position("crazyhouse", f).legal_moves()] for f in fens]
+    ref_path = tmp_path / "offline-reference.json"
+    ref_path.write_text(json.dumps({"key": {"engine_nodes": 300}, "value": {
+        "variant": "crazyhouse", "fens": fens, "value": [1.0, 0.1, 0.0, 0.2], "moves": moves, "probs": []}}))
+    out = tmp_path / "probes"
+    key = {"engine": "fairy-stockfish", "engine_nodes": 300, "positions": 4, "reference": fens[:3]}
+    cached_record(str(out / offline.BEST), key, lambda: ["N@f7", "f1b5", "g1f3", "f3g5"], list)  # no engine needed
+    code = main(["value-probes", str(ref_path), "rise_crazyhouse.pt", "rise_crazyhouse.pt", "--out", str(out), "--quiet"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    rows = [line for line in text.splitlines() if line.startswith("| rise_crazyhouse.pt |")]
+    assert len(rows) == 2 and "+0.000 [+0.000, +0.000]" in rows[1]  # the same network: no change
+    assert "Fairy-Stockfish at 300 nodes" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"key": {}, "value": {"fens": []}}))
+    assert main(["value-probes", str(bad), "rise_crazyhouse.pt", "--out", str(out)]) == 2
+    assert "is no offline reference" in capsys.readouterr().err
+    assert main(["value-probes", str(ref_path), "no-such.pt", "--out", str(out)]) == 2
+    assert "no-such.pt: no such network file" in capsys.readouterr().err

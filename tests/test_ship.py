@@ -124,3 +124,27 @@ def test_a_missing_or_foreign_candidate_is_one_line(shipped: Path, capsys: pytes
     assert cli.main(["ship", "junk.pt", "--config", "toy.toml", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "no such file" in err[0] and "junk.pt" in err[1]
+
+
+def test_the_cost_estimate_does_not_time_the_search_that_loads_the_network(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    class Slow:  # the first search of an engine pays the network's load and warm-up
+        searches = 0
+
+        def new_game(self, seed: int | None = None) -> None:
+            pass
+
+        def play(self, pos: object, limits: object) -> None:
+            time.sleep(0.3 if Slow.searches == 0 else 0.001)
+            Slow.searches += 1
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(ship.factory, "create", lambda spec, variant: Slow())
+    (tmp_path / "toy.toml").write_text(TOY.format(above=0))
+    games, seconds = ship.estimate(ship.load(tmp_path / "toy.toml"))
+    assert games == 4 and Slow.searches == 2 * (ship.TIMED_SEARCHES + 1)
+    assert seconds < 4 * ship.PLIES * 0.05  # the 0.3 s load is not taken as a move's cost

@@ -176,7 +176,7 @@ COMMANDS: dict[str, str] = {
                      "replay", "openings"), "experiments.cli.harness"),
     **dict.fromkeys(("bughouse-report", "bughouse-datagen", "bughouse-heldout", "bughouse-train", "bughouse-match"),
                     "experiments.cli.bughouse"),
-    **dict.fromkeys(("selfplay", "rl"), "experiments.cli.rl"),
+    **dict.fromkeys(("selfplay", "rl", "value-probes"), "experiments.cli.rl"),
 }
 
 

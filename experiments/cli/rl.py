@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 import board
 from board.variants import CRAZYHOUSE
@@ -53,6 +54,51 @@ def _cmd_rl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_value_probes(args: argparse.Namespace) -> int:
+    from evaluators.neural import weights_path
+    from experiments.paths import InputError, read_json
+    from experiments.selfplay import offline
+    from experiments.selfplay.config import cached_record
+    from experiments.harness.store import file_id
+
+    rec: Any = read_json(args.reference, "offline reference")
+    ref = rec.get("value") if isinstance(rec, dict) else None
+    if not isinstance(ref, dict) or not all(k in ref for k in ("variant", "fens", "value", "moves")) or not ref["fens"]:
+        raise InputError(f"{args.reference} is no offline reference (a loop's {offline.REFERENCE})")
+    for w in args.networks:
+        if not os.path.isfile(weights_path(w)):
+            raise InputError(f"{w}: no such network file")
+    nodes = args.engine_nodes or int(rec.get("key", {}).get("engine_nodes", 50_000))
+    check_dir(args.out, "probe folder")
+    os.makedirs(args.out, exist_ok=True)
+    key = {"engine": args.engine, "engine_nodes": nodes, "positions": len(ref["fens"]), "reference": ref["fens"][:3]}
+    best = cached_record(os.path.join(args.out, offline.BEST), key,
+                         lambda: offline.measure_best(ref, nodes, args.engine, not args.quiet), list, indent=None)
+    figs = []
+    for w in args.networks:
+        fid = file_id(weights_path(w))
+        figs.append(cached_record(os.path.join(args.out, f"probes-{fid.replace(':', '-')}.json"),
+                                  {**key, "weights": fid}, lambda w=w: offline.network_probes(w, ref, best), dict,
+                                  indent=None))
+    first = figs[0]
+
+    def ci(x: list[float], sign: bool = False) -> str:
+        f = "{:+.3f}" if sign else "{:.3f}"
+        return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"
+
+    print(f"Value probes on {len(ref['fens'])} positions of {args.reference} ({ref['variant']}); Fairy-Stockfish at "
+          f"{nodes:,} nodes; 95% intervals (rho: bootstrap over positions, {offline.BOOTSTRAP} resamples; changes "
+          f"paired with {args.networks[0]})")
+    print("")
+    print("| network | value rho | change | child agreement | change |")
+    print("|---|---|---|---|---|")
+    for w, f in zip(args.networks, figs):
+        s = offline.probe_summary(f, ref["value"], {"first": first} if f is not first else {})
+        ch = (ci(s["value_rho_minus_first"], True), ci(s["child_agree_minus_first"], True)) if f is not first else ("", "")
+        print(f"| {w} | {ci(s['value_rho'])} | {ch[0]} | {ci(s['child_agree'])} | {ch[1]} |")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("selfplay", help="self-play games of an MCTS-family engine into training shards with the "
                                         "search's policy targets (resumable)")
@@ -92,3 +138,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                                                      "self-play shards, last optimizer) to DIR, to commit")
     r.add_argument("--quiet", action="store_true")
     r.set_defaults(func=_cmd_rl)
+
+    v = sub.add_parser("value-probes", help="what a search uses of each network's value, on a loop's offline reference "
+                                            "positions: rank correlation with Fairy-Stockfish and how often the child "
+                                            "the value prefers is its best move, with intervals (paired with the first)")
+    v.add_argument("reference", help="a loop's offline-reference.json (OUT/ or a committed state)")
+    v.add_argument("networks", nargs="+", help="network files (.pt) or shipped names; changes are paired with the first")
+    v.add_argument("--engine", default="fairy-stockfish", help="the deep engine (default: fairy-stockfish)")
+    v.add_argument("--engine-nodes", type=count(1), default=None,
+                   help="its nodes a position (default: the reference's engine_nodes)")
+    v.add_argument("--out", default="runs/value-probes", help="where the engine's moves and each network's probes are "
+                                                              "kept (measured once; default runs/value-probes)")
+    v.add_argument("--quiet", action="store_true")
+    v.set_defaults(func=_cmd_value_probes)

@@ -105,7 +105,8 @@ prior entropy at least ``min_entropy_ratio`` times generation 0's, value loss at
 ``max_value_rise`` above, and with ``[offline]`` its value error against a deep Fairy-Stockfish
 evaluation not above the previous round's beyond the interval of the difference
 (:mod:`experiments.selfplay.offline`, measured for every arm; the prior's cross-entropy to round 0's
-deep search beside it); a failing round stops the loop with one line, or (``on_fail = "halve"``) is
+deep search, and the value probes, rank correlation and child agreement with the deep engine, beside
+it); a failing round stops the loop with one line, or (``on_fail = "halve"``) is
 trained again at half the learning rate, kept for later rounds.  With ``value_weights`` the
 calibration goes on at the chosen rate: one control round at each weight, the weight of the lowest
 offline value error whose held-out NLL stays below generation 0's is the loop's ``value_weight``.  The records are ``OUT/gate0.json``,

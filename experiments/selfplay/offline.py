@@ -15,6 +15,15 @@ on them):
   is): how close the prior
   came to the deep search it is meant to learn;
 
+- **value probes** (what a search uses of the value, not how confident it is): the rank correlation
+  (Spearman's rho) of ``v`` with ``v_ref`` over the positions, and **child agreement**, how often
+  the move whose child the value prefers (every child evaluated, ``-v`` of the child for the mover;
+  a game's end scored by the rules) is Fairy-Stockfish's best move at ``engine_nodes`` (measured once
+  per reference, ``OUT/offline-best.json``); a position with several children of the top value
+  (two mates) agrees when the engine's move is among them.  rho's interval and its paired changes
+  are a bootstrap over positions (:data:`BOOTSTRAP` resamples, the same draws for both networks);
+  agreement's are normal, as the other figures';
+
 each also as the paired difference to the arm's previous round (round 0: the initial network) and
 to round 0, with 95% intervals (the same positions: paired, so a small change is resolved).  The
 references are measured once per loop (``OUT/offline-reference.json``); each round's per-position
@@ -46,6 +55,9 @@ from search.base import Limits
 
 REFERENCE = "offline-reference.json"
 FIGURES = "offline.json"
+BEST = "offline-best.json"
+PROBES = "probes.json"
+BOOTSTRAP = 2000
 
 
 def _mean_interval(x: np.ndarray) -> tuple[float, float, float]:
@@ -123,6 +135,99 @@ def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[
     return {"value_sq": sq, "prior_ce": ce}
 
 
+def measure_best(ref: dict[str, Any], engine_nodes: int, engine: str = "fairy-stockfish",
+                 progress: bool = True) -> list[str]:
+    """Fairy-Stockfish's best move (UCI) at ``engine_nodes`` in each reference position."""
+    from tqdm import tqdm
+
+    proc = datagen.UciProcess(datagen.find_engine(engine), ref["variant"])
+    best: list[str] = []
+    try:
+        for fen in tqdm(ref["fens"], desc="best moves", unit="position", disable=not progress):
+            proc.new_game()
+            move, _ = proc.go_nodes(fen, [], engine_nodes)
+            best.append(move)
+    finally:
+        proc.close()
+    return best
+
+
+def _child_values(pos: Any, moves: list[str], variant: str) -> tuple[list[Leaf], list[int], np.ndarray]:
+    """The children of ``pos``: leaves to evaluate, their indices, and the mover's value of each child
+    that ends the game (nan for the others)."""
+    from board.position import END_DRAWN, END_LOST, END_NONE, END_WON
+
+    leaves: list[Leaf] = []
+    pending: list[int] = []
+    values = np.full(len(moves), np.nan)
+    for k, u in enumerate(moves):
+        child = pos.copy()
+        child.push(child.parse_uci(u))
+        legal = child.legal_moves()
+        end = child.search_end(len(legal) > 0, True)
+        if end == END_NONE:
+            leaves.append(Leaf(child.raw_state(), legal, variant))
+            pending.append(k)
+        else:  # the child's end is for its side to move, the mover's opponent
+            values[k] = {END_LOST: 1.0, END_WON: -1.0, END_DRAWN: 0.0}[end]
+    return leaves, pending, values
+
+
+def network_probes(weights: str, ref: dict[str, Any], best: list[str], batch: int = 256) -> dict[str, list[float]]:
+    """Per reference position: the network's value (``value``, for the rank correlation) and whether
+    the child its value prefers is Fairy-Stockfish's best move (``child_agree``, 1 or 0)."""
+    variant = ref["variant"]
+    pool = registry.EvaluatorPool()
+    try:
+        ev = pool.get(registry.resolve(f"rise-mcts:weights={weights}"), variant)
+        value: list[float] = []
+        agree: list[float] = []
+        for fen, moves, engine_move in zip(ref["fens"], ref["moves"], best):
+            pos = board.new_position(variant, fen)
+            leaves, pending, child = _child_values(pos, moves, variant)
+            root = [Leaf(pos.raw_state(), [pos.parse_uci(u) for u in moves], variant)]
+            out = [e.value for lo in range(0, len(leaves) + 1, batch) for e in ev.evaluate((root + leaves)[lo:lo + batch])]
+            value.append(float(out[0]))
+            for k, v in zip(pending, out[1:]):
+                child[k] = -float(v)
+            top = np.flatnonzero(child >= child.max() - 1e-9)
+            agree.append(1.0 if engine_move in {moves[k] for k in top} else 0.0)
+    finally:
+        pool.close()
+    return {"value": value, "child_agree": agree}
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    from scipy.stats import spearmanr
+
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(spearmanr(x, y).statistic)
+
+
+def _draws(n: int) -> np.ndarray:
+    """The bootstrap's resamples of ``n`` positions (fixed: every network is resampled alike, so a
+    difference is paired)."""
+    return np.random.default_rng(20261204).integers(0, n, size=(BOOTSTRAP, n))
+
+
+def spearman_interval(v: np.ndarray, ref: np.ndarray, other: np.ndarray | None = None) -> tuple[float, float, float]:
+    """rho(v, ref) with its 95% bootstrap (percentile) interval over positions; with ``other``, the
+    paired difference rho(v, ref) - rho(other, ref) and its interval from the same resamples."""
+    if len(v) < 3:
+        return math.nan, math.nan, math.nan
+    point = _spearman(v, ref) - (_spearman(other, ref) if other is not None else 0.0)
+    boot = []
+    for idx in _draws(len(v)):
+        r = _spearman(v[idx], ref[idx]) - (_spearman(other[idx], ref[idx]) if other is not None else 0.0)
+        if not math.isnan(r):
+            boot.append(r)
+    if not boot:
+        return point, math.nan, math.nan
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
 def reference(cfg: Any, progress: bool) -> dict[str, Any]:
     """The loop's references (measured once; another key measures again)."""
     o = cfg.offline
@@ -142,6 +247,51 @@ def figures_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str,
     return dict(cached_record(os.path.join(folder, FIGURES), key, lambda: network_figures(weights, ref), dict, indent=None))
 
 
+def best_moves(cfg: Any, progress: bool) -> list[str]:
+    """Fairy-Stockfish's best move in each of the loop's reference positions (measured once)."""
+    ref = reference(cfg, progress)
+    o = cfg.offline
+    key = {"engine": o["engine"], "engine_nodes": o["engine_nodes"], "positions": len(ref["fens"]),
+           "reference": ref["fens"][:3]}
+    return list(cached_record(os.path.join(cfg.out, BEST), key, lambda: measure_best(
+        ref, o["engine_nodes"], o["engine"], progress), list, indent=None))
+
+
+def probes_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str, list[float]] | None:
+    """A network's value probes per position, kept in ``folder/probes.json`` (measured once per
+    network); None when the network is not on this machine (a round of a carried state whose
+    network was not kept)."""
+    from evaluators.neural import weights_path  # deferred: loads torch
+
+    path = weights_path(weights)
+    if not os.path.isfile(path):
+        return None
+    ref = reference(cfg, progress)
+    best = best_moves(cfg, progress)
+    key = {"weights": file_id(path), "positions": len(ref["fens"]), "reference": ref["fens"][:3],
+           "engine_nodes": cfg.offline["engine_nodes"]}
+    return dict(cached_record(os.path.join(folder, PROBES), key, lambda: network_probes(weights, ref, best), dict,
+                              indent=None))
+
+
+def probe_summary(now: dict[str, list[float]], ref_value: list[float], others: dict[str, dict[str, list[float]] | None]
+                  ) -> dict[str, Any]:
+    """The probes' figures with 95% intervals, and their paired changes to each of ``others`` (by
+    name; one that is None is left out)."""
+    v, r = np.array(now["value"], dtype=np.float64), np.array(ref_value, dtype=np.float64)
+    a = np.array(now["child_agree"], dtype=np.float64)
+    out: dict[str, Any] = {"value_rho": [round(x, 5) for x in spearman_interval(v, r)],
+                           "child_agree": [round(x, 5) for x in _mean_interval(a)]}
+    for name, other in others.items():
+        if other is None:
+            continue
+        out[f"value_rho_minus_{name}"] = [round(x, 5) for x in spearman_interval(
+            v, r, np.array(other["value"], dtype=np.float64))]
+        out[f"child_agree_minus_{name}"] = [round(x, 5) for x in _mean_interval(
+            a - np.array(other["child_agree"], dtype=np.float64))]
+    return out
+
+
 def summary(now: dict[str, list[float]], prev: dict[str, list[float]], round0: dict[str, list[float]]) -> dict[str, Any]:
     """Means with 95% intervals, and the paired differences to the previous round and to round 0."""
     out: dict[str, Any] = {"positions": len(now["value_sq"])}
@@ -153,12 +303,29 @@ def summary(now: dict[str, list[float]], prev: dict[str, list[float]], round0: d
     return out
 
 
+def probes_record(cfg: Any, arm: Any, gen: int, prev_gen: int, progress: bool) -> dict[str, Any] | None:
+    """The round's value probes with their changes from the previous round and round 0 (None: the
+    round's network is not on this machine)."""
+    now = probes_of(cfg, weights_of(cfg, arm.name, gen), cfg.gen_dir(arm.name, gen), progress)
+    if now is None:
+        return None
+    round0 = probes_of(cfg, cfg.initial, os.path.join(cfg.out, "offline-round0"), progress)
+    prev = round0 if prev_gen == 0 else probes_of(cfg, weights_of(cfg, arm.name, prev_gen),
+                                                  cfg.gen_dir(arm.name, prev_gen), progress)
+    return probe_summary(now, reference(cfg, progress)["value"], {"prev": prev, "round0": round0})
+
+
 def record(cfg: Any, arm: Any, gen: int, state: Any, progress: bool) -> dict[str, Any] | None:
     """The round's offline figures (``state.gen(gen)["offline"]``), measured once; None when off."""
     if not cfg.offline.get("enabled"):
         return None
     rec = state.gen(gen)
     if "offline" in rec:
+        if "value_rho" not in rec["offline"]:  # a round recorded before the probes: added where its networks are here
+            probes = probes_record(cfg, arm, gen, int(rec["offline"].get("prev", 0)), progress)
+            if probes is not None:
+                rec["offline"] = {**rec["offline"], **probes}
+                state.save()
         return dict(rec["offline"])
     base = cfg.out
     round0 = figures_of(cfg, cfg.initial, os.path.join(base, "offline-round0"), progress)
@@ -166,7 +333,8 @@ def record(cfg: Any, arm: Any, gen: int, state: Any, progress: bool) -> dict[str
     prev = round0 if prev_gen == 0 else figures_of(cfg, weights_of(cfg, arm.name, prev_gen),
                                                    cfg.gen_dir(arm.name, prev_gen), progress)
     now = figures_of(cfg, weights_of(cfg, arm.name, gen), cfg.gen_dir(arm.name, gen), progress)
-    rec["offline"] = {**summary(now, prev, round0), "prev": prev_gen}
+    rec["offline"] = {**summary(now, prev, round0), **(probes_record(cfg, arm, gen, prev_gen, progress) or {}),
+                      "prev": prev_gen}
     state.save()
     return dict(rec["offline"])
 
@@ -204,5 +372,6 @@ def parse(root: Any, cfg: Any, heldout: list[str]) -> None:
     o.done()
 
 
-__all__ = ["FIGURES", "REFERENCE", "fsf_value", "measure_reference", "network_figures", "parse", "record",
-           "reference", "summary", "verdict"]
+__all__ = ["BEST", "BOOTSTRAP", "FIGURES", "PROBES", "REFERENCE", "best_moves", "fsf_value", "measure_best",
+           "measure_reference", "network_figures", "network_probes", "parse", "probe_summary", "probes_of",
+           "probes_record", "record", "reference", "spearman_interval", "summary", "verdict"]

@@ -688,6 +688,14 @@ def _offline_section(cfg: LoopConfig, record: Callable[[str], Any]) -> list[str]
         f = "{:+.4f}" if sign else "{:.4f}"
         return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"
 
+    def probe(o: dict[str, Any], key: str) -> str:
+        """A value probe's cell: the figure, its change from the previous round and from round 0 (where measured)."""
+        if key not in o:
+            return "not measured (network not kept)"
+        changes = [f"{ci(o[f'{key}_minus_{n}'], True)} from {w}" for n, w in (("prev", "previous"), ("round0", "round 0"))
+                   if f"{key}_minus_{n}" in o]
+        return ci(o[key]) + (f" ({'; '.join(changes)})" if changes else "")
+
     lines: list[str] = []
     cal = record(CALIBRATION)
     if isinstance(cal, dict) and cal.get("value_tries"):
@@ -714,7 +722,8 @@ def _offline_section(cfg: LoopConfig, record: Callable[[str], Any]) -> list[str]
             share = _value_share(cfg, arm.name, int(g))
             rows.append(f"| {arm.name} | {g} | {ci(o['value_sq'])} | {ci(o['value_sq_minus_prev'], True)} | "
                         f"{ci(o['value_sq_minus_round0'], True)} | {ci(o['prior_ce'])} | {ci(o['prior_ce_minus_prev'], True)} | "
-                        f"{ci(o['prior_ce_minus_round0'], True)} | {share} |")
+                        f"{ci(o['prior_ce_minus_round0'], True)} | {probe(o, 'value_rho')} | {probe(o, 'child_agree')} | "
+                        f"{share} |")
     if rows and isinstance(ref, dict):
         k = ref.get("key", {})
         lines += ["## Offline gates: what the search needs of the network", "",
@@ -724,10 +733,29 @@ def _offline_section(cfg: LoopConfig, record: Callable[[str], Any]) -> list[str]
                   f"round 0's {k.get('reference')}-node search without noise. Changes are paired on the same positions; "
                   f"95% intervals. A self-play round whose value error rises above its previous round's beyond the "
                   f"interval fails gate 1. Value share: the value term's share of the round's loss (value weight x value "
-                  f"loss over the total, on its training run's held-out split).", "",
+                  f"loss over the total, on its training run's held-out split). Value probes, what a search uses of "
+                  f"the value: rho, the rank correlation of v with v_FSF over the positions (bootstrap interval); child "
+                  f"agreement, how often the move whose child the value prefers is Fairy-Stockfish's best move at "
+                  f"{k.get('engine_nodes', 0):,} nodes.{_round0_probes(record)}", "",
                   "| arm | round | value error | change from previous | change from round 0 | prior CE | change from previous | "
-                  "change from round 0 | value share |", "|---|---:|---|---|---|---|---|---|---:|", *rows, ""]
+                  "change from round 0 | value rho | child agreement | value share |",
+                  "|---|---:|---|---|---|---|---|---|---|---|---:|", *rows, ""]
     return lines
+
+
+def _round0_probes(record: Callable[[str], Any]) -> str:
+    """The initial network's value probes, as a sentence (empty where not measured)."""
+    rec = record(os.path.join("offline-round0", offline.PROBES))
+    val = rec.get("value") if isinstance(rec, dict) else None
+    if not isinstance(val, dict) or not val.get("value"):
+        return ""
+    ref = record(offline.REFERENCE)
+    if not isinstance(ref, dict) or len(ref["value"]["value"]) != len(val["value"]):
+        return ""
+    f = offline.probe_summary(val, ref["value"]["value"], {})
+    rho, agree = f["value_rho"], f["child_agree"]
+    return (f" Round 0: rho {rho[0]:.4f} [{rho[1]:.4f}, {rho[2]:.4f}], child agreement {agree[0]:.4f} "
+            f"[{agree[1]:.4f}, {agree[2]:.4f}].")
 
 
 def _value_share(cfg: LoopConfig, arm: str, gen: int) -> str:
