@@ -111,6 +111,34 @@ def test_a_round_whose_value_error_rises_is_trained_again_at_half_the_rate(tmp_p
     assert sum("gen-001" in w for w in seen) == 2
 
 
+def test_a_gated_control_is_trained_again_at_half_the_rate_as_self_play_is(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    real = offline.network_figures
+    tries: list[str] = []
+
+    def figures(weights: str, ref: dict) -> dict:  # type: ignore[type-arg]
+        out = real(weights, ref)
+        if f"{os.sep}control{os.sep}gen-001{os.sep}" in weights:
+            tries.append(weights)
+        if len(tries) == 1 and f"{os.sep}control{os.sep}gen-001{os.sep}" in weights:  # its first try's value error rises
+            out["value_sq"] = [x + 0.5 + 0.01 * (i % 3) for i, x in enumerate(out["value_sq"])]
+        return out
+
+    monkeypatch.setattr(offline, "network_figures", figures)
+    path = _offline_config(tmp_path)
+    text = open(path).read().replace("heldout_stops = false", "heldout_stops = false\ncontrols = true")
+    open(path, "w").write(text)
+    cfg = rl.parse(path)
+    assert cfg.gate1["controls"]
+    rl.run(cfg, progress=False, until="train")
+    st = json.loads((tmp_path / "out" / "control" / rl.STATE).read_text())
+    failed = st["gens"]["1"]["gate1_failed"]
+    assert [f["lr"] for f in failed] == [0.01] and st["lr"] == 0.005  # halved as the self-play arm is
+    assert st["gens"]["1"]["gate1"]["passed"] and "gate1_failed" not in st["gens"].get("2", {})
+    # without the switch the control is not gated (the earlier rule)
+    assert not rl.parse(_offline_config(tmp_path / "plain")).gate1["controls"]
+
+
 def test_the_value_weight_is_the_one_of_the_lowest_offline_value_error(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     cal = f"[calibrate]\nlrs = [0.01]\ncpu_seconds = 2\ndata = [\"{tmp_path / 'sup'}\"]\nvalue_weights = [0.1, 1.0, 3.0]\n"

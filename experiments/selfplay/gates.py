@@ -192,7 +192,7 @@ def _heldout0(cfg: LoopConfig, data: list[str]) -> dict[str, float]:
 
 
 def check_gate1(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> str | None:
-    """Gate 1 after a round's training (self-play arms): the new network's held-out policy NLL at most
+    """Gate 1 after a round's training (self-play arms; with ``controls`` every arm): the new network's held-out policy NLL at most
     ``max_nll_rise`` above generation 0's, its mean prior entropy at least ``min_entropy_ratio`` times
     generation 0's, its value loss at most ``max_value_rise`` above generation 0's (the NLL and value
     rules only with ``heldout_stops``); with ``[offline]`` first the offline value gate
@@ -202,7 +202,7 @@ def check_gate1(cfg: LoopConfig, arm: Arm, gen: int, state: State) -> str | None
     g = cfg.gate1
     rec = state.gen(gen)
     off = offline.record(cfg, arm, gen, state, progress=False) if cfg.offline else None
-    if not g["enabled"] or arm.kind != "selfplay":
+    if not g["enabled"] or (arm.kind != "selfplay" and not g["controls"]):
         return None
     base = _heldout0(cfg, g["data"])
     fig = rec.get("gate1") or heldout_figures(weights_of(cfg, arm.name, gen), g["data"])
@@ -249,7 +249,7 @@ def train_gated(cfg: LoopConfig, arm: Arm, gen: int, state: State, progress: boo
             state.gen(gen).pop(k, None)
         state.save()
         shutil.rmtree(os.path.join(cfg.gen_dir(arm.name, gen), "train"), ignore_errors=True)
-        for f in ("clock-train.json", "offline.json"):
+        for f in ("clock-train.json", offline.FIGURES, offline.PROBES):
             if os.path.exists(os.path.join(cfg.gen_dir(arm.name, gen), f)):
                 os.remove(os.path.join(cfg.gen_dir(arm.name, gen), f))
 
@@ -284,6 +284,7 @@ def parse_gates(root: Section, cfg: LoopConfig) -> None:
                      max_value_rise=g1.get("max_value_rise", float, 0.0, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"),
                      on_fail=g1.choice("on_fail", ("stop", "halve"), "stop"),
                      heldout_stops=g1.get("heldout_stops", bool, True),
+                     controls=g1.get("controls", bool, False),
                      retries=g1.get("retries", int, 2, lambda v: None if 0 <= v <= 10 else "must be from 0 to 10"))
     if cfg.gate1["enabled"] and not data1:
         raise g1.error("data", "gate 1 needs held-out data: give [gate1] data or [rate] heldout")

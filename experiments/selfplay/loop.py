@@ -86,7 +86,8 @@ Config keys (every one optional but ``name``, ``initial`` and the arms; defaults
     [gate1]     enabled [rounds with held-out data], data [rate.heldout], max_nll_rise [0.02],
                 min_entropy_ratio [0.8], max_value_rise [0], on_fail ["stop"; or "halve"], retries [2],
                 heldout_stops [true] (false: the held-out NLL and value loss are columns of the record, not
-                stops: the offline value gate decides)
+                stops: the offline value gate decides), controls [false] (true: control arms are gated and
+                halved by the same rules, the control trained as the self-play arm is)
     [calibrate] lrs [[]: off], cpu_seconds [600], data [rate.heldout], value_weights [[]: off]
     [offline]   enabled [false], data [rate.heldout], positions [300], engine ["fairy-stockfish"],
                 engine_nodes [50000], reference [400] (:mod:`experiments.selfplay.offline`)

@@ -281,7 +281,7 @@ def probe_summary(now: dict[str, list[float]], ref_value: list[float], others: d
     v, r = np.array(now["value"], dtype=np.float64), np.array(ref_value, dtype=np.float64)
     a = np.array(now["child_agree"], dtype=np.float64)
     out: dict[str, Any] = {"value_rho": [round(x, 5) for x in spearman_interval(v, r)],
-                           "child_agree": [round(x, 5) for x in _mean_interval(a)]}
+                           "child_agree": [round(min(1.0, max(0.0, x)), 5) for x in _mean_interval(a)]}
     for name, other in others.items():
         if other is None:
             continue
