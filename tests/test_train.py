@@ -207,6 +207,27 @@ def test_best_epoch_is_kept_and_selection_games_are_held_out(zh_data, tmp_path):
     assert abs(got["val_policy_acc"] - accs[best]) < 1e-5
 
 
+def test_select_value_keeps_the_epoch_of_the_lowest_selection_value_loss(zh_data, tmp_path):
+    """``select = "value"``: model.pt holds the epoch whose value loss on the selection games is the
+    lowest (a control early-stopped on its value), its meta says so; patience counts by that score."""
+    out = str(tmp_path / "rise-value")
+    cfg = train.TrainConfig(model="rise", data=[zh_data], out=out, size="tiny", epochs=4, batch=32, lr=0.5,
+                            val_fraction=0.3, select_fraction=0.2, seed=3, select="value", value_weight=1.0)
+    m = train.train(cfg, progress=False)
+    rows = _rows(os.path.join(out, "metrics.csv"))
+    losses = [float(r["sel_value_loss"]) for r in rows]
+    best = losses.index(min(losses))
+    assert m["best_epoch"] == best + 1 and m["selection"] == "value"
+    assert m["sel_value_loss"] == pytest.approx(losses[best], abs=1e-5)
+    if best + 1 < len(rows):  # patience 1 stops one epoch after the best
+        stopped = train.train(train.TrainConfig(**{**cfg.__dict__, "out": str(tmp_path / "p"), "patience": 1}), progress=False)
+        assert len(_rows(os.path.join(str(tmp_path / "p"), "metrics.csv"))) == stopped["best_epoch"] + 1
+    with pytest.raises(train.TrainError, match="--select value is for networks with a value head"):
+        train.TrainConfig(model="deepchess", data=[zh_data], out="x", select="value").resolved()
+    with pytest.raises(train.TrainError, match="unknown --select"):
+        train.TrainConfig(model="rise", data=[zh_data], out="x", select="loss").resolved()
+
+
 def test_bf16_training_saves_float32_contiguous_weights(zh_data, tmp_path):
     out = str(tmp_path / "rise-bf16")
     m = train.train(train.TrainConfig(model="rise", data=[zh_data], out=out, size="tiny", epochs=1, batch=64,

@@ -113,7 +113,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                             resume=not args.no_resume,
                             ae_epochs=args.ae_epochs, half=args.half,
                             positions_per_game=args.positions_per_game, select_fraction=args.select_fraction,
-                            patience=args.patience, weight_decay=args.weight_decay, dropout=args.dropout,
+                            patience=args.patience, select=args.select, weight_decay=args.weight_decay, dropout=args.dropout,
                             bf16=args.bf16, mirror=args.mirror, input_dropout=args.input_dropout, antisymmetric=args.antisymmetric,
                             score_weight=args.score_weight, optimizer=args.optimizer, device=args.device,
                             large_batch=args.large_batch, init=args.init, q_weight=args.q_weight,
@@ -247,6 +247,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--select-fraction", type=fraction, default=0.05,
                    help="share of games (besides validation) used only to pick the best epoch")
     t.add_argument("--patience", type=count(1), default=None, help="early stopping: epochs without a better selection score")
+    t.add_argument("--select", choices=("policy", "value"), default="policy",
+                   help="rise/sixtyfour: the best epoch by policy accuracy or by the lowest value loss on the "
+                        "selection games (default: policy)")
     t.add_argument("--weight-decay", type=number(0, 1), default=1e-4, help="SGD weight decay (rise, deepchess comparator)")
     t.add_argument("--dropout", type=number(0, 1), default=0.0, help="DeepChess: comparator dropout (training only)")
     t.add_argument("--input-dropout", type=number(0, 1), default=0.0, help="DeepChess: input-bit dropout (training only)")

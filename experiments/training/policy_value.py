@@ -334,11 +334,13 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
             rate = n_pos / max(1e-9, time.monotonic() - e0)
             last = task.metrics(net, ds, va, legal_va, mates)
             sel = task.metrics(net, ds, se, legal_se, no_mates)
-            run.consider(sel["val_policy_acc"], epoch + 1, net, last)
+            run.consider(sel["val_policy_acc"] if cfg.select == "policy" else -sel["val_value_loss"], epoch + 1, net,
+                         {**last, "sel_policy_acc": sel["val_policy_acc"], "sel_value_loss": sel["val_value_loss"]})
             row = {"epoch": epoch + 1, "step": step, "elapsed_s": round(elapsed, 1),
                    "positions_per_s": round(rate, 1), "train_loss": round(run_loss / max(1, n_loss), 5),
                    "sel_policy_acc": round(sel["val_policy_acc"], 5),
                    "sel_value_sign_acc": round(sel["val_value_sign_acc"], 5),
+                   "sel_value_loss": round(sel["val_value_loss"], 5),
                    **{k: round(v, 5) for k, v in last.items()}}
             run.write_row(row)
             if progress:  # the epoch line belongs with the bar: quiet runs keep metrics.csv only
@@ -359,7 +361,7 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
             "games": int(len(ds.game_uid)), "positions": int(len(ds)), "variant": variant,
             "size": cfg.size if cfg.init is None else f"that of {cfg.init}",
             "steps": step, "training_seconds": round(time.monotonic() - t0, 1), "device": str(device),
-            "sel_policy_acc": float(run.best_score), **{k: float(v) for k, v in last.items()}}
+            "selection": cfg.select, **{k: float(v) for k, v in last.items()}}
     return run.finish(cfg.model, net, meta)
 
 

@@ -27,7 +27,8 @@ deepchess
 
 The split is by game: validation games (``datagen.is_validation``, ``val_fraction``) are only
 reported on; selection games (``datagen.is_selection``, ``select_fraction``, disjoint) pick the best
-epoch (policy accuracy for rise/sixtyfour, pair accuracy for DeepChess), which is what ``model.pt``
+epoch (policy accuracy for rise/sixtyfour, or with ``select = "value"`` the lowest value loss; pair
+accuracy for DeepChess), which is what ``model.pt``
 holds (``meta["best_epoch"]``); ``patience`` stops early after that many epochs without a better
 selection score.  ``bf16`` runs the training forward pass of rise/sixtyfour under bfloat16 autocast
 with channels-last tensors (about twice the CPU speed; the weights and metrics stay float32).
@@ -120,6 +121,9 @@ class TrainConfig:
     score_weight: float = 0.0  # DeepChess: share of the engine-score ordering in the pair target
     optimizer: str = "sgd"  # DeepChess comparator: "sgd" (momentum 0.9, the paper) or "adam" (the seeds' report)
     patience: int | None = None  # stop after this many epochs without a better selection score
+    #: rise/sixtyfour: what picks the best epoch on the selection games: "policy" (top-1 accuracy) or
+    #: "value" (the lowest value loss: a control early-stopped on its value, as a searched player needs)
+    select: str = "policy"
     bf16: bool = False  # rise/sixtyfour: bfloat16 autocast for the training forward pass (CPU speed)
     mirror: bool = False  # rise/sixtyfour: mirror half of the castling-free training positions (a <-> h file)
     device: str = "auto"  # auto (CUDA when there is one), cpu, cuda, cuda:N
@@ -151,6 +155,10 @@ class TrainConfig:
             raise TrainError("--select-fraction must be in (0, 1 - val_fraction)")
         if not (0.0 <= self.dropout < 1.0 and 0.0 <= self.input_dropout < 1.0):
             raise TrainError("--dropout and --input-dropout must be in [0, 1)")
+        if self.select not in ("policy", "value"):
+            raise TrainError(f"unknown --select {self.select!r}; known: policy, value")
+        if self.select != "policy" and fam.kind == "comparator":
+            raise TrainError("--select value is for networks with a value head (rise, sixtyfour)")
         if self.optimizer not in ("sgd", "adam"):
             raise TrainError(f"unknown optimizer {self.optimizer!r}; known: sgd, adam")
         if not 0.0 <= self.score_weight <= 1.0:
@@ -351,7 +359,7 @@ class Run:
         self.cfg = cfg
         self.ck_path = os.path.join(cfg.out, "checkpoint.pt")
         self.metrics_path = os.path.join(cfg.out, "metrics.csv")
-        self.best_score, self.best_epoch = -1.0, 0
+        self.best_score, self.best_epoch = -math.inf, 0
         self.best_state: dict[str, torch.Tensor] = {}
         self.best_metrics: dict[str, float] = {}
         self.last_save = time.monotonic()
@@ -374,7 +382,7 @@ class Run:
         except (KeyError, RuntimeError, ValueError, TypeError):
             raise TrainError(f"{self.ck_path} is the checkpoint of another network (model or --size differ); "
                              f"give another --out, or --no-resume to start this one afresh") from None
-        self.best_score, self.best_epoch = ck.get("best_score", -1.0), ck.get("best_epoch", 0)
+        self.best_score, self.best_epoch = ck.get("best_score", -math.inf), ck.get("best_epoch", 0)
         self.best_state, self.best_metrics = ck.get("best_state", {}), ck.get("best_metrics", {})
         return dict(ck.get("progress", {}))
 
