@@ -35,9 +35,10 @@ difference above 0 fails.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -108,13 +109,21 @@ def measure_reference(initial: str, data: list[str], positions: int, seed: int, 
     return out
 
 
+@contextlib.contextmanager
+def _network(weights: str, variant: str) -> Iterator[Any]:
+    """The network ``weights`` as the evaluator a search would call, closed after."""
+    pool = registry.EvaluatorPool()
+    try:
+        yield pool.get(registry.resolve(f"rise-mcts:weights={weights}"), variant)
+    finally:
+        pool.close()
+
+
 def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[str, list[float]]:
     """Per reference position: the network's squared value error and its prior's cross-entropy to
     round 0's deep search (the module docstring)."""
     variant = ref["variant"]
-    pool = registry.EvaluatorPool()
-    try:
-        ev = pool.get(registry.resolve(f"rise-mcts:weights={weights}"), variant)
+    with _network(weights, variant) as ev:
         sq: list[float] = []
         ce: list[float] = []
         for lo in range(0, len(ref["fens"]), batch):
@@ -130,8 +139,6 @@ def network_figures(weights: str, ref: dict[str, Any], batch: int = 64) -> dict[
                 p = np.array(e.priors, dtype=np.float64)
                 r = dists[k] / dists[k].sum()
                 ce.append(float(-(r * np.log(p / p.sum())).sum()))  # gate 0's prior row (mixed with itself: itself)
-    finally:
-        pool.close()
     return {"value_sq": sq, "prior_ce": ce}
 
 
@@ -177,9 +184,7 @@ def network_probes(weights: str, ref: dict[str, Any], best: list[str], batch: in
     """Per reference position: the network's value (``value``, for the rank correlation) and whether
     the child its value prefers is Fairy-Stockfish's best move (``child_agree``, 1 or 0)."""
     variant = ref["variant"]
-    pool = registry.EvaluatorPool()
-    try:
-        ev = pool.get(registry.resolve(f"rise-mcts:weights={weights}"), variant)
+    with _network(weights, variant) as ev:
         value: list[float] = []
         agree: list[float] = []
         for fen, moves, engine_move in zip(ref["fens"], ref["moves"], best):
@@ -192,8 +197,6 @@ def network_probes(weights: str, ref: dict[str, Any], best: list[str], batch: in
                 child[k] = -float(v)
             top = np.flatnonzero(child >= child.max() - 1e-9)
             agree.append(1.0 if engine_move in {moves[k] for k in top} else 0.0)
-    finally:
-        pool.close()
     return {"value": value, "child_agree": agree}
 
 
