@@ -11,8 +11,10 @@ from typing import Any
 import board
 from board.variants import CRAZYHOUSE
 from experiments.cli.main import count, plies_range, seed
-from experiments.paths import DirLock, check_dir
-from experiments.selfplay import games, loop, state
+from experiments.harness.store import file_id
+from experiments.paths import DirLock, InputError, check_dir, read_json
+from experiments.selfplay import games, loop, offline, state
+from experiments.selfplay.config import cached_record
 
 
 def _cmd_selfplay(args: argparse.Namespace) -> int:
@@ -55,11 +57,7 @@ def _cmd_rl(args: argparse.Namespace) -> int:
 
 
 def _cmd_value_probes(args: argparse.Namespace) -> int:
-    from evaluators.neural import weights_path
-    from experiments.paths import InputError, read_json
-    from experiments.selfplay import offline
-    from experiments.selfplay.config import cached_record
-    from experiments.harness.store import file_id
+    from evaluators.neural import weights_path  # deferred: loads torch
 
     rec: Any = read_json(args.reference, "offline reference")
     ref = rec.get("value") if isinstance(rec, dict) else None

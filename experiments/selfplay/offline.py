@@ -44,6 +44,7 @@ import numpy as np
 
 import board
 from board import move_to_uci
+from board.position import END_DRAWN, END_LOST, END_NONE, END_WON
 from engines import registry
 from evaluators.base import Leaf
 from evaluators.scale import cp_to_value
@@ -162,8 +163,6 @@ def measure_best(ref: dict[str, Any], engine_nodes: int, engine: str = "fairy-st
 def _child_values(pos: Any, moves: list[str], variant: str) -> tuple[list[Leaf], list[int], np.ndarray]:
     """The children of ``pos``: leaves to evaluate, their indices, and the mover's value of each child
     that ends the game (nan for the others)."""
-    from board.position import END_DRAWN, END_LOST, END_NONE, END_WON
-
     leaves: list[Leaf] = []
     pending: list[int] = []
     values = np.full(len(moves), np.nan)
