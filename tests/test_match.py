@@ -362,6 +362,7 @@ def test_cli_match_stores_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_stored_settings_name_the_network_that_played(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evaluators.families import shipped_name
     from evaluators.neural import weights_path
     from experiments.harness.store import file_id
 
@@ -373,8 +374,9 @@ def test_stored_settings_name_the_network_that_played(tmp_path: Path, capsys: py
         for g in st.games():
             rise = g.white_settings if g.white == "rise-mcts" else g.black_settings
             other = g.black_settings if g.white == "rise-mcts" else g.white_settings
-            assert rise["weights"] == file_id(weights_path("rise_crazyhouse.pt"))
-            assert rise["weights"].startswith("rise_crazyhouse.pt:") and "weights" not in other
+            default = shipped_name("rise", "crazyhouse")  # today's default network of the variant
+            assert rise["weights"] == file_id(weights_path(default))
+            assert rise["weights"].startswith(f"{default}:") and "weights" not in other
             assert rise["inference"] == "onnxruntime" and "inference" not in other  # the backend that ran
     rc, out, err = _cli(["replay", str(db)], capsys)
     assert rc == 0 and "2 games replayed, every move agrees" in out, out + err

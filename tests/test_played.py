@@ -144,7 +144,9 @@ def test_a_network_not_on_this_machine_is_not_compared(tmp_path: Path) -> None:
     assert played.differences({"g5": missing}) == []
     old = {"engine": "rise-mcts", "effective": now, "network": "rise_crazyhouse.pt:0000000000", "variant": "crazyhouse"}
     (line,) = played.differences({"p": old})
-    assert line.startswith("p: network rise_crazyhouse.pt:0000000000 → rise_crazyhouse.pt:")
+    from evaluators.families import shipped_name
+
+    assert line.startswith(f"p: network rise_crazyhouse.pt:0000000000 → {shipped_name('rise', 'crazyhouse')}:")
 
 
 def test_a_head_swap_records_both_networks() -> None:
@@ -152,7 +154,10 @@ def test_a_head_swap_records_both_networks() -> None:
     from evaluators.families import WEIGHTS_DIR, file_id
 
     spec = "rise-mcts:value_weights=rise_chess.pt"
-    both = f"{file_id(Path(WEIGHTS_DIR) / 'rise_crazyhouse.pt')} + {file_id(Path(WEIGHTS_DIR) / 'rise_chess.pt')}"
+    from evaluators.families import shipped_name
+
+    both = (f"{file_id(Path(WEIGHTS_DIR) / shipped_name('rise', 'crazyhouse'))} + "
+            f"{file_id(Path(WEIGHTS_DIR) / 'rise_chess.pt')}")
     rec = played.collect([("swap", {"engine": spec, "effective": _today(spec), "variant": "crazyhouse",
                                      "networks": both.split(" + ")})])
     assert rec["swap"]["network"] == both and played.differences(rec) == []

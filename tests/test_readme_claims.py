@@ -39,7 +39,9 @@ def _figure(r: dict[str, str]) -> str:
 
 def test_the_readme_tables_are_the_reports_rows() -> None:
     rows = ROW.findall(README)
-    assert len(rows) >= 40, len(rows)
+    # the pattern still reads the tables (their rows cite current reports only, so their number falls
+    # when a shipped network moves and rises as reports are played again)
+    assert len(rows) >= 15, len(rows)
     for variant, against, game, unit, budget, figure, games, openings, rel in rows:
         folder = ROOT / "reports" / rel
         md = (folder / "ablation.md").read_text()
