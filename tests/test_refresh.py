@@ -117,7 +117,8 @@ def test_a_refresh_killed_midway_resumes(tmp_path: Path) -> None:
     report, db = tmp_path / "reports" / "toy", tmp_path / "runs" / "toy.sqlite"
     _age(None, report)
     db.unlink()  # the old games are gone (a fresh clone): every game is played again
-    cfg.write_text(CONFIG.format(games=40))
+    total = 400  # enough that the run cannot finish between the poll that sees 2 games and the signal
+    cfg.write_text(CONFIG.format(games=total))
     proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", "refresh", "--quiet"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -135,11 +136,11 @@ def test_a_refresh_killed_midway_resumes(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 143
     first = stored()
-    assert 2 <= first < 40 and played.status(report)[0] == "stale"
+    assert 2 <= first < total and played.status(report)[0] == "stale"
     done = subprocess.run([sys.executable, "-m", "experiments.cli", "refresh", "--quiet"], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert f"{40 - first} games played, {first} already stored" in done.stdout and stored() == 40
+    assert f"{total - first} games played, {first} already stored" in done.stdout and stored() == total
     assert not list((tmp_path / "runs").glob("toy.before-*"))  # today's games were kept, not set aside
     assert cfg.read_text().count("**Before**") == 1
     assert played.status(report) == ("current", [])
