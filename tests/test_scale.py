@@ -232,3 +232,28 @@ def test_compare_tables_ignores_only_the_machine_columns(tmp_path) -> None:  # t
     games, cost = compare_tables(here, shipped)
     assert games == ["fairy-stockfish at -: only in the shipped report", "material-ab at 64: elo 1.0 here, 0.0 shipped"]
     assert cost == ["material-ab at 64: evals_per_move 64.5 here, 64.0 shipped (0.78%)"]
+
+
+def test_make_runs_compare_says_when_the_shipped_report_is_stale(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A shipped report played before its players moved (a new network, a moved default) cannot match
+    today's games: the comparison says so, and how to play it again."""
+    from types import SimpleNamespace
+
+    from experiments.cli import harness as cli_harness
+    from experiments.cli.main import main
+
+    shipped = tmp_path / "quick"
+    shipped.mkdir()
+    (shipped / "elo_vs_nodes.csv").write_text("engine,nodes,elo\nx,8,0\n")
+    sc = SimpleNamespace(out_dir=tmp_path / "out", report_dir=None, settings=SimpleNamespace())
+    monkeypatch.setattr(cli_harness.scale, "load", lambda path: sc)
+    monkeypatch.setattr(cli_harness.scale, "run", lambda sc, command, progress: (None, []))
+    monkeypatch.setattr(cli_harness.scale, "compare_tables", lambda a, b: (["x at 8: elo 5 here, 0 shipped"], []))
+    monkeypatch.setattr(cli_harness.played, "status", lambda folder: ("stale", ["mcts-rise: network a.pt:1 → b.pt:2"]))
+    assert main(["scale", "any.toml", "--compare", str(shipped), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"the shipped report {shipped} is stale (mcts-rise: network a.pt:1 → b.pt:2)" in out
+    assert "`searchbench refresh --only quick` plays it again" in out and "DIFFERS" in out
+    monkeypatch.setattr(cli_harness.played, "status", lambda folder: ("current", []))
+    assert main(["scale", "any.toml", "--compare", str(shipped), "--quiet"]) == 0
+    assert "is stale" not in capsys.readouterr().out

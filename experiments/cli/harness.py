@@ -29,7 +29,7 @@ from experiments.harness.sprt import Sprt
 from experiments.harness.stats import score_text
 from experiments.harness.store import Store
 from experiments.paths import InputError, check_dir, check_file
-from reports import html as page
+from reports import html as page, played
 
 RUNS = Path("runs")
 
@@ -255,6 +255,11 @@ def cmd_scale(args: argparse.Namespace) -> int:
     print("figure: " + ", ".join(str(p) for p in paths))
     if args.compare:
         games, cost = scale.compare_tables(sc.out_dir / "elo_vs_nodes.csv", Path(args.compare) / "elo_vs_nodes.csv")
+        state, moved = played.status(args.compare)
+        if state == "stale":  # its players have moved since: a difference is expected, not a fault
+            print(f"the shipped report {args.compare} is stale ({moved[0]}); its games are not "
+                  f"today's, so its table is not expected to match: `searchbench refresh --only "
+                  f"{Path(args.compare).name}` plays it again")
         if games:
             print(f"the Elo table DIFFERS from the shipped report {args.compare} in {len(games)} place(s):")
             for d in games:
