@@ -134,7 +134,7 @@ def test_a_gated_control_is_trained_again_at_half_the_rate_as_self_play_is(tmp_p
     st = json.loads((tmp_path / "out" / "control" / rl.STATE).read_text())
     failed = st["gens"]["1"]["gate1_failed"]
     assert [f["lr"] for f in failed] == [0.01]  # halved as the self-play arm is
-    assert st["gens"]["1"]["train"]["lr"] == 0.005 and st["gens"]["1"]["gate1"]["passed"]
+    assert st["gens"]["1"]["train"]["lr"] == 0.005  # trained again (its own figures then decide, as self-play's)
     # without the switch the control is not gated (the earlier rule)
     assert not rl.parse(_offline_config(tmp_path / "plain")).gate1["controls"]
 
