@@ -102,6 +102,9 @@ def test_a_report_whose_config_is_gone_is_named_and_a_bad_name_refused(
     assert cli.main(["refresh", "--quiet"]) == 1
     out = capsys.readouterr().out
     assert "reports/toy: 2 games" in out and "CANNOT BE PLAYED AGAIN: its config toy.toml is not here" in out
+    for name in ("toy", "reports/toy", "reports/toy/"):  # by name, or by folder as the dry run lists it
+        assert cli.main(["refresh", "--only", name, "--dry-run"]) == 0
+        assert capsys.readouterr().out.startswith("1 stale report(s)")
     assert cli.main(["refresh", "--only", "other"]) == 2
     assert "no stale report named other" in capsys.readouterr().err
     assert cli.main(["refresh", "no-such-folder"]) == 2

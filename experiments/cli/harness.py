@@ -294,11 +294,16 @@ def cmd_refresh(args: argparse.Namespace) -> int:
             raise InputError(f"{str(f)!r}: not a report folder")
     stale = refresh.find(folders, Path.cwd())
     if args.only:
-        unknown = sorted(set(args.only) - {s.name for s in stale})
+        def names(s: refresh.Stale) -> set[str]:
+            # a report answers to its name, its folder and its folder below the index (ab-vs-mcts/rise-chess)
+            under = [str(s.folder.relative_to(f)) for f in folders if s.folder.is_relative_to(f)]
+            return {s.name, str(s.folder), *under}
+        wanted = {w.rstrip("/") for w in args.only}
+        unknown = sorted(wanted - set().union(*(names(s) for s in stale)))
         if unknown:
             raise InputError(f"--only: no stale report named {', '.join(unknown)} (stale: "
                              f"{', '.join(s.name for s in stale) or 'none'})")
-        stale = [s for s in stale if s.name in args.only]
+        stale = [s for s in stale if names(s) & wanted]
     total = sum(s.cpu_seconds for s in stale if s.config is not None)
     print(f"{len(stale)} stale report(s); about {total / 3600:.1f} CPU hours to play those with a config again"
           + (" (estimates: games x plies x the seconds a move recorded)" if stale else ""))
