@@ -14,7 +14,6 @@ from experiments.cli.main import count, plies_range, seed
 from experiments.harness.store import file_id
 from experiments.paths import DirLock, InputError, check_dir, read_json
 from experiments.selfplay import games, loop, offline, state
-from experiments.selfplay.config import cached_record
 
 
 def _cmd_selfplay(args: argparse.Namespace) -> int:
@@ -69,20 +68,11 @@ def _cmd_value_probes(args: argparse.Namespace) -> int:
     nodes = args.engine_nodes or int(rec.get("key", {}).get("engine_nodes", 50_000))
     check_dir(args.out, "probe folder")
     os.makedirs(args.out, exist_ok=True)
-    key = {"engine": args.engine, "engine_nodes": nodes, "positions": len(ref["fens"]), "reference": ref["fens"][:3]}
-    best = cached_record(os.path.join(args.out, offline.BEST), key,
-                         lambda: offline.measure_best(ref, nodes, args.engine, not args.quiet), list, indent=None)
-    figs = []
-    for w in args.networks:
-        fid = file_id(weights_path(w))
-        figs.append(cached_record(os.path.join(args.out, f"probes-{fid.replace(':', '-')}.json"),
-                                  {**key, "weights": fid}, lambda w=w: offline.network_probes(w, ref, best), dict,
-                                  indent=None))
+    best = offline.best_moves_in(ref, args.out, args.engine, nodes, not args.quiet)
+    figs = [offline.probes_in(w, ref, best, nodes, os.path.join(
+        args.out, f"probes-{file_id(weights_path(w)).replace(':', '-')}.json"), {"engine": args.engine}) for w in args.networks]
     first = figs[0]
-
-    def ci(x: list[float], sign: bool = False) -> str:
-        f = "{:+.3f}" if sign else "{:.3f}"
-        return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"
+    ci = offline.interval
 
     print(f"Value probes on {len(ref['fens'])} positions of {args.reference} ({ref['variant']}); Fairy-Stockfish at "
           f"{nodes:,} nodes; 95% intervals (rho: bootstrap over positions, {offline.BOOTSTRAP} resamples; changes "

@@ -251,12 +251,16 @@ def figures_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str,
 
 def best_moves(cfg: Any, progress: bool) -> list[str]:
     """Fairy-Stockfish's best move in each of the loop's reference positions (measured once)."""
-    ref = reference(cfg, progress)
     o = cfg.offline
-    key = {"engine": o["engine"], "engine_nodes": o["engine_nodes"], "positions": len(ref["fens"]),
-           "reference": ref["fens"][:3]}
-    return list(cached_record(os.path.join(cfg.out, BEST), key, lambda: measure_best(
-        ref, o["engine_nodes"], o["engine"], progress), list, indent=None))
+    return best_moves_in(reference(cfg, progress), cfg.out, o["engine"], o["engine_nodes"], progress)
+
+
+def best_moves_in(ref: dict[str, Any], out: str, engine: str, engine_nodes: int, progress: bool) -> list[str]:
+    """The deep engine's best move in each of ``ref``'s positions, kept in ``out/offline-best.json``
+    (measured once per engine, nodes and reference)."""
+    key = {"engine": engine, "engine_nodes": engine_nodes, "positions": len(ref["fens"]), "reference": ref["fens"][:3]}
+    return list(cached_record(os.path.join(out, BEST), key, lambda: measure_best(ref, engine_nodes, engine, progress),
+                              list, indent=None))
 
 
 def probes_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str, list[float]] | None:
@@ -265,15 +269,27 @@ def probes_of(cfg: Any, weights: str, folder: str, progress: bool) -> dict[str, 
     network was not kept)."""
     from evaluators.neural import weights_path  # deferred: loads torch
 
-    path = weights_path(weights)
-    if not os.path.isfile(path):
+    if not os.path.isfile(weights_path(weights)):
         return None
-    ref = reference(cfg, progress)
-    best = best_moves(cfg, progress)
-    key = {"weights": file_id(path), "positions": len(ref["fens"]), "reference": ref["fens"][:3],
-           "engine_nodes": cfg.offline["engine_nodes"]}
-    return dict(cached_record(os.path.join(folder, PROBES), key, lambda: network_probes(weights, ref, best), dict,
-                              indent=None))
+    return probes_in(weights, reference(cfg, progress), best_moves(cfg, progress), cfg.offline["engine_nodes"],
+                     os.path.join(folder, PROBES))
+
+
+def probes_in(weights: str, ref: dict[str, Any], best: list[str], engine_nodes: int, path: str,
+              extra: dict[str, Any] | None = None) -> dict[str, list[float]]:
+    """A network's value probes on ``ref`` against the deep engine's ``best`` moves, kept in ``path``
+    (measured once per network; ``extra`` joins the cache key)."""
+    from evaluators.neural import weights_path  # deferred: loads torch
+
+    key = {"weights": file_id(weights_path(weights)), "positions": len(ref["fens"]), "reference": ref["fens"][:3],
+           "engine_nodes": engine_nodes, **(extra or {})}
+    return dict(cached_record(path, key, lambda: network_probes(weights, ref, best), dict, indent=None))
+
+
+def interval(x: list[float], sign: bool = False, places: int = 3) -> str:
+    """``figure [low, high]`` of a (figure, low, high) triple, signed where it is a change."""
+    f = f"{{:{'+' if sign else ''}.{places}f}}"
+    return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"
 
 
 def probe_summary(now: dict[str, list[float]], ref_value: list[float], others: dict[str, dict[str, list[float]] | None]

@@ -685,8 +685,7 @@ def _offline_section(cfg: LoopConfig, record: Callable[[str], Any]) -> list[str]
     with its change from the previous round and from round 0, and the value term's share of the
     round's training loss (its held-out split)."""
     def ci(x: list[float], sign: bool = False) -> str:
-        f = "{:+.4f}" if sign else "{:.4f}"
-        return f"{f.format(x[0])} [{f.format(x[1])}, {f.format(x[2])}]"
+        return offline.interval(x, sign, places=4)
 
     def probe(o: dict[str, Any], key: str) -> str:
         """A value probe's cell: the figure, its change from the previous round and from round 0 (where measured)."""
