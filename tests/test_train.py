@@ -108,6 +108,29 @@ def test_pair_target_blends_outcome_and_score():
     assert np.allclose(deepchess_train.pair_target(y, first, second, 0.25), [0.75 * o + 0.25 * b for o, b in zip([1, 0, 1], by_score)])
 
 
+def test_score_weight_blends_the_engine_score_into_the_value_target(zh_data):
+    """rise/sixtyfour with ``score_weight`` w: an engine game's position is valued (1 - w) z + w v(score),
+    the score on the suite's one scale (mates +-1); an unknown score leaves the result alone."""
+    from evaluators.encodings import POLICY_SIZE
+    from evaluators.scale import cp_to_value
+
+    cps = np.array([0, 35, -240, 1200, 9998, -31990, datagen.SCORE_UNKNOWN], dtype=np.int16)
+    got = policy_value.engine_values(cps, "crazyhouse")
+    assert np.allclose(got[:-1], [cp_to_value(float(c), "crazyhouse") for c in cps[:-1]], atol=1e-6) and np.isnan(got[-1])
+    ds = datagen.load_dataset(zh_data)
+    idx = np.arange(7)
+    ds.score[idx] = cps
+    z = policy_value.side_result(ds, idx).astype(np.float32)
+    p = torch.zeros((7, POLICY_SIZE))
+    for w in (0.0, 0.5, 1.0):
+        task = policy_value.PolicyValueTask("rise", "crazyhouse", 1.0, score_weight=w)
+        want = np.where(np.isnan(got), z, (1 - w) * z + w * np.nan_to_num(got)).astype(np.float32)
+        _, parts = task.loss_of(torch.from_numpy(want), p, ds, idx)
+        assert parts["value_loss"] == pytest.approx(0.0, abs=1e-10)
+        _, off = task.loss_of(torch.from_numpy(z), p, ds, idx)
+        assert (off["value_loss"] > 0.01) == (w > 0)
+
+
 def test_white_scores_are_clipped_and_from_whites_view(zh_data):
     ds = datagen.load_dataset(zh_data)
     ds.score[:4] = np.array([50, 50, 31990, -31990], dtype=np.int16)

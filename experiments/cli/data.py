@@ -255,7 +255,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--input-dropout", type=number(0, 1), default=0.0, help="DeepChess: input-bit dropout (training only)")
     t.add_argument("--antisymmetric", action="store_true", help="DeepChess: P(a>b) = 1 - P(b>a) by construction")
     t.add_argument("--score-weight", type=number(0, 1), default=0.0,
-                   help="DeepChess: weight of the engine-score ordering in the pair target (0 = outcome only)")
+                   help="the engine's scores in the target (0 = outcome only): DeepChess, weight of the score "
+                        "ordering in the pair target; rise/sixtyfour, value target (1 - w) result + w v(score) on "
+                        "engine games' positions (the score on the suite's one scale)")
     t.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd",
                    help="DeepChess comparator optimizer (sgd: the paper; adam: the seeds' report, lr 0.0005)")
     t.add_argument("--bf16", action="store_true", help="rise/sixtyfour: bfloat16 autocast training (CPU speed)")

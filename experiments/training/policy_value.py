@@ -24,8 +24,9 @@ from evaluators import classical, encodings as enc
 from evaluators import nets
 from evaluators.base import INT8_MODES
 from evaluators.neural import PolicyValueEvaluator, weights_path
+from evaluators.scale import CP_BASE, CP_PROVEN
 from experiments.training import datagen
-from experiments.training.datagen import DataSet
+from experiments.training.datagen import SCORE_UNKNOWN, DataSet
 from evaluators.families import FAMILIES, policy_value_families, resolve
 from experiments.training.recipe import (
     Run, TrainConfig, TrainError, legal_moves_of, mate_in_one_set, mirror_files, mirror_moves, one_cycle, side_result,
@@ -42,15 +43,26 @@ def evaluator_class(model: str) -> type[PolicyValueEvaluator]:
     return cls
 
 
+def engine_values(score: np.ndarray, variant: str) -> np.ndarray:
+    """Engine scores (centipawns for the side to move, mates ``+-(MATE_SCORE - plies)``) as values on
+    the suite's one scale (:func:`evaluators.scale.cp_to_value`, vectorised: +-1 from ``CP_PROVEN``
+    on); NaN where the score is unknown (imported games)."""
+    cp = score.astype(np.float64)
+    v = np.sign(cp) * (1.0 - np.power(CP_BASE[variant], -np.abs(cp) / 100.0))
+    v = np.where(np.abs(cp) >= CP_PROVEN, np.sign(cp), v)
+    return np.where(score == SCORE_UNKNOWN, np.nan, v).astype(np.float32)
+
+
 class PolicyValueTask:
     """Inputs, targets, loss and metrics of one family on one device."""
 
     def __init__(self, model: str, variant: str, value_weight: float, device: torch.device | str = "cpu",
-                 q_weight: float = 0.0) -> None:
+                 q_weight: float = 0.0, score_weight: float = 0.0) -> None:
         self.model = model
         self.variant = variant
         self.value_weight = value_weight
         self.q_weight = q_weight
+        self.score_weight = score_weight
         self.device = torch.device(device)
         self.ev = evaluator_class(model)
 
@@ -77,7 +89,9 @@ class PolicyValueTask:
         the played move; a position whose π is empty (a fast search under playout-cap randomisation)
         has no policy loss, only its value loss.  Cross entropy ``-Σ_a π(a) log p(a)`` (rise; with a
         one-hot π the usual cross entropy) or SixtyFour's Poisson NLL against the outcome-scaled target.  Value target:
-        the result z for the side to move, or ``(1 - q_weight) z + q_weight root_q``."""
+        the result z for the side to move, or ``(1 - q_weight) z + q_weight root_q``; where a position
+        has no search value but an engine score (engine games), ``(1 - score_weight) z + score_weight
+        v(score)``, the score on the suite's one scale (:func:`engine_values`)."""
         raw = ds.raw[idx] if raw is None else raw
         if ds.policy_offset is None:
             rows = np.arange(len(idx))
@@ -98,6 +112,11 @@ class PolicyValueTask:
         if self.q_weight > 0.0 and ds.root_q is not None:
             q = ds.root_q[idx]
             z_np = np.where(np.isnan(q), z_np, (1.0 - self.q_weight) * z_np + self.q_weight * q).astype(np.float32)
+        if self.score_weight > 0.0:
+            sv = engine_values(ds.score[idx], self.variant)
+            if ds.root_q is not None:  # a search value, where there is one, is the target's second part
+                sv = np.where(np.isnan(ds.root_q[idx]), sv, np.nan)
+            z_np = np.where(np.isnan(sv), z_np, (1.0 - self.score_weight) * z_np + self.score_weight * sv).astype(np.float32)
         z = torch.from_numpy(z_np).to(v.device)
         if self.ev.policy_loss == "cross_entropy":
             if ds.policy_offset is None:
@@ -257,7 +276,7 @@ def train_policy_value(cfg: TrainConfig, ds: DataSet, run: Run, device: torch.de
     assert cfg.epochs is not None and cfg.batch is not None and cfg.lr is not None and cfg.value_weight is not None
     variant = ds.variant
     net = initial_network(cfg, variant).to(device)
-    task = PolicyValueTask(cfg.model, variant, cfg.value_weight, device, cfg.q_weight)
+    task = PolicyValueTask(cfg.model, variant, cfg.value_weight, device, cfg.q_weight, cfg.score_weight)
     tr, va, se = split(ds, cfg)
     if cfg.bf16:
         net = net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]

@@ -118,7 +118,8 @@ class TrainConfig:
     dropout: float = 0.0  # DeepChess comparator dropout (training only)
     input_dropout: float = 0.0  # DeepChess input-bit dropout (training only)
     antisymmetric: bool = False  # DeepChess: P(a > b) = 1 - P(b > a) by construction
-    score_weight: float = 0.0  # DeepChess: share of the engine-score ordering in the pair target
+    score_weight: float = 0.0  # DeepChess: share of the engine-score ordering in the pair target; rise/sixtyfour:
+    # value target (1 - score_weight) z + score_weight v(score) where a position has an engine score and no root_q
     optimizer: str = "sgd"  # DeepChess comparator: "sgd" (momentum 0.9, the paper) or "adam" (the seeds' report)
     patience: int | None = None  # stop after this many epochs without a better selection score
     #: rise/sixtyfour: what picks the best epoch on the selection games: "policy" (top-1 accuracy) or
