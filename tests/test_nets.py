@@ -218,6 +218,14 @@ def test_missing_and_corrupt_weights_are_one_line_errors(tmp_path, cls):
                        "sixtyfour" if cls is SixtyFourEvaluator else "deepchess"), threads=0)
 
 
+def test_every_network_in_the_weights_folder_is_small_and_has_its_model_card():
+    names = sorted(n for n in os.listdir(WEIGHTS) if n.endswith(".pt"))
+    assert names
+    for n in names:
+        assert os.path.getsize(os.path.join(WEIGHTS, n)) < 8_000_000, n
+        assert os.path.exists(os.path.join(WEIGHTS, n[:-3] + ".md")), n
+
+
 @pytest.mark.parametrize("cls,name", [(cls, f"{family}_{variant}.pt") for variant in ("crazyhouse", "chess")
                                       for cls, family in ((RiseEvaluator, "rise"), (SixtyFourEvaluator, "sixtyfour"),
                                                           (DeepChessEvaluator, "deepchess"))])
