@@ -24,7 +24,7 @@ from evaluators import classical, encodings as enc
 from evaluators import nets
 from evaluators.base import INT8_MODES
 from evaluators.neural import PolicyValueEvaluator, weights_path
-from evaluators.scale import CP_BASE, CP_PROVEN
+from evaluators.scale import cp_to_value
 from experiments.training import datagen
 from experiments.training.datagen import SCORE_UNKNOWN, DataSet
 from evaluators.families import FAMILIES, policy_value_families, resolve
@@ -45,12 +45,10 @@ def evaluator_class(model: str) -> type[PolicyValueEvaluator]:
 
 def engine_values(score: np.ndarray, variant: str) -> np.ndarray:
     """Engine scores (centipawns for the side to move, mates ``+-(MATE_SCORE - plies)``) as values on
-    the suite's one scale (:func:`evaluators.scale.cp_to_value`, vectorised: +-1 from ``CP_PROVEN``
-    on); NaN where the score is unknown (imported games)."""
-    cp = score.astype(np.float64)
-    v = np.sign(cp) * (1.0 - np.power(CP_BASE[variant], -np.abs(cp) / 100.0))
-    v = np.where(np.abs(cp) >= CP_PROVEN, np.sign(cp), v)
-    return np.where(score == SCORE_UNKNOWN, np.nan, v).astype(np.float32)
+    the suite's one scale (:func:`evaluators.scale.cp_to_value`, +-1 for a mate); NaN where the score
+    is unknown (imported games)."""
+    v = np.array([cp_to_value(float(c), variant) for c in score.tolist()], dtype=np.float32)
+    return np.where(score == SCORE_UNKNOWN, np.float32(np.nan), v).astype(np.float32)
 
 
 class PolicyValueTask:
