@@ -332,7 +332,7 @@ def load_evaluator(name: str, weights: str | None = None, threads: int = 1, infe
             kw: dict[str, Any] = {"path": weights, "threads": threads, "device": device}
             if inference is not None:
                 kw["inference"] = inference
-            if variant is not None and weights is None:
+            if variant is not None:  # the shipped weights of the variant, or a weights name's {variant}
                 kw["variant"] = variant
             ev: Evaluator = cls.load(**kw)
             value_weights = (params or {}).get("value_weights")

@@ -124,12 +124,31 @@ def shipped_name(family: str, variant: str, weights_dir: str | None = None) -> s
     return named if isinstance(named, str) and named else f"{key}.pt"
 
 
+#: the field a weights name may hold to name one file a variant: ``rise_{variant}_score.pt`` is
+#: ``rise_crazyhouse_score.pt`` in crazyhouse and ``rise_chess_score.pt`` in chess (an engine's
+#: default weights that differ by variant, as rise-ubfm's)
+VARIANT_FIELD = "{variant}"
+
+
+def for_variant(weights: str, variant: str) -> str:
+    """``weights`` with its :data:`VARIANT_FIELD` filled with ``variant`` (unchanged without one)."""
+    return weights.replace(VARIANT_FIELD, variant)
+
+
+def _weights_exist(path: str) -> bool:
+    """Whether ``path`` is a file here or, a bare name, in :data:`WEIGHTS_DIR`."""
+    return os.path.isfile(path) or (os.path.basename(path) == path and os.path.isfile(os.path.join(WEIGHTS_DIR, path)))
+
+
 def family_variants(family: Family, weights: str | None = None) -> tuple[str, ...]:
     """The variants a family's network plays: bughouse for a two-board family; else the variant of
     the shipped weights named (``<family>_<variant>.pt``), or every variant the family ships weights
-    for (other weights: the family's variants, as a network file names none of its own)."""
+    for (other weights: the family's variants, as a network file names none of its own); weights
+    with a :data:`VARIANT_FIELD`: the variants whose file exists."""
     if family.kind == "two_board":
         return (BUGHOUSE.name,)
+    if weights is not None and VARIANT_FIELD in weights:
+        return tuple(v.name for v in ONE_BOARD if _weights_exist(for_variant(weights, v.name)))
     shipped = tuple(v.name for v in ONE_BOARD if os.path.exists(os.path.join(WEIGHTS_DIR, f"{family.name}_{v.name}.pt")))
     stem = os.path.basename(weights or "").split(".")[0]
     return tuple(v for v in shipped if stem == f"{family.name}_{v}") or shipped

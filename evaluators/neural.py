@@ -65,7 +65,7 @@ from board import Position, new_position
 from evaluators import encodings as enc, onnx_runtime
 from evaluators import leafbatch
 from evaluators.devices import resolve_device
-from evaluators.families import WEIGHTS_DIR, shipped_name
+from evaluators.families import VARIANT_FIELD, WEIGHTS_DIR, for_variant, shipped_name
 from evaluators.onnx_runtime import OrtForward, calibration_key, checked_session, int8_verdicts, weights_key
 from evaluators import nets
 from evaluators.base import (
@@ -338,7 +338,16 @@ class NeuralEvaluator(Evaluator):
         that name), else the shipped weights of ``variant`` (``evaluators/weights/<family>_<variant>.pt``,
         or the file ``shipped.json`` names there: :func:`evaluators.families.shipped_name`; EvaluatorError
         where there are none), else ``default_weights``.  What a game records as the
-        network that played (its content's digest), and what a report compares with today's."""
+        network that played (its content's digest), and what a report compares with today's.
+        A ``path`` with a :data:`~evaluators.families.VARIANT_FIELD` names one file a variant
+        (``rise_{variant}_score.pt``; without a variant, that of ``default_weights``,
+        ``<family>_<variant>.pt``): EvaluatorError where that file is missing."""
+        if path is not None and VARIANT_FIELD in path:
+            if variant is None:
+                variant = os.path.splitext(cls.default_weights)[0].removeprefix(f"{cls.family}_")
+            path = for_variant(path, variant)
+            if not os.path.isfile(weights_path(path)):
+                raise EvaluatorError(f"{cls.name} has no weights {path!r} for {variant}")
         if path is not None:
             return weights_path(path)
         if variant is None:

@@ -335,6 +335,32 @@ def test_a_variant_without_weights_is_one_line(tmp_path: Path, monkeypatch: pyte
     assert "\n" not in str(err.value)
 
 
+def test_weights_with_a_variant_field_name_one_file_a_variant(tmp_path: Path) -> None:
+    """``weights=DIR/rise_{variant}_x.pt``: the variants whose file exists are the engine's; each game
+    loads (and records) its variant's file; a variant without one is one line."""
+    import shutil
+
+    from evaluators import neural
+
+    shutil.copy(Path(neural.WEIGHTS_DIR) / "rise_crazyhouse.pt", tmp_path / "rise_crazyhouse_x.pt")
+    text = f"rise-ubfm:weights={tmp_path}/rise_{{variant}}_x.pt"
+    spec = registry.resolve(text)
+    assert registry.variants_of(spec) == ("crazyhouse",)
+    assert registry.network_files(spec, "crazyhouse") == [str(tmp_path / "rise_crazyhouse_x.pt")]
+    e = factory.create(f"{text},evals=8", "crazyhouse")
+    try:
+        assert e.evaluator.path == str(tmp_path / "rise_crazyhouse_x.pt")  # type: ignore[attr-defined]
+        pos = board.new_position("crazyhouse")
+        assert e.play(pos, Limits(evals=8)).move in pos.legal_moves()
+    finally:
+        e.close()
+    with pytest.raises(EngineError, match="no weights .*rise_chess_x.pt.* for chess") as err:
+        factory.create(text, "chess")
+    assert "\n" not in str(err.value)
+    shutil.copy(Path(neural.WEIGHTS_DIR) / "rise_chess.pt", tmp_path / "rise_chess_x.pt")
+    assert registry.variants_of(registry.resolve(text)) == ("chess", "crazyhouse")
+
+
 def _count_resolves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every :func:`engines.registry.resolve` call from here on, by its argument."""
     calls: list[str] = []
