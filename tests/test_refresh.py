@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,51 @@ def test_the_estimate_counts_the_games_the_config_plays_now(
     cfg.write_text(CONFIG.format(games=6).replace("concurrency = 1", "concurrency = 4"))
     (pooled,) = refresh.find([tmp_path / "reports"], tmp_path)
     assert pooled.cpu_seconds == pytest.approx(after.cpu_seconds)
+
+
+def _age_variant(db: Path, report: Path, engine: str) -> None:
+    """Make ``engine``'s games (and its record in the report) look played with an older setting."""
+    rec = json.loads((report / played.FILE).read_text())
+    for name, r in rec.items():
+        if r["engine"] == engine:
+            key = sorted(r["effective"])[0]
+            r["effective"][key] = "older"
+    (report / played.FILE).write_text(json.dumps(rec))
+    with closing(sqlite3.connect(db)) as con, con:
+        for col in ("white_settings", "black_settings"):
+            for gid, text in con.execute(f"SELECT id, {col} FROM games").fetchall():
+                st = json.loads(text)
+                if st.get("engine") == engine:
+                    st["effective"][sorted(st["effective"])[0]] = "older"
+                    con.execute(f"UPDATE games SET {col} = ? WHERE id = ?", (json.dumps(st, sort_keys=True), gid))
+
+
+def test_a_refresh_plays_again_only_the_rows_whose_engines_moved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two rows, one variant's engine moved: the estimate counts its row alone, the other row's games
+    are copied back beside the set-aside database and found done, so only the moved row is played."""
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "toy.toml"
+    cfg.write_text(CONFIG.format(games=2) + '\n[[variants]]\nname = "greedy"\nengine = "material-ab:depth=1"\n')
+    assert cli.main(["ablate", "toy.toml", "--quiet"]) == 0
+    report, db = tmp_path / "reports" / "toy", tmp_path / "runs" / "toy.sqlite"
+    full = refresh.estimate(report, cfg)
+    _age_variant(db, report, "material-ab:depth=1")
+    (s,) = refresh.find([tmp_path / "reports"], tmp_path)
+    assert all(w.startswith("greedy@nodes=8: ") for w in s.why)
+    assert s.games == 2 and full[0] == 4 and 0 < s.cpu_seconds < full[1]
+    with closing(sqlite3.connect(db)) as con, con:
+        kept = {k for (k,) in con.execute("SELECT key FROM games WHERE white = 'alpha-beta@nodes=8' "
+                                          "OR black = 'alpha-beta@nodes=8'")}
+    capsys.readouterr()
+    assert cli.main(["refresh", "--only", "toy", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "2 games played, 2 already stored" in out
+    aside = list((tmp_path / "runs").glob("toy.before-*.sqlite"))
+    assert len(aside) == 1
+    with closing(sqlite3.connect(aside[0])) as con:
+        assert con.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 4  # every old game kept aside
+    with closing(sqlite3.connect(db)) as con, con:
+        assert {k for (k,) in con.execute("SELECT key FROM games")} >= kept
+        assert con.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 4
+    assert played.status(report) == ("current", [])

@@ -5,7 +5,7 @@ A report is *stale* when an engine it recorded runs differently today (:func:`re
 a default moved, the shipped network was replaced).  Its page names the command that wrote it (the
 ``Regenerate`` block: ``searchbench ablate|scale|tune|accept-int8 CONFIG``); :func:`find` lists each
 stale report with that config (or says that it cannot be found) and an estimate of its cost: per row
-of its table, games x (plies a game / 2) x (the two sides' seconds a move as recorded), the plies
+of its table whose player moved (every row where the names cannot be matched), games x (plies a game / 2) x (the two sides' seconds a move as recorded), the plies
 being the mean of the games its page holds (:data:`PLIES` where it holds none), divided by the
 games that shared a worker's CPU (``concurrency`` / ``workers`` of the config the page embeds, as
 the table was played; else of today's config) where the budget is not
@@ -16,13 +16,16 @@ dropped), the estimate is the table's mean cost a game times the config's games.
 Playing a report again: its old finding is kept in the config's ``notes`` (:func:`keep_before`:
 "**Before** ...", once, so a resumed refresh does not add it twice), a database whose games were
 played by the old engines is moved aside (:func:`set_aside`: ``NAME.before-DATE.sqlite``; a database
-of today's engines, left by an interrupted refresh, is kept and resumed), then the config's own
-command runs, which resumes after a kill like every run.
+of today's engines, left by an interrupted refresh, is kept and resumed) and the games of the
+pairings that did not move are copied back (an ablation's rows whose variant and baseline run as
+they ran: the run finds them done), then the config's own command runs, which resumes after a kill
+like every run.
 """
 from __future__ import annotations
 
 import csv
 import datetime
+import json
 import re
 import shlex
 import tomllib
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from experiments.harness import ablate, scale, tune
-from experiments.harness.store import Store
+from experiments.harness.store import GameRecord, Store
 from reports import played
 from reports.html import MARKDOWN_FILES, kept_games
 
@@ -101,10 +104,20 @@ def _config(command: str, root: Path, folder: Path) -> tuple[Path | None, Path |
     return path, (db if db.is_absolute() else root / db), "", planned
 
 
-def estimate(folder: Path, config: Path | None) -> tuple[int, float]:
+def _row_players(row: dict[str, str]) -> set[str]:
+    """The player names an ablation row's games were stored under (its variant's and the baseline's,
+    ``NAME@AXIS=BUDGET`` where the table has budgets)."""
+    names = {row.get("variant") or "", "baseline"}
+    if row.get("axis") and row.get("budget"):
+        names |= {f"{n}@{row['axis']}={row['budget']}" for n in list(names)}
+    return names - {""}
+
+
+def estimate(folder: Path, config: Path | None, moved: set[str] | None = None) -> tuple[int, float]:
     """(games, CPU seconds) of playing the report's table again (see the module docstring): an
     ablation's rows are variant-against-baseline games, a scale table's rows one engine's games (each
-    game in two rows); a tuning's iterations are added at its rows' mean cost a game."""
+    game in two rows); a tuning's iterations are added at its rows' mean cost a game.  With ``moved``
+    (the players whose engines moved) only the rows they played count, where any row names one."""
     table = next((folder / n for n in ("ablation.csv", "elo_vs_nodes.csv") if (folder / n).is_file()), None)
     if table is None:
         return 0, 0.0
@@ -121,15 +134,18 @@ def estimate(folder: Path, config: Path | None) -> tuple[int, float]:
     share = max(1.0, _number(played_with.get("concurrency"), 1.0) / _number(played_with.get("workers"), 1.0))
     games, seconds = 0.0, 0.0
     with open(table, newline="") as f:
-        for row in csv.DictReader(f):
-            try:
-                n = float(row.get("games") or 0)
-                per_move = sum(float(row[c]) for c in SECONDS if row.get(c))
-            except ValueError:
-                continue
-            pooled = 1.0 if row.get("axis") in ("movetime", "tc") else share
-            games += n if "axis" in row else n / 2
-            seconds += n * plies / 2 * per_move / pooled
+        rows = list(csv.DictReader(f))
+    if moved and "iterations" not in cfg and any(_row_players(r) & moved for r in rows):
+        rows = [r for r in rows if _row_players(r) & moved]
+    for row in rows:
+        try:
+            n = float(row.get("games") or 0)
+            per_move = sum(float(row[c]) for c in SECONDS if row.get(c))
+        except ValueError:
+            continue
+        pooled = 1.0 if row.get("axis") in ("movetime", "tc") else share
+        games += n if "axis" in row else n / 2
+        seconds += n * plies / 2 * per_move / pooled
     if "iterations" in cfg and games:  # a tuning: its game pairs before the verification rows
         tuning = 2 * _number(cfg.get("iterations"), 0.0) * _number(cfg.get("pairs"), 1.0)
         seconds += tuning * seconds / games
@@ -170,10 +186,11 @@ def find(folders: list[Path], root: Path) -> list[Stale]:
             md = md_path.read_text() if md_path is not None else ""
             s = Stale(folder, why, _command(md), finding=_finding(md))
             s.config, s.db, s.missing, planned = _config(s.command, root, folder)
-            s.games, s.cpu_seconds = estimate(folder, s.config)
-            if planned and s.games and planned != s.games:  # the config plays more (or fewer) games
-                s.cpu_seconds *= planned / s.games
-                s.games = planned
+            table_games = estimate(folder, s.config)[0]
+            s.games, s.cpu_seconds = estimate(folder, s.config, {line.partition(": ")[0] for line in why})
+            if planned and table_games and planned != table_games:  # the config plays more (or fewer) games
+                s.cpu_seconds *= planned / table_games
+                s.games = round(s.games * planned / table_games)
             out.append(s)
     return sorted(out, key=lambda s: str(s.folder))
 
@@ -218,10 +235,26 @@ def keep_before(config: Path, paragraph: str) -> bool:
     return True
 
 
+def current_games(games: list[GameRecord]) -> list[GameRecord]:
+    """The games both of whose players run today as they ran then (no recorded setting or network
+    of either moved: :func:`reports.played.differences` of that game alone)."""
+    verdict: dict[str, bool] = {}
+    out = []
+    for g in games:
+        sides = json.dumps([g.variant, g.white, g.white_settings, g.black, g.black_settings], sort_keys=True)
+        if sides not in verdict:
+            verdict[sides] = not played.differences(played.from_games([g]))
+        if verdict[sides]:
+            out.append(g)
+    return out
+
+
 def set_aside(db: Path, day: str) -> Path | None:
     """Move ``db`` aside where its games were played by engines that differ from today's (their
-    stored settings, :func:`reports.played.differences`); the new path, or None where it is kept
-    (absent, or holding today's games: an interrupted refresh, resumed)."""
+    stored settings, :func:`reports.played.differences`), and copy back the games of the pairings
+    that did not move (:func:`current_games`: their keys are found done, so only the moved rows are
+    played again); the new path, or None where it is kept (absent, or holding today's games: an
+    interrupted refresh, resumed)."""
     if not db.is_file():
         return None
     with Store(str(db), readonly=True) as st:
@@ -235,6 +268,16 @@ def set_aside(db: Path, day: str) -> Path | None:
         n += 1
         out = db.with_name(f"{db.stem}.before-{day}-{n}{db.suffix}")
     db.rename(out)
+    for side in ("-wal", "-shm"):  # a write-ahead log left by a killed run goes with its database
+        log = db.with_name(db.name + side)
+        if log.is_file():
+            log.rename(out.with_name(out.name + side))
+    kept = current_games(games)
+    if kept:
+        with Store(str(db), lock=True) as st:
+            for g in kept:
+                g.id = None
+                st.add(g)
     return out
 
 
@@ -242,4 +285,4 @@ def today() -> str:
     return datetime.date.today().isoformat()
 
 
-__all__ = ["COMMANDS", "PLIES", "Stale", "before_text", "estimate", "find", "grouped", "keep_before", "set_aside", "today"]
+__all__ = ["COMMANDS", "PLIES", "Stale", "before_text", "current_games", "estimate", "find", "grouped", "keep_before", "set_aside", "today"]
