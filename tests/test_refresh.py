@@ -216,3 +216,59 @@ def test_a_refresh_plays_again_only_the_rows_whose_engines_moved(
         assert {k for (k,) in con.execute("SELECT key FROM games")} >= kept
         assert con.execute("SELECT COUNT(*) FROM games").fetchone()[0] == 4
     assert played.status(report) == ("current", [])
+
+
+TUNE = """name = "toytune"
+variant = "chess"
+engine = "material-mcts"
+nodes = 8
+iterations = 2
+algorithm = "spsa"
+pairs = 1
+concurrency = 4
+workers = 1
+seed = 3
+db = "runs/toytune.sqlite"
+pgn = false
+report_dir = "reports"
+
+[adjudication]
+max_plies = 40
+
+[[params]]
+name = "cpuct_init"
+min = 0.5
+max = 5.0
+start = 2.5
+c_end = 0.4
+r_end = 0.002
+
+[verify]
+games = 2
+budgets = [8]
+"""
+
+
+def test_a_stale_tuning_is_played_again_from_a_fresh_state(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tuning whose engine moved: its games and its own folder (runs/tune/NAME: the old θ) go aside
+    together, so the SPSA starts afresh instead of resuming the old engine's run; the same holds
+    where only the folder is left (its database gone)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "toytune.toml").write_text(TUNE)
+    assert cli.main(["tune", "toytune.toml", "--quiet"]) == 0
+    report, db, state = tmp_path / "reports" / "toytune", tmp_path / "runs" / "toytune.sqlite", \
+        tmp_path / "runs" / "tune" / "toytune"
+    assert state.is_dir() and played.status(report) == ("current", [])
+    _age(db, report)
+    capsys.readouterr()
+    assert cli.main(["refresh", "--only", "toytune", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "the old tuning's state in" in out and (tmp_path / "runs" / "tune" / "toytune.before-").parent.is_dir()
+    assert len(list((tmp_path / "runs" / "tune").glob("toytune.before-*"))) == 1
+    assert state.is_dir() and played.status(report) == ("current", [])
+    _age(db, report)  # again, with the database gone: the folder alone still goes aside
+    db.unlink()
+    assert cli.main(["refresh", "--only", "toytune", "--quiet"]) == 0
+    assert len(list((tmp_path / "runs" / "tune").glob("toytune.before-*"))) == 2
+    assert played.status(report) == ("current", [])

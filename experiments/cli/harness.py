@@ -319,7 +319,11 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         assert s.config is not None
         refresh.keep_before(s.config, refresh.before_text(s, day))
         aside = refresh.set_aside(s.db, day) if s.db is not None else None
-        print(f"refresh {s.folder}: {s.command}" + (f" (the old games kept in {aside})" if aside else ""))
+        # a tuning's state goes with its games: kept only beside a database of today's games (resumed)
+        kept_db = aside is None and s.db is not None and s.db.is_file()
+        state = refresh.set_aside_state(s.state, day) if s.state is not None and not kept_db else None
+        print(f"refresh {s.folder}: {s.command}" + (f" (the old games kept in {aside})" if aside else "")
+              + (f" (the old tuning's state in {state})" if state else ""))
         words = shlex.split(s.command)[1:] + (["--quiet"] if args.quiet else [])
         sub_args = build_parser(words[0]).parse_args(words)
         code = sub_args.func(sub_args)

@@ -15,7 +15,8 @@ dropped), the estimate is the table's mean cost a game times the config's games.
 
 Playing a report again: its old finding is kept in the config's ``notes`` (:func:`keep_before`:
 "**Before** ...", once, so a resumed refresh does not add it twice), a database whose games were
-played by the old engines is moved aside (:func:`set_aside`: ``NAME.before-DATE.sqlite``; a database
+played by the old engines is moved aside (:func:`set_aside`: ``NAME.before-DATE.sqlite``, and a
+tuning's own folder with it, :func:`set_aside_state`, so its SPSA starts afresh; a database
 of today's engines, left by an interrupted refresh, is kept and resumed) and the games of the
 pairings that did not move are copied back (an ablation's rows whose variant and baseline run as
 they ran: the run finds them done), then the config's own command runs, which resumes after a kill
@@ -58,6 +59,7 @@ class Stale:
     games: int = 0
     cpu_seconds: float = 0.0
     db: Path | None = None  # the config's database
+    state: Path | None = None  # a tuning's own folder (runs/tune/NAME: its state and steps)
 
     @property
     def name(self) -> str:
@@ -79,29 +81,31 @@ def _finding(md: str) -> str:
     return m.group(1).strip() if m else ""
 
 
-def _config(command: str, root: Path, folder: Path) -> tuple[Path | None, Path | None, str, int]:
-    """(the config, its database, "", the games it plays: 0 for a tuning) of a report's command, or
-    (None, None, why it cannot be used, 0): no such command or file, or a config that writes another
-    folder."""
+def _config(command: str, root: Path, folder: Path) -> tuple[Path | None, Path | None, str, int, Path | None]:
+    """(the config, its database, "", the games it plays: 0 for a tuning, a tuning's own folder) of a
+    report's command, or (None, None, why it cannot be used, 0, None): no such command or file, or a
+    config that writes another folder."""
     words = shlex.split(command)
     if len(words) < 3 or words[1] not in COMMANDS:
-        return None, None, f"its page names no command that writes a report ({command or 'none'})", 0
+        return None, None, f"its page names no command that writes a report ({command or 'none'})", 0, None
     path = Path(words[2])
     path = path if path.is_absolute() else root / path
     if not path.is_file():
-        return None, None, f"its config {words[2]} is not here", 0
+        return None, None, f"its config {words[2]} is not here", 0, None
+    state: Path | None = None
     try:
         if words[1] == "tune":
             t = tune.load(path)
             writes, db, planned = t.report_dir / t.settings.name, t.settings.db, 0
+            state = t.out if t.out.is_absolute() else root / t.out
         else:
             run = scale.load(path) if words[1] == "scale" else ablate.load(path)
             writes, db, planned = run.out_dir, run.settings.db, len(run.tasks())
     except ValueError as e:  # ConfigError: one line
-        return None, None, f"its config {words[2]} does not load ({str(e).splitlines()[0]})", 0
+        return None, None, f"its config {words[2]} does not load ({str(e).splitlines()[0]})", 0, None
     if (writes if writes.is_absolute() else root / writes).resolve() != folder.resolve():
-        return None, None, f"its config {words[2]} writes {writes}, not this folder", 0
-    return path, (db if db.is_absolute() else root / db), "", planned
+        return None, None, f"its config {words[2]} writes {writes}, not this folder", 0, None
+    return path, (db if db.is_absolute() else root / db), "", planned, state
 
 
 def _row_players(row: dict[str, str]) -> set[str]:
@@ -185,7 +189,7 @@ def find(folders: list[Path], root: Path) -> list[Stale]:
             md_path = _markdown(folder)
             md = md_path.read_text() if md_path is not None else ""
             s = Stale(folder, why, _command(md), finding=_finding(md))
-            s.config, s.db, s.missing, planned = _config(s.command, root, folder)
+            s.config, s.db, s.missing, planned, s.state = _config(s.command, root, folder)
             table_games = estimate(folder, s.config)[0]
             s.games, s.cpu_seconds = estimate(folder, s.config, {line.partition(": ")[0] for line in why})
             if planned and table_games and planned != table_games:  # the config plays more (or fewer) games
@@ -281,8 +285,23 @@ def set_aside(db: Path, day: str) -> Path | None:
     return out
 
 
+def set_aside_state(state: Path, day: str) -> Path | None:
+    """Move a tuning's own folder aside (``NAME.before-DATE``) where its games were set aside or are
+    gone: a tuning played again starts afresh instead of resuming the old engine's θ; the new path,
+    or None where there is no folder."""
+    if not state.is_dir():
+        return None
+    out = state.with_name(f"{state.name}.before-{day}")
+    n = 1
+    while out.exists():
+        n += 1
+        out = state.with_name(f"{state.name}.before-{day}-{n}")
+    state.rename(out)
+    return out
+
+
 def today() -> str:
     return datetime.date.today().isoformat()
 
 
-__all__ = ["COMMANDS", "PLIES", "Stale", "before_text", "current_games", "estimate", "find", "grouped", "keep_before", "set_aside", "today"]
+__all__ = ["COMMANDS", "PLIES", "Stale", "before_text", "current_games", "estimate", "find", "grouped", "keep_before", "set_aside", "set_aside_state", "today"]
