@@ -5,11 +5,12 @@ A report is *stale* when an engine it recorded runs differently today (:func:`re
 a default moved, the shipped network was replaced).  Its page names the command that wrote it (the
 ``Regenerate`` block: ``searchbench ablate|scale|tune|accept-int8 CONFIG``); :func:`find` lists each
 stale report with that config (or says that it cannot be found) and an estimate of its cost: per row
-of its table whose player moved (every row where the names cannot be matched), games x (plies a game / 2) x (the two sides' seconds a move as recorded), the plies
-being the mean of the games its page holds (:data:`PLIES` where it holds none), divided by the
-games that shared a worker's CPU (``concurrency`` / ``workers`` of the config the page embeds, as
-the table was played; else of today's config) where the budget is not
-a clock (pooled games each wait for the others' batches; a timed row plays one game a worker). Where
+of its table whose player moved (every row where the names cannot be matched), games x (plies a
+game / 2) x (the two sides' seconds a move as recorded), the plies being the mean of the games its
+page holds (:data:`PLIES` where it holds none), divided by the games that shared a worker's CPU
+(``concurrency`` / ``workers`` of the config the page embeds, as the table was played; else of
+today's config) where the budget is not a clock (pooled games each wait for the others' batches;
+a timed row plays one game a worker). Where
 the config now plays another number of games than the table holds (raised games, variants added or
 dropped), the estimate is the table's mean cost a game times the config's games.
 
@@ -304,4 +305,5 @@ def today() -> str:
     return datetime.date.today().isoformat()
 
 
-__all__ = ["COMMANDS", "PLIES", "Stale", "before_text", "current_games", "estimate", "find", "grouped", "keep_before", "set_aside", "set_aside_state", "today"]
+__all__ = ["COMMANDS", "PLIES", "Stale", "before_text", "current_games", "estimate", "find", "grouped", "keep_before",
+           "set_aside", "set_aside_state", "today"]
