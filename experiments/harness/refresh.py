@@ -109,6 +109,29 @@ def _config(command: str, root: Path, folder: Path) -> tuple[Path | None, Path |
     return path, (db if db.is_absolute() else root / db), "", planned, state
 
 
+def _table(folder: Path) -> Path | None:
+    return next((folder / n for n in ("ablation.csv", "elo_vs_nodes.csv") if (folder / n).is_file()), None)
+
+
+def _table_games(folder: Path) -> int:
+    """The games the report's table holds (an ablation row's games; a scale row's, each game in two
+    rows), as :func:`estimate` counts them before a tuning's iterations."""
+    table = _table(folder)
+    if table is None:
+        return 0
+    with open(table, newline="") as f:
+        parsed = [(row, _row_figures(row)) for row in csv.DictReader(f)]
+    return int(round(sum(fig[0] if "axis" in row else fig[0] / 2 for row, fig in parsed if fig is not None)))
+
+
+def _row_figures(row: dict[str, str]) -> tuple[float, float] | None:
+    """(games, the two sides' seconds a move) of a table row; None where they do not parse."""
+    try:
+        return float(row.get("games") or 0), sum(float(row[c]) for c in SECONDS if row.get(c))
+    except ValueError:
+        return None
+
+
 def _row_players(row: dict[str, str]) -> set[str]:
     """The player names an ablation row's games were stored under (its variant's and the baseline's,
     ``NAME@AXIS=BUDGET`` where the table has budgets)."""
@@ -123,7 +146,7 @@ def estimate(folder: Path, config: Path | None, moved: set[str] | None = None) -
     ablation's rows are variant-against-baseline games, a scale table's rows one engine's games (each
     game in two rows); a tuning's iterations are added at its rows' mean cost a game.  With ``moved``
     (the players whose engines moved) only the rows they played count, where any row names one."""
-    table = next((folder / n for n in ("ablation.csv", "elo_vs_nodes.csv") if (folder / n).is_file()), None)
+    table = _table(folder)
     if table is None:
         return 0, 0.0
     kept = kept_games(folder / "index.html")[0] or []
@@ -143,11 +166,10 @@ def estimate(folder: Path, config: Path | None, moved: set[str] | None = None) -
     if moved and "iterations" not in cfg and any(_row_players(r) & moved for r in rows):
         rows = [r for r in rows if _row_players(r) & moved]
     for row in rows:
-        try:
-            n = float(row.get("games") or 0)
-            per_move = sum(float(row[c]) for c in SECONDS if row.get(c))
-        except ValueError:
+        figures = _row_figures(row)
+        if figures is None:
             continue
+        n, per_move = figures
         pooled = 1.0 if row.get("axis") in ("movetime", "tc") else share
         games += n if "axis" in row else n / 2
         seconds += n * plies / 2 * per_move / pooled
@@ -191,7 +213,7 @@ def find(folders: list[Path], root: Path) -> list[Stale]:
             md = md_path.read_text() if md_path is not None else ""
             s = Stale(folder, why, _command(md), finding=_finding(md))
             s.config, s.db, s.missing, planned, s.state = _config(s.command, root, folder)
-            table_games = estimate(folder, s.config)[0]
+            table_games = _table_games(folder)
             s.games, s.cpu_seconds = estimate(folder, s.config, {line.partition(": ")[0] for line in why})
             if planned and table_games and planned != table_games:  # the config plays more (or fewer) games
                 s.cpu_seconds *= planned / table_games
@@ -254,6 +276,16 @@ def current_games(games: list[GameRecord]) -> list[GameRecord]:
     return out
 
 
+def _aside(path: Path, stem: str, suffix: str, day: str) -> Path:
+    """The first free ``STEM.before-DATE[-N]SUFFIX`` beside ``path``."""
+    out = path.with_name(f"{stem}.before-{day}{suffix}")
+    n = 1
+    while out.exists():
+        n += 1
+        out = path.with_name(f"{stem}.before-{day}-{n}{suffix}")
+    return out
+
+
 def set_aside(db: Path, day: str) -> Path | None:
     """Move ``db`` aside where its games were played by engines that differ from today's (their
     stored settings, :func:`reports.played.differences`), and copy back the games of the pairings
@@ -267,11 +299,7 @@ def set_aside(db: Path, day: str) -> Path | None:
     players = played.from_games(games)
     if games and not played.differences(players):
         return None
-    out = db.with_name(f"{db.stem}.before-{day}{db.suffix}")
-    n = 1
-    while out.exists():
-        n += 1
-        out = db.with_name(f"{db.stem}.before-{day}-{n}{db.suffix}")
+    out = _aside(db, db.stem, db.suffix, day)
     db.rename(out)
     for side in ("-wal", "-shm"):  # a write-ahead log left by a killed run goes with its database
         log = db.with_name(db.name + side)
@@ -292,11 +320,7 @@ def set_aside_state(state: Path, day: str) -> Path | None:
     or None where there is no folder."""
     if not state.is_dir():
         return None
-    out = state.with_name(f"{state.name}.before-{day}")
-    n = 1
-    while out.exists():
-        n += 1
-        out = state.with_name(f"{state.name}.before-{day}-{n}")
+    out = _aside(state, state.name, "", day)
     state.rename(out)
     return out
 
