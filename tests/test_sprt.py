@@ -98,3 +98,17 @@ def test_games_are_counted_in_pairs() -> None:
 
     with pytest.raises(StatsError):  # pairing lives in experiments.harness.stats
         sprt.pair_index(0.7)
+
+
+def test_a_crossed_bound_stays_decided_when_in_flight_pairs_pull_the_llr_back() -> None:
+    t = sprt.Sprt("a", "b", -30, 0)
+    while t._raw_state() == "continue":  # noqa: SLF001  (wins and losses of pairs, mostly won)
+        t.add_pair(2.0)
+        if t._raw_state() == "continue":  # noqa: SLF001
+            t.add_pair(1.0)
+    assert t.state == "H1" and t.llr >= t.upper
+    for _ in range(3):  # the pairs still in flight at the stop, lost
+        t.add_pair(0.0)
+    assert t.llr < t.upper and t.state == "H1"
+    fresh = sprt.Sprt("a", "b", -30, 0, counts=list(t.counts))  # counts alone: no path, the LLR decides
+    assert fresh.state == "continue"

@@ -394,6 +394,8 @@ def _print_rows(rows: Any) -> None:
     """One line per ablation row: variant, budget, W-D-L, Elo with its interval, the SPRT's LLR."""
     for r in rows:
         verdict = f"  LLR {r.llr:+.2f} {r.verdict}" if r.llr is not None else ""
+        if r.decided_at and r.decided_at * 2 < r.games:
+            verdict += f" (decided after {r.decided_at} pairs; the games in flight then are counted too)"
         print(f"{r.variant:<28} {r.axis} {r.budget:<8g} {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]}  "
               f"Elo {r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]{verdict}")
 
@@ -409,7 +411,9 @@ def cmd_accept_int8(args: argparse.Namespace) -> int:
     rows, paths = ablate.run(ab, "searchbench accept-int8 " + shlex.quote(str(args.config)), progress=not args.quiet)
     _print_rows(rows)
     v = accept.record(ab, rows, replace=getattr(args, "replace_verdict", False))
-    print(f"int8 {v.network} ({v.variant}): {v.verdict} at {v.entry['nodes']} nodes, LLR {v.entry['llr']:+.2f} "
+    at = v.entry.get("decided_at_pairs")
+    crossed = f" (its bound crossed after {at} pairs)" if at and at * 2 < v.entry["games"] else ""
+    print(f"int8 {v.network} ({v.variant}): {v.verdict} at {v.entry['nodes']} nodes{crossed}, LLR {v.entry['llr']:+.2f} "
           f"over {v.entry['games']} games [elo0 {v.entry['elo0']:g}, elo1 {v.entry['elo1']:g}]; recorded in {v.path}")
     print("report: " + ", ".join(str(p) for p in paths))
     return 0

@@ -228,6 +228,7 @@ class Row:
     hi: float
     llr: float | None = None
     verdict: str = ""
+    decided_at: int | None = None  # the pairs counted when the SPRT crossed its bound
     cost: Cost = field(default_factory=Cost)
     base_cost: Cost = field(default_factory=Cost)
     openings: int = 0  # distinct openings of the row's games
@@ -252,7 +253,7 @@ def rows(ab: Ablation, games: Sequence[GameRecord]) -> list[Row]:
         if ab.sprt is not None:
             test = make_sprt(a.name, base.name, ab.sprt)
             test.add_games(gs)
-            row.llr, row.verdict = test.llr, test.state
+            row.llr, row.verdict, row.decided_at = test.llr, test.state, test.decided_at
         c = costs(gs)
         row.cost, row.base_cost = c.get(a.name, Cost()), c.get(base.name, Cost())
         out.append(row)
@@ -326,7 +327,7 @@ def finding(ab: Ablation, rs: Sequence[Row]) -> str:
     """The report's opening paragraph (:func:`experiments.harness.answer.ablation_finding`)."""
     sprt = (ab.sprt["elo0"], ab.sprt["elo1"]) if ab.sprt else None
     return ablation_finding(ab.baseline, [AblationRow(r.variant, f"{r.axis} {r.budget:g}", r.games, r.elo, r.lo, r.hi,
-                                                      r.verdict) for r in rs], sprt)
+                                                      r.verdict, r.decided_at) for r in rs], sprt)
 
 
 def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[GameRecord] = ()) -> list[Path]:

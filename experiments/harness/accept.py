@@ -124,7 +124,8 @@ def record(ab: ablate.Ablation, rows: list[ablate.Row], replace: bool = False) -
     entry: dict[str, Any] = {
         "verdict": VERDICTS[row.verdict], "network": path.name, "variant": variant, "inference": mode, "nodes": int(row.budget),
         "elo0": ab.sprt["elo0"], "elo1": ab.sprt["elo1"], "alpha": ab.sprt["alpha"], "beta": ab.sprt["beta"],
-        "llr": round(row.llr or 0.0, 3), "games": row.games, "openings": row.openings, "ptnml": row.ptnml,
+        "llr": round(row.llr or 0.0, 3), **({"decided_at_pairs": row.decided_at} if row.decided_at else {}),
+        "games": row.games, "openings": row.openings, "ptnml": row.ptnml,
         "elo": [round(row.elo, 1), round(row.lo, 1), round(row.hi, 1)],
         "report": ablate._shown_path(ab.out_dir), "config": ablate._shown_path(ab.config_path),
         "date": date.today().isoformat()}

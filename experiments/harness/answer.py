@@ -69,6 +69,7 @@ class AblationRow:
     lo: float
     hi: float
     verdict: str = ""  # the SPRT's state where the config has one: "H1", "H0", "continue"
+    decided_at: int | None = None  # the pairs counted when the SPRT crossed its bound
 
 
 def ablation_finding(baseline: str, rows: Sequence[AblationRow], sprt: tuple[float, float] | None = None) -> str:
@@ -86,7 +87,9 @@ def ablation_finding(baseline: str, rows: Sequence[AblationRow], sprt: tuple[flo
             state = {"H1": "accepted", "H0": "rejected"}.get(r.verdict, "undecided")
             bound = (f"costs at most {-r.lo:.0f} Elo" if r.lo < 0 else "is not weaker (the interval's lower bound is above 0)")
             parts.append(f"`{r.variant}` at {r.budget}: {_interval(r.elo, r.lo, r.hi)} over {r.games} games, so it "
-                         f"{bound} at this budget (95% lower bound); the SPRT of [{sprt[0]:g}, {sprt[1]:g}] normalised Elo is {state}")
+                         f"{bound} at this budget (95% lower bound); the SPRT of [{sprt[0]:g}, {sprt[1]:g}] normalised Elo is {state}"
+                         + (f" (its LLR crossed the bound after {r.decided_at} pairs; the games then in flight "
+                            f"count in these figures)" if r.decided_at and 2 * r.decided_at < r.games else ""))
         return (f"Against `{baseline}` (0 Elo): " + "; ".join(parts)
                 + ". The bound holds at the budgets played here and no other.")
     order = list(dict.fromkeys(r.variant for r in played))

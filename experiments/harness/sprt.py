@@ -121,6 +121,7 @@ class Sprt:
 
     def add_pair(self, score_a: float) -> None:
         self.counts[pair_index(score_a)] += 1
+        self._settle()
 
     def add_game(self, g: GameRecord) -> None:
         """Add a game; a pair counts once both of its games are in."""
@@ -129,12 +130,24 @@ class Sprt:
         k = self._pairing.add(g)
         if k is not None:
             self.counts[k] += 1
+            self._settle()
 
     def add_games(self, games: Iterable[GameRecord]) -> None:
         for g in games:
             self.add_game(g)
 
     _cache: tuple[tuple[int, ...], float] | None = field(default=None, repr=False)
+    #: the bound the LLR crossed first, pair by pair: a sequential test is decided there, and the
+    #: games still in flight when it stopped (counted in :attr:`counts`) do not undo it
+    _decided: str | None = field(default=None, repr=False)
+    #: the pairs counted when it crossed (None while undecided)
+    decided_at: int | None = field(default=None, repr=False)
+
+    def _settle(self) -> None:
+        if self._decided is None:
+            v = self._raw_state()
+            if v != "continue":
+                self._decided, self.decided_at = v, sum(self.counts)
 
     @property
     def llr(self) -> float:
@@ -146,7 +159,12 @@ class Sprt:
 
     @property
     def state(self) -> str:
-        """"H1" (A is better: accept), "H0" (reject) or "continue"."""
+        """"H1" (A is better: accept), "H0" (reject) or "continue": the first bound the LLR crossed as
+        pairs were added (fishtest's rule: the pairs that finish after the stop count in the
+        figures, not against the verdict), else the bound the counts' LLR is past."""
+        return self._decided or self._raw_state()
+
+    def _raw_state(self) -> str:
         v = self.llr
         if v >= self.upper:
             return "H1"
