@@ -88,8 +88,10 @@ def test_a_shipped_ablations_finding_is_what_its_table_says(md: Path) -> None:
             break
         c = _cells(x)
         lo, hi = (float(v.replace("+", "")) for v in c[6].strip("[]").split(","))
+        v = c[head.index("verdict")] if "verdict" in head else ""
+        at = re.fullmatch(r"(\w+) at pair (\d+)", v)
         rows.append(AblationRow(c[0], c[1], int(c[2].split()[0]), float(c[5]), lo, hi,
-                                c[head.index("verdict")] if "verdict" in head else ""))
+                                at.group(1) if at else v, int(at.group(2)) if at else None))
     m = re.search(r"^sprt = \{ elo0 = (-?[\d.]+), elo1 = (-?[\d.]+)", text, re.M)
     sprt = (float(m.group(1)), float(m.group(2))) if m and "LLR" in head else None
     base = re.search(r"baseline `([^`]+)`", text.split("```")[2]).group(1)

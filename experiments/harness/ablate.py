@@ -42,8 +42,8 @@ decided variant stops at that budget (its remaining pairs are not played).
 
 Output in ``<report_dir>/<name>/``: ``ablation.csv`` (columns ``variant, axis, budget, nodes,
 games, wins, draws, losses, score, elo, elo_low, elo_high``, the pentanomial counts ``ptnml_LL,
-ptnml_LD, ptnml_DD_WL, ptnml_WD, ptnml_WW`` (pairs scoring 0, 0.5, 1, 1.5, 2), ``llr, verdict`` and the per-move
-costs of both sides), ``ablation.png``/``.svg`` (a forest plot: Elo and interval per variant, one
+ptnml_LD, ptnml_DD_WL, ptnml_WD, ptnml_WW`` (pairs scoring 0, 0.5, 1, 1.5, 2), ``llr, verdict``, the per-move
+costs of both sides, the openings and ``decided_at_pairs`` (the pairs counted when the SPRT crossed its bound)), ``ablation.png``/``.svg`` (a forest plot: Elo and interval per variant, one
 marker per budget, the baseline at 0), ``ablation.md`` (the table, the config, the command and
 the versions).
 """
@@ -338,7 +338,8 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
     csv_path = out / "ablation.csv"
     cols = ["variant", "axis", "budget", "nodes", "games", "wins", "draws", "losses", "score", "elo", "elo_low",
             "elo_high", *PTNML_COLUMNS, "llr", "verdict", "nodes_per_move", "evals_per_move", "seconds_per_move",
-            "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move", "openings"]
+            "baseline_nodes_per_move", "baseline_evals_per_move", "baseline_seconds_per_move", "openings",
+            "decided_at_pairs"]
     # every file through a fresh temporary name and a rename: a link planted at a report's name (a
     # committed file in a git checkout) is replaced, never written through
     write_atomic(csv_path, csv_text([cols] + [
@@ -346,7 +347,8 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
          *r.wdl, "" if r.score != r.score else f"{r.score:.4f}", _fmt(r.elo), _fmt(r.lo), _fmt(r.hi),
          *r.ptnml, "" if r.llr is None else f"{r.llr:.3f}", r.verdict,
          f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}", f"{r.cost.seconds:.4f}",
-         f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}", r.openings]
+         f"{r.base_cost.nodes:.1f}", f"{r.base_cost.evals:.1f}", f"{r.base_cost.seconds:.4f}", r.openings,
+         r.decided_at or ""]
         for r in rs]), "report table")
     figs = plot_forest(csv_path, f"{ab.settings.name}: variants against {ab.baseline} ({ab.settings.variant})")
     s = ab.settings
@@ -362,7 +364,8 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
           + ("LLR | verdict | " if ab.sprt else "") + "nodes/move | evals/move | s/move (variant / baseline) |",
           "|---|---|---:|---|---:|---:|---|---|" + ("---:|---|" if ab.sprt else "") + "---|---|---|"]
     for r in rs:
-        sp = f"{r.llr:+.2f} | {r.verdict} | " if ab.sprt and r.llr is not None else ("| | " if ab.sprt else "")
+        at = f" at pair {r.decided_at}" if r.decided_at and 2 * r.decided_at < r.games else ""
+        sp = f"{r.llr:+.2f} | {r.verdict}{at} | " if ab.sprt and r.llr is not None else ("| | " if ab.sprt else "")
         md.append(f"| {r.variant} | {r.axis} {r.budget:g} | {r.games} ({r.openings}) | {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]} | "
                   f"{'' if r.score != r.score else f'{100 * r.score:.1f}%'} | {_fmt(r.elo)} | "
                   f"[{_fmt(r.lo)}, {_fmt(r.hi)}] | {' '.join(map(str, r.ptnml))} | {sp}"
