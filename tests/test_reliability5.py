@@ -189,9 +189,10 @@ def test_i06_a_torn_network_in_a_loop_folder_is_one_line_and_the_way_back_works(
 
 
 @pytest.mark.parametrize("edit, match", [
-    (lambda rows: rows[:2] + [rows[2].replace("297.8", "abc")] + rows[3:], "row 3 column 'elo': 'abc' is not a number"),
+    (lambda rows: rows[:2] + [",".join(c if i != 3 else "abc" for i, c in enumerate(rows[2].split(",")))] + rows[3:],
+     "row 3 column 'elo': 'abc' is not a number"),
     (lambda rows: rows[:3] + [",".join(rows[3].split(",")[:4])] + rows[4:], "row 4: too few fields for its header"),
-    (lambda rows: rows[:1] + [rows[1].replace("0.0259", "nan")] + rows[2:], "row 2 column 'score': 'nan' is not a finite"),
+    (lambda rows: rows[:1] + [",".join(c if i != 7 else "nan" for i, c in enumerate(rows[1].split(",")))] + rows[2:], "row 2 column 'score': 'nan' is not a finite"),
 ])
 def test_i07_a_malformed_report_csv_is_one_line_and_the_answer_page_is_still_written(
         tmp_path: Path, edit, match: str, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
