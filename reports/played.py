@@ -80,9 +80,23 @@ def collect(settings: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, dict[st
 
 def from_games(games: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """:func:`collect` over stored games (each with ``white``, ``black``, their ``*_settings`` and
-    ``variant``: a store's game records)."""
-    return collect((name, dict(st, variant=g.variant)) for g in games
-                   for name, st in ((g.white, g.white_settings), (g.black, g.black_settings)) if isinstance(st, dict))
+    ``variant``: a store's game records). A bughouse game's side is a team of two seats (its settings'
+    ``seats``): each seat is a player, named by its engine's spec text (the seat's ``engine``, or its
+    ``name`` in games stored before seats recorded one)."""
+    def sides(g: Any) -> Iterable[tuple[str, dict[str, Any]]]:
+        for name, st in ((g.white, g.white_settings), (g.black, g.black_settings)):
+            if not isinstance(st, dict):
+                continue
+            seats = st.get("seats")
+            if isinstance(seats, list):
+                for seat in seats:
+                    if isinstance(seat, dict) and isinstance(seat.get("engine", seat.get("name")), str):
+                        text = str(seat.get("engine", seat.get("name")))
+                        yield text, {k: v for k, v in dict(seat, engine=text, variant=g.variant).items()
+                                     if k in ("engine", "effective", "weights", "networks", "variant")}
+            else:
+                yield name, dict(st, variant=g.variant)
+    return collect(pair for g in games for pair in sides(g))
 
 
 def write(folder: str | Path, players: dict[str, dict[str, Any]]) -> Path | None:

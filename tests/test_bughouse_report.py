@@ -244,3 +244,20 @@ def test_report_from_stored_games(tmp_path: Path, capsys: pytest.CaptureFixture[
     # a second run plays nothing and writes the same table
     assert cli.main(["bughouse-report", str(p), "--quiet"]) == 0
     assert (out / "teams.md").read_text() == md
+    # what each seat's engine ran with is recorded, per seat spec, as one-board reports record theirs:
+    # the answer page can tell when today's engine of that name runs differently
+    import json
+
+    from reports import played
+
+    players = json.loads((out / "engines.json").read_text())
+    assert set(players) == {"bughouse-mcts", "sjeng"}
+    assert players["sjeng"]["effective"] is None  # an external program: its spec text only
+    eff = players["bughouse-mcts"]["effective"]
+    assert {k: v for k, v in eff.items() if k not in played.NOT_COMPARED} == played.today("bughouse-mcts")
+    assert played.status(out) == ("current", [])
+    option = sorted(set(eff) - set(played.NOT_COMPARED))[0]
+    eff[option] = eff[option] + "-then"
+    (out / "engines.json").write_text(json.dumps(players))
+    state, why = played.status(out)
+    assert state == "stale" and why == [f"bughouse-mcts: {option} {eff[option]} → {played.today('bughouse-mcts')[option]}"]

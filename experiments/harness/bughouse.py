@@ -375,7 +375,10 @@ def _play_index(job: _Job, i: int, seats_of: dict[str, list[Seat]]) -> _Played:
     seed = game_seed(job.seed, i)
     res = play_game(seats, job.base_ms, job.inc_ms, job.max_plies, fen=None if start is None else start.fen, seed=seed)
     names = [s.name for s in seats]
-    seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=job.base_ms, inc_ms=job.inc_ms, **network_of(s))
+    teams = [t0_team, t1_team, t1_team, t0_team]
+    boards = [0, 0, 1, 1]  # a team's first spec sits on board A
+    seat_settings = [dict(s.settings(), seat=SEAT_NAMES[n], base_ms=job.base_ms, inc_ms=job.inc_ms, **network_of(s),
+                          **engine_record(teams[n].seat_specs[boards[n]], teams[n].resolved[boards[n]]))
                      for n, s in enumerate(seats)]
     key = f"{job.match}:{i}"
     rec = GameRecord(
@@ -389,6 +392,18 @@ def _play_index(job: _Job, i: int, seats_of: dict[str, list[Seat]]) -> _Played:
         finished=time.time())
     text = bpgn_text(key, job.run, i + 1, names, res, started, job.uid)
     return _Played(i, rec, seat_settings, [p.at_ms for p in res.moves], res.ptells, res.game.root_fen, text)
+
+
+def engine_record(text: str, spec: EngineSpec) -> dict[str, Any]:
+    """What a seat's engine was, as one-board games record theirs (:mod:`reports.played`): ``engine``
+    (its spec text) and, for an in-process engine, ``effective`` (every option's value as it ran,
+    presets applied), so that a report knows when today's engine of that name runs differently."""
+    from engines import catalog
+
+    out: dict[str, Any] = {"engine": text}
+    if not catalog.is_external(spec):
+        out["effective"] = registry.effective_values(spec)
+    return out
 
 
 def network_of(seat: Seat) -> dict[str, str]:
