@@ -58,7 +58,7 @@ from board.bughouse import (
     BOARD_LETTERS, BughouseError, BughouseGame, bpgn_movetext, format_move, partner_seat, team_of,
 )
 from board.variants import BUGHOUSE
-from engines import registry
+from engines import catalog, registry
 from engines.seats import (  # noqa: F401 - re-exported: what a bughouse match is made of
     GameContext, OurSeat, Seat, SeatError, TeamSpec, parse_team,
 )
@@ -398,8 +398,6 @@ def engine_record(text: str, spec: EngineSpec) -> dict[str, Any]:
     """What a seat's engine was, as one-board games record theirs (:mod:`reports.played`): ``engine``
     (its spec text) and, for an in-process engine, ``effective`` (every option's value as it ran,
     presets applied), so that a report knows when today's engine of that name runs differently."""
-    from engines import catalog
-
     out: dict[str, Any] = {"engine": text}
     if not catalog.is_external(spec):
         out["effective"] = registry.effective_values(spec)
