@@ -300,7 +300,7 @@ def _num(v: Any) -> float | None:
 
 #: columns of a report's CSV that hold a number wherever they hold anything (a blank: not measured)
 _NUMERIC = ("elo", "lo", "hi", "elo_low", "elo_high", "games", "score", "nodes_per_move", "evals_per_move",
-            "seconds_per_move", "budget", "generation", "selfplay_games", "cpu_hours")
+            "seconds_per_move", "budget", "generation", "evals", "movetime", "selfplay_games", "cpu_hours")
 #: of those, the ones every row must have
 _REQUIRED = ("elo", "lo", "hi", "elo_low", "elo_high")
 
@@ -311,7 +311,7 @@ class ReportError(ValueError):
 
 #: the columns each kind of report CSV must name in its header (the ones its page reads)
 _HEADER: dict[str, tuple[str, ...]] = {
-    "elo_vs_nodes.csv": ("family", "engine", "nodes", "elo", "lo", "hi", "games"),
+    "elo_vs_nodes.csv": ("family", "engine", "nodes", "elo", "lo", "hi", "games"),  # nodes: or evals, movetime
     "ablation.csv": ("variant", "axis", "budget", "games", "elo", "elo_low", "elo_high"),
     "teams.csv": ("row", "team", "opponent", "games", "elo", "elo_low", "elo_high"),
     "ratings.csv": ("player", "arm", "generation", "elo", "lo", "hi", "games"),
@@ -329,7 +329,8 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
             header = reader.fieldnames or []
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise ReportError(f"{path}: cannot be read as CSV ({e})") from None
-    missing = [c for c in _HEADER.get(Path(path).name, ()) if c not in header]
+    have = set(header) | ({"nodes"} if set(paradigms.SCALE_BUDGETS) & set(header) else set())  # a scale's budget
+    missing = [c for c in _HEADER.get(Path(path).name, ()) if c not in have]
     if missing:
         raise ReportError(f"{path} row 1: the header lacks column {missing[0]!r} (a header row naming "
                           f"{', '.join(_HEADER[Path(path).name])} must come first)")
@@ -355,18 +356,20 @@ def scale_chart(rows: list[dict[str, str]], title: str) -> dict[str, Any]:
     """``elo_vs_nodes.csv`` (``searchbench scale``): one series a family, anchors as dashed lines."""
     series: dict[str, list[dict[str, Any]]] = {}
     hlines = []
+    col = paradigms.budget_column(rows[0]) if rows else "nodes"
     for r in rows:
         fam = r["family"]
         if fam.startswith("anchor:"):
             hlines.append({"y": float(r["elo"]), "label": fam[7:]})
-        player = fam[7:] if fam.startswith("anchor:") else f"{fam}@{r['nodes']}"
+        player = fam[7:] if fam.startswith("anchor:") else f"{fam}@{r[col]}" if col == "nodes" else f"{fam}@{col}={r[col]}"
         series.setdefault(fam, []).append({
             "player": player, "y": float(r["elo"]), "lo": float(r["lo"]), "hi": float(r["hi"]),
-            "x": {"nodes": _num(r.get("nodes")) or _num(r.get("nodes_per_move")), "nodes_per_move": _num(r.get("nodes_per_move")),
+            "x": {"budget": _num(r.get(col)) or _num(r.get("nodes_per_move")), "nodes_per_move": _num(r.get("nodes_per_move")),
                   "evals_per_move": _num(r.get("evals_per_move")), "ms_per_move": _ms(r.get("seconds_per_move"))},
             "info": {"engine": r["engine"], "games": int(float(r["games"])), "score": f"{100 * float(r['score']):.1f}%"}})
     return {"title": title, "ylabel": "Elo (95% interval)", "replaces": ["elo_vs_nodes", "elo_vs_cost"],
-            "axes": [{"key": "nodes", "label": "node budget", "log": True},
+            "axes": [{"key": "budget", "label": {"nodes": "node budget", "evals": "evaluator calls budget",
+                                                 "movetime": "seconds a move"}[col], "log": True},
                      {"key": "evals_per_move", "label": "evaluator calls a move", "log": True},
                      {"key": "nodes_per_move", "label": "nodes a move", "log": True},
                      {"key": "ms_per_move", "label": "ms a move", "log": True}],

@@ -8,7 +8,7 @@ budget is in that unit. The paradigm is the player's search as the registry reso
 (:func:`paradigm_of`): PUCT, Gumbel (the Gumbel root rule), MCGS (graph search), alpha-beta, UBFM, the
 comparator; external programs are anchors, not paradigms. The unit: an ablation's ``axis``
 (``nodes`` and ``playouts`` are nodes, ``evals`` calls, ``movetime`` and ``tc`` seconds), a scale's
-nodes, a bughouse table's clock (seconds) or its node budget when it has no clock.
+budget column (``nodes``, ``evals``, ``movetime``: its config's unit), a bughouse table's clock (seconds) or its node budget when it has no clock.
 """
 from __future__ import annotations
 
@@ -30,6 +30,14 @@ PARADIGMS = ("PUCT", "Gumbel", "MCGS", "alpha-beta", "UBFM", "comparator")
 GAMES = (CHESS.name, CRAZYHOUSE.name, BUGHOUSE.name)
 UNITS = (("nodes", "nodes"), ("calls", "evaluator calls"), ("seconds", "seconds"))
 _AXIS_UNIT = {"nodes": "nodes", "playouts": "nodes", "evals": "calls", "movetime": "seconds", "tc": "seconds"}
+#: the budget column a scale table (``elo_vs_nodes.csv``) may have, named by its config's ``unit``
+SCALE_BUDGETS = ("nodes", "evals", "movetime")
+
+
+def budget_column(row: Iterable[str]) -> str:
+    """The budget column of a scale table's row (or header): ``nodes``, ``evals`` or ``movetime``."""
+    keys = set(row)
+    return next((c for c in SCALE_BUDGETS if c in keys), "nodes")
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,7 +99,7 @@ def cells_of(folder: Path, game: str, paradigm: Callable[[str], str | None] = pa
         add(player("baseline", axis, budget), unit)
     for r in _rows(folder / "elo_vs_nodes.csv"):
         if not r.get("family", "").startswith("anchor:"):
-            add(r.get("engine", ""), "nodes")
+            add(r.get("engine", ""), _AXIS_UNIT[budget_column(r)])
     for r in _rows(folder / "teams.csv"):
         clock = r.get("tc", "none") not in ("", "none")
         for side in ("team", "opponent"):

@@ -2,8 +2,9 @@
 :func:`plot` (Elo against the node budget) and :func:`plot_cost` (against seconds and evaluator
 calls per move).
 
-The CSV (written by ``searchbench scale``) has one row per player: family, engine, nodes (empty for
-an anchor), elo, lo, hi (95% bootstrap interval), games, score.  The figure has nodes on a log axis,
+The CSV (written by ``searchbench scale``) has one row per player: family, engine, the budget (a
+column named by the scale's unit: nodes, evals or movetime; empty for an anchor), elo, lo, hi (95%
+bootstrap interval), games, score.  The figure has the budget on a log axis,
 one line with error bars per family (families nudged sideways by a few percent so that bars at the
 same budget do not hide each other), anchors as dotted horizontal lines; it is saved as PNG and
 SVG beside the CSV.
@@ -19,6 +20,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from reports.paradigms import budget_column  # noqa: E402
+
+#: the x axis of :func:`plot` for each budget column of the table
+AXIS_LABELS = {"nodes": "nodes per move", "evals": "evaluator calls per move", "movetime": "seconds per move"}
 
 
 def read_csv(path: str | Path) -> list[dict[str, str]]:
@@ -39,14 +45,15 @@ def plot(csv_path: str | Path, title: str | None = None, save: Callable[[Any, Pa
     fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
     families: dict[str, list[dict[str, str]]] = {}
     anchors: list[dict[str, str]] = []
+    col = budget_column(data[0]) if data else "nodes"
     for r in data:
-        (anchors if not r["nodes"] else families.setdefault(r["family"], [])).append(r)
+        (anchors if not r[col] else families.setdefault(r["family"], [])).append(r)
     markers = "osD^v<>ph*"
     for k, (fam, rs) in enumerate(families.items()):
-        rs.sort(key=lambda r: int(r["nodes"]))
+        rs.sort(key=lambda r: float(r[col]))
         # families share budgets: shift each a little sideways (log axis) so error bars stay apart
         dodge = 1.0 + 0.025 * (k - (len(families) - 1) / 2)
-        x = [int(r["nodes"]) * dodge for r in rs]
+        x = [float(r[col]) * dodge for r in rs]
         y = [float(r["elo"]) for r in rs]
         lo = [float(r["elo"]) - float(r["lo"]) for r in rs]
         hi = [float(r["hi"]) - float(r["elo"]) for r in rs]
@@ -60,7 +67,7 @@ def plot(csv_path: str | Path, title: str | None = None, save: Callable[[Any, Pa
         # x in axes coordinates, y in data coordinates: the label sits at the left edge
         ax.text(0.01, level, r["family"].removeprefix("anchor:"), transform=ax.get_yaxis_transform(),
                 va="bottom", ha="left", fontsize=8, color=color)
-    ax.set_xlabel("nodes per move (log scale)")
+    ax.set_xlabel(f"{AXIS_LABELS[col]} (log scale)")
     ax.set_ylabel("Elo (95% bootstrap interval)")
     ax.set_title(title or f"Elo versus nodes: {p.parent.name}")
     ax.grid(True, which="both", alpha=0.3)
@@ -82,8 +89,9 @@ def plot_cost(csv_path: str | Path, title: str | None = None,
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), dpi=110, sharey=True)
     families: dict[str, list[dict[str, str]]] = {}
     anchors: list[dict[str, str]] = []
+    budget = budget_column(data[0]) if data else "nodes"
     for r in data:
-        (anchors if not r["nodes"] else families.setdefault(r["family"], [])).append(r)
+        (anchors if not r[budget] else families.setdefault(r["family"], [])).append(r)
     markers = "osD^v<>ph*"
     for ax, col, label in ((axes[0], "seconds_per_move", "seconds per move (log scale)"),
                            (axes[1], "evals_per_move", "evaluator calls per move (log scale)")):

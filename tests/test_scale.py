@@ -64,7 +64,7 @@ def cfg(tmp_path: Path, extra: str = "", base: str = BASE) -> Path:
 
 def test_ladders_and_connected_pairings(tmp_path: Path) -> None:
     sc = scale.load(cfg(tmp_path))
-    assert [f.nodes for f in sc.families] == [[4, 8, 16], [4, 16]]
+    assert [f.budgets for f in sc.families] == [[4, 8, 16], [4, 16]]
     assert [p.name for p in sc.families[0].players] == ["stepped@4", "stepped@8", "stepped@16"]
     assert sc.settings.anchor == "stepped@4"
     pairs = sc.pairings()
@@ -257,3 +257,67 @@ def test_make_runs_compare_says_when_the_shipped_report_is_stale(tmp_path, monke
     monkeypatch.setattr(cli_harness.played, "status", lambda folder: ("current", []))
     assert main(["scale", "any.toml", "--compare", str(shipped), "--quiet"]) == 0
     assert "is stale" not in capsys.readouterr().out
+
+
+EVALS = """
+name = "calls"
+variant = "crazyhouse"
+games = 2
+concurrency = 2
+workers = 1
+db = "{db}"
+pgn = "{pgn}"
+report_dir = "{reports}"
+bootstrap = 20
+unit = "evals"
+
+[adjudication]
+max_plies = 16
+
+[[families]]
+name = "ab"
+engine = "material-ab"
+evals = [8, 32]
+
+[[families]]
+name = "mcts"
+engine = "material-mcts"
+ladder = {{ start = 8, factor = 4, steps = 2 }}
+"""
+
+
+def test_an_evals_ladder_limits_each_move_by_evaluator_calls_and_names_its_unit(tmp_path: Path) -> None:
+    sc = scale.load(cfg(tmp_path, base=EVALS))
+    assert sc.unit == "evals" and [f.budgets for f in sc.families] == [[8, 32], [8, 32]]
+    assert [p.name for p in sc.families[0].players] == ["ab@evals=8", "ab@evals=32"]
+    assert all(p.evals == n and p.nodes is None for f in sc.families for p, n in zip(f.players, f.budgets))
+    _, paths = scale.run(sc, "searchbench scale c.toml", progress=False)
+    out = tmp_path / "reports" / "calls"
+    rows = list(csv.DictReader(open(out / "elo_vs_nodes.csv")))
+    assert "nodes" not in rows[0] and sorted(r["evals"] for r in rows if r["family"] == "ab") == ["32", "8"]
+    # a move of an evals player spends at most its budget (the search stops at the call that reaches it)
+    assert all(0 < float(r["evals_per_move"]) <= int(r["evals"]) for r in rows)
+    md = (out / "elo_vs_nodes.md").read_text()
+    assert md.startswith("# Elo versus evaluator calls: calls") and "| family | engine | evals |" in md
+    assert "evaluator calls" in md.split("\n")[2] and "At equal calls" in md.split("\n")[2]
+    page = (out / "index.html").read_text()
+    assert "evaluator calls budget" in page and "ab@evals=8" in page
+    from reports import paradigms
+
+    assert ("alpha-beta", "crazyhouse", "calls") in paradigms.cells_of(out, "crazyhouse")
+    assert ("alpha-beta", "crazyhouse", "nodes") not in paradigms.cells_of(out, "crazyhouse")
+
+
+def test_a_movetime_ladder_and_a_unit_mixed_up(tmp_path: Path) -> None:
+    text = EVALS.replace('unit = "evals"', 'unit = "movetime"').replace("evals = [8, 32]", "movetime = [0.1, 0.3]")
+    sc = scale.load(cfg(tmp_path, base=text.replace("ladder = {{ start = 8, factor = 4, steps = 2 }}",
+                                                     "ladder = {{ start = 0.1, factor = 3, steps = 3 }}")))
+    assert [f.budgets for f in sc.families] == [[0.1, 0.3], [0.1, 0.3, 0.9]]
+    assert [p.name for p in sc.families[1].players] == ["mcts@movetime=0.1", "mcts@movetime=0.3", "mcts@movetime=0.9"]
+    assert all(p.movetime == n for f in sc.families for p, n in zip(f.players, f.budgets))
+    with pytest.raises(ConfigError, match=r"key 'families\[0\].nodes': this scale counts evals"):
+        scale.load(cfg(tmp_path, base=EVALS.replace("evals = [8, 32]", "nodes = [8, 32]")))
+    with pytest.raises(ConfigError, match=r"key 'families\[0\].evals': must be a non-empty array of positive integers"):
+        scale.load(cfg(tmp_path, base=EVALS.replace("evals = [8, 32]", "evals = [0.5]")))
+    with pytest.raises(ConfigError, match=r"key 'unit': must be one of"):
+        scale.load(cfg(tmp_path, base=EVALS.replace('unit = "evals"', 'unit = "plies"')))

@@ -127,7 +127,7 @@ def _option_text(v: Any) -> str:
 def _budgets(cfg: Section) -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     if cfg.has("nodes") or cfg.has("ladder"):
-        out += [("nodes", float(n)) for n in _ladder(cfg)]
+        out += [("nodes", float(n)) for n in _ladder(cfg, "nodes")]
     cfg.used.update({"nodes", "ladder"})
     for axis in ("evals", "movetime"):
         kind = int if axis == "evals" else float

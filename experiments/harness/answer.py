@@ -119,9 +119,9 @@ def ablation_finding(baseline: str, rows: Sequence[AblationRow], sprt: tuple[flo
 
 @dataclass(frozen=True)
 class Difference:
-    """One row of a scale report's table of differences at equal nodes."""
+    """One row of a scale report's table of differences at an equal budget (in the report's unit)."""
 
-    nodes: int
+    budget: float
     pair: str  # "mcts-rise − ab-material"
     elo: float
     lo: float
@@ -133,21 +133,37 @@ class Rated:
     """One rated player of a scale report (the anchor included)."""
 
     family: str  # the table's family column: "mcts-rise", "anchor:fsf-1k"
-    nodes: str  # "" for an anchor that is not node-limited
+    budget: str  # the rung in the report's unit ("256", "0.3"); "" for an anchor
     elo: float
     lo: float
     hi: float
     games: int
 
 
-def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Difference], games: int, openings: int) -> str:
+#: how a scale report's finding names a budget of each unit (:data:`experiments.harness.scale.UNITS`)
+BUDGET_WORDS = {"nodes": ("nodes", "nodes"), "evals": ("evaluator calls", "calls"), "movetime": ("s a move", "time")}
+
+
+def rung(budget: str | float) -> str:
+    """A budget as a table prints it: ``1000000``, ``0.3``."""
+    x = float(budget)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+def budget_text(budget: str | float, unit: str = "nodes") -> str:
+    """``256 nodes``, ``256 evaluator calls``, ``0.3 s a move``."""
+    return f"{rung(budget)} {BUDGET_WORDS[unit][0]}"
+
+
+def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Difference], games: int, openings: int,
+                  unit: str = "nodes") -> str:
     """The top-rated player under test (the external anchors aside) against the anchor, then each family
-    against the first at equal nodes."""
+    against the first at an equal budget (``unit``: nodes, evaluator calls or seconds a move)."""
     tested = [r for r in rated if not r.family.startswith("anchor:")] or list(rated)
     if not tested:
         return "No games yet."
     top = max(tested, key=lambda r: r.elo)
-    text = (f"Strongest engine under test: {top.family}" + (f" at {top.nodes} nodes" if top.nodes else "")
+    text = (f"Strongest engine under test: {top.family}" + (f" at {budget_text(top.budget, unit)}" if top.budget else "")
             + f", {_interval(top.elo, top.lo, top.hi, False)} Elo over the anchor {anchor} ({games} games on {openings} "
             "distinct openings; 95% intervals).")
     pairs = list(dict.fromkeys(d.pair for d in diffs))
@@ -156,10 +172,10 @@ def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Differenc
         mine = [d for d in diffs if d.pair == p]
         groups: dict[str, list[str]] = {}
         for d in mine:
-            groups.setdefault(verdict(d.lo, d.hi), []).append(f"{d.nodes} ({_interval(d.elo, d.lo, d.hi, False)})")
+            groups.setdefault(verdict(d.lo, d.hi), []).append(f"{rung(d.budget)} ({_interval(d.elo, d.lo, d.hi, False)})")
         said.append(f"{p}: " + "; ".join(f"{k} at {', '.join(v)}" for k, v in groups.items()))
     if said:
-        text += " At equal nodes (the difference's own 95% interval): " + ". ".join(said) + "."
+        text += f" At equal {BUDGET_WORDS[unit][1]} (the difference's own 95% interval): " + ". ".join(said) + "."
     return text
 
 

@@ -1,4 +1,4 @@
-"""Elo versus nodes, the main job: node ladders per engine family, rated together, plotted.
+"""Elo versus cost, the main job: budget ladders per engine family, rated together, plotted.
 
 Config: everything of :mod:`experiments.harness.tournament`'s run settings (name, variant, games,
 concurrency, workers, seed, db, pgn, openings, adjudication, anchor, anchor_elo, bootstrap,
@@ -8,11 +8,14 @@ backend, ray_address), plus::
                                     # and elo_vs_cost.{png,svg} (Elo against seconds and evaluator
                                     # calls per move, the CSV's cost columns)
     cross_games = 6                 # games per pairing between families (default: games)
+    unit = "nodes"                  # what every family's ladder counts: "nodes", "evals" (evaluator
+                                    # calls a move) or "movetime" (seconds a move); one unit a report
 
     [[families]]
     name = "ab-material"            # one line on the plot
     engine = "material-ab"          # registry name or spec
-    nodes = [64, 256, 1024]         # an explicit ladder, or a geometric one:
+    nodes = [64, 256, 1024]         # an explicit ladder (the key is the unit: evals = [...],
+                                    # movetime = [0.1, 0.3, 1.0]), or a geometric one:
     # ladder = { start = 64, factor = 4, steps = 3 }   -> 64, 256, 1024
 
     [[anchors]]                     # optional fixed opponents (e.g. external engine levels)
@@ -21,9 +24,11 @@ backend, ray_address), plus::
     depth = 1                       # any limit but nodes ladder: nodes, depth, movetime, tc
     games = 6                       # against the lowest and highest rung of every family
 
-A player is a family at a budget, named ``family@nodes``.  Scheduling keeps the graph of games
+A player is a family at a budget, named ``family@N`` on a nodes ladder, ``family@evals=N`` and
+``family@movetime=S`` on the others; the report's CSV names its budget column by the unit
+(``nodes``, ``evals``, ``movetime``) and its figure draws Elo against it.  Scheduling keeps the graph of games
 connected, which the joint rating needs: (1) each rung plays its ladder neighbour; (2) for every two
-families, each rung of the one plays the rung of the other nearest in log nodes (both directions);
+families, each rung of the one plays the rung of the other nearest in log budget (both directions);
 (3) each anchor plays the lowest and the highest rung of every family.  Tasks are interleaved pair
 by pair across all pairings, so an interrupted run is still connected and balanced, and a rerun
 resumes.  The ratings use every stored game of the run between current players, anchored at
@@ -38,8 +43,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from experiments.harness import openings as openings_mod, ratings as ratings_mod, tomlconfig
-from experiments.harness.answer import Difference, Rated, history, opening, scale_finding, verdict
+from experiments.harness.answer import BUDGET_WORDS, Difference, Rated, history, opening, rung, scale_finding, verdict
 from experiments.harness.webpage import report_page
+from reports.paradigms import SCALE_BUDGETS, budget_column
 from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord, check_writable
@@ -50,11 +56,17 @@ from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, play_run, player, run_settings
 
 
+#: the units a ladder may count (the config's ``unit``; the table's budget column, :data:`SCALE_BUDGETS`)
+UNITS = SCALE_BUDGETS
+#: the longest ``movetime`` rung (seconds a move): more is a typo, not a plan
+MAX_MOVETIME = 600.0
+
+
 @dataclass
 class Family:
     name: str
     engine: str
-    nodes: list[int]
+    budgets: list[float]  # the ladder, in the scale's unit
     players: list[Player] = field(default_factory=list)
 
 
@@ -71,6 +83,7 @@ class Scale:
     anchors: list[Anchor]
     cross_games: int
     report_dir: Path
+    unit: str = "nodes"
 
     @property
     def players(self) -> list[Player]:
@@ -98,8 +111,8 @@ class Scale:
         for i, f in enumerate(self.families):
             for h in self.families[i + 1:]:
                 for src, dst in ((f, h), (h, f)):
-                    for p, n in zip(src.players, src.nodes):
-                        k = min(range(len(dst.nodes)), key=lambda j: (abs(math.log(dst.nodes[j] / n)), j))
+                    for p, n in zip(src.players, src.budgets):
+                        k = min(range(len(dst.budgets)), key=lambda j: (abs(math.log(dst.budgets[j] / n)), j))
                         a, b = (p, dst.players[k]) if src is f else (dst.players[k], p)
                         add(a, b, self.cross_games)
         for an in self.anchors:
@@ -113,28 +126,41 @@ class Scale:
         return interleave([s.pairing_tasks(a, b, games) for a, b, games in self.pairings()])
 
 
-def _ladder(sec: Section) -> list[int]:
-    if sec.has("nodes") and sec.has("ladder"):
-        raise sec.error("ladder", "give either nodes or ladder, not both")
-    if sec.has("nodes"):
-        nodes = sec.get("nodes", list)
-        if not nodes or not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_BUDGET for n in nodes):
-            raise sec.error("nodes", f"must be a non-empty array of positive integers up to {MAX_BUDGET:,}")
-        if sorted(set(nodes)) != list(nodes):
-            raise sec.error("nodes", "must be strictly increasing")
-        return list(nodes)
+def _ladder(sec: Section, unit: str) -> list[float]:
+    """A family's budgets in ``unit``: the key named by the unit (``nodes = [...]``) or ``ladder``."""
+    ints = unit != "movetime"
+    top = MAX_BUDGET if ints else MAX_MOVETIME
+    what = "positive integers" if ints else "positive numbers of seconds"
+    if sec.has(unit) and sec.has("ladder"):
+        raise sec.error("ladder", f"give either {unit} or ladder, not both")
+    if sec.has(unit):
+        vals = sec.get(unit, list)
+        ok = all((isinstance(n, int) or (not ints and isinstance(n, float))) and not isinstance(n, bool)
+                 and 0 < n <= top and (not ints or n >= 1) for n in vals)
+        if not vals or not ok:
+            raise sec.error(unit, f"must be a non-empty array of {what} up to {top:,g}")
+        if sorted(set(vals)) != list(vals):
+            raise sec.error(unit, "must be strictly increasing")
+        return list(vals)
     lad = sec.table("ladder")
     if not lad.data:
-        raise sec.error("nodes", "missing: give nodes = [...] or ladder = {start, factor, steps}")
-    start = lad.positive("start")
+        raise sec.error(unit, f"missing: give {unit} = [...] or ladder = {{start, factor, steps}}")
+    start = lad.positive("start") if ints else lad.get(
+        "start", float, check=lambda v: None if 0 < v <= top else f"must be above 0 and at most {top:g}")
     factor = lad.get("factor", float, check=lambda v: None if 1 < v <= 1000 else "must be above 1 and at most 1000")
     steps = lad.get("steps", int, check=lambda v: None if 1 <= v <= 64 else "must be from 1 to 64")
     lad.done()
-    top = start * factor ** (steps - 1)
-    if top > MAX_BUDGET:
-        raise lad.error(None, f"the ladder's last rung {top:.3g} is above {MAX_BUDGET:,} nodes")
-    nodes = sorted({int(round(start * factor ** k)) for k in range(steps)})
-    return nodes
+    last = start * factor ** (steps - 1)
+    if last > top:
+        raise lad.error(None, f"the ladder's last rung {last:.3g} is above {top:,g} {unit}")
+    if ints:
+        return sorted({int(round(start * factor ** k)) for k in range(steps)})
+    return sorted({float(f"{start * factor ** k:.3g}") for k in range(steps)})
+
+
+def player_name(family: str, unit: str, budget: float) -> str:
+    """``family@256`` (nodes), ``family@evals=256``, ``family@movetime=0.3``."""
+    return f"{family}@{rung(budget)}" if unit == "nodes" else f"{family}@{unit}={rung(budget)}"
 
 
 def parse(cfg: Section) -> Scale:
@@ -142,23 +168,28 @@ def parse(cfg: Section) -> Scale:
     cross = cfg.get("cross_games", int, s.games,
                     lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
     report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
+    unit = cfg.choice("unit", tuple(UNITS), "nodes")
     families: list[Family] = []
     names: dict[str, str] = {}
     for sec in cfg.tables("families", required=True):
-        sec.only("name", "engine", "nodes", "ladder", "depth", "movetime", "tc")
+        sec.only("name", "engine", "nodes", "evals", "ladder", "depth", "movetime", "tc")
         fname = sec.get("name", str, check=_name_check)
         if "@" in fname:
             raise sec.error("name", "must not contain '@'")
         if fname in names:
             raise sec.error("name", f"duplicate family {fname!r}")
-        nodes = _ladder(sec)
-        fam = Family(fname, "", nodes)
-        for n in nodes:
-            p = player(sec, name=f"{fname}@{n}", nodes=n)
+        others = [u for u in UNITS if u not in (unit, "movetime") and sec.has(u)]  # movetime: also a limit
+        if others:
+            raise sec.error(others[0], f"this scale counts {unit} (unit = {unit!r}): give the ladder as {unit} = [...]")
+        budgets = _ladder(sec, unit)
+        fam = Family(fname, "", budgets)
+        for n in budgets:
+            limit = {"nodes": {"nodes": int(n)}, "evals": {"evals": int(n)}, "movetime": {"movetime": float(n)}}[unit]
+            p = player(sec, name=player_name(fname, unit, n), **limit)  # type: ignore[arg-type]
             fam.players.append(p)
             names[p.name] = fname
         fam.engine = fam.players[0].engine
-        sec.used.update({"nodes", "ladder"})
+        sec.used.update({unit, "ladder"})
         sec.done()
         names[fname] = fname
         families.append(fam)
@@ -174,14 +205,14 @@ def parse(cfg: Section) -> Scale:
         sec.done()
         names[p.name] = p.name
         anchors.append(Anchor(p, games))
-    if len(families) == 1 and len(families[0].nodes) == 1 and not anchors:
+    if len(families) == 1 and len(families[0].budgets) == 1 and not anchors:
         raise cfg.error("families", "one family with one budget has no one to play")
     if s.anchor is None:
         s.anchor = families[0].players[0].name
     elif s.anchor not in names or s.anchor in {f.name for f in families}:
         raise cfg.error("anchor", f"no player named {s.anchor!r} (players are family@nodes or anchor names)")
     cfg.done()
-    return Scale(s, families, anchors, cross, report_dir)
+    return Scale(s, families, anchors, cross, report_dir, unit)
 
 
 def load(path: str | Path) -> Scale:
@@ -195,7 +226,7 @@ def load(path: str | Path) -> Scale:
 class Row:
     family: str
     engine: str
-    nodes: int | None
+    budget: float | None  # in the scale's unit; None for an anchor
     rating: Rating
     cost: Cost = field(default_factory=Cost)
 
@@ -205,7 +236,7 @@ def rows(sc: Scale, ratings: list[Rating], games: Sequence[GameRecord] = ()) -> 
     cost = costs(games)
     out: list[Row] = []
     for f in sc.families:
-        for p, n in zip(f.players, f.nodes):
+        for p, n in zip(f.players, f.budgets):
             if p.name in by:
                 out.append(Row(f.name, f.engine, n, by[p.name], cost.get(p.name, Cost())))
     for a in sc.anchors:
@@ -230,24 +261,24 @@ def difference_rows(sc: Scale, fit: Any) -> list[Difference]:
     out: list[Difference] = []
     first = sc.families[0] if sc.families else None
     for f in sc.families[1:]:
-        for p, n in zip(f.players, f.nodes):
-            if first is None or n not in first.nodes:
+        for p, n in zip(f.players, f.budgets):
+            if first is None or n not in first.budgets:
                 continue
-            q = first.players[first.nodes.index(n)]
+            q = first.players[first.budgets.index(n)]
             d, lo, hi = fit.difference(p.name, q.name)
             out.append(Difference(n, f"{f.name} − {first.name}", d, lo, hi))
     return out
 
 
-def differences(rows: Sequence[Difference]) -> list[str]:
+def differences(rows: Sequence[Difference], unit: str = "nodes") -> list[str]:
     """Markdown rows of :func:`difference_rows`, with a verdict each."""
-    rows_md = [f"| {r.nodes} | {r.pair} | {r.elo:+.0f} | [{r.lo:+.0f}, {r.hi:+.0f}] | {verdict(r.lo, r.hi)} |"
+    rows_md = [f"| {rung(r.budget)} | {r.pair} | {r.elo:+.0f} | [{r.lo:+.0f}, {r.hi:+.0f}] | {verdict(r.lo, r.hi)} |"
                for r in rows]
     if not rows_md:
         return []
-    return ["", "Differences at equal nodes (each family against the first, the 95% bootstrap interval of the "
-            "difference itself, from the same replicates as the table):", "",
-            "| nodes | difference | Elo | 95% interval | verdict |", "|---:|---|---:|---|---|"] + rows_md
+    return ["", f"Differences at equal {BUDGET_WORDS[unit][1]} (each family against the first, the 95% bootstrap "
+            "interval of the difference itself, from the same replicates as the table):", "",
+            f"| {unit} | difference | Elo | 95% interval | verdict |", "|---:|---|---:|---|---|"] + rows_md
 
 
 #: the columns of ``elo_vs_nodes.csv`` that depend on the machine, not on the games
@@ -262,7 +293,7 @@ def compare_tables(new: Path, shipped: Path) -> tuple[list[str], list[str]]:
     empty: the same games gave the same table (:data:`MACHINE_COLUMNS` aside)."""
     def read(p: Path) -> dict[tuple[str, str], dict[str, str]]:
         with open(p, newline="") as f:
-            return {(r["engine"], r["nodes"]): r for r in csv.DictReader(f)}
+            return {(r["engine"], r[budget_column(r)]): r for r in csv.DictReader(f)}
 
     a, b = read(new), read(shipped)
     games = [f"{e} at {n or '-'}: only in {'this run' if (e, n) in a else 'the shipped report'}"
@@ -298,36 +329,38 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
     rs = rows(sc, ratings, game_records)
     csv_path = out / "elo_vs_nodes.csv"
     # every file through a fresh temporary name and a rename: a planted link is replaced, not followed
-    write_atomic(csv_path, csv_text([["family", "engine", "nodes", "elo", "lo", "hi", "games", "score", "nodes_per_move",
+    unit = sc.unit
+    write_atomic(csv_path, csv_text([["family", "engine", unit, "elo", "lo", "hi", "games", "score", "nodes_per_move",
                                       "evals_per_move", "seconds_per_move"]] + [
-        [r.family, r.engine, "" if r.nodes is None else r.nodes, f"{r.rating.elo:.1f}", f"{r.rating.lo:.1f}",
+        [r.family, r.engine, "" if r.budget is None else rung(r.budget), f"{r.rating.elo:.1f}", f"{r.rating.lo:.1f}",
          f"{r.rating.hi:.1f}", r.rating.games, f"{r.rating.score:.4f}", f"{r.cost.nodes:.1f}", f"{r.cost.evals:.1f}",
          f"{r.cost.seconds:.4f}"] for r in rs]), "report table")
     s = sc.settings
     n_open = len({g.opening_fen for g in game_records})
     diffs = difference_rows(sc, fit) if fit is not None else []  # once: the finding and the table read them
-    md = [f"# Elo versus nodes: {s.name}", "",
-          *opening(scale_finding(str(s.anchor), [Rated(r.family, "" if r.nodes is None else str(r.nodes), r.rating.elo,
+    word = {"nodes": "nodes", "evals": "evaluator calls", "movetime": "seconds"}[unit]
+    md = [f"# Elo versus {word}: {s.name}", "",
+          *opening(scale_finding(str(s.anchor), [Rated(r.family, "" if r.budget is None else rung(r.budget), r.rating.elo,
                                                   r.rating.lo, r.rating.hi, r.rating.games) for r in rs],
-                                 diffs, games, n_open), command),
+                                 diffs, games, n_open, unit), command),
           f"Variant {s.variant}; {games} games on {n_open} distinct openings "
           f"(each pairing draws its own, one per colour-reversed pair); anchor {s.anchor} = {s.anchor_elo:g} Elo; "
           f"95% intervals from {s.bootstrap} bootstrap samples over game pairs; "
           f"logistic Bradley-Terry fit (draws = half points).", "",
-          "![Elo versus nodes](elo_vs_nodes.png)", "",
+          f"![Elo versus {word}](elo_vs_nodes.png)", "",
           "What a move costs (means per move over the stored games: nodes, evaluator calls = positions sent to "
           "a network or static evaluations, 0 for external engines; seconds on this machine):", "",
           "![Elo versus seconds and evaluator calls per move](elo_vs_cost.png)", "", NODE_CAPTION, "",
-          "| family | engine | nodes | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
+          f"| family | engine | {unit} | Elo | 95% interval | games | score | nodes/move | evals/move | ms/move |",
           "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for r in rs:
         mark = f" {SWEEP_MARK}" if r.rating.sweep_bounded else ""
-        md.append(f"| {r.family} | `{r.engine}`{batch_text(r.engine)} | {'' if r.nodes is None else r.nodes} | {r.rating.elo:+.0f} | "
+        md.append(f"| {r.family} | `{r.engine}`{batch_text(r.engine)} | {'' if r.budget is None else rung(r.budget)} | {r.rating.elo:+.0f} | "
                   f"[{r.rating.lo:+.0f}, {r.rating.hi:+.0f}]{mark} | {r.rating.games} | {100 * r.rating.score:.1f}% | "
                   f"{r.cost.nodes:.0f} | {r.cost.evals:.0f} | {1000 * r.cost.seconds:.1f} |")
     if any(r.rating.sweep_bounded for r in rs):
         md += ["", SWEEP_NOTE]
-    md += differences(diffs)
+    md += differences(diffs, unit)
     if sc.anchors:
         md += ["", ANCHOR_NOTE.format(anchor=s.anchor, anchor_elo=s.anchor_elo,
                                       anchors=", ".join(f"`{a.player.name}` = `{a.player.engine}` "
@@ -337,7 +370,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
            "a cluster.", *history(s.notes)]
     md_path = out / "elo_vs_nodes.md"
     write_atomic(md_path, "\n".join(md) + "\n", "report")
-    figs = plot(csv_path, f"Elo versus nodes: {s.name} ({s.variant})", save=save_figure)
+    figs = plot(csv_path, f"Elo versus {word}: {s.name} ({s.variant})", save=save_figure)
     figs += plot_cost(csv_path, f"Elo versus cost per move: {s.name} ({s.variant})", save=save_figure)
 
     return [csv_path, md_path] + figs + [report_page(out, game_records, s.variant, s.db)]

@@ -156,8 +156,10 @@ def run_settings(cfg: Section) -> RunSettings:
     return s
 
 
-def player(sec: Section, name: str | None = None, nodes: int | None = None) -> Player:
-    """A player from a config table (``engine`` and limits); ``nodes`` overrides the table's."""
+def player(sec: Section, name: str | None = None, nodes: int | None = None, evals: int | None = None,
+           movetime: float | None = None) -> Player:
+    """A player from a config table (``engine`` and limits); ``nodes``, ``evals`` and ``movetime``
+    override the table's."""
     engine = sec.get("engine", str, check=lambda v: None if v.strip() else "must not be empty")
     nm = name if name is not None else sec.get("name", str, engine, _name_check)
     tc_text = sec.get("tc", str, None)
@@ -165,10 +167,10 @@ def player(sec: Section, name: str | None = None, nodes: int | None = None) -> P
         tc = parse_tc(tc_text) if tc_text is not None else None
         return Player(nm, engine,
                       nodes=nodes if nodes is not None else sec.get("nodes", int, None),
-                      evals=sec.get("evals", int, None),
+                      evals=evals if evals is not None else sec.get("evals", int, None),
                       playouts=sec.get("playouts", int, None),
                       depth=sec.get("depth", int, None),
-                      movetime=sec.get("movetime", float, None), tc=tc)
+                      movetime=movetime if movetime is not None else sec.get("movetime", float, None), tc=tc)
     except MatchError as e:
         raise sec.error(None, str(e)) from None
 
