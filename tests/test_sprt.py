@@ -112,3 +112,10 @@ def test_a_crossed_bound_stays_decided_when_in_flight_pairs_pull_the_llr_back() 
     assert t.llr < t.upper and t.state == "H1"
     fresh = sprt.Sprt("a", "b", -30, 0, counts=list(t.counts))  # counts alone: no path, the LLR decides
     assert fresh.state == "continue"
+
+
+def test_decided_early_is_a_crossing_before_the_last_pairs() -> None:
+    from experiments.harness.sprt import decided_early
+
+    assert decided_early(195, 400) and not decided_early(200, 400) and not decided_early(None, 400)
+    assert not decided_early(0, 10)

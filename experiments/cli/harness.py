@@ -25,7 +25,7 @@ from experiments.harness import pgn as pgn_out
 from experiments.harness import ratings as ratings_mod
 from experiments.harness.replay import replay
 from experiments.selfplay.replay import is_selfplay_dir, replay_selfplay
-from experiments.harness.sprt import Sprt
+from experiments.harness.sprt import Sprt, decided_early
 from experiments.harness.stats import score_text
 from experiments.harness.store import Store
 from experiments.paths import InputError, check_dir, check_file
@@ -394,7 +394,7 @@ def _print_rows(rows: Any) -> None:
     """One line per ablation row: variant, budget, W-D-L, Elo with its interval, the SPRT's LLR."""
     for r in rows:
         verdict = f"  LLR {r.llr:+.2f} {r.verdict}" if r.llr is not None else ""
-        if r.decided_at and r.decided_at * 2 < r.games:
+        if decided_early(r.decided_at, r.games):
             verdict += f" (decided after {r.decided_at} pairs; the games in flight then are counted too)"
         print(f"{r.variant:<28} {r.axis} {r.budget:<8g} {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]}  "
               f"Elo {r.elo:+.0f} [{r.lo:+.0f}, {r.hi:+.0f}]{verdict}")

@@ -61,7 +61,7 @@ from experiments.harness import openings as openings_mod, tomlconfig
 from experiments.harness.answer import AblationRow, ablation_finding, history, opening, verdict
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.scale import _ladder
-from experiments.harness.sprt import Sprt
+from experiments.harness.sprt import Sprt, decided_early
 from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord, check_writable, versions
 from experiments.harness.tasks import GameTask, MatchError, Player
@@ -364,7 +364,7 @@ def write_report(ab: Ablation, rs: list[Row], command: str, games: Sequence[Game
           + ("LLR | verdict | " if ab.sprt else "") + "nodes/move | evals/move | s/move (variant / baseline) |",
           "|---|---|---:|---|---:|---:|---|---|" + ("---:|---|" if ab.sprt else "") + "---|---|---|"]
     for r in rs:
-        at = f" at pair {r.decided_at}" if r.decided_at and 2 * r.decided_at < r.games else ""
+        at = f" at pair {r.decided_at}" if decided_early(r.decided_at, r.games) else ""
         sp = f"{r.llr:+.2f} | {r.verdict}{at} | " if ab.sprt and r.llr is not None else ("| | " if ab.sprt else "")
         md.append(f"| {r.variant} | {r.axis} {r.budget:g} | {r.games} ({r.openings}) | {r.wdl[0]}-{r.wdl[1]}-{r.wdl[2]} | "
                   f"{'' if r.score != r.score else f'{100 * r.score:.1f}%'} | {_fmt(r.elo)} | "

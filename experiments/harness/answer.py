@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from experiments.harness.sprt import decided_early
+
 #: the line above every harness report's command
 REGENERATE = "Regenerate (resumes from the database, plays only missing games):"
 #: the heading of the section a config's notes go to
@@ -89,7 +91,7 @@ def ablation_finding(baseline: str, rows: Sequence[AblationRow], sprt: tuple[flo
             parts.append(f"`{r.variant}` at {r.budget}: {_interval(r.elo, r.lo, r.hi)} over {r.games} games, so it "
                          f"{bound} at this budget (95% lower bound); the SPRT of [{sprt[0]:g}, {sprt[1]:g}] normalised Elo is {state}"
                          + (f" (its LLR crossed the bound after {r.decided_at} pairs; the games then in flight "
-                            f"count in these figures)" if r.decided_at and 2 * r.decided_at < r.games else ""))
+                            f"count in these figures)" if decided_early(r.decided_at, r.games) else ""))
         return (f"Against `{baseline}` (0 Elo): " + "; ".join(parts)
                 + ". The bound holds at the budgets played here and no other.")
     order = list(dict.fromkeys(r.variant for r in played))

@@ -92,6 +92,12 @@ def bounds(alpha: float, beta: float) -> tuple[float, float]:
     return math.log(beta / (1 - alpha)), math.log((1 - beta) / alpha)
 
 
+def decided_early(decided_at: int | None, games: int) -> bool:
+    """The test crossed its bound (after ``decided_at`` pairs) before the last of ``games`` was counted:
+    the games in flight then were played on and count in the figures, not in the verdict."""
+    return bool(decided_at) and 2 * int(decided_at or 0) < games
+
+
 def normalised_elo(counts: Sequence[float]) -> tuple[float, float]:
     """nElo of the pentanomial counts and the half width of its 95% interval."""
     n, p = regularised(counts)
