@@ -328,3 +328,30 @@ def test_the_loop_resolves_each_arms_engine_once(tmp_path, monkeypatch) -> None:
     assert state["gens"]["1"]["selfplay"]["engine"] == \
         f"rise-gumbel:batch_size=2,weights={cfg.initial},gumbel_scale=1.0"
     assert summary is not None
+
+
+def test_pairs_play_two_arms_head_to_head_and_pool_the_seeds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``pairs`` in a rating search: the two arms' same round play each other in the search's pool; the
+    report gives each pair's difference and, over two pairs, their mean with its bootstrap interval."""
+    arms = ('[[arms]]\nname = "puct2"\nengine = "rise-mcts:batch_size=2"\nseed = 2\n\n'
+            '[[arms]]\nname = "puct3"\nengine = "rise-mcts:batch_size=2"\nseed = 3\n')
+    path = _rounds_config(tmp_path, arms=arms)
+    text = open(path).read().replace("generations = 2", "generations = 1").replace("bootstrap = 10", "bootstrap = 10\nsearches = [\n"
+                                     '  { name = "policy", engine = "rise-mcts:batch_size=1,tree_reuse=false", nodes = 1, anchors = false,'
+                                     ' pairs = [["puct", "puct2"], ["puct3", "puct2"]] },\n]')
+    open(path, "w").write(text)
+    cfg = rl.parse(path)
+    assert cfg.rate["searches"][0]["pairs"] == [("puct", "puct2"), ("puct3", "puct2")]
+    rl.run(cfg, progress=False)
+    with Store(str(tmp_path / "out" / "rate.sqlite")) as st:
+        games = st.games()
+    met = {frozenset((g.white, g.black)) for g in games}
+    assert frozenset(("puct-g1@policy", "puct2-g1@policy")) in met and frozenset(("puct3-g1@policy", "puct2-g1@policy")) in met
+    assert frozenset(("puct-g1@policy", "puct3-g1@policy")) not in met
+    text = (tmp_path / "report" / "README.md").read_text()
+    assert "### Head to head under `policy`" in text and "| 1 | puct-g1@policy | puct2-g1@policy |" in text
+    assert "| 1 | pooled | |" in text
+    bad = open(path).read().replace('["puct3", "puct2"]', '["puct3", "puct3"]')
+    open(path, "w").write(bad)
+    with pytest.raises(ConfigError, match="each pair is two different self-play arms"):
+        rl.parse(path)

@@ -215,6 +215,16 @@ class Fit:
                 return float(self.prior[k])
         return 0.0
 
+    def mean_difference(self, pairs: Sequence[tuple[str, str]]) -> tuple[float, float, float]:
+        """The mean over ``pairs`` of (Elo of a − Elo of b), with the 95% percentile interval of that
+        mean from the same replicates (replicates of one question pooled, their covariance kept)."""
+        ix = [(self.names.index(a), self.names.index(b)) for a, b in pairs]
+        d = float(np.mean([self.elo[i] - self.elo[j] for i, j in ix]))
+        if not len(self.samples):
+            return d, d, d
+        lo, hi = percentile_interval(np.mean([self.samples[:, i] - self.samples[:, j] for i, j in ix], axis=0))
+        return d, lo, hi
+
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
         """(Elo of a − Elo of b, low, high): the 95% percentile interval of the difference."""
         ia, ib = self.names.index(a), self.names.index(b)

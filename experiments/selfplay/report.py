@@ -19,7 +19,8 @@ Keys (defaults in brackets)::
             against generation 0's prior before any self-play, searchbench targets; 0: not measured),
             report_dir ["reports/NAME"], notes [""] (Markdown printed in the report),
             searches [[]] (tables: name, engine (a spec without weights), nodes, rounds [all], anchors [true],
-            games [rate.games] (a comparison), head_swaps [[]] (rounds))
+            games [rate.games] (a comparison), head_swaps [[]] (rounds),
+            pairs [[]] (arrays of two self-play arms: at each rated round they play each other))
 
 **Fixed searches** (``[rate] searches``: ratings that can see what training did): every
 round's network of every arm is rated under the *same* searches, whatever search its arm played
@@ -33,6 +34,9 @@ round 0 and each self-play round's difference to the control, with intervals.  `
 (rounds) also rates, at each such round, every self-play arm's network with the control's value
 head (``value_weights``: :mod:`evaluators.composite`) against that network, and the control's with
 the self-play arm's value against the control's: does the value explain the difference?
+``pairs`` (``[["gumbel-a", "puct-a"], ["gumbel-b", "puct-b"]]``) plays the two arms' same round head
+to head, ``games`` a pair, in the same pool: each pair's difference and, pooled over the pairs (two
+seeds of one question), their mean with its interval from the same bootstrap replicates.
 
 The report (``report_dir``): ``index.html`` (:mod:`reports.html`: the figures interactive, the games
 on a board), ``ratings.csv`` (player, arm, generation, gate decision, self-play games
@@ -95,7 +99,7 @@ def parse_rate(r: Section, cfg: LoopConfig) -> dict[str, Any]:
     for t in r.tables("searches") or []:
         sch = {"name": t.get("name", str), "engine": t.get("engine", str), "nodes": t.get("nodes", int, None, budget),
                "rounds": _list_ints(t, "rounds"), "anchors": t.get("anchors", bool, True),
-               "head_swaps": _list_ints(t, "head_swaps"),
+               "head_swaps": _list_ints(t, "head_swaps"), "pairs": _pairs(t, cfg),
                "games": t.get("games", int, 0, lambda v: None if v >= 0 and v % 4 == 0 else "must be a multiple of 4")}
         if not sch["name"].replace("-", "").replace("_", "").isalnum() or sch["name"] in [x["name"] for x in fixed]:
             raise t.error("name", f"{sch['name']!r}: each search needs a name of its own, of letters, digits, - and _")
@@ -128,6 +132,19 @@ def parse_rate(r: Section, cfg: LoopConfig) -> dict[str, Any]:
 
     check_suite(r, "games", cfg.gate["openings"], cfg.variant, max([out["games"]] + [x["games"] for x in fixed]) // 2)
     r.done()
+    return out
+
+
+def _pairs(t: Section, cfg: LoopConfig) -> list[tuple[str, str]]:
+    """``pairs``: arrays of two distinct self-play arms of the loop."""
+    v = t.get("pairs", list, [])
+    arms = [a.name for a in cfg.arms if a.kind != "control"]
+    out = []
+    for x in v:
+        if not (isinstance(x, list) and len(x) == 2 and all(isinstance(a, str) and a in arms for a in x) and x[0] != x[1]):
+            raise t.error("pairs", f"each pair is two different self-play arms of the loop ({', '.join(arms)}), "
+                                   f"not {x!r}")
+        out.append((x[0], x[1]))
     return out
 
 
@@ -227,6 +244,10 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
                 for c in controls:
                     if done(arm.name, gen) and done(c.name, gen):
                         pairing(name, make(arm, gen), make(c, gen), n)
+            by_arm = {a.name: a for a in cfg.arms}
+            for x, y in sch.get("pairs", []):
+                if done(x, gen) and done(y, gen):
+                    pairing(name, make(by_arm[x], gen), make(by_arm[y], gen), n)
         for gen in sorted({min(g, last) for g in sch["head_swaps"]} - {0}):
             for arm in [a for a in cfg.arms if a.kind != "control"]:
                 for c in controls:
@@ -321,8 +342,15 @@ def write_report(cfg: LoopConfig, states: dict[str, State], fits: dict[str, Any]
                 na, nb = _player_name(a, gen), _player_name(b, gen)
                 if na in fit.names and nb in fit.names:
                     diffs.append((gen, *fit.difference(na, nb), *_gain_difference(fit, a, b, gen)))
+        heads = []  # (round, [(a's player, b's player, difference, lo, hi)], pooled (d, lo, hi) or None)
+        for gen in range(1, cfg.generations + 1):
+            met = [(player(cfg, x, gen, name), player(cfg, y, gen, name)) for x, y in sch.get("pairs", [])]
+            met = [(pa, pb) for pa, pb in met if pa in fit.names and pb in fit.names]
+            if met:
+                heads.append((gen, [(pa, pb, *fit.difference(pa, pb)) for pa, pb in met],
+                              fit.mean_difference(met) if len(met) > 1 else None))
         sections.append({"search": sch, "rows": mine, "anchors": anchors, "figures": figures, "gains": gains,
-                         "diffs": diffs, "controls": controls, "swaps": swaps})
+                         "diffs": diffs, "controls": controls, "swaps": swaps, "heads": heads})
     _write_csv(out / "ratings.csv", rows + anchor_rows)
     gates = [{"arm": arm.name, "generation": g, **{k: v for k, v in states[arm.name].gen(g).get("gate", {}).items()}}
              for arm in cfg.arms for g in range(1, cfg.generations + 1)
@@ -604,6 +632,20 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
                 verdict = "self-play stronger" if lo > 0 else "control stronger" if hi < 0 else "no difference shown"
                 lines.append(f"| {na} | {nc} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {verdict} |")
             lines.append("")
+        if sec.get("heads"):
+            lines += [f"### Head to head{head}", "",
+                      "Each pair's same round played against each other in this pool; pooled: the mean of the "
+                      "pairs' differences (seeds of one question), its interval from the same bootstrap replicates.", "",
+                      "| round | player | against | Elo difference | 95% interval | verdict |", "|---:|---|---|---:|---|---|"]
+            for gen, met, pooled in sec["heads"]:
+                for pa, pb, d, lo, hi in met:
+                    lines.append(f"| {gen} | {pa} | {pb} | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {_verdict(lo, hi)} |")
+                if pooled is not None:
+                    d, lo, hi = pooled
+                    signs = {(x[2] > 0) - (x[2] < 0) for x in met}
+                    agree = "the pairs agree in sign" if len(signs) == 1 else "the pairs differ in sign"
+                    lines.append(f"| {gen} | pooled | | {d:+.0f} | [{lo:+.0f}, {hi:+.0f}] | {_verdict(lo, hi)}; {agree} |")
+            lines.append("")
         if sec.get("swaps"):
             lines += [f"### Head swaps{head}", "",
                       "Each network with another arm's value head (`value_weights`: the policy and the search its "
@@ -650,6 +692,10 @@ def _markdown(cfg: LoopConfig, sections: list[dict[str, Any]], gates: list[dict[
               + ", the figures as PNG and SVG, each generation's model card in `cards/`; "
               f"the games in `{os.path.join(cfg.out, 'rate.sqlite')}` and each generation's gate.sqlite (not in git).", ""]
     return "\n".join(lines)
+
+
+def _verdict(lo: float, hi: float) -> str:
+    return "stronger" if lo > 0 else "weaker" if hi < 0 else "no difference shown"
 
 
 def _headline(sections: list[dict[str, Any]], rounds: bool) -> list[str]:
