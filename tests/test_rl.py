@@ -351,6 +351,8 @@ def test_pairs_play_two_arms_head_to_head_and_pool_the_seeds(tmp_path) -> None: 
     text = (tmp_path / "report" / "README.md").read_text()
     assert "### Head to head under `policy`" in text and "| 1 | puct-g1@policy | puct2-g1@policy |" in text
     assert "| 1 | pooled | |" in text
+    head = text.split("## Setup")[0]  # the headline names each arm and the pooled head to head
+    assert "`policy`, head to head at round 1: `puct` − `puct2`" in head and "; pooled " in head and "`puct3`, the last round" in head
     bad = open(path).read().replace('["puct3", "puct2"]', '["puct3", "puct3"]')
     open(path, "w").write(bad)
     with pytest.raises(ConfigError, match="each pair is two different self-play arms"):
