@@ -361,7 +361,7 @@ def scale_chart(rows: list[dict[str, str]], title: str) -> dict[str, Any]:
         fam = r["family"]
         if fam.startswith("anchor:"):
             hlines.append({"y": float(r["elo"]), "label": fam[7:]})
-        player = fam[7:] if fam.startswith("anchor:") else f"{fam}@{r[col]}" if col == "nodes" else f"{fam}@{col}={r[col]}"
+        player = fam[7:] if fam.startswith("anchor:") else paradigms.scale_player(fam, col, r[col])
         series.setdefault(fam, []).append({
             "player": player, "y": float(r["elo"]), "lo": float(r["lo"]), "hi": float(r["hi"]),
             "x": {"budget": _num(r.get(col)) or _num(r.get("nodes_per_move")), "nodes_per_move": _num(r.get("nodes_per_move")),

@@ -40,6 +40,11 @@ def budget_column(row: Iterable[str]) -> str:
     return next((c for c in SCALE_BUDGETS if c in keys), "nodes")
 
 
+def scale_player(family: str, unit: str, rung: str) -> str:
+    """A scale player's name: ``family@256`` on a nodes ladder, ``family@evals=256``, ``family@movetime=0.3``."""
+    return f"{family}@{rung}" if unit == "nodes" else f"{family}@{unit}={rung}"
+
+
 @functools.lru_cache(maxsize=None)
 def paradigm_of(spec_text: str) -> str | None:
     """The paradigm of an engine spec (module docstring), or None (an external program, a spec that

@@ -142,8 +142,10 @@ class Rated:
     games: int
 
 
-#: how a scale report's finding names a budget of each unit (:data:`experiments.harness.scale.UNITS`)
-BUDGET_WORDS = {"nodes": ("nodes", "nodes"), "evals": ("evaluator calls", "calls"), "movetime": ("s a move", "time")}
+#: how a scale report names each unit (:data:`reports.paradigms.SCALE_BUDGETS`): its title's word, the word
+#: after a number, and the word after "at equal"
+BUDGET_WORDS = {"nodes": ("nodes", "nodes", "nodes"), "evals": ("evaluator calls", "evaluator calls", "calls"),
+                "movetime": ("seconds", "s a move", "time")}
 
 
 def rung(budget: str | float) -> str:
@@ -154,7 +156,7 @@ def rung(budget: str | float) -> str:
 
 def budget_text(budget: str | float, unit: str = "nodes") -> str:
     """``256 nodes``, ``256 evaluator calls``, ``0.3 s a move``."""
-    return f"{rung(budget)} {BUDGET_WORDS[unit][0]}"
+    return f"{rung(budget)} {BUDGET_WORDS[unit][1]}"
 
 
 def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Difference], games: int, openings: int,
@@ -177,7 +179,7 @@ def scale_finding(anchor: str, rated: Sequence[Rated], diffs: Sequence[Differenc
             groups.setdefault(verdict(d.lo, d.hi), []).append(f"{rung(d.budget)} ({_interval(d.elo, d.lo, d.hi, False)})")
         said.append(f"{p}: " + "; ".join(f"{k} at {', '.join(v)}" for k, v in groups.items()))
     if said:
-        text += f" At equal {BUDGET_WORDS[unit][1]} (the difference's own 95% interval): " + ". ".join(said) + "."
+        text += f" At equal {BUDGET_WORDS[unit][2]} (the difference's own 95% interval): " + ". ".join(said) + "."
     return text
 
 

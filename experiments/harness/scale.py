@@ -45,7 +45,7 @@ from typing import Any, Sequence
 from experiments.harness import openings as openings_mod, ratings as ratings_mod, tomlconfig
 from experiments.harness.answer import BUDGET_WORDS, Difference, Rated, history, opening, rung, scale_finding, verdict
 from experiments.harness.webpage import report_page
-from reports.paradigms import SCALE_BUDGETS, budget_column
+from reports.paradigms import SCALE_BUDGETS, budget_column, scale_player
 from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.costs import NODE_CAPTION, Cost, batch_text, costs
 from experiments.harness.store import GameRecord, check_writable
@@ -56,8 +56,6 @@ from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, play_run, player, run_settings
 
 
-#: the units a ladder may count (the config's ``unit``; the table's budget column, :data:`SCALE_BUDGETS`)
-UNITS = SCALE_BUDGETS
 #: the longest ``movetime`` rung (seconds a move): more is a typo, not a plan
 MAX_MOVETIME = 600.0
 
@@ -158,17 +156,12 @@ def _ladder(sec: Section, unit: str) -> list[float]:
     return sorted({float(f"{start * factor ** k:.3g}") for k in range(steps)})
 
 
-def player_name(family: str, unit: str, budget: float) -> str:
-    """``family@256`` (nodes), ``family@evals=256``, ``family@movetime=0.3``."""
-    return f"{family}@{rung(budget)}" if unit == "nodes" else f"{family}@{unit}={rung(budget)}"
-
-
 def parse(cfg: Section) -> Scale:
     s = run_settings(cfg)
     cross = cfg.get("cross_games", int, s.games,
                     lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
     report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
-    unit = cfg.choice("unit", tuple(UNITS), "nodes")
+    unit = cfg.choice("unit", SCALE_BUDGETS, "nodes")
     families: list[Family] = []
     names: dict[str, str] = {}
     for sec in cfg.tables("families", required=True):
@@ -178,14 +171,14 @@ def parse(cfg: Section) -> Scale:
             raise sec.error("name", "must not contain '@'")
         if fname in names:
             raise sec.error("name", f"duplicate family {fname!r}")
-        others = [u for u in UNITS if u not in (unit, "movetime") and sec.has(u)]  # movetime: also a limit
+        others = [u for u in SCALE_BUDGETS if u not in (unit, "movetime") and sec.has(u)]  # movetime: also a limit
         if others:
             raise sec.error(others[0], f"this scale counts {unit} (unit = {unit!r}): give the ladder as {unit} = [...]")
         budgets = _ladder(sec, unit)
         fam = Family(fname, "", budgets)
         for n in budgets:
-            limit = {"nodes": {"nodes": int(n)}, "evals": {"evals": int(n)}, "movetime": {"movetime": float(n)}}[unit]
-            p = player(sec, name=player_name(fname, unit, n), **limit)  # type: ignore[arg-type]
+            p = player(sec, name=scale_player(fname, unit, rung(n)), nodes=int(n) if unit == "nodes" else None,
+                       evals=int(n) if unit == "evals" else None, movetime=float(n) if unit == "movetime" else None)
             fam.players.append(p)
             names[p.name] = fname
         fam.engine = fam.players[0].engine
@@ -276,7 +269,7 @@ def differences(rows: Sequence[Difference], unit: str = "nodes") -> list[str]:
                for r in rows]
     if not rows_md:
         return []
-    return ["", f"Differences at equal {BUDGET_WORDS[unit][1]} (each family against the first, the 95% bootstrap "
+    return ["", f"Differences at equal {BUDGET_WORDS[unit][2]} (each family against the first, the 95% bootstrap "
             "interval of the difference itself, from the same replicates as the table):", "",
             f"| {unit} | difference | Elo | 95% interval | verdict |", "|---:|---|---:|---|---|"] + rows_md
 
@@ -338,7 +331,7 @@ def write_report(sc: Scale, ratings: list[Rating], command: str, games: int,
     s = sc.settings
     n_open = len({g.opening_fen for g in game_records})
     diffs = difference_rows(sc, fit) if fit is not None else []  # once: the finding and the table read them
-    word = {"nodes": "nodes", "evals": "evaluator calls", "movetime": "seconds"}[unit]
+    word = BUDGET_WORDS[unit][0]
     md = [f"# Elo versus {word}: {s.name}", "",
           *opening(scale_finding(str(s.anchor), [Rated(r.family, "" if r.budget is None else rung(r.budget), r.rating.elo,
                                                   r.rating.lo, r.rating.hi, r.rating.games) for r in rs],

@@ -235,6 +235,7 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
         last = max(g for g in range(cfg.generations + 1) if all(done(a.name, g) for a in cfg.arms))
         rounds = sorted({min(g, last) for g in rounds} - {0})
         controls = [a for a in cfg.arms if a.kind == "control"]
+        by_arm = {a.name: a for a in cfg.arms}
         for gen in rounds:
             for arm in cfg.arms:
                 if done(arm.name, gen):
@@ -243,7 +244,6 @@ def rate_and_report(cfg: LoopConfig, states: dict[str, State], progress: bool = 
                 for c in controls:
                     if done(arm.name, gen) and done(c.name, gen):
                         pairing(name, make(arm, gen), make(c, gen), n)
-            by_arm = {a.name: a for a in cfg.arms}
             for x, y in sch.get("pairs", []):
                 if done(x, gen) and done(y, gen):
                     pairing(name, make(by_arm[x], gen), make(by_arm[y], gen), n)
@@ -612,15 +612,16 @@ def _headline(sections: list[dict[str, Any]], rounds: bool) -> list[str]:
     the loop's result is where it ended, not its luckiest round."""
     out = []
     word = "round" if rounds else "generation"
-
-    def gen(p: str) -> int:
-        return int(p.split("-g")[-1].split("+")[0].split("@")[0])
-
-    def arm(p: str) -> str:
-        return p.rsplit("-g", 1)[0]
-
     for sec in sections:
         name = sec["search"]["name"]
+        meta = {r["player"]: (r["arm"], int(r["generation"])) for r in sec["rows"]}  # the rated players' arm, round
+
+        def arm(p: str) -> str:
+            return str(meta[p][0])
+
+        def gen(p: str) -> int:
+            return meta[p][1]
+
         gains = [(p, d, lo, hi) for p, d, lo, hi in sec["gains"] if "control" not in arm(p)]
         if not name or not gains:
             continue
