@@ -83,6 +83,22 @@ def test_ladders_and_connected_pairings(tmp_path: Path) -> None:
     assert len({t.match for t in ts[:2 * len(pairs)]}) == len(pairs)
 
 
+def test_top_games_caps_every_pairing_with_a_familys_highest_rung(tmp_path: Path) -> None:
+    base = BASE.replace("games = 2\nconcurrency", "games = 6\ncross_games = 4\ntop_games = 2\nconcurrency")
+    base = base.replace("depth = 1\ngames = 2", "depth = 1\ngames = 4")
+    sc = scale.load(cfg(tmp_path, base=base))
+    got = {frozenset((a.name, b.name)): g for a, b, g in sc.pairings()}
+    tops = {"stepped@16", "rand@16"}
+    for k, g in got.items():
+        plain = 6 if len({n.split("@")[0] for n in k}) == 1 else 4
+        assert g == (2 if k & tops else plain), (sorted(k), g)
+    assert got[frozenset(("stepped@4", "stepped@8"))] == 6 and got[frozenset(("loser", "stepped@4"))] == 4
+    assert got[frozenset(("loser", "rand@16"))] == 2 and got[frozenset(("stepped@8", "stepped@16"))] == 2
+    assert len(sc.tasks()) == sum(got.values())
+    with pytest.raises(ConfigError, match="key 'top_games': must be even"):
+        scale.load(cfg(tmp_path, base=base.replace("top_games = 2", "top_games = 3")))
+
+
 @pytest.mark.parametrize("extra,where,key", [
     ('\n[[families]]\nname = "x"\nengine = "random"\nnodes = [16, 4]\n', 33, "families[2].nodes"),
     ('\n[[families]]\nname = "y"\nengine = "random"\nnodez = [4]\n', 33, "families[2].nodez"),

@@ -8,6 +8,8 @@ backend, ray_address), plus::
                                     # and elo_vs_cost.{png,svg} (Elo against seconds and evaluator
                                     # calls per move, the CSV's cost columns)
     cross_games = 6                 # games per pairing between families (default: games)
+    top_games = 8                   # at most this many games in a pairing with a family's highest
+                                    # rung (its dearest games: 40 there where the rest have 100)
     unit = "nodes"                  # what every family's ladder counts: "nodes", "evals" (evaluator
                                     # calls a move) or "movetime" (seconds a move); one unit a report
 
@@ -29,7 +31,8 @@ A player is a family at a budget, named ``family@N`` on a nodes ladder, ``family
 (``nodes``, ``evals``, ``movetime``) and its figure draws Elo against it.  Scheduling keeps the graph of games
 connected, which the joint rating needs: (1) each rung plays its ladder neighbour; (2) for every two
 families, each rung of the one plays the rung of the other nearest in log budget (both directions);
-(3) each anchor plays the lowest and the highest rung of every family.  Tasks are interleaved pair
+(3) each anchor plays the lowest and the highest rung of every family; ``top_games`` caps the games
+of every pairing with a family's highest rung (a ladder's dearest point, sized apart).  Tasks are interleaved pair
 by pair across all pairings, so an interrupted run is still connected and balanced, and a rerun
 resumes.  The ratings use every stored game of the run between current players, anchored at
 ``anchor`` (default: the lowest rung of the first family at 0 Elo).
@@ -82,6 +85,7 @@ class Scale:
     cross_games: int
     report_dir: Path
     unit: str = "nodes"
+    top_games: int | None = None  # the cap on a pairing's games where a family's highest rung plays
 
     @property
     def players(self) -> list[Player]:
@@ -95,11 +99,14 @@ class Scale:
         """(a, b, games) of every scheduled pairing (see module doc)."""
         out: list[tuple[Player, Player, int]] = []
         seen: set[frozenset[str]] = set()
+        tops = {f.players[-1].name for f in self.families if len(f.players) > 1}
 
         def add(a: Player, b: Player, games: int) -> None:
             k = frozenset((a.name, b.name))
             if a.name != b.name and k not in seen:
                 seen.add(k)
+                if self.top_games is not None and k & tops:
+                    games = min(games, self.top_games)
                 out.append((a, b, games))
 
         g = self.settings.games
@@ -162,6 +169,8 @@ def parse(cfg: Section) -> Scale:
                     lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
     report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
     unit = cfg.choice("unit", SCALE_BUDGETS, "nodes")
+    top = cfg.get("top_games", int, 0, lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2") \
+        if cfg.has("top_games") else None
     families: list[Family] = []
     names: dict[str, str] = {}
     for sec in cfg.tables("families", required=True):
@@ -205,7 +214,7 @@ def parse(cfg: Section) -> Scale:
     elif s.anchor not in names or s.anchor in {f.name for f in families}:
         raise cfg.error("anchor", f"no player named {s.anchor!r} (players are family@nodes or anchor names)")
     cfg.done()
-    return Scale(s, families, anchors, cross, report_dir, unit)
+    return Scale(s, families, anchors, cross, report_dir, unit, top)
 
 
 def load(path: str | Path) -> Scale:
