@@ -66,7 +66,7 @@ from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord, check_writable, versions
 from experiments.harness.tasks import GameTask, MatchError, Player
 from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS
-from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.harness.tomlconfig import ConfigError, Section, even_games, writable_dir
 from experiments.harness.webpage import report_page
 from experiments.paths import csv_text, save_figure, write_atomic
 from experiments.harness.tournament import RunSettings, _name_check, interleave, play_run, run_settings
@@ -190,7 +190,7 @@ def parse(cfg: Section, path: Path, text: str) -> Ablation:
             registry.resolve(spec)
         except EngineError as e:
             raise sec.error("options" if opts else "engine", str(e)) from None
-        games = sec.get("games", int, s.games, lambda n: None if n >= 2 and n % 2 == 0 else "must be even and at least 2")
+        games = sec.get("games", int, s.games, even_games)
         mine = _own_budgets(sec, budgets)
         sec.done()
         variants.append(Variant(name, spec, games, mine))

@@ -41,7 +41,7 @@ from experiments.harness.match import MatchError
 from experiments.harness.openings import OpeningError, default_suite, load_suite, suite_id
 from experiments.harness.stats import pentanomial, pentanomial_elo
 from experiments.harness.store import GameRecord
-from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.harness.tomlconfig import ConfigError, Section, even_games, writable_dir
 from experiments.harness.webpage import report_page
 from experiments.paths import write_atomic
 
@@ -74,16 +74,12 @@ class Config:
     workers: int = 1
 
 
-def _even(n: int) -> str | None:
-    return None if n >= 2 and n % 2 == 0 else "must be even and at least 2"
-
-
 def parse(cfg: Section, path: Path, text: str) -> Config:
     name = cfg.get("name", str, check=lambda v: None if v and v.replace("-", "").replace("_", "").isalnum()
                    else "letters, digits, - and _ only")
     opponent = cfg.get("opponent", str, "sjeng")
     tc = cfg.get("tc", str, "60+0")
-    games = cfg.get("games", int, 40, _even)
+    games = cfg.get("games", int, 40, even_games)
     seed = cfg.get("seed", int, 1)
     max_plies = cfg.positive("max_plies", 600)
     openings = Path(cfg.get("openings", str, str(default_suite(CRAZYHOUSE.name))))
@@ -119,7 +115,7 @@ def parse(cfg: Section, path: Path, text: str) -> Config:
                 check_untimed(parse_team(opp))
             except BughouseMatchError as e:
                 raise sec.error("tc" if sec.has("tc") else None, str(e)) from None
-        rows.append(RowSpec(rname, team, opp, rtc, base_ms, inc_ms, sec.get("games", int, games, _even), openings_as))
+        rows.append(RowSpec(rname, team, opp, rtc, base_ms, inc_ms, sec.get("games", int, games, even_games), openings_as))
         sec.done()
     if not rows:
         raise cfg.error("rows", "give at least one [[rows]] table")

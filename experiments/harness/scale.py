@@ -55,7 +55,7 @@ from experiments.harness.store import GameRecord, check_writable
 from experiments.harness.match import GameTask, Player
 from experiments.harness.ratings import SWEEP_MARK, SWEEP_NOTE, Rating
 from experiments.harness.tasks import MAX_BUDGET
-from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.harness.tomlconfig import ConfigError, Section, even_games, writable_dir
 from experiments.harness.tournament import RunSettings, _name_check, interleave, play_run, player, run_settings
 
 
@@ -165,12 +165,10 @@ def _ladder(sec: Section, unit: str) -> list[float]:
 
 def parse(cfg: Section) -> Scale:
     s = run_settings(cfg)
-    cross = cfg.get("cross_games", int, s.games,
-                    lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
+    cross = cfg.get("cross_games", int, s.games, even_games)
     report_dir = Path(cfg.get("report_dir", str, "reports", writable_dir))
     unit = cfg.choice("unit", SCALE_BUDGETS, "nodes")
-    top = cfg.get("top_games", int, 0, lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2") \
-        if cfg.has("top_games") else None
+    top = cfg.get("top_games", int, None, even_games)
     families: list[Family] = []
     names: dict[str, str] = {}
     for sec in cfg.tables("families", required=True):
@@ -203,7 +201,7 @@ def parse(cfg: Section) -> Scale:
         p = player(sec)
         if p.name in names:
             raise sec.error("name", f"duplicate player name {p.name!r}")
-        games = sec.get("games", int, s.games, lambda v: None if v >= 2 and v % 2 == 0 else "must be even and >= 2")
+        games = sec.get("games", int, s.games, even_games)
         sec.done()
         names[p.name] = p.name
         anchors.append(Anchor(p, games))

@@ -36,7 +36,7 @@ from engines.registry import join_spec
 from evaluators.families import FAMILIES, SHIPPED, WEIGHTS_DIR, file_id
 from experiments.harness import ablate
 from experiments.harness.refresh import PLIES  # plies a game for the cost estimate
-from experiments.harness.tomlconfig import ConfigError, Section, load as load_toml
+from experiments.harness.tomlconfig import ConfigError, Section, even_games, load as load_toml
 from experiments.harness.tournament import RUNS_DIR, RunSettings, run_settings
 from search.base import Limits
 
@@ -96,7 +96,7 @@ def load(path: str | Path) -> ShipTest:
             raise sec.error("nodes", "give one of nodes or movetime")
         axis = "nodes" if sec.has("nodes") else "movetime"
         budget = float(sec.get(axis, (int, float), check=lambda v: None if v > 0 else "must be positive"))
-        games = sec.get("games", int, check=lambda n: None if n >= 2 and n % 2 == 0 else "must be even and at least 2")
+        games = sec.get("games", int, check=even_games)
         above = float(sec.get("above", (int, float), check=lambda v: None if -1000 <= v <= 1000 else "must be within 1000"))
         sec.done()
         points.append(Point(name, engine, axis, budget, games, above))

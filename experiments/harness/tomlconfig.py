@@ -177,6 +177,11 @@ class Section:
                 raise self.error(k, f"unknown key (known: {', '.join(sorted(self.used))})")
 
 
+def even_games(n: int) -> str | None:
+    """A check for a pairing's games: even (each side has White as often) and at least one pair."""
+    return None if n >= 2 and n % 2 == 0 else "must be even and at least 2"
+
+
 def writable_dir(v: str) -> str | None:
     """A ``check`` for an output folder key: why it cannot be written, or None."""
     try:

@@ -58,7 +58,7 @@ from experiments.harness.store import GameRecord, Store
 from experiments.harness.tasks import (
     BACKENDS, SEED_RANGE, Adjudication, GameTask, MatchError, Player, check_name, match_id, match_tasks, parse_tc,
 )
-from experiments.harness.tomlconfig import ConfigError, Section
+from experiments.harness.tomlconfig import ConfigError, Section, even_games
 
 RUNS_DIR = Path("runs")
 
@@ -115,7 +115,7 @@ def _name_check(v: str) -> str | None:
 def run_settings(cfg: Section) -> RunSettings:
     name = cfg.get("name", str, check=_name_check)
     variant = cfg.choice("variant", tuple(board.VARIANTS))
-    games = cfg.get("games", int, 10, lambda v: None if v >= 2 and v % 2 == 0 else "must be even and at least 2")
+    games = cfg.get("games", int, 10, even_games)
     s = RunSettings(name=name, variant=variant, games=games)
     s.concurrency = cfg.positive("concurrency", 2)
     s.workers = cfg.positive("workers", 1)

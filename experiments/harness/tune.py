@@ -48,7 +48,7 @@ from experiments.harness import ablate, openings as openings_mod, tomlconfig
 from experiments.harness.match import play
 from experiments.harness.store import Store
 from experiments.harness.tasks import MAX_BUDGET, MAX_SECONDS, GameTask, Player
-from experiments.harness.tomlconfig import ConfigError, Section, writable_dir
+from experiments.harness.tomlconfig import ConfigError, Section, even_games, writable_dir
 from experiments.harness.tournament import RunSettings, run_settings
 from experiments.paths import InputError, csv_text, read_json, save_figure, write_atomic
 
@@ -170,7 +170,7 @@ def parse(cfg: Section, path: Path, text: str) -> Tune:
                 raise sec.error("name" if "unknown" in str(e) else "min", str(e)) from None
         params.append(p)
     v = cfg.table("verify")
-    verify_games = v.get("games", int, 400, lambda n: None if n >= 2 and n % 2 == 0 else "must be even and at least 2")
+    verify_games = v.get("games", int, 400, even_games)
     budgets = v.get("budgets", list, [budget])
     if not budgets or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= cap for x in budgets):
         raise v.error("budgets", f"must be a non-empty array of positive numbers up to {cap:,}")

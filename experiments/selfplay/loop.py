@@ -134,7 +134,7 @@ from experiments.harness.sprt import Sprt
 from experiments.harness.stats import score_text
 from experiments.harness.store import Store
 from experiments.harness.tasks import MAX_BUDGET
-from experiments.harness.tomlconfig import ConfigError, Section, load, writable_dir
+from experiments.harness.tomlconfig import ConfigError, Section, even_games, load, writable_dir
 from experiments.paths import DirLock, check_dir, write_atomic
 from experiments.selfplay import games, gates, reanalyse
 from experiments.selfplay.config import (FREE_KEYS, LOOP_TRAIN_KEYS, MAX_GENERATIONS, STATE, Arm, LoopConfig, State,
@@ -299,7 +299,7 @@ def _parse_one_board(root: Section, cfg: LoopConfig) -> None:
     g = root.table("gate")
     _game_keys(g, cfg, GAME_KEYS["gate"][1])
     unit = lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"  # noqa: E731
-    cfg.gate = dict(games=g.get("games", int, 40, lambda v: None if v >= 2 and v % 2 == 0 else "must be even, >= 2"),
+    cfg.gate = dict(games=g.get("games", int, 40, even_games),
                     nodes=g.positive("nodes", 64), threshold=g.get("threshold", float, 0.55, unit),
                     sprt=g.get("sprt", bool, False), elo0=g.get("elo0", float, 0.0), elo1=g.get("elo1", float, 10.0),
                     alpha=g.get("alpha", float, 0.05), beta=g.get("beta", float, 0.05),
@@ -332,7 +332,7 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
             raise root.error(k, "is for one-board loops: rate a bughouse loop's networks with a bughouse-report config")
     s = root.table("selfplay")
     _game_keys(s, cfg, GAME_KEYS["selfplay"][0])
-    cfg.selfplay = dict(games=s.get("games", int, 100, lambda n: None if n >= 2 and n % 2 == 0 else "must be even, >= 2"),
+    cfg.selfplay = dict(games=s.get("games", int, 100, even_games),
                         nodes=s.positive("nodes", 200), tc=_clock(s, "tc", "300+0"), workers=s.get(
                             "workers", int, 1, lambda n: None if 1 <= n <= 64 else "must be 1..64"),
                         openings=s.get("openings", str, ""), max_plies=s.positive("max_plies", 600))
@@ -348,7 +348,7 @@ def _parse_two_board(root: Section, cfg: LoopConfig) -> None:
     g = root.table("gate")
     _game_keys(g, cfg, GAME_KEYS["gate"][0])
     sp = cfg.selfplay
-    cfg.gate = dict(games=g.get("games", int, 20, lambda v: None if v >= 2 and v % 2 == 0 else "must be even, >= 2"),
+    cfg.gate = dict(games=g.get("games", int, 20, even_games),
                     nodes=g.positive("nodes", sp["nodes"]), tc=_clock(g, "tc", f"{sp['tc'][0] / 1000:g}+{sp['tc'][1] / 1000:g}"),
                     threshold=g.get("threshold", float, 0.55, lambda v: None if 0 <= v <= 1 else "must be in [0, 1]"),
                     openings=g.get("openings", str, sp["openings"]), enabled=g.get("enabled", bool, True),
